@@ -1,0 +1,238 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Store is the durable backend. Implementations must be safe for concurrent
+// use by many runners.
+type Store interface {
+	// Now returns the store's clock. Every lease expiry and wake time is
+	// judged by it, so all nodes sharing a store agree.
+	Now(ctx context.Context) (time.Time, error)
+
+	// RunCreate creates a queued run with the given first journal entries
+	// (at positions 1..n), atomically. It is idempotent by ID: when a run
+	// with that ID exists, it returns that run and created=false and writes
+	// nothing.
+	RunCreate(ctx context.Context, p RunCreateParams) (run Run, created bool, err error)
+
+	// RunGet returns one run, or ErrNotFound.
+	RunGet(ctx context.Context, id string) (Run, error)
+
+	// RunList returns runs newest first, bounded by p.Limit.
+	RunList(ctx context.Context, p RunListParams) ([]Run, error)
+
+	// RunRequestCancel records a durable request to cancel a run. A waiting
+	// run becomes due at once so a runner picks the request up. It is
+	// idempotent; on a terminal run it changes nothing and returns the run.
+	// ErrNotFound when the run does not exist.
+	RunRequestCancel(ctx context.Context, id string) (Run, error)
+
+	// JournalAppend appends entries at positions p.After+1.. under the lease
+	// token p.Token, optionally changing the run's status in the same
+	// transaction. It returns the run as it stands after the append.
+	//
+	// Errors: ErrNotFound; ErrEnded when the run is terminal; ErrFenced when
+	// p.Token is not the run's current token; ErrConflict when p.After is
+	// not the journal's length. Nothing is written on error.
+	JournalAppend(ctx context.Context, p JournalAppendParams) (Run, error)
+
+	// JournalRead returns entries with positions above p.After, in order,
+	// at most p.Limit of them (a Limit of 0 means DefaultReadLimit).
+	JournalRead(ctx context.Context, p JournalReadParams) ([]Entry, error)
+
+	// LeaseClaim leases runs to p.Owner for p.TTL and returns them. Without
+	// p.RunID it claims up to p.Limit due runs: queued or running runs whose
+	// lease is absent or expired, and waiting runs whose WakeAt has come.
+	// Concurrent claims never return the same run twice. With p.RunID it
+	// claims exactly that run if it is not terminal and not leased to a live
+	// lease, whatever its status; a live lease gives *LeaseHeldError, a
+	// terminal run ErrEnded, a missing one ErrNotFound.
+	//
+	// A claim sets the status to running, clears WakeAt, and increments the
+	// run's token.
+	LeaseClaim(ctx context.Context, p LeaseClaimParams) ([]Lease, error)
+
+	// LeaseRenew extends a lease by p.TTL from now. It returns the run (so
+	// the runner sees CancelRequested) or ErrFenced when the token is no
+	// longer current, or ErrEnded.
+	LeaseRenew(ctx context.Context, p LeaseRenewParams) (Run, error)
+
+	// Close releases the store's resources. Leases are not released.
+	Close() error
+}
+
+// DefaultReadLimit bounds a JournalRead that names no limit.
+const DefaultReadLimit = 1000
+
+// Status is where a run is in its lifecycle.
+type Status string
+
+// Run statuses. The last five are terminal.
+const (
+	StatusQueued          Status = "queued"
+	StatusRunning         Status = "running"
+	StatusWaiting         Status = "waiting"
+	StatusCompleted       Status = "completed"
+	StatusFailed          Status = "failed"
+	StatusCancelled       Status = "cancelled"
+	StatusAnswerInvalid   Status = "answer_invalid"
+	StatusBudgetExhausted Status = "budget_exhausted"
+)
+
+// Terminal reports whether s ends a run.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusAnswerInvalid, StatusBudgetExhausted:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusQueued, StatusRunning, StatusWaiting:
+		return true
+	}
+	return s.Terminal()
+}
+
+// Run is a run's row: identity, status, lease and journal length.
+type Run struct {
+	ID       string
+	RootID   string // equal to ID for a root run
+	ParentID string // empty for a root run
+	Depth    int    // 0 for a root run
+	Agent    string
+	Version  int
+	// InputHash identifies the input the run was started with, so a
+	// repeated start can say whether its input was the same.
+	InputHash string
+	Status    Status
+	// Position is the journal's length: the position of its last entry.
+	Position int64
+	// LeaseOwner, LeaseToken and LeaseExpires describe the current lease.
+	// LeaseToken only grows; LeaseExpires is zero when no lease is held.
+	LeaseOwner   string
+	LeaseToken   int64
+	LeaseExpires time.Time
+	// WakeAt is when a waiting run becomes due; zero means only an explicit
+	// claim wakes it.
+	WakeAt          time.Time
+	CancelRequested bool
+	// Outcome is the terminal summary, set with a terminal status.
+	Outcome   json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Entry is one journal entry.
+type Entry struct {
+	RunID string
+	Pos   int64
+	Kind  string
+	At    time.Time // store clock at append
+	Data  json.RawMessage
+}
+
+// EntryInput is an entry to append.
+type EntryInput struct {
+	Kind string
+	Data json.RawMessage
+}
+
+// RunCreateParams are the parameters of RunCreate.
+type RunCreateParams struct {
+	ID        string
+	RootID    string // empty means ID
+	ParentID  string
+	Depth     int
+	Agent     string
+	Version   int
+	InputHash string
+	// Entries are the first journal entries; at least one.
+	Entries []EntryInput
+}
+
+// RunListParams are the parameters of RunList.
+type RunListParams struct {
+	// Statuses filters by status; empty means all.
+	Statuses []Status
+	// ParentID filters children of one run.
+	ParentID string
+	// Limit bounds the answer; 0 means 100.
+	Limit int
+}
+
+// JournalAppendParams are the parameters of JournalAppend.
+type JournalAppendParams struct {
+	RunID   string
+	Token   int64
+	After   int64
+	Entries []EntryInput
+	// Status, when set, becomes the run's status. A terminal status, or
+	// waiting or queued, releases the lease in the same transaction.
+	Status Status
+	// Outcome is stored with a terminal Status.
+	Outcome json.RawMessage
+	// WakeAt, with Status waiting, is when the run becomes due again.
+	WakeAt time.Time
+}
+
+// JournalReadParams are the parameters of JournalRead.
+type JournalReadParams struct {
+	RunID string
+	After int64
+	Limit int
+}
+
+// LeaseClaimParams are the parameters of LeaseClaim.
+type LeaseClaimParams struct {
+	Owner string
+	TTL   time.Duration
+	// Limit bounds a claim of due runs; 0 means 1.
+	Limit int
+	// RunID, when set, claims exactly this run.
+	RunID string
+}
+
+// LeaseRenewParams are the parameters of LeaseRenew.
+type LeaseRenewParams struct {
+	RunID string
+	Owner string
+	Token int64
+	TTL   time.Duration
+}
+
+// Lease is a claimed run.
+type Lease struct {
+	Run Run // as it stands after the claim
+	// Token fences every append made under this lease.
+	Token     int64
+	ExpiresAt time.Time
+}
+
+// Sentinel errors. Drivers translate backend errors into these.
+var (
+	ErrNotFound = errors.New("run not found")
+	ErrEnded    = errors.New("run has ended")
+	ErrFenced   = errors.New("lease token is stale")
+	ErrConflict = errors.New("journal position conflict")
+)
+
+// LeaseHeldError reports a live lease on a run that was claimed by ID.
+type LeaseHeldError struct {
+	RunID     string
+	Owner     string
+	ExpiresAt time.Time
+}
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("run %s is leased to %s until %s", e.RunID, e.Owner, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+}

@@ -1,0 +1,73 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Tool is something a model may call. Implementations must be safe for
+// concurrent use.
+type Tool interface {
+	// Info describes the tool. It must return the same value every time.
+	Info() Info
+
+	// Call runs the body on args, the raw JSON arguments the model sent. It
+	// returns the text the model sees. An *ArgumentError means the body did
+	// not run; an error wrapped by Uncertain means the effect may have
+	// happened; any other error is a definite failure. Call must honour ctx:
+	// the engine cancels it on timeout and on run cancellation.
+	Call(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+// Infinite, as a Timeout, leaves a tool body unbounded.
+const Infinite time.Duration = -1
+
+// Info is a tool's declaration.
+type Info struct {
+	Name        string
+	Description string
+	// Schema is the JSON Schema of the arguments; its root is an object.
+	Schema json.RawMessage
+	// Replay, when above zero, declares the body safe to run again after a
+	// crash or timeout, up to Replay attempts in all. Zero means at most
+	// once: an interrupted call becomes an uncertain effect.
+	Replay int
+	// Timeout bounds one run of the body. Zero takes the agent's default;
+	// Infinite leaves it unbounded.
+	Timeout time.Duration
+}
+
+// ArgumentError reports arguments that do not fit the tool's schema. The
+// body did not run; the message is shown to the model.
+type ArgumentError struct {
+	Tool   string
+	Reason string
+}
+
+func (e *ArgumentError) Error() string {
+	return fmt.Sprintf("invalid arguments for %s: %s", e.Tool, e.Reason)
+}
+
+// uncertainError marks an effect of unknown status.
+type uncertainError struct{ err error }
+
+func (e *uncertainError) Error() string { return "outcome unknown: " + e.err.Error() }
+func (e *uncertainError) Unwrap() error { return e.err }
+
+// Uncertain wraps err to say the body may have acted before it failed, for
+// example a request whose response was lost. A nil err gives nil.
+func Uncertain(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &uncertainError{err: err}
+}
+
+// IsUncertain reports whether err says the effect may have happened.
+func IsUncertain(err error) bool {
+	var u *uncertainError
+	return errors.As(err, &u)
+}

@@ -1,0 +1,130 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Option adjusts a tool built by New.
+type Option func(*Info)
+
+// WithReplay declares the body safe to run again, up to attempts in all.
+func WithReplay(attempts int) Option { return func(i *Info) { i.Replay = attempts } }
+
+// WithTimeout overrides the agent's tool timeout for this tool.
+func WithTimeout(d time.Duration) Option { return func(i *Info) { i.Timeout = d } }
+
+// Func is a typed tool body.
+type Func[In, Out any] func(ctx context.Context, in In) (Out, error)
+
+// typed binds a Func to the Tool interface.
+type typed[In, Out any] struct {
+	info     Info
+	resolved *jsonschema.Resolved
+	fn       Func[In, Out]
+}
+
+var _ Tool = (*typed[struct{}, string])(nil)
+
+// New binds fn as a tool. In's JSON Schema is inferred (struct fields use
+// their json tags; a `jsonschema:"..."` tag gives a field's description), and
+// the arguments are checked against it before fn runs. Out is sent to the
+// model as is when it is a string, and as JSON otherwise.
+func New[In, Out any](name, description string, fn Func[In, Out], opts ...Option) (Tool, error) {
+	schema, err := jsonschema.For[In](nil)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: infer schema: %w", name, err)
+	}
+	if schema.Type != "object" {
+		return nil, fmt.Errorf("tool %s: arguments must be a struct, got schema type %q", name, schema.Type)
+	}
+	return NewWithSchema(name, description, schema, fn, opts...)
+}
+
+// NewWithSchema is New with an explicit schema, for arguments whose Go type
+// says too little.
+func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Schema, fn Func[In, Out], opts ...Option) (Tool, error) {
+	if name == "" {
+		return nil, fmt.Errorf("tool: name is empty")
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: resolve schema: %w", name, err)
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: encode schema: %w", name, err)
+	}
+	t := &typed[In, Out]{
+		info:     Info{Name: name, Description: description, Schema: raw},
+		resolved: resolved,
+		fn:       fn,
+	}
+	for _, o := range opts {
+		o(&t.info)
+	}
+	return t, nil
+}
+
+// MustNew is New for package-level tool values; it panics on error.
+func MustNew[In, Out any](name, description string, fn Func[In, Out], opts ...Option) Tool {
+	t, err := New(name, description, fn, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func (t *typed[In, Out]) Info() Info { return t.info }
+
+func (t *typed[In, Out]) Call(ctx context.Context, args json.RawMessage) (string, error) {
+	in, err := t.decode(args)
+	if err != nil {
+		return "", err
+	}
+	out, err := t.fn(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	return Encode(out)
+}
+
+func (t *typed[In, Out]) decode(args json.RawMessage) (In, error) {
+	var in In
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	var instance any
+	if err := json.Unmarshal(args, &instance); err != nil {
+		return in, &ArgumentError{Tool: t.info.Name, Reason: "not valid JSON: " + err.Error()}
+	}
+	if err := t.resolved.Validate(instance); err != nil {
+		return in, &ArgumentError{Tool: t.info.Name, Reason: err.Error()}
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return in, &ArgumentError{Tool: t.info.Name, Reason: err.Error()}
+	}
+	return in, nil
+}
+
+// Encode renders a tool's output for the model: strings as they are,
+// everything else as JSON.
+func Encode(out any) (string, error) {
+	if s, ok := out.(string); ok {
+		return s, nil
+	}
+	if v := reflect.ValueOf(out); !v.IsValid() {
+		return "null", nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "", fmt.Errorf("encode output: %w", err)
+	}
+	return string(b), nil
+}
