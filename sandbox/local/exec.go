@@ -1,0 +1,290 @@
+//go:build unix
+
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hitch-dev/hitch/sandbox"
+)
+
+const execSupported = true
+
+// drainGrace bounds how long Exec waits, after killing the process group,
+// for output pipes to close. A process that left the group (setsid) can hold
+// them open; after the grace its output is abandoned.
+const drainGrace = 2 * time.Second
+
+// goneGrace bounds how long Exec waits for killed processes to finish dying.
+const goneGrace = 5 * time.Second
+
+// chooseIsolation picks the isolation for commands and checks that bwrap
+// works here when it is wanted.
+func chooseIsolation(want sandbox.Isolation, denyNet bool) (sandbox.Isolation, string, error) {
+	switch want {
+	case sandbox.IsolationNone:
+		return sandbox.IsolationNone, "", nil
+	case "", sandbox.IsolationBwrap:
+		path, err := exec.LookPath("bwrap")
+		if err == nil {
+			err = probeBwrap(path, denyNet)
+		}
+		if err != nil {
+			if want == "" {
+				return sandbox.IsolationNone, "", nil
+			}
+			return "", "", fmt.Errorf("bwrap is not usable: %w", err)
+		}
+		return sandbox.IsolationBwrap, path, nil
+	}
+	return "", "", fmt.Errorf("unknown isolation %q (want %q or %q)", want, sandbox.IsolationNone, sandbox.IsolationBwrap)
+}
+
+// probeBwrap runs a trivial command in bwrap: installed is not the same as
+// usable (user namespaces may be disabled).
+func probeBwrap(path string, denyNet bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	args := append(bwrapArgs(nil, "/", denyNet), "--", "true")
+	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// bwrapArgs mounts the host read-only, gives the command a private /tmp,
+// /dev and /proc, and binds the roots writable on top. The pid namespace and
+// --die-with-parent make the whole tree die with bwrap.
+func bwrapArgs(roots []string, dir string, denyNet bool) []string {
+	args := []string{"--die-with-parent", "--unshare-pid"}
+	if denyNet {
+		args = append(args, "--unshare-net")
+	}
+	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	for _, r := range roots {
+		args = append(args, "--bind", r, r)
+	}
+	return append(args, "--chdir", dir)
+}
+
+// Exec runs a command in its own process group and waits for the group to
+// be gone.
+func (s *Sandbox) Exec(ctx context.Context, c sandbox.Cmd) (sandbox.Result, error) {
+	if !s.caps.Exec {
+		return sandbox.Result{}, fmt.Errorf("exec: %w", sandbox.Unsupported(sandbox.CapExec))
+	}
+	if len(c.Args) == 0 || c.Args[0] == "" {
+		return sandbox.Result{}, errors.New("exec: no program given")
+	}
+	for _, a := range c.Args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return sandbox.Result{}, fmt.Errorf("exec: argument %q holds a NUL byte", a)
+		}
+	}
+	env, err := mergeEnv(s.env, c.Env)
+	if err != nil {
+		return sandbox.Result{}, fmt.Errorf("exec: %w", err)
+	}
+	dir, err := s.workDir(c.Dir)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return sandbox.Result{}, fmt.Errorf("exec: %w", err)
+	}
+
+	argv := c.Args
+	if s.bwrap != "" {
+		argv = append(append([]string{s.bwrap}, bwrapArgs(s.Roots(), dir, s.denyNet)...), "--")
+		argv = append(argv, c.Args...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = sysProcAttr()
+
+	var pipes []*os.File // read ends
+	var sinks []io.Writer
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return sandbox.Result{}, fmt.Errorf("exec: %w", err)
+	}
+	pipes, sinks = append(pipes, outR), append(sinks, c.Stdout)
+	writeEnds := []*os.File{outW}
+	cmd.Stdout, cmd.Stderr = outW, outW
+	if c.Stderr != nil {
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			outR.Close()
+			outW.Close()
+			return sandbox.Result{}, fmt.Errorf("exec: %w", err)
+		}
+		pipes, sinks = append(pipes, errR), append(sinks, c.Stderr)
+		writeEnds = append(writeEnds, errW)
+		cmd.Stderr = errW
+	}
+
+	start := time.Now()
+	err = cmd.Start()
+	for _, w := range writeEnds {
+		w.Close()
+	}
+	if err != nil {
+		for _, r := range pipes {
+			r.Close()
+		}
+		return sandbox.Result{}, fmt.Errorf("start %s: %w", c.Args[0], err)
+	}
+	pgid := cmd.Process.Pid
+
+	stopped := make(chan struct{})
+	var stopOnce sync.Once
+	stop := func() { stopOnce.Do(func() { close(stopped) }) }
+	var copiers sync.WaitGroup
+	for i, r := range pipes {
+		copiers.Go(func() { pump(r, sinks[i], stop) })
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	var timeout <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var res sandbox.Result
+	var ctxErr error
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		ctxErr = ctx.Err()
+		killGroup(pgid)
+		<-waited
+	case <-timeout:
+		res.TimedOut = true
+		killGroup(pgid)
+		<-waited
+	case <-stopped:
+		res.Stopped = true
+		killGroup(pgid)
+		<-waited
+	}
+	// The leader is gone; whatever it left running in the background goes
+	// too.
+	killGroup(pgid)
+	drained := make(chan struct{})
+	go func() { copiers.Wait(); close(drained) }()
+	grace := time.NewTimer(drainGrace)
+	select {
+	case <-drained:
+	case <-grace.C:
+		for _, r := range pipes {
+			r.Close()
+		}
+		<-drained
+	}
+	grace.Stop()
+	for _, r := range pipes {
+		r.Close()
+	}
+	waitGone(pgid, goneGrace)
+	res.Duration = time.Since(start)
+
+	res.ExitCode = exitCode(cmd.ProcessState)
+	if res.TimedOut {
+		res.ExitCode = 124
+	}
+	if ctxErr != nil {
+		return res, fmt.Errorf("run %s: %w", c.Args[0], ctxErr)
+	}
+	return res, nil
+}
+
+// workDir resolves a command's working directory inside the roots.
+func (s *Sandbox) workDir(d string) (string, error) {
+	if d == "" {
+		d = "."
+	}
+	t, err := s.locate("chdir", d)
+	if err != nil {
+		return "", err
+	}
+	defer s.release(t)
+	fi, err := t.ref.root.Stat(t.rel)
+	if err != nil {
+		return "", fail("chdir", d, err)
+	}
+	if !fi.IsDir() {
+		return "", fail("chdir", d, syscall.ENOTDIR)
+	}
+	real, err := resolve(t)
+	return real, fail("chdir", d, err)
+}
+
+// pump copies a pipe to its sink until EOF; a sink error asks for the
+// command to be stopped and the rest is discarded.
+func pump(r *os.File, w io.Writer, stop func()) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 && w != nil {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				stop()
+				w = nil
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func killGroup(pgid int) {
+	// ESRCH (nothing left) is the usual answer after a clean exit.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// mergeEnv overlays extra on base; names must be non-empty and free of '='
+// and NUL.
+func mergeEnv(base []string, extra map[string]string) ([]string, error) {
+	env := slices.Clone(base)
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := extra[k]
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, fmt.Errorf("environment variable name %q is invalid", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return nil, fmt.Errorf("environment variable %s holds a NUL byte", k)
+		}
+		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+		env = append(env, k+"="+v)
+	}
+	return env, nil
+}

@@ -1,0 +1,21 @@
+//go:build !unix
+
+package local
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hitch-dev/hitch/sandbox"
+)
+
+const execSupported = false
+
+func chooseIsolation(sandbox.Isolation, bool) (sandbox.Isolation, string, error) {
+	return sandbox.IsolationNone, "", nil
+}
+
+// Exec is not available on this system.
+func (s *Sandbox) Exec(context.Context, sandbox.Cmd) (sandbox.Result, error) {
+	return sandbox.Result{}, fmt.Errorf("exec: %w", sandbox.Unsupported(sandbox.CapExec))
+}

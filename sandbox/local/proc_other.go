@@ -1,0 +1,21 @@
+//go:build unix && !linux
+
+package local
+
+import (
+	"syscall"
+	"time"
+)
+
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+// waitGone waits, up to grace, until the group no longer exists.
+func waitGone(pgid int, grace time.Duration) {
+	deadline := time.Now().Add(grace)
+	pause := time.Millisecond
+	for syscall.Kill(-pgid, 0) != syscall.ESRCH && time.Now().Before(deadline) {
+		killGroup(pgid)
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
