@@ -1,0 +1,222 @@
+package hitch
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/tool"
+)
+
+// Spec describes an agent. Build checks it.
+type Spec struct {
+	// Name identifies the agent; stored runs record it. Letters, digits,
+	// '-', '_' and '.', 1–64 characters.
+	Name string
+	// Version is recorded by every run, which continues only under the same
+	// name and version. Change it when a change must not continue older
+	// runs. Default 1.
+	Version int
+	// Model answers the agent's turns. Required.
+	Model model.Model
+	// Instructions are the system instructions of every turn.
+	Instructions string
+	// Tools are what the model may call.
+	Tools []tool.Tool
+	// Policy decides every call. Required: there is no implicit allow
+	// (policy.AllowAll is the explicit one).
+	Policy policy.Policy
+	// Limits bound each run; zero fields take their defaults.
+	Limits Limits
+}
+
+// Limits bound one run. A zero field takes its default (see Defaults).
+type Limits struct {
+	// ModelAttempts counts model calls per run, the first and every retry.
+	// Default 8.
+	ModelAttempts int
+	// RetryDelay is the wait before the first retry of a retryable model
+	// failure; it doubles with each consecutive failure, up to 64 times.
+	// Default 200ms.
+	RetryDelay time.Duration
+	// MaxRetryAfter caps a provider's requested retry delay, which wins
+	// when longer than the backoff. Default 10m.
+	MaxRetryAfter time.Duration
+	// ModelTimeout bounds one model call. Infinite leaves it unbounded.
+	// Default 600s.
+	ModelTimeout time.Duration
+	// PolicyTimeout bounds one policy decision; a policy that does not
+	// answer in time stops the run closed. Default 5s.
+	PolicyTimeout time.Duration
+	// ToolTimeout bounds one tool body; a body still running then becomes
+	// an uncertain effect unless the tool is replayable. Infinite leaves it
+	// unbounded. Default 60s.
+	ToolTimeout time.Duration
+	// ToolConcurrency bounds the tool bodies of one run running at once.
+	// Default 4.
+	ToolConcurrency int
+	// MaxToolResult is the largest tool result, in bytes, a run keeps; a
+	// larger one ends the run as failed (output_too_large). Default 1 MiB.
+	MaxToolResult int
+	// CommandWait is how long a command (cancel, reconcile) waits for the
+	// run's live runner before it is refused as runner busy. Default 5s.
+	CommandWait time.Duration
+	// ContinueOnUncertain, when set, tells the model "outcome unknown" for
+	// an uncertain effect and goes on; by default the run waits for the
+	// call to be reconciled.
+	ContinueOnUncertain bool
+}
+
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
+	l.ModelAttempts = or(l.ModelAttempts, DefaultModelAttempts)
+	l.RetryDelay = or(l.RetryDelay, DefaultRetryDelay)
+	l.MaxRetryAfter = or(l.MaxRetryAfter, DefaultMaxRetryAfter)
+	l.ModelTimeout = or(l.ModelTimeout, DefaultModelTimeout)
+	l.PolicyTimeout = or(l.PolicyTimeout, DefaultPolicyTimeout)
+	l.ToolTimeout = or(l.ToolTimeout, DefaultToolTimeout)
+	l.ToolConcurrency = or(l.ToolConcurrency, DefaultToolConcurrency)
+	l.MaxToolResult = or(l.MaxToolResult, DefaultMaxToolResult)
+	l.CommandWait = or(l.CommandWait, DefaultCommandWait)
+	return l
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// ConfigError is one problem Build found.
+type ConfigError struct {
+	Field   string // the Spec field, such as "Limits.ToolConcurrency"
+	Problem string // what is wrong and what is allowed
+}
+
+func (e ConfigError) Error() string { return e.Field + ": " + e.Problem }
+
+// ConfigErrors is every problem Build found, in field order.
+type ConfigErrors []ConfigError
+
+func (es ConfigErrors) Error() string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Agent is a validated agent definition, safe to share.
+type Agent struct {
+	spec Spec
+	eng  *engine.Agent
+}
+
+// Name returns the agent's name.
+func (a *Agent) Name() string { return a.spec.Name }
+
+// Version returns the agent's version.
+func (a *Agent) Version() int { return a.spec.Version }
+
+// Limits returns the agent's limits, defaults filled in.
+func (a *Agent) Limits() Limits { return a.spec.Limits }
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Build checks spec and returns the agent, or ConfigErrors naming every
+// problem at once.
+func Build(spec Spec) (*Agent, error) {
+	var errs ConfigErrors
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, ConfigError{Field: field, Problem: fmt.Sprintf(format, args...)})
+	}
+	if !namePattern.MatchString(spec.Name) {
+		bad("Name", "%q: want 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit", spec.Name)
+	}
+	spec.Version = or(spec.Version, 1)
+	if spec.Version < 1 {
+		bad("Version", "%d: want 1 or more", spec.Version)
+	}
+	if spec.Model == nil {
+		bad("Model", "is required")
+	}
+	if spec.Policy == nil {
+		bad("Policy", "is required: there is no implicit allow (policy.AllowAll is the explicit one)")
+	}
+	seen := map[string]bool{}
+	for i, t := range spec.Tools {
+		if t == nil {
+			bad(fmt.Sprintf("Tools[%d]", i), "is nil")
+			continue
+		}
+		info := t.Info()
+		switch {
+		case info.Name == "":
+			bad(fmt.Sprintf("Tools[%d]", i), "has no name")
+		case seen[info.Name]:
+			bad(fmt.Sprintf("Tools[%d]", i), "name %q is used twice", info.Name)
+		}
+		seen[info.Name] = true
+		if info.Replay < 0 {
+			bad(fmt.Sprintf("Tools[%d] (%s)", i, info.Name), "replay %d: want 0 (at most once) or more", info.Replay)
+		}
+	}
+	spec.Limits = spec.Limits.WithDefaults()
+	l := spec.Limits
+	intRange := func(field string, v, lo, hi int) {
+		if v < lo || v > hi {
+			bad("Limits."+field, "%d: want %d–%d", v, lo, hi)
+		}
+	}
+	durRange := func(field string, v, lo, hi time.Duration, infinite bool) {
+		if infinite && v == Infinite {
+			return
+		}
+		if v < lo || v > hi {
+			extra := ""
+			if infinite {
+				extra = ", or Infinite"
+			}
+			bad("Limits."+field, "%s: want %s–%s%s", v, lo, hi, extra)
+		}
+	}
+	intRange("ModelAttempts", l.ModelAttempts, 1, 10000)
+	durRange("RetryDelay", l.RetryDelay, time.Millisecond, time.Minute, false)
+	durRange("MaxRetryAfter", l.MaxRetryAfter, 0, time.Hour, false)
+	durRange("ModelTimeout", l.ModelTimeout, time.Second, 24*time.Hour, true)
+	durRange("PolicyTimeout", l.PolicyTimeout, time.Millisecond, time.Minute, false)
+	durRange("ToolTimeout", l.ToolTimeout, time.Millisecond, 24*time.Hour, true)
+	intRange("ToolConcurrency", l.ToolConcurrency, 1, 64)
+	intRange("MaxToolResult", l.MaxToolResult, 1, 64<<20)
+	durRange("CommandWait", l.CommandWait, 0, time.Minute, false)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	ea := &engine.Agent{
+		Name: spec.Name, Version: spec.Version, Model: spec.Model, Instructions: spec.Instructions,
+		Tools: spec.Tools, Policy: spec.Policy,
+		Limits: engine.Limits{
+			ModelAttempts: l.ModelAttempts, RetryDelay: l.RetryDelay, MaxRetryAfter: l.MaxRetryAfter,
+			ModelTimeout: l.ModelTimeout, PolicyTimeout: l.PolicyTimeout, ToolTimeout: l.ToolTimeout,
+			ToolConcurrency: l.ToolConcurrency, MaxToolResult: l.MaxToolResult, CommandWait: l.CommandWait,
+			ContinueOnUncertain: l.ContinueOnUncertain,
+		},
+	}
+	if err := ea.Prepare(); err != nil {
+		return nil, ConfigErrors{{Field: "Tools", Problem: err.Error()}}
+	}
+	return &Agent{spec: spec, eng: ea}, nil
+}
+
+// IsConfigError reports whether err came from Build.
+func IsConfigError(err error) bool {
+	var ce ConfigErrors
+	return errors.As(err, &ce)
+}

@@ -1,0 +1,67 @@
+package hitch
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Infinite, as a timeout, leaves the wait unbounded.
+const Infinite time.Duration = -1
+
+// The defaults. Each is also a row of Defaults, which docs/defaults.md
+// renders; a test keeps the two in step.
+const (
+	DefaultModelAttempts    = 8
+	DefaultRetryDelay       = 200 * time.Millisecond
+	MaxRetryBackoffFactor   = 64
+	DefaultMaxRetryAfter    = 10 * time.Minute
+	DefaultModelTimeout     = 600 * time.Second
+	DefaultPolicyTimeout    = 5 * time.Second
+	DefaultToolTimeout      = 60 * time.Second
+	DefaultToolConcurrency  = 4
+	DefaultMaxToolResult    = 1 << 20
+	DefaultCommandWait      = 5 * time.Second
+	DefaultLeaseTTL         = 30 * time.Second
+	DefaultLeaseRenew       = 10 * time.Second
+	DefaultForceSettleGrace = 60 * time.Second
+	DefaultCancelPoll       = time.Second
+	DefaultMaxRunners       = 256
+)
+
+// Default is one row of the defaults table.
+type Default struct {
+	Limit   string // what is bounded
+	Setting string // where to change it
+	Value   string
+	Range   string
+}
+
+// Defaults is the one table of hitch's limits and their defaults.
+var Defaults = []Default{
+	{"model attempts per run (first call and every retry)", "Limits.ModelAttempts", "8", "1–10000"},
+	{"first retry delay (doubles per failure, at most 64×)", "Limits.RetryDelay", "200ms", "1ms–1m"},
+	{"provider retry-after honoured up to", "Limits.MaxRetryAfter", "10m", "0–1h"},
+	{"model call timeout", "Limits.ModelTimeout", "600s", "1s–24h, or Infinite"},
+	{"policy decision timeout", "Limits.PolicyTimeout", "5s", "1ms–1m"},
+	{"tool body timeout", "Limits.ToolTimeout (per tool: tool.WithTimeout)", "60s", "1ms–24h, or Infinite"},
+	{"tool bodies at once per run", "Limits.ToolConcurrency", "4", "1–64"},
+	{"largest kept tool result", "Limits.MaxToolResult", "1 MiB", "1 B–64 MiB"},
+	{"command waits for a live runner", "Limits.CommandWait", "5s", "0–1m"},
+	{"lease TTL", "Config.LeaseTTL", "30s", "1s–10m"},
+	{"lease renewal", "Config.LeaseTTL / 3", "10s", "a third of the TTL"},
+	{"force-settle grace after cancel", "Config.ForceSettleGrace", "60s", "1s–1h"},
+	{"cancel poll (requests from other processes)", "Config.CancelPoll", "1s", "10ms–1m"},
+	{"runs driven at once per node", "Config.MaxRunners", "256", "1–100000"},
+	{"journal entries read per page", "store.DefaultReadLimit", "1000", ""},
+}
+
+// DefaultsMarkdown renders Defaults as a markdown table.
+func DefaultsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| limit | setting | default | range |\n| --- | --- | --- | --- |\n")
+	for _, d := range Defaults {
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", d.Limit, d.Setting, d.Value, d.Range)
+	}
+	return b.String()
+}

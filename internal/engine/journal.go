@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
+)
+
+// Journal entry kinds. The data of each is the struct of the same name.
+const (
+	KindRunStarted    = "run.started"
+	KindContext       = "context"
+	KindModelAttempt  = "model.attempt"
+	KindModelReply    = "model.reply"
+	KindModelFailed   = "model.failed"
+	KindCallDecided   = "call.decided"
+	KindCallRejected  = "call.rejected"
+	KindCallStarted   = "call.started"
+	KindCallSettled   = "call.settled"
+	KindCallFailed    = "call.failed"
+	KindCallUncertain = "call.uncertain"
+	KindCallReconcile = "call.reconciled"
+	KindRunWaiting    = "run.waiting"
+	KindRunEnded      = "run.ended"
+)
+
+// RunStarted opens every journal.
+type RunStarted struct {
+	Agent   string `json:"agent"`
+	Version int    `json:"version"`
+	Input   string `json:"input"`
+}
+
+// Context records what a turn observes when it differs from the previous
+// turn: instructions and the tool set, so replay rebuilds the same history.
+type Context struct {
+	Instructions string   `json:"instructions"`
+	Tools        []string `json:"tools"`
+}
+
+// ModelAttempt is the intent to call the model. A journal whose last attempt
+// has no reply or failure was interrupted mid-call.
+type ModelAttempt struct {
+	Attempt int `json:"attempt"`
+	Turn    int `json:"turn"`
+}
+
+// ModelReply is a model's complete reply to one attempt.
+type ModelReply struct {
+	Attempt int         `json:"attempt"`
+	Turn    int         `json:"turn"`
+	Reply   model.Reply `json:"reply"`
+}
+
+// ModelFailed is a failed attempt.
+type ModelFailed struct {
+	Attempt      int        `json:"attempt"`
+	Kind         model.Kind `json:"kind"`
+	Message      string     `json:"message"`
+	RetryAfterMS int64      `json:"retry_after_ms,omitempty"`
+}
+
+// CallDecided is the policy's decision on a call.
+type CallDecided struct {
+	Call        string         `json:"call"`
+	Verdict     policy.Verdict `json:"verdict"`
+	Reason      string         `json:"reason,omitempty"`
+	Requirement string         `json:"requirement,omitempty"`
+}
+
+// CallRejected is a call that never reached the policy: an unknown tool or
+// arguments that are not JSON. The model sees Error.
+type CallRejected struct {
+	Call  string `json:"call"`
+	Error string `json:"error"`
+}
+
+// CallStarted is the intent to run a body; Attempt counts replays.
+type CallStarted struct {
+	Call    string `json:"call"`
+	Attempt int    `json:"attempt"`
+}
+
+// CallSettled is a body's result.
+type CallSettled struct {
+	Call   string `json:"call"`
+	Output string `json:"output"`
+}
+
+// CallFailed is a definite failure: nothing happened that matters, and the
+// model sees Error.
+type CallFailed struct {
+	Call  string `json:"call"`
+	Error string `json:"error"`
+}
+
+// CallUncertain is an effect of unknown status.
+type CallUncertain struct {
+	Call   string `json:"call"`
+	Reason string `json:"reason"`
+}
+
+// CallReconciled settles an uncertain call from outside.
+type CallReconciled struct {
+	Call        string `json:"call"`
+	Output      string `json:"output,omitempty"`
+	Unconfirmed bool   `json:"unconfirmed,omitempty"`
+	By          string `json:"by,omitempty"`
+}
+
+// RunWaiting records why a run parked.
+type RunWaiting struct {
+	Reason string   `json:"reason"`
+	Calls  []string `json:"calls,omitempty"`
+}
+
+// Outcome is a run's terminal summary, stored as run.ended's data and as the
+// run row's outcome.
+type Outcome struct {
+	Status store.Status `json:"status"`
+	// Answer is the final answer of a completed run.
+	Answer string `json:"answer,omitempty"`
+	// Reason is a short machine-readable cause: max_turns, output_too_large,
+	// model_attempts, policy, cancelled, uncertain.
+	Reason string `json:"reason,omitempty"`
+	// Error is the human explanation of a failure.
+	Error string `json:"error,omitempty"`
+	// Uncertain lists calls whose effect is unknown at the end.
+	Uncertain []string `json:"uncertain,omitempty"`
+	Turns     int      `json:"turns"`
+	Attempts  int      `json:"attempts"`
+	Usage     Usage    `json:"usage"`
+}
+
+// Usage sums what providers reported. A nil counter means at least one reply
+// did not report it: never a made-up zero.
+type Usage struct {
+	InputTokens       *int64 `json:"input_tokens"`
+	OutputTokens      *int64 `json:"output_tokens"`
+	CachedInputTokens *int64 `json:"cached_input_tokens"`
+	Replies           int    `json:"replies"`
+}
+
+func (u *Usage) add(r *model.Usage) {
+	first := u.Replies == 0
+	u.Replies++
+	var in, out, cached *int64
+	if r != nil {
+		in, out, cached = r.InputTokens, r.OutputTokens, r.CachedInputTokens
+	}
+	u.InputTokens = sum(u.InputTokens, in, first)
+	u.OutputTokens = sum(u.OutputTokens, out, first)
+	u.CachedInputTokens = sum(u.CachedInputTokens, cached, first)
+}
+
+func sum(total, v *int64, first bool) *int64 {
+	if v == nil || (total == nil && !first) {
+		return nil
+	}
+	t := *v
+	if total != nil {
+		t += *total
+	}
+	return &t
+}
+
+func entry(kind string, data any) store.EntryInput {
+	b, err := json.Marshal(data)
+	if err != nil {
+		// Every data type above marshals; a failure is a programming error.
+		panic(fmt.Sprintf("encode %s: %v", kind, err))
+	}
+	return store.EntryInput{Kind: kind, Data: b}
+}

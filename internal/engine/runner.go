@@ -1,0 +1,622 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/tool"
+)
+
+// settleGrace is how long cancelled or timed-out work gets to surface its
+// own result before it is abandoned and its late result discarded.
+const settleGrace = 100 * time.Millisecond
+
+var (
+	errCancelled = errors.New("run cancelled")
+	errStopped   = errors.New("engine stopping")
+)
+
+// runner drives one run while it holds the lease.
+type runner struct {
+	e     *Engine
+	runID string
+	token int64
+	agent *Agent
+	st    *state
+	// durable is the journal position known to be stored.
+	durable int64
+	pending []store.EntryInput
+
+	// ctx ends when the lease is lost or the engine stops: the runner
+	// returns without writing. work ends on those and on cancellation:
+	// model calls and tool bodies run under it.
+	ctx       context.Context
+	end       context.CancelCauseFunc
+	work      context.Context
+	stopWork  context.CancelCauseFunc
+	cancelled atomic.Bool
+	cancelAt  atomic.Int64
+	once      sync.Once
+
+	done chan struct{}
+	err  error
+}
+
+func newRunner(e *Engine, l store.Lease) *runner {
+	ctx, end := context.WithCancelCause(context.Background())
+	work, stopWork := context.WithCancelCause(ctx)
+	r := &runner{e: e, runID: l.Run.ID, token: l.Token, ctx: ctx, end: end, work: work, stopWork: stopWork, done: make(chan struct{})}
+	if l.Run.CancelRequested {
+		r.requestCancel()
+	}
+	return r
+}
+
+// requestCancel asks the runner to cancel the run. Work in flight sees its
+// context cancelled; the runner finalizes at its next step.
+func (r *runner) requestCancel() {
+	r.once.Do(func() {
+		r.cancelAt.Store(time.Now().UnixNano())
+		r.cancelled.Store(true)
+		r.stopWork(errCancelled)
+	})
+}
+
+// stop makes the runner return without writing, as when its node shuts down.
+func (r *runner) stop() { r.end(errStopped) }
+
+func (r *runner) lost() bool { return r.ctx.Err() != nil }
+
+func (r *runner) run(prepare func(*runner) error) error {
+	defer r.end(nil)
+	entries, err := readAll(r.ctx, r.e.cfg.Store, r.runID)
+	if err != nil {
+		return fmt.Errorf("read journal: %w", err)
+	}
+	st, err := fold(entries)
+	if err != nil {
+		return fmt.Errorf("fold journal of %s: %w", r.runID, err)
+	}
+	r.st, r.durable = st, st.pos
+	agent, ok := r.e.cfg.Agents(st.started.Agent, st.started.Version)
+	if !ok {
+		return fmt.Errorf("%w: %s version %d", ErrUnknownAgent, st.started.Agent, st.started.Version)
+	}
+	r.agent = agent
+	go r.heartbeat()
+	if prepare != nil {
+		if err := prepare(r); err != nil {
+			return err
+		}
+	}
+	for {
+		if r.lost() {
+			return context.Cause(r.ctx)
+		}
+		done, err := r.step()
+		if err != nil {
+			if r.lost() {
+				return context.Cause(r.ctx)
+			}
+			return err
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// step takes the next action the state calls for. done reports that the
+// run ended or parked.
+func (r *runner) step() (done bool, err error) {
+	st, lim := r.st, r.agent.Limits
+	if st.ended != nil {
+		return true, nil
+	}
+	if r.cancelled.Load() {
+		return true, r.finish(Outcome{Status: store.StatusCancelled, Reason: "cancelled", Error: "the run was cancelled"})
+	}
+	if t := st.lastTurn(); t != nil && !st.inFlight {
+		if len(t.calls) == 0 && (st.lastFailed == nil) {
+			return true, r.finish(Outcome{Status: store.StatusCompleted, Answer: t.reply.Text})
+		}
+		if slices.ContainsFunc(t.calls, func(c *callState) bool { return !c.done }) {
+			return r.runCalls(t)
+		}
+	}
+	if f := st.lastFailed; f != nil && !f.Kind.Retryable() {
+		return true, r.finish(Outcome{Status: store.StatusFailed, Reason: "model", Error: fmt.Sprintf("model call failed (%s): %s", f.Kind, f.Message)})
+	}
+	if st.attempts >= lim.ModelAttempts {
+		if f := st.lastFailed; f != nil {
+			return true, r.finish(Outcome{Status: store.StatusFailed, Reason: "model_attempts",
+				Error: fmt.Sprintf("model attempts exhausted (%d): last error (%s): %s", lim.ModelAttempts, f.Kind, f.Message)})
+		}
+		answer := ""
+		if t := st.lastTurn(); t != nil {
+			answer = t.reply.Text
+		}
+		return true, r.finish(Outcome{Status: store.StatusCompleted, Reason: "max_turns", Answer: answer,
+			Error: fmt.Sprintf("the run used all %d model attempts before the model gave a final answer", lim.ModelAttempts)})
+	}
+	if st.failures > 0 {
+		if err := r.sleep(backoff(lim, st.failures, st.lastFailed)); err != nil {
+			return false, err
+		}
+		if r.cancelled.Load() {
+			return false, nil
+		}
+	}
+	return false, r.callModel()
+}
+
+// backoff is the wait before the next attempt after n consecutive failures:
+// RetryDelay doubling, at most 64 times it, or the provider's retry-after
+// when longer, up to MaxRetryAfter.
+func backoff(lim Limits, n int, last *ModelFailed) time.Duration {
+	d := lim.RetryDelay << min(n-1, 6)
+	if last != nil {
+		if ra := time.Duration(last.RetryAfterMS) * time.Millisecond; ra > d {
+			d = min(ra, lim.MaxRetryAfter)
+		}
+	}
+	return d
+}
+
+func (r *runner) sleep(d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-r.work.Done():
+		if r.lost() {
+			return context.Cause(r.ctx)
+		}
+		return nil
+	}
+}
+
+func (r *runner) callModel() error {
+	st, a := r.st, r.agent
+	if st.context == nil || st.context.Instructions != a.Instructions || !slices.Equal(st.context.Tools, a.names) {
+		r.stage(entry(KindContext, Context{Instructions: a.Instructions, Tools: slices.Clone(a.names)}))
+	}
+	attempt := st.attempts + 1
+	if err := r.commit(entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1})); err != nil {
+		return err
+	}
+	req := &model.Request{Instructions: a.Instructions, Messages: st.messages(), Tools: a.specs}
+	ctx, cancel := r.work, context.CancelFunc(func() {})
+	if a.Limits.ModelTimeout != Infinite {
+		ctx, cancel = context.WithTimeout(r.work, a.Limits.ModelTimeout)
+	}
+	defer cancel()
+	type answer struct {
+		reply *model.Reply
+		err   error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		var onDelta func(string)
+		if f := r.e.cfg.OnDelta; f != nil {
+			onDelta = func(d string) { f(r.runID, d) }
+		}
+		reply, err := model.Collect(a.Model.Generate(ctx, req), onDelta)
+		ch <- answer{reply, err}
+	}()
+	var got answer
+	select {
+	case got = <-ch:
+	case <-ctx.Done():
+		// Give the call a moment to surface its own error, then abandon it.
+		t := time.NewTimer(settleGrace)
+		select {
+		case got = <-ch:
+		case <-t.C:
+			got = answer{err: &model.Error{Kind: model.KindOf(ctx.Err()), Message: "the model call did not stop when asked"}}
+		}
+		t.Stop()
+	}
+	if r.lost() || r.cancelled.Load() {
+		return nil // the step loop finalizes or returns
+	}
+	if got.err != nil {
+		kind := model.KindOf(got.err)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			kind = model.KindTimedOut
+		}
+		r.stage(entry(KindModelFailed, ModelFailed{Attempt: attempt, Kind: kind, Message: got.err.Error(),
+			RetryAfterMS: model.RetryAfterOf(got.err).Milliseconds()}))
+		return nil
+	}
+	r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *got.reply}))
+	return nil
+}
+
+// bodyResult is what one tool body returned.
+type bodyResult struct {
+	c         *callState
+	attempt   int
+	output    string
+	err       error
+	abandoned bool
+}
+
+// runCalls decides and runs the calls of turn t that have no answer yet, in
+// the reply's order, with at most ToolConcurrency bodies at once.
+func (r *runner) runCalls(t *turnState) (done bool, err error) {
+	lim := r.agent.Limits
+	results := make(chan bodyResult, len(t.calls))
+	running := 0
+	var approvals []string
+
+	// collect waits for one body and handles its result.
+	collect := func() (bool, error) {
+		select {
+		case res := <-results:
+			running--
+			ended, restarted, err := r.settle(res, running, results)
+			if restarted {
+				running++
+			}
+			return ended, err
+		case <-r.ctx.Done():
+			return false, context.Cause(r.ctx)
+		}
+	}
+
+	for _, c := range t.calls {
+		if c.done || c.uncertain {
+			continue
+		}
+		if !c.decided {
+			if ended, err := r.decide(c); ended || err != nil {
+				return ended, err
+			}
+			if c.done {
+				continue
+			}
+		}
+		if c.decision.Verdict == policy.RequireApproval {
+			approvals = append(approvals, c.key)
+			break // later calls wait for this one, to keep the reply's order
+		}
+		info := r.agent.byName[c.call.Name].Info()
+		if c.started > 0 && c.started >= max(info.Replay, 1) {
+			// Started before a crash, not settled, and not safe to run again.
+			r.markUncertain(c, "the process running this call stopped before its result was recorded")
+			continue
+		}
+		for running >= lim.ToolConcurrency {
+			if ended, err := collect(); ended || err != nil {
+				return ended, err
+			}
+		}
+		if r.cancelled.Load() {
+			break
+		}
+		if err := r.startBody(c, results); err != nil {
+			return false, err
+		}
+		running++
+	}
+	for running > 0 {
+		if ended, err := collect(); ended || err != nil {
+			return ended, err
+		}
+	}
+	if r.cancelled.Load() {
+		return false, nil
+	}
+	if len(approvals) > 0 {
+		return true, r.park(RunWaiting{Reason: "approval", Calls: approvals})
+	}
+	if u := r.st.uncertainCalls(); len(u) > 0 {
+		return true, r.park(RunWaiting{Reason: "uncertain", Calls: u})
+	}
+	return false, nil
+}
+
+// decide puts a call to the policy. It stages the decision, or a rejection
+// for an unknown tool or arguments that are not JSON.
+func (r *runner) decide(c *callState) (ended bool, err error) {
+	if _, ok := r.agent.byName[c.call.Name]; !ok {
+		r.stage(entry(KindCallRejected, CallRejected{Call: c.key,
+			Error: fmt.Sprintf("there is no tool named %q; the tools are: %s", c.call.Name, strings.Join(r.agent.names, ", "))}))
+		return false, nil
+	}
+	args := strings.TrimSpace(c.call.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	if !json.Valid([]byte(args)) {
+		r.stage(entry(KindCallRejected, CallRejected{Call: c.key,
+			Error: fmt.Sprintf("the arguments for %s are not valid JSON: %.200q", c.call.Name, c.call.Arguments)}))
+		return false, nil
+	}
+	d, err := r.ask(policy.Action{Kind: policy.CallTool, RunID: r.runID, Agent: r.agent.Name, Tool: c.call.Name, Arguments: json.RawMessage(args)})
+	if err != nil {
+		if r.lost() {
+			return false, context.Cause(r.ctx)
+		}
+		return true, r.finish(Outcome{Status: store.StatusFailed, Reason: "policy",
+			Error: fmt.Sprintf("no policy decision for %s, so it did not run (fail closed): %v", c.call.Name, err)})
+	}
+	switch d.Verdict {
+	case policy.Allow, policy.Deny, policy.RequireApproval:
+	default:
+		return true, r.finish(Outcome{Status: store.StatusFailed, Reason: "policy",
+			Error: fmt.Sprintf("the policy gave an unknown verdict %q for %s (fail closed)", d.Verdict, c.call.Name)})
+	}
+	if d.Verdict == policy.Deny && d.Reason == "" {
+		d.Reason = "no reason given"
+	}
+	r.stage(entry(KindCallDecided, CallDecided{Call: c.key, Verdict: d.Verdict, Reason: d.Reason, Requirement: d.Requirement}))
+	return false, nil
+}
+
+// ask runs the policy bounded by the policy timeout, even if the policy
+// ignores its context.
+func (r *runner) ask(a policy.Action) (policy.Decision, error) {
+	ctx, cancel := context.WithTimeout(r.ctx, r.agent.Limits.PolicyTimeout)
+	defer cancel()
+	type answer struct {
+		d   policy.Decision
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- answer{err: fmt.Errorf("policy panicked: %v", p)}
+			}
+		}()
+		d, err := r.agent.Policy.Decide(ctx, a)
+		ch <- answer{d, err}
+	}()
+	select {
+	case got := <-ch:
+		return got.d, got.err
+	case <-ctx.Done():
+		if r.lost() {
+			return policy.Decision{}, context.Cause(r.ctx)
+		}
+		return policy.Decision{}, fmt.Errorf("policy decision timed out after %s", r.agent.Limits.PolicyTimeout)
+	}
+}
+
+// startBody journals the start of a call and runs its body.
+func (r *runner) startBody(c *callState, results chan<- bodyResult) error {
+	attempt := c.started + 1
+	if err := r.commit(entry(KindCallStarted, CallStarted{Call: c.key, Attempt: attempt})); err != nil {
+		return err
+	}
+	t := r.agent.byName[c.call.Name]
+	timeout := t.Info().Timeout
+	if timeout == 0 {
+		timeout = r.agent.Limits.ToolTimeout
+	}
+	args := json.RawMessage(strings.TrimSpace(c.call.Arguments))
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	go func() {
+		ctx, cancel := r.work, context.CancelFunc(func() {})
+		if timeout != Infinite && timeout != tool.Infinite {
+			ctx, cancel = context.WithTimeout(r.work, timeout)
+		}
+		defer cancel()
+		ch := make(chan bodyResult, 1)
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					ch <- bodyResult{err: tool.Uncertain(fmt.Errorf("the tool panicked: %v", p))}
+				}
+			}()
+			out, err := t.Call(ctx, args)
+			ch <- bodyResult{output: out, err: err}
+		}()
+		var res bodyResult
+		select {
+		case res = <-ch:
+		case <-ctx.Done():
+			g := time.NewTimer(settleGrace)
+			select {
+			case res = <-ch:
+			case <-g.C:
+				// Signal-deaf: abandon it. Its late result lands in ch's
+				// buffer and is dropped.
+				res = bodyResult{abandoned: true, err: ctx.Err()}
+			}
+			g.Stop()
+			if res.err == nil && ctx.Err() != nil && !res.abandoned {
+				// It finished anyway: keep the result.
+				break
+			}
+			if res.err != nil && !tool.IsUncertain(res.err) {
+				res.err = tool.Uncertain(fmt.Errorf("stopped: %w", context.Cause(ctx)))
+			}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				res.err = tool.Uncertain(fmt.Errorf("the tool did not finish within %s", timeout))
+			}
+		}
+		res.c, res.attempt = c, attempt
+		select {
+		case results <- res:
+		case <-r.ctx.Done(): // the runner has returned; nobody will read it
+		}
+	}()
+	return nil
+}
+
+// settle records one body's result. With other bodies still running the
+// result is committed at once, so a crash cannot turn it into an uncertain
+// effect; otherwise it rides with the next commit.
+func (r *runner) settle(res bodyResult, others int, results chan<- bodyResult) (ended, restarted bool, err error) {
+	c := res.c
+	switch {
+	case res.err == nil:
+		if n := len(res.output); n > r.agent.Limits.MaxToolResult {
+			return true, false, r.finish(Outcome{Status: store.StatusFailed, Reason: "output_too_large",
+				Error: fmt.Sprintf("tool %s returned %d bytes, over the largest kept tool result (%d bytes); its effect has happened",
+					c.call.Name, n, r.agent.Limits.MaxToolResult)})
+		}
+		r.stage(entry(KindCallSettled, CallSettled{Call: c.key, Output: res.output}))
+	case errors.As(res.err, new(*tool.ArgumentError)):
+		r.stage(entry(KindCallFailed, CallFailed{Call: c.key, Error: res.err.Error()}))
+	case tool.IsUncertain(res.err) || res.abandoned:
+		if r.cancelled.Load() {
+			r.markUncertain(c, "the run was cancelled while this call ran: "+res.err.Error())
+			break
+		}
+		if info := r.agent.byName[c.call.Name].Info(); info.Replay > res.attempt {
+			if err := r.startBody(c, results); err != nil {
+				return false, false, err
+			}
+			return false, true, nil
+		}
+		r.markUncertain(c, res.err.Error())
+	default:
+		r.stage(entry(KindCallFailed, CallFailed{Call: c.key, Error: res.err.Error()}))
+	}
+	if others > 0 {
+		return false, false, r.commit()
+	}
+	return false, false, nil
+}
+
+// markUncertain stages an uncertain effect, and for agents that opted in,
+// tells the model at once that the outcome is unknown.
+func (r *runner) markUncertain(c *callState, reason string) {
+	r.stage(entry(KindCallUncertain, CallUncertain{Call: c.key, Reason: reason}))
+	if r.agent.Limits.ContinueOnUncertain && !r.cancelled.Load() {
+		r.stage(entry(KindCallReconcile, CallReconciled{Call: c.key, Unconfirmed: true, By: "agent"}))
+	}
+}
+
+// stage applies an entry to the state now and queues it for the next
+// commit. Nothing acts on staged state outside the runner before a commit.
+func (r *runner) stage(e store.EntryInput) {
+	pos := r.st.pos + 1
+	if err := r.st.apply(store.Entry{RunID: r.runID, Pos: pos, Kind: e.Kind, Data: e.Data}); err != nil {
+		// The runner built e itself; failing to fold it is a bug.
+		panic(err)
+	}
+	r.pending = append(r.pending, e)
+}
+
+// commit makes staged entries and extra durable.
+func (r *runner) commit(extra ...store.EntryInput) error {
+	return r.write(store.JournalAppendParams{}, extra...)
+}
+
+func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) error {
+	for _, e := range extra {
+		r.stage(e)
+	}
+	if len(r.pending) == 0 && p.Status == "" {
+		return nil
+	}
+	p.RunID, p.Token, p.After, p.Entries = r.runID, r.token, r.durable, r.pending
+	if _, err := r.e.cfg.Store.JournalAppend(r.ctx, p); err != nil {
+		if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrEnded) {
+			r.end(fmt.Errorf("%w: %w", errFenced, err))
+		}
+		return fmt.Errorf("append to journal of %s: %w", r.runID, err)
+	}
+	written := r.pending
+	first := r.durable + 1
+	r.durable += int64(len(written))
+	r.pending = nil
+	if f := r.e.cfg.OnCommit; f != nil {
+		out := make([]store.Entry, len(written))
+		for i, e := range written {
+			out[i] = store.Entry{RunID: r.runID, Pos: first + int64(i), Kind: e.Kind, Data: e.Data}
+		}
+		f(r.runID, out)
+	}
+	return nil
+}
+
+// park records why the run waits and releases the lease.
+func (r *runner) park(w RunWaiting) error {
+	return r.write(store.JournalAppendParams{Status: store.StatusWaiting}, entry(KindRunWaiting, w))
+}
+
+// finish ends the run with o. Calls started and not settled are recorded as
+// uncertain first, so the outcome says which effects are unknown.
+func (r *runner) finish(o Outcome) error {
+	for _, t := range r.st.turns {
+		for _, c := range t.calls {
+			if c.started > 0 && !c.done && !c.uncertain {
+				r.stage(entry(KindCallUncertain, CallUncertain{Call: c.key, Reason: "the run ended while this call ran"}))
+			}
+		}
+	}
+	o.Uncertain = r.st.uncertainCalls()
+	o.Turns, o.Attempts, o.Usage = len(r.st.turns), r.st.attempts, r.st.usage
+	e := entry(KindRunEnded, o)
+	return r.write(store.JournalAppendParams{Status: o.Status, Outcome: e.Data}, e)
+}
+
+// heartbeat renews the lease and watches for cancel requests from other
+// processes, until the runner returns.
+func (r *runner) heartbeat() {
+	cfg := r.e.cfg
+	renew := time.NewTicker(cfg.RenewEvery)
+	poll := time.NewTicker(cfg.CancelPoll)
+	defer renew.Stop()
+	defer poll.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-renew.C:
+			if at := r.cancelAt.Load(); at != 0 && time.Since(time.Unix(0, at)) > cfg.ForceSettleGrace {
+				// Cancelled long ago and still not settled: stop renewing so
+				// the lease expires and another node finalizes the run.
+				return
+			}
+			run, err := cfg.Store.LeaseRenew(r.ctx, store.LeaseRenewParams{RunID: r.runID, Owner: cfg.Owner, Token: r.token, TTL: cfg.LeaseTTL})
+			if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrEnded) {
+				r.end(fmt.Errorf("%w: %w", errFenced, err))
+				return
+			}
+			if err == nil && run.CancelRequested {
+				r.requestCancel()
+			}
+		case <-poll.C:
+			if run, err := cfg.Store.RunGet(r.ctx, r.runID); err == nil && run.CancelRequested {
+				r.requestCancel()
+			}
+		}
+	}
+}
+
+// readAll reads a whole journal in bounded pages.
+func readAll(ctx context.Context, s store.Store, runID string) ([]store.Entry, error) {
+	var all []store.Entry
+	after := int64(0)
+	for {
+		page, err := s.JournalRead(ctx, store.JournalReadParams{RunID: runID, After: after, Limit: store.DefaultReadLimit})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) < store.DefaultReadLimit {
+			return all, nil
+		}
+		after = page[len(page)-1].Pos
+	}
+}

@@ -1,0 +1,272 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
+)
+
+// callState is one tool call's lifecycle as the journal tells it.
+type callState struct {
+	key      string // stable id within the run: "t<turn>c<index>"
+	call     model.ToolCall
+	decided  bool
+	decision CallDecided
+	started  int // bodies started
+	// done means the model has an answer for this call (result, failure,
+	// denial, rejection or reconciliation).
+	done       bool
+	result     string
+	isError    bool
+	uncertain  bool // uncertain and not (yet) reconciled
+	reconciled bool
+	reason     string
+}
+
+// turnState is one model reply and its calls.
+type turnState struct {
+	reply model.Reply
+	calls []*callState
+}
+
+// state is the fold of a run's journal.
+type state struct {
+	started RunStarted
+	context *Context // last recorded
+
+	turns    []*turnState
+	attempts int // model attempts journaled
+	// inFlight is set when the last attempt has neither reply nor failure.
+	inFlight bool
+	// failures counts consecutive failed attempts, for backoff.
+	failures   int
+	lastFailed *ModelFailed
+
+	waiting *RunWaiting
+	ended   *Outcome
+	usage   Usage
+	pos     int64
+}
+
+func (s *state) lastTurn() *turnState {
+	if len(s.turns) == 0 {
+		return nil
+	}
+	return s.turns[len(s.turns)-1]
+}
+
+func (s *state) findCall(key string) *callState {
+	for i := len(s.turns) - 1; i >= 0; i-- {
+		for _, c := range s.turns[i].calls {
+			if c.key == key {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// apply folds one durable entry into the state.
+func (s *state) apply(e store.Entry) error {
+	s.pos = e.Pos
+	decode := func(v any) error {
+		if err := json.Unmarshal(e.Data, v); err != nil {
+			return fmt.Errorf("journal entry %d (%s): %w", e.Pos, e.Kind, err)
+		}
+		return nil
+	}
+	call := func(key string) (*callState, error) {
+		c := s.findCall(key)
+		if c == nil {
+			return nil, fmt.Errorf("journal entry %d (%s): unknown call %q", e.Pos, e.Kind, key)
+		}
+		return c, nil
+	}
+	switch e.Kind {
+	case KindRunStarted:
+		return decode(&s.started)
+	case KindContext:
+		var c Context
+		if err := decode(&c); err != nil {
+			return err
+		}
+		s.context = &c
+	case KindModelAttempt:
+		var a ModelAttempt
+		if err := decode(&a); err != nil {
+			return err
+		}
+		s.attempts = a.Attempt
+		s.inFlight = true
+		s.waiting = nil
+	case KindModelReply:
+		var r ModelReply
+		if err := decode(&r); err != nil {
+			return err
+		}
+		s.inFlight = false
+		s.failures = 0
+		s.lastFailed = nil
+		t := &turnState{reply: r.Reply}
+		n := len(s.turns) + 1
+		for i, tc := range r.Reply.ToolCalls {
+			t.calls = append(t.calls, &callState{key: fmt.Sprintf("t%dc%d", n, i+1), call: tc})
+		}
+		s.turns = append(s.turns, t)
+		s.usage.add(r.Reply.Usage)
+	case KindModelFailed:
+		var f ModelFailed
+		if err := decode(&f); err != nil {
+			return err
+		}
+		s.inFlight = false
+		s.failures++
+		s.lastFailed = &f
+	case KindCallDecided:
+		var d CallDecided
+		if err := decode(&d); err != nil {
+			return err
+		}
+		c, err := call(d.Call)
+		if err != nil {
+			return err
+		}
+		c.decided, c.decision = true, d
+		if d.Verdict == policy.Deny {
+			c.done, c.isError = true, true
+			c.result = "denied by policy: " + d.Reason
+		}
+	case KindCallRejected:
+		var r CallRejected
+		if err := decode(&r); err != nil {
+			return err
+		}
+		c, err := call(r.Call)
+		if err != nil {
+			return err
+		}
+		c.decided = true
+		c.done, c.isError, c.result = true, true, r.Error
+	case KindCallStarted:
+		var st CallStarted
+		if err := decode(&st); err != nil {
+			return err
+		}
+		c, err := call(st.Call)
+		if err != nil {
+			return err
+		}
+		c.started = st.Attempt
+	case KindCallSettled:
+		var st CallSettled
+		if err := decode(&st); err != nil {
+			return err
+		}
+		c, err := call(st.Call)
+		if err != nil {
+			return err
+		}
+		c.done, c.isError, c.result, c.uncertain = true, false, st.Output, false
+	case KindCallFailed:
+		var f CallFailed
+		if err := decode(&f); err != nil {
+			return err
+		}
+		c, err := call(f.Call)
+		if err != nil {
+			return err
+		}
+		c.done, c.isError, c.result, c.uncertain = true, true, f.Error, false
+	case KindCallUncertain:
+		var u CallUncertain
+		if err := decode(&u); err != nil {
+			return err
+		}
+		c, err := call(u.Call)
+		if err != nil {
+			return err
+		}
+		c.uncertain, c.reason = true, u.Reason
+	case KindCallReconcile:
+		var r CallReconciled
+		if err := decode(&r); err != nil {
+			return err
+		}
+		c, err := call(r.Call)
+		if err != nil {
+			return err
+		}
+		c.uncertain, c.done, c.reconciled = false, true, true
+		if r.Unconfirmed {
+			c.isError = true
+			c.result = "outcome unknown: the effect of this call could not be confirmed; it may or may not have happened"
+		} else {
+			c.result = r.Output
+		}
+	case KindRunWaiting:
+		var w RunWaiting
+		if err := decode(&w); err != nil {
+			return err
+		}
+		s.waiting = &w
+	case KindRunEnded:
+		var o Outcome
+		if err := decode(&o); err != nil {
+			return err
+		}
+		s.ended = &o
+	default:
+		return fmt.Errorf("journal entry %d: unknown kind %q", e.Pos, e.Kind)
+	}
+	return nil
+}
+
+// messages rebuilds the provider history from the journal: the user's input,
+// then each reply followed by its calls' results in the reply's order.
+func (s *state) messages() []model.Message {
+	msgs := make([]model.Message, 0, 1+3*len(s.turns))
+	msgs = append(msgs, model.Message{Role: model.RoleUser, Text: s.started.Input})
+	for _, t := range s.turns {
+		msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: t.reply.Text, ToolCalls: t.reply.ToolCalls})
+		for _, c := range t.calls {
+			if !c.done {
+				continue
+			}
+			msgs = append(msgs, model.Message{
+				Role: model.RoleTool, ToolCallID: c.call.ID, ToolName: c.call.Name,
+				Text: c.result, IsError: c.isError,
+			})
+		}
+	}
+	return msgs
+}
+
+// uncertainCalls lists the keys of calls whose effect is unknown.
+func (s *state) uncertainCalls() []string {
+	var keys []string
+	for _, t := range s.turns {
+		for _, c := range t.calls {
+			if c.uncertain && !c.done {
+				keys = append(keys, c.key)
+			}
+		}
+	}
+	return keys
+}
+
+// fold replays entries into a fresh state.
+func fold(entries []store.Entry) (*state, error) {
+	s := &state{}
+	for _, e := range entries {
+		if err := s.apply(e); err != nil {
+			return nil, err
+		}
+	}
+	if s.started.Agent == "" {
+		return nil, fmt.Errorf("journal does not start with %s", KindRunStarted)
+	}
+	return s, nil
+}

@@ -1,0 +1,287 @@
+package hitch
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/store"
+)
+
+// Outcome is a run's terminal summary.
+type Outcome = engine.Outcome
+
+// Usage sums what providers reported; a nil counter means some reply did
+// not report it.
+type Usage = engine.Usage
+
+// Reconciliation settles an uncertain call from outside the run.
+type Reconciliation = engine.Reconciliation
+
+// Errors of the runtime's commands.
+var (
+	// ErrRunnerBusy: a command waited CommandWait for the run's live runner
+	// and was refused; it is not applied, then or later.
+	ErrRunnerBusy = engine.ErrRunnerBusy
+	// ErrUnknownAgent: the run's agent name and version are not registered
+	// with this runtime.
+	ErrUnknownAgent = engine.ErrUnknownAgent
+	// ErrNotUncertain: the call named by Reconcile is not an uncertain
+	// effect.
+	ErrNotUncertain = engine.ErrNotUncertain
+	// ErrReconciled: the call was already reconciled.
+	ErrReconciled = engine.ErrReconciled
+	// ErrUnknownCall: the run has no call with that id.
+	ErrUnknownCall = engine.ErrUnknownCall
+	// ErrNotFound: no run has that id.
+	ErrNotFound = store.ErrNotFound
+)
+
+// Config configures a Runtime.
+type Config struct {
+	// Store keeps runs and journals. Required.
+	Store store.Store
+	// Agents are the definitions this runtime can drive. A stored run
+	// continues only under the name and version it started with.
+	Agents []*Agent
+	// Node names this process in leases. Default: host name and pid.
+	Node string
+	// LeaseTTL is how long a runner's lease lasts without renewal; it is
+	// renewed every third of it. Default 30s.
+	LeaseTTL time.Duration
+	// ForceSettleGrace is how long a cancelled run's runner may take to
+	// settle before it lets its lease lapse. Default 60s.
+	ForceSettleGrace time.Duration
+	// CancelPoll is how often a runner looks for cancel requests made by
+	// other processes. Default 1s.
+	CancelPoll time.Duration
+	// MaxRunners bounds the runs this runtime drives at once. Default 256.
+	MaxRunners int
+	// OnEvent, if set, sees progress as it happens: every batch of journal
+	// entries once durable, and model text deltas. It runs on the run's
+	// goroutine: keep it quick.
+	OnEvent func(Event)
+}
+
+// Event is progress of a run.
+type Event struct {
+	RunID string
+	// Entries are journal entries just made durable.
+	Entries []store.Entry
+	// Delta is streamed model text, not journaled.
+	Delta string
+}
+
+// Runtime drives runs on a store.
+type Runtime struct {
+	cfg    Config
+	eng    *engine.Engine
+	agents map[string]*Agent
+}
+
+// Open returns a runtime. It drives nothing until a run is started,
+// commanded or recovered.
+func Open(cfg Config) (*Runtime, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("open runtime: Config.Store is required")
+	}
+	if cfg.Node == "" {
+		host, _ := os.Hostname()
+		cfg.Node = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomID(3))
+	}
+	cfg.LeaseTTL = or(cfg.LeaseTTL, DefaultLeaseTTL)
+	cfg.ForceSettleGrace = or(cfg.ForceSettleGrace, DefaultForceSettleGrace)
+	cfg.CancelPoll = or(cfg.CancelPoll, DefaultCancelPoll)
+	cfg.MaxRunners = or(cfg.MaxRunners, DefaultMaxRunners)
+	if cfg.LeaseTTL < time.Second/100 {
+		return nil, fmt.Errorf("open runtime: Config.LeaseTTL %s: want at least 10ms", cfg.LeaseTTL)
+	}
+	rt := &Runtime{cfg: cfg, agents: map[string]*Agent{}}
+	for i, a := range cfg.Agents {
+		if a == nil {
+			return nil, fmt.Errorf("open runtime: Config.Agents[%d] is nil", i)
+		}
+		key := agentKey(a.Name(), a.Version())
+		if _, dup := rt.agents[key]; dup {
+			return nil, fmt.Errorf("open runtime: agent %s version %d is registered twice", a.Name(), a.Version())
+		}
+		rt.agents[key] = a
+	}
+	ecfg := engine.Config{
+		Store: cfg.Store, Owner: cfg.Node,
+		Agents: func(name string, version int) (*engine.Agent, bool) {
+			a, ok := rt.agents[agentKey(name, version)]
+			if !ok {
+				return nil, false
+			}
+			return a.eng, true
+		},
+		LeaseTTL: cfg.LeaseTTL, RenewEvery: cfg.LeaseTTL / 3, CancelPoll: cfg.CancelPoll,
+		ForceSettleGrace: cfg.ForceSettleGrace, AwaitPoll: 50 * time.Millisecond, MaxRunners: cfg.MaxRunners,
+	}
+	if f := cfg.OnEvent; f != nil {
+		ecfg.OnCommit = func(id string, es []store.Entry) { f(Event{RunID: id, Entries: es}) }
+		ecfg.OnDelta = func(id, d string) { f(Event{RunID: id, Delta: d}) }
+	}
+	rt.eng = engine.New(ecfg)
+	return rt, nil
+}
+
+func agentKey(name string, version int) string { return fmt.Sprintf("%s@%d", name, version) }
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// NewRunID returns a fresh random run id.
+func NewRunID() string { return "run_" + randomID(10) }
+
+// StartOption adjusts Start.
+type StartOption func(*engine.StartParams)
+
+// WithID gives the run a caller-chosen id, which makes a retried start
+// idempotent.
+func WithID(id string) StartOption { return func(p *engine.StartParams) { p.ID = id } }
+
+// StartResult tells what Start did.
+type StartResult struct {
+	Run Run
+	// Created is false when a run with the id already existed: nothing new
+	// was started.
+	Created bool
+	// SameInput, when Created is false, says whether the existing run was
+	// started with the same agent, version and input.
+	SameInput bool
+}
+
+// Start creates a run of agent on input and drives it in the background.
+// With WithID, starting the same id again creates nothing: Created is false
+// and SameInput says whether the input matched.
+func (rt *Runtime) Start(ctx context.Context, agent *Agent, input string, opts ...StartOption) (StartResult, error) {
+	if agent == nil {
+		return StartResult{}, errors.New("start: agent is nil")
+	}
+	if _, ok := rt.agents[agentKey(agent.Name(), agent.Version())]; !ok {
+		return StartResult{}, fmt.Errorf("start: %w: %s version %d (add it to Config.Agents)", ErrUnknownAgent, agent.Name(), agent.Version())
+	}
+	p := engine.StartParams{Input: input}
+	for _, o := range opts {
+		o(&p)
+	}
+	if p.ID == "" {
+		p.ID = NewRunID()
+	}
+	res, err := rt.eng.Start(ctx, agent.eng, p)
+	if err != nil {
+		return StartResult{}, fmt.Errorf("start: %w", err)
+	}
+	run, err := runOf(res.Run)
+	if err != nil {
+		return StartResult{}, err
+	}
+	return StartResult{Run: run, Created: res.Created, SameInput: res.SameInput}, nil
+}
+
+// Await waits until the run ends or parks waiting (for a reconciliation,
+// say), and returns it. It is bounded by ctx.
+func (rt *Runtime) Await(ctx context.Context, runID string) (Run, error) {
+	r, err := rt.eng.Await(ctx, runID)
+	if err != nil {
+		return Run{}, fmt.Errorf("await %s: %w", runID, err)
+	}
+	return runOf(r)
+}
+
+// Get returns a run as it stands.
+func (rt *Runtime) Get(ctx context.Context, runID string) (Run, error) {
+	r, err := rt.cfg.Store.RunGet(ctx, runID)
+	if err != nil {
+		return Run{}, fmt.Errorf("get %s: %w", runID, err)
+	}
+	return runOf(r)
+}
+
+// Cancel records a durable cancel request and waits up to the agent's
+// command wait for the run to end. It is idempotent: cancelling an ended run
+// returns it unchanged.
+func (rt *Runtime) Cancel(ctx context.Context, runID string) (Run, error) {
+	r, err := rt.eng.Cancel(ctx, runID, rt.commandWait(ctx, runID))
+	if err != nil {
+		return Run{}, fmt.Errorf("cancel %s: %w", runID, err)
+	}
+	return runOf(r)
+}
+
+// Reconcile settles an uncertain call — with its confirmed output, or as
+// unconfirmed — and drives the run on in the background. A live runner that
+// does not let go within the command wait gives ErrRunnerBusy.
+func (rt *Runtime) Reconcile(ctx context.Context, runID string, rec Reconciliation) error {
+	if err := rt.eng.Reconcile(ctx, runID, rec, rt.commandWait(ctx, runID)); err != nil {
+		return fmt.Errorf("reconcile %s %s: %w", runID, rec.Call, err)
+	}
+	return nil
+}
+
+func (rt *Runtime) commandWait(ctx context.Context, runID string) time.Duration {
+	if r, err := rt.cfg.Store.RunGet(ctx, runID); err == nil {
+		if a, ok := rt.agents[agentKey(r.Agent, r.Version)]; ok {
+			return a.spec.Limits.CommandWait
+		}
+	}
+	return DefaultCommandWait
+}
+
+// Recover claims runs that are due — queued, with an expired lease, or
+// waiting with a due wake — up to the free runner slots, and drives them in
+// the background. It returns how many it claimed.
+func (rt *Runtime) Recover(ctx context.Context) (int, error) {
+	return rt.eng.Work(ctx)
+}
+
+// Journal returns a run's entries after position after, at most limit.
+func (rt *Runtime) Journal(ctx context.Context, runID string, after int64, limit int) ([]store.Entry, error) {
+	return rt.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: runID, After: after, Limit: limit})
+}
+
+// Close waits for the runtime's runners to park or end, bounded by ctx;
+// runners still going then stop, and their leases expire so another
+// process recovers them.
+func (rt *Runtime) Close(ctx context.Context) error {
+	return rt.eng.Close(ctx)
+}
+
+// Run is a run as the store holds it.
+type Run struct {
+	ID       string
+	RootID   string
+	ParentID string
+	Agent    string
+	Version  int
+	Status   store.Status
+	// Position is the journal's length.
+	Position  int64
+	Outcome   *Outcome // set once the run has ended
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+func runOf(r store.Run) (Run, error) {
+	out := Run{ID: r.ID, RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
+		Status: r.Status, Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if len(r.Outcome) > 0 {
+		var o Outcome
+		if err := json.Unmarshal(r.Outcome, &o); err != nil {
+			return Run{}, fmt.Errorf("decode outcome of %s: %w", r.ID, err)
+		}
+		out.Outcome = &o
+	}
+	return out, nil
+}
