@@ -1,0 +1,287 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/model/internal/apierr"
+)
+
+// The wire protocols Config.API selects.
+const (
+	APIChat      = "chat"
+	APIResponses = "responses"
+)
+
+// The request fields that can carry a reply's token bound.
+const (
+	MaxTokensCompletion = "max_completion_tokens"
+	MaxTokensLegacy     = "max_tokens"
+)
+
+// DefaultBaseURL is OpenAI's own endpoint.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+const provider = "openai"
+
+// Config describes one model behind an OpenAI-style endpoint.
+type Config struct {
+	// Model is the model id the server knows, for example "gpt-4o-mini" or
+	// "llama3.2". Required.
+	Model string
+	// BaseURL is the API root, including its version path, for example
+	// "http://localhost:11434/v1" for a local Ollama. Default
+	// https://api.openai.com/v1.
+	BaseURL string
+	// APIKey is sent as a bearer token. The caller resolves it (from the
+	// environment, a secret store...); it may be empty for local servers,
+	// and then no Authorization header is sent. The process environment is
+	// never read here. Default none.
+	APIKey string
+	// API selects the wire protocol: "chat" (Chat Completions) or
+	// "responses". Default "chat".
+	API string
+	// HTTPClient sends the requests. Calls are bounded by their context, so
+	// the client needs no overall timeout. Default: a client on a clone of
+	// http.DefaultTransport.
+	HTTPClient *http.Client
+	// Name labels the model in journals and usage reports. Default
+	// "openai/" + Model.
+	Name string
+	// Headers are extra request headers, for gateways that want them. Their
+	// values are treated as secrets and scrubbed from errors. Default none.
+	Headers map[string]string
+	// MaxTokensField names the Chat Completions field that carries
+	// Request.MaxOutputTokens: "max_completion_tokens" (required by OpenAI's
+	// reasoning models) or "max_tokens" (understood by every compatible
+	// server). Default max_completion_tokens for api.openai.com and
+	// max_tokens for any other server.
+	MaxTokensField string
+}
+
+// Model is a model.Model that talks to an OpenAI-style endpoint. It is safe
+// for concurrent use.
+type Model struct {
+	cfg   Config
+	name  string
+	chat  openai.ChatCompletionService
+	resp  responses.ResponseService
+	scrub apierr.Scrubber
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New checks cfg and builds the model. It makes no request.
+func New(cfg Config) (*Model, error) {
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, errors.New("openai config: Model is required")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai config: BaseURL %q is not an http or https URL", cfg.BaseURL)
+	}
+	switch cfg.API {
+	case "":
+		cfg.API = APIChat
+	case APIChat, APIResponses:
+	default:
+		return nil, fmt.Errorf("openai config: API %q is not one of %q, %q", cfg.API, APIChat, APIResponses)
+	}
+	switch cfg.MaxTokensField {
+	case "":
+		cfg.MaxTokensField = MaxTokensLegacy
+		if u.Hostname() == "api.openai.com" {
+			cfg.MaxTokensField = MaxTokensCompletion
+		}
+	case MaxTokensCompletion, MaxTokensLegacy:
+	default:
+		return nil, fmt.Errorf("openai config: MaxTokensField %q is not one of %q, %q", cfg.MaxTokensField, MaxTokensCompletion, MaxTokensLegacy)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	name := cfg.Name
+	if name == "" {
+		name = provider + "/" + cfg.Model
+	}
+	scrub := apierr.Scrubber{cfg.APIKey}
+	// The services are built directly rather than through openai.NewClient,
+	// which would fill in OPENAI_API_KEY and OPENAI_BASE_URL from the
+	// environment: a local server must never receive a key meant for OpenAI.
+	opts := []option.RequestOption{
+		option.WithHTTPClient(cfg.HTTPClient),
+		option.WithBaseURL(cfg.BaseURL),
+		// The engine owns retries and counts every attempt.
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	for k, v := range cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+		scrub = append(scrub, v)
+	}
+	opts = append(opts, option.WithMiddleware(apierr.Middleware(provider, scrub)))
+	return &Model{
+		cfg:   cfg,
+		name:  name,
+		chat:  openai.NewChatCompletionService(opts...),
+		resp:  responses.NewResponseService(opts...),
+		scrub: scrub,
+	}, nil
+}
+
+// Name returns the model's label.
+func (m *Model) Name() string { return m.name }
+
+// Generate sends req over the configured API and streams the reply.
+func (m *Model) Generate(ctx context.Context, req *model.Request) iter.Seq2[*model.Chunk, error] {
+	return func(yield func(*model.Chunk, error) bool) {
+		if req == nil {
+			yield(nil, &model.Error{Kind: model.KindInvalidRequest, Provider: provider, Message: "request is nil"})
+			return
+		}
+		emit := func(delta string) bool { return yield(&model.Chunk{Delta: delta}, nil) }
+		var reply *model.Reply
+		var err error
+		if m.cfg.API == APIResponses {
+			reply, err = m.generateResponses(ctx, req, emit)
+		} else {
+			reply, err = m.generateChat(ctx, req, emit)
+		}
+		switch {
+		case errors.Is(err, errStopped):
+			return
+		case err != nil:
+			yield(nil, err)
+		default:
+			yield(&model.Chunk{Reply: reply}, nil)
+		}
+	}
+}
+
+// errStopped reports that the consumer stopped reading the sequence.
+var errStopped = errors.New("stopped by consumer")
+
+// invalid builds the error for a request that cannot be sent.
+func invalid(format string, args ...any) *model.Error {
+	return &model.Error{Kind: model.KindInvalidRequest, Provider: provider, Message: fmt.Sprintf(format, args...)}
+}
+
+// schemaOf decodes a JSON Schema into the map the SDK sends. Numbers stay
+// json.Number so that large integer bounds are not rounded through float64.
+// An empty schema stands for an object without properties.
+func schemaOf(raw json.RawMessage) (map[string]any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, errors.New("schema is not a JSON object")
+	}
+	return m, nil
+}
+
+// strictable reports whether OpenAI's strict structured output accepts a
+// schema as it is: every object closes its properties and requires all of
+// them. Strict mode is only asked for then, since a schema it rejects would
+// fail every call, while a non-strict schema still shapes the answer.
+func strictable(v any) bool {
+	switch s := v.(type) {
+	case map[string]any:
+		if props, ok := s["properties"].(map[string]any); ok || s["type"] == "object" {
+			if ap, ok := s["additionalProperties"].(bool); !ok || ap {
+				return false
+			}
+			req := map[string]bool{}
+			if list, ok := s["required"].([]any); ok {
+				for _, r := range list {
+					if name, ok := r.(string); ok {
+						req[name] = true
+					}
+				}
+			}
+			for name := range props {
+				if !req[name] {
+					return false
+				}
+			}
+		}
+		for _, key := range []string{"properties", "$defs", "definitions"} {
+			if sub, ok := s[key].(map[string]any); ok {
+				for _, child := range sub {
+					if !strictable(child) {
+						return false
+					}
+				}
+			}
+		}
+		for _, key := range []string{"items", "not"} {
+			if child, ok := s[key]; ok && !strictable(child) {
+				return false
+			}
+		}
+		for _, key := range []string{"anyOf", "allOf", "oneOf"} {
+			if list, ok := s[key].([]any); ok {
+				for _, child := range list {
+					if !strictable(child) {
+						return false
+					}
+				}
+			}
+		}
+	case []any:
+		for _, child := range s {
+			if !strictable(child) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+// formatName makes a structured output name OpenAI accepts: letters,
+// digits, '_' and '-', at most 64 characters.
+func formatName(name string) string {
+	name = unsafeName.ReplaceAllString(name, "_")
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	if name == "" {
+		return "answer"
+	}
+	return name
+}
+
+// streamError classifies what ended a stream early.
+func (m *Model) streamError(ctx context.Context, err error) *model.Error {
+	return apierr.Transport(ctx, provider, err, m.scrub)
+}
+
+// mustStop turns a consumer's refusal into errStopped.
+func mustStop(ok bool) error {
+	if !ok {
+		return errStopped
+	}
+	return nil
+}
