@@ -1,0 +1,263 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/policy"
+)
+
+// File is the shape of a configuration file.
+type File struct {
+	// Store is the SQLite file runs are kept in, relative to the config
+	// file. Default hitch.db; the --db flag wins.
+	Store string `yaml:"store,omitempty"`
+	// Models are named model settings the agents refer to.
+	Models map[string]Model `yaml:"models"`
+	// Agents are the agents the CLI and server can run.
+	Agents []Agent `yaml:"agents"`
+}
+
+// Model is one model's settings.
+type Model struct {
+	// Provider is scripted, openai or anthropic. An OpenAI-compatible
+	// server (Ollama, vLLM, llama.cpp, LM Studio) is openai with a base_url.
+	Provider string `yaml:"provider"`
+	// Model is the provider's model name.
+	Model string `yaml:"model,omitempty"`
+	// BaseURL points the provider at another server.
+	BaseURL string `yaml:"base_url,omitempty"`
+	// APIKeyEnv names the environment variable holding the API key.
+	APIKeyEnv string `yaml:"api_key_env,omitempty"`
+	// API chooses the OpenAI API: chat (default) or responses.
+	API string `yaml:"api,omitempty"`
+	// MaxTokens bounds a reply (Anthropic requires one; default 4096).
+	MaxTokens int `yaml:"max_tokens,omitempty"`
+	// Script is the scripted model's script file, relative to the config.
+	Script string `yaml:"script,omitempty"`
+}
+
+// Agent is one agent's settings.
+type Agent struct {
+	Name         string   `yaml:"name"`
+	Version      int      `yaml:"version,omitempty"`
+	Model        string   `yaml:"model"`
+	Instructions string   `yaml:"instructions,omitempty"`
+	Tools        []string `yaml:"tools,omitempty"`
+	// Policy is "allow_all", "deny_all", or a list of rules.
+	Policy any    `yaml:"policy"`
+	Limits Limits `yaml:"limits,omitempty"`
+	// Workspace is the directory the file and shell tools are confined
+	// to, relative to the config file. Default: the config file's folder.
+	Workspace string `yaml:"workspace,omitempty"`
+}
+
+// Limits are an agent's limits; durations are Go duration strings ("5s"),
+// and "infinite" where the limit allows it.
+type Limits struct {
+	ModelAttempts       *int   `yaml:"model_attempts,omitempty"`
+	RetryDelay          string `yaml:"retry_delay,omitempty"`
+	MaxRetryAfter       string `yaml:"max_retry_after,omitempty"`
+	ModelTimeout        string `yaml:"model_timeout,omitempty"`
+	PolicyTimeout       string `yaml:"policy_timeout,omitempty"`
+	ToolTimeout         string `yaml:"tool_timeout,omitempty"`
+	ToolConcurrency     *int   `yaml:"tool_concurrency,omitempty"`
+	MaxToolResult       *int   `yaml:"max_tool_result,omitempty"`
+	CommandWait         string `yaml:"command_wait,omitempty"`
+	ContinueOnUncertain bool   `yaml:"continue_on_uncertain,omitempty"`
+}
+
+// Problem is one thing wrong with a configuration file.
+type Problem struct {
+	File  string
+	Line  int // 0 when unknown
+	Field string
+	What  string
+}
+
+func (p Problem) Error() string {
+	loc := p.File
+	if p.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", p.File, p.Line)
+	}
+	if p.Field == "" {
+		return loc + ": " + p.What
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, p.Field, p.What)
+}
+
+// Problems is every problem found in a file.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+// IsProblem reports whether err describes a bad configuration file (as
+// opposed to, say, a file that cannot be read).
+func IsProblem(err error) bool {
+	var ps Problems
+	return errors.As(err, &ps)
+}
+
+// Parse reads and decodes a configuration file, strictly, without building
+// anything.
+func Parse(path string) (*File, *ast.File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read config: %w", err)
+	}
+	tree, err := parser.ParseBytes(b, 0)
+	if err != nil {
+		return nil, nil, Problems{syntaxProblem(path, err)}
+	}
+	var f File
+	if err := yaml.UnmarshalWithOptions(b, &f, yaml.Strict()); err != nil {
+		return nil, nil, Problems{syntaxProblem(path, err)}
+	}
+	return &f, tree, nil
+}
+
+var lineInError = regexp.MustCompile(`\[(\d+):(\d+)\]`)
+
+func syntaxProblem(path string, err error) Problem {
+	msg := yaml.FormatError(err, false, false)
+	p := Problem{File: path, What: strings.TrimSpace(msg)}
+	if m := lineInError.FindStringSubmatch(msg); m != nil {
+		fmt.Sscan(m[1], &p.Line)
+		p.What = strings.TrimSpace(lineInError.ReplaceAllString(strings.SplitN(msg, "\n", 2)[0], ""))
+	}
+	return p
+}
+
+// locator finds the line of a field in the parsed file.
+type locator struct {
+	path string
+	tree *ast.File
+}
+
+// problem builds a Problem for field, a dotted path such as
+// "agents[0].limits.tool_timeout"; the line is the field's, or its nearest
+// present parent's.
+func (l locator) problem(field, format string, args ...any) Problem {
+	return Problem{File: l.path, Line: l.line(field), Field: field, What: fmt.Sprintf(format, args...)}
+}
+
+func (l locator) line(field string) int {
+	for f := field; f != ""; f = parent(f) {
+		p, err := yaml.PathString("$." + f)
+		if err != nil {
+			continue
+		}
+		n, err := p.FilterFile(l.tree)
+		if err == nil && n != nil && n.GetToken() != nil {
+			return n.GetToken().Position.Line
+		}
+	}
+	return 0
+}
+
+func parent(f string) string {
+	i := strings.LastIndexAny(f, ".[")
+	if i <= 0 {
+		return ""
+	}
+	return f[:i]
+}
+
+// duration parses a limit; "" is the default (zero), "infinite" is
+// hitch.Infinite where allowed.
+func duration(s string, infinite bool) (time.Duration, error) {
+	switch {
+	case s == "":
+		return 0, nil
+	case infinite && (s == "infinite" || s == "inf"):
+		return hitch.Infinite, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if infinite {
+			return 0, fmt.Errorf("%q is not a duration such as 30s or 5m, nor infinite", s)
+		}
+		return 0, fmt.Errorf("%q is not a duration such as 30s or 5m", s)
+	}
+	return d, nil
+}
+
+// snake turns a Go field path ("Limits.ToolConcurrency") into the file's
+// key path ("limits.tool_concurrency").
+func snake(goField string) string {
+	var b strings.Builder
+	for i, r := range goField {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 && goField[i-1] != '.' && goField[i-1] != '[' {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// policyOf turns the policy field into a Policy.
+func policyOf(l locator, field string, v any) (policy.Policy, []Problem) {
+	switch p := v.(type) {
+	case nil:
+		return nil, []Problem{l.problem(field, "is required: there is no implicit allow; write allow_all, deny_all or a list of rules")}
+	case string:
+		switch p {
+		case "allow_all":
+			return policy.AllowAll(), nil
+		case "deny_all":
+			return policy.DenyAll("this agent may not call tools"), nil
+		}
+		return nil, []Problem{l.problem(field, "%q: want allow_all, deny_all or a list of rules", p)}
+	case []any:
+		b, _ := yaml.Marshal(p)
+		var rules policy.Rules
+		if err := yaml.UnmarshalWithOptions(b, &rules, yaml.Strict()); err != nil {
+			return nil, []Problem{l.problem(field, "%s", strings.TrimSpace(yaml.FormatError(err, false, false)))}
+		}
+		var probs []Problem
+		for i, r := range rules {
+			if err := (policy.Rules{r}).Validate(); err != nil {
+				probs = append(probs, l.problem(fmt.Sprintf("%s[%d]", field, i), "%s", strings.TrimPrefix(err.Error(), "rule 1: ")))
+			}
+		}
+		return rules, probs
+	}
+	return nil, []Problem{l.problem(field, "want allow_all, deny_all or a list of rules")}
+}
+
+// relTo resolves p against the config file's folder.
+func relTo(configPath, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(filepath.Dir(configPath), p)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,233 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/sandbox/local"
+	"github.com/hitch-dev/hitch/tool"
+	"github.com/hitch-dev/hitch/tool/builtin"
+)
+
+// Options adjust Load.
+type Options struct {
+	// Tools are Go tools the file may name besides the built-in ones.
+	Tools []tool.Tool
+	// Getenv reads API keys; default os.Getenv.
+	Getenv func(string) string
+}
+
+// Config is a loaded, validated configuration.
+type Config struct {
+	Path   string
+	File   *File
+	Models map[string]model.Model
+	Agents []*hitch.Agent
+	// Closers release what the agents hold (sandboxes).
+	closers []func() error
+}
+
+// Agent returns the agent named name, or the only agent when name is empty.
+func (c *Config) Agent(name string) (*hitch.Agent, error) {
+	if name == "" {
+		if len(c.Agents) == 1 {
+			return c.Agents[0], nil
+		}
+		names := make([]string, len(c.Agents))
+		for i, a := range c.Agents {
+			names[i] = a.Name()
+		}
+		return nil, fmt.Errorf("%s declares %d agents (%v): name one with --agent", c.Path, len(c.Agents), names)
+	}
+	for _, a := range c.Agents {
+		if a.Name() == name {
+			return a, nil
+		}
+	}
+	return nil, fmt.Errorf("%s declares no agent named %q", c.Path, name)
+}
+
+// Close releases the sandboxes the agents hold.
+func (c *Config) Close() error {
+	var first error
+	for _, f := range c.closers {
+		if err := f(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Providers builds a model from its settings. The scripted provider is
+// always known; model providers register here from their packages' init
+// through Register, so this package does not depend on every SDK.
+var providers = map[string]func(m Model, configPath string, getenv func(string) string) (model.Model, error){
+	"scripted": func(m Model, configPath string, _ func(string) string) (model.Model, error) {
+		if m.Script == "" {
+			return nil, fmt.Errorf("script: is required for the scripted provider")
+		}
+		return scripted.Load(relTo(configPath, m.Script))
+	},
+}
+
+// Register adds a model provider by name.
+func Register(name string, build func(m Model, configPath string, getenv func(string) string) (model.Model, error)) {
+	providers[name] = build
+}
+
+// Load reads, checks and builds a configuration file. Problems in the file
+// come back together as Problems, each naming the file, line and field.
+func Load(path string, opts Options) (*Config, error) {
+	f, tree, err := Parse(path)
+	if err != nil {
+		return nil, err
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	l := locator{path: path, tree: tree}
+	var probs Problems
+	cfg := &Config{Path: path, File: f, Models: map[string]model.Model{}}
+
+	for _, name := range sortedKeys(f.Models) {
+		m := f.Models[name]
+		field := "models." + name
+		build, ok := providers[m.Provider]
+		if !ok {
+			probs = append(probs, l.problem(field+".provider", "%q: want one of %v", m.Provider, sortedKeys(providers)))
+			continue
+		}
+		mm, err := build(m, path, getenv)
+		if err != nil {
+			probs = append(probs, l.problem(field, "%v", err))
+			continue
+		}
+		cfg.Models[name] = mm
+	}
+	if len(f.Agents) == 0 {
+		probs = append(probs, l.problem("agents", "declare at least one agent"))
+	}
+	extra := map[string]tool.Tool{}
+	for _, t := range opts.Tools {
+		extra[t.Info().Name] = t
+	}
+	for i, a := range f.Agents {
+		field := fmt.Sprintf("agents[%d]", i)
+		spec := hitch.Spec{Name: a.Name, Version: a.Version, Instructions: a.Instructions}
+		if a.Model == "" {
+			probs = append(probs, l.problem(field+".model", "is required: name one of models"))
+		} else if mm, ok := cfg.Models[a.Model]; ok {
+			spec.Model = mm
+		} else if _, declared := f.Models[a.Model]; !declared {
+			probs = append(probs, l.problem(field+".model", "%q is not declared under models (have %v)", a.Model, sortedKeys(f.Models)))
+		}
+		p, pp := policyOf(l, field+".policy", a.Policy)
+		probs = append(probs, pp...)
+		spec.Policy = p
+		tools, tp := cfg.tools(l, field, a, extra)
+		probs = append(probs, tp...)
+		spec.Tools = tools
+		lim, lp := limits(l, field+".limits", a.Limits)
+		probs = append(probs, lp...)
+		spec.Limits = lim
+		if len(pp) > 0 || len(tp) > 0 || len(lp) > 0 || spec.Model == nil {
+			continue
+		}
+		agent, err := hitch.Build(spec)
+		if err != nil {
+			if ces, ok := err.(hitch.ConfigErrors); ok {
+				for _, ce := range ces {
+					probs = append(probs, l.problem(field+"."+snake(ce.Field), "%s", ce.Problem))
+				}
+				continue
+			}
+			probs = append(probs, l.problem(field, "%v", err))
+			continue
+		}
+		for _, other := range cfg.Agents {
+			if other.Name() == agent.Name() && other.Version() == agent.Version() {
+				probs = append(probs, l.problem(field+".name", "%q version %d is declared twice", a.Name, agent.Version()))
+			}
+		}
+		cfg.Agents = append(cfg.Agents, agent)
+	}
+	if len(probs) > 0 {
+		_ = cfg.Close()
+		return nil, probs
+	}
+	return cfg, nil
+}
+
+// tools builds an agent's tools: built-in ones on a sandbox confined to the
+// workspace, and Go tools passed in Options.
+func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.Tool) ([]tool.Tool, []Problem) {
+	var probs []Problem
+	var builtins []string
+	var out []tool.Tool
+	for i, name := range a.Tools {
+		switch {
+		case slices.Contains(builtin.Names(), name):
+			builtins = append(builtins, name)
+		case extra[name] != nil:
+			out = append(out, extra[name])
+		default:
+			probs = append(probs, l.problem(fmt.Sprintf("%s.tools[%d]", field, i), "%q is not a tool here: the built-in tools are %v", name, builtin.Names()))
+		}
+	}
+	if len(builtins) == 0 || len(probs) > 0 {
+		return out, probs
+	}
+	ws := relTo(c.Path, a.Workspace)
+	if ws == "" {
+		ws = relTo(c.Path, ".")
+	}
+	sb, err := local.New(local.Config{Root: ws})
+	if err != nil {
+		return nil, append(probs, l.problem(field+".workspace", "%v", err))
+	}
+	c.closers = append(c.closers, sb.Close)
+	bt, err := builtin.New(sb, builtins...)
+	if err != nil {
+		return nil, append(probs, l.problem(field+".tools", "%v", err))
+	}
+	return append(bt, out...), probs
+}
+
+func limits(l locator, field string, y Limits) (hitch.Limits, []Problem) {
+	var probs []Problem
+	dur := func(key, v string, infinite bool) time.Duration {
+		d, err := duration(v, infinite)
+		if err != nil {
+			probs = append(probs, l.problem(field+"."+key, "%v", err))
+		}
+		return d
+	}
+	num := func(key string, v *int, lo, hi int) int {
+		if v == nil {
+			return 0
+		}
+		if *v < lo || *v > hi {
+			probs = append(probs, l.problem(field+"."+key, "%d: want %d–%d", *v, lo, hi))
+		}
+		return *v
+	}
+	out := hitch.Limits{
+		ModelAttempts:       num("model_attempts", y.ModelAttempts, 1, 10000),
+		RetryDelay:          dur("retry_delay", y.RetryDelay, false),
+		MaxRetryAfter:       dur("max_retry_after", y.MaxRetryAfter, false),
+		ModelTimeout:        dur("model_timeout", y.ModelTimeout, true),
+		PolicyTimeout:       dur("policy_timeout", y.PolicyTimeout, false),
+		ToolTimeout:         dur("tool_timeout", y.ToolTimeout, true),
+		ToolConcurrency:     num("tool_concurrency", y.ToolConcurrency, 1, 64),
+		MaxToolResult:       num("max_tool_result", y.MaxToolResult, 1, 64<<20),
+		CommandWait:         dur("command_wait", y.CommandWait, false),
+		ContinueOnUncertain: y.ContinueOnUncertain,
+	}
+	return out, probs
+}
