@@ -14,14 +14,14 @@ import (
 
 // env is one sandbox on a fresh directory, with its tools.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	sb    *local.Sandbox
 	ts    *toolset
 	tools map[string]tool.Tool
 }
 
-func setup(t *testing.T, cfg ...local.Config) *env {
+func setup(t testing.TB, cfg ...local.Config) *env {
 	t.Helper()
 	c := local.Config{Isolation: sandbox.IsolationNone}
 	if len(cfg) > 0 {
@@ -91,3 +91,7 @@ func (e *env) readFile(rel string) string {
 }
 
 type m = map[string]any
+
+func localConfig(dir string) local.Config {
+	return local.Config{Root: dir, Isolation: sandbox.IsolationNone}
+}

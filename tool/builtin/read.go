@@ -88,7 +88,7 @@ func readLines(ctx context.Context, name string, r io.Reader, offset, limit int)
 	var longLine int64 // length of a first line too long to show whole
 	more := false      // a line was read but not shown
 	for shown < limit {
-		line, n, _, err := readLine(br, ReadMaxBytes+1)
+		line, n, newline, err := readLine(br, ReadMaxBytes+1)
 		if err != nil {
 			return "", fmt.Errorf("read %s: %w", name, err)
 		}
@@ -99,6 +99,9 @@ func readLines(ctx context.Context, name string, r io.Reader, offset, limit int)
 		if shown == 0 && int64(len(content)) > ReadMaxBytes || shown == 0 && n > ReadMaxBytes+1 {
 			out.Write(utf8Prefix(content, ReadMaxBytes))
 			longLine = n
+			if newline {
+				longLine--
+			}
 			shown = 1
 			break
 		}
