@@ -1,0 +1,692 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/model/modeltest"
+	"github.com/hitch-dev/hitch/model/openai"
+)
+
+const testKey = "sk-test-7Hq2LmX9vR4tY8wZ3bN6"
+
+// apis lists both wire protocols with what differs between their tests.
+var apis = []struct {
+	api, path, prefix string
+}{
+	{openai.APIChat, "/v1/chat/completions", "chat_"},
+	{openai.APIResponses, "/v1/responses", "resp_"},
+}
+
+func newModel(t *testing.T, api string, exchanges ...modeltest.Exchange) (*openai.Model, *modeltest.Server) {
+	t.Helper()
+	srv := modeltest.NewServer(t, exchanges...)
+	m, err := openai.New(openai.Config{Model: "gpt-4o-mini", BaseURL: srv.URL + "/v1", APIKey: testKey, API: api, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, srv
+}
+
+func fixture(t *testing.T, name string) modeltest.Exchange {
+	return modeltest.Exchange{Body: modeltest.Fixture(t, "testdata/"+name)}
+}
+
+// run drains one Generate call.
+func run(ctx context.Context, m model.Model, req *model.Request) (deltas []string, reply *model.Reply, err error) {
+	reply, err = model.Collect(m.Generate(ctx, req), func(d string) { deltas = append(deltas, d) })
+	return deltas, reply, err
+}
+
+// throughEvent returns body up to the end of the event holding marker.
+func throughEvent(t *testing.T, body, marker string) string {
+	i := modeltest.Cut(t, body, marker)
+	return body[:i+strings.Index(body[i:], "\n\n")+2]
+}
+
+func hello() *model.Request {
+	return &model.Request{Instructions: "Be brief.", Messages: []model.Message{{Role: model.RoleUser, Text: "Say hello."}}}
+}
+
+// checkRequests asserts that the server saw exactly n attempts, each on the
+// right path with the key as a bearer token and asking for a stream.
+func checkRequests(t *testing.T, srv *modeltest.Server, path string, n int) []map[string]any {
+	t.Helper()
+	reqs := srv.Requests()
+	if len(reqs) != n {
+		t.Fatalf("server saw %d requests, want %d (one HTTP attempt per call)", len(reqs), n)
+	}
+	var bodies []map[string]any
+	for i, r := range reqs {
+		if r.Method != http.MethodPost || r.Path != path {
+			t.Errorf("request %d: %s %s, want POST %s", i, r.Method, r.Path, path)
+		}
+		if got := r.Header.Get("Authorization"); got != "Bearer "+testKey {
+			t.Errorf("request %d: Authorization %q", i, got)
+		}
+		if got := r.Header.Get("X-Stainless-Retry-Count"); got != "" && got != "0" {
+			t.Errorf("request %d: SDK retry count %q", i, got)
+		}
+		var body map[string]any
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatalf("request %d: body is not JSON: %v", i, err)
+		}
+		if body["stream"] != true {
+			t.Errorf("request %d: stream = %v", i, body["stream"])
+		}
+		bodies = append(bodies, body)
+	}
+	return bodies
+}
+
+func kindOf(t *testing.T, err error) *model.Error {
+	t.Helper()
+	var me *model.Error
+	if !errors.As(err, &me) {
+		t.Fatalf("error %v (%T) is not a *model.Error", err, err)
+	}
+	return me
+}
+
+func TestPlainAnswer(t *testing.T) {
+	t.Parallel()
+	for _, a := range apis {
+		t.Run(a.api, func(t *testing.T) {
+			t.Parallel()
+			m, srv := newModel(t, a.api, fixture(t, a.prefix+"text.sse"))
+			deltas, reply, err := run(t.Context(), m, hello())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(deltas, "|") != "Hello| there!" {
+				t.Errorf("deltas %q", deltas)
+			}
+			if reply.Text != "Hello there!" || len(reply.ToolCalls) != 0 {
+				t.Errorf("reply %+v", reply)
+			}
+			if reply.Model == "" || reply.StopReason == "" {
+				t.Errorf("model %q, stop reason %q", reply.Model, reply.StopReason)
+			}
+			u := reply.Usage
+			if u == nil || u.InputTokens == nil || *u.InputTokens != 2006 || *u.OutputTokens != 3 || u.CachedInputTokens == nil || *u.CachedInputTokens != 1920 {
+				t.Errorf("usage %+v", u)
+			}
+			bodies := checkRequests(t, srv, a.path, 1)
+			if bodies[0]["model"] != "gpt-4o-mini" {
+				t.Errorf("model sent %v", bodies[0]["model"])
+			}
+		})
+	}
+}
+
+func TestToolCalls(t *testing.T) {
+	t.Parallel()
+	weather := model.ToolCall{Name: "get_weather", Arguments: `{"city": "Paris"}`}
+	clock := model.ToolCall{Name: "get_time", Arguments: `{"tz": "Europe/Paris"}`}
+	for _, a := range apis {
+		for _, tc := range []struct {
+			file string
+			want []model.ToolCall
+		}{
+			{"tool.sse", []model.ToolCall{weather}},
+			{"tools.sse", []model.ToolCall{weather, clock}},
+			// Arguments that are not JSON pass through untouched.
+			{"bad_args.sse", []model.ToolCall{{Name: "get_weather", Arguments: `{"city": "Par`}}},
+		} {
+			t.Run(a.api+"/"+tc.file, func(t *testing.T) {
+				t.Parallel()
+				m, srv := newModel(t, a.api, fixture(t, a.prefix+tc.file))
+				_, reply, err := run(t.Context(), m, hello())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(reply.ToolCalls) != len(tc.want) {
+					t.Fatalf("calls %+v, want %d", reply.ToolCalls, len(tc.want))
+				}
+				seen := map[string]bool{}
+				for i, c := range reply.ToolCalls {
+					if c.Name != tc.want[i].Name || c.Arguments != tc.want[i].Arguments {
+						t.Errorf("call %d = %+v, want %+v", i, c, tc.want[i])
+					}
+					if !strings.HasPrefix(c.ID, "call_") || seen[c.ID] {
+						t.Errorf("call %d id %q", i, c.ID)
+					}
+					seen[c.ID] = true
+				}
+				checkRequests(t, srv, a.path, 1)
+			})
+		}
+	}
+}
+
+// roundTrip is a transcript with two calls and their results.
+func roundTrip() *model.Request {
+	return &model.Request{
+		Instructions: "Use tools.",
+		Messages: []model.Message{
+			{Role: model.RoleUser, Text: "Weather and time in Paris?"},
+			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
+				{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`},
+				{ID: "call_2", Name: "get_time", Arguments: `{"tz": "Eur`},
+			}},
+			{Role: model.RoleTool, ToolCallID: "call_1", ToolName: "get_weather", Text: "18°C, clear"},
+			{Role: model.RoleTool, ToolCallID: "call_2", ToolName: "get_time", Text: "invalid arguments", IsError: true},
+		},
+		Tools: []model.ToolSpec{{
+			Name: "get_weather", Description: "Current weather.",
+			Schema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","maxLength":9007199254740993}},"required":["city"]}`),
+		}, {Name: "get_time"}},
+		MaxOutputTokens: 300,
+	}
+}
+
+func TestToolResultRoundTrip(t *testing.T) {
+	t.Parallel()
+	t.Run("chat", func(t *testing.T) {
+		t.Parallel()
+		m, srv := newModel(t, openai.APIChat, fixture(t, "chat_text.sse"))
+		if _, _, err := run(t.Context(), m, roundTrip()); err != nil {
+			t.Fatal(err)
+		}
+		checkRequests(t, srv, "/v1/chat/completions", 1)
+		var body struct {
+			Messages []struct {
+				Role       string `json:"role"`
+				Content    any    `json:"content"`
+				ToolCallID string `json:"tool_call_id"`
+				ToolCalls  []struct {
+					ID       string `json:"id"`
+					Type     string `json:"type"`
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			} `json:"messages"`
+			Tools []struct {
+				Type     string `json:"type"`
+				Function struct {
+					Name        string          `json:"name"`
+					Description string          `json:"description"`
+					Parameters  json.RawMessage `json:"parameters"`
+				} `json:"function"`
+			} `json:"tools"`
+			MaxTokens     int            `json:"max_tokens"`
+			StreamOptions map[string]any `json:"stream_options"`
+		}
+		if err := json.Unmarshal(srv.Requests()[0].Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		roles := []string{}
+		for _, msg := range body.Messages {
+			roles = append(roles, msg.Role)
+		}
+		if strings.Join(roles, ",") != "system,user,assistant,tool,tool" {
+			t.Fatalf("roles %v", roles)
+		}
+		if body.Messages[0].Content != "Use tools." {
+			t.Errorf("system content %v", body.Messages[0].Content)
+		}
+		calls := body.Messages[2].ToolCalls
+		if len(calls) != 2 || calls[0].ID != "call_1" || calls[0].Type != "function" || calls[0].Function.Name != "get_weather" ||
+			calls[0].Function.Arguments != `{"city":"Paris"}` || calls[1].Function.Arguments != `{"tz": "Eur` {
+			t.Errorf("assistant tool calls %+v", calls)
+		}
+		if body.Messages[3].ToolCallID != "call_1" || body.Messages[3].Content != "18°C, clear" || body.Messages[4].ToolCallID != "call_2" {
+			t.Errorf("tool results %+v", body.Messages[3:])
+		}
+		if len(body.Tools) != 2 || body.Tools[0].Type != "function" || body.Tools[0].Function.Description != "Current weather." {
+			t.Fatalf("tools %+v", body.Tools)
+		}
+		// The schema goes out as it came, large integers included.
+		if !strings.Contains(string(body.Tools[0].Function.Parameters), "9007199254740993") {
+			t.Errorf("parameters %s", body.Tools[0].Function.Parameters)
+		}
+		if !strings.Contains(string(body.Tools[1].Function.Parameters), `"type":"object"`) {
+			t.Errorf("empty schema sent as %s", body.Tools[1].Function.Parameters)
+		}
+		if body.MaxTokens != 300 || body.StreamOptions["include_usage"] != true {
+			t.Errorf("max_tokens %d, stream_options %v", body.MaxTokens, body.StreamOptions)
+		}
+	})
+	t.Run("responses", func(t *testing.T) {
+		t.Parallel()
+		m, srv := newModel(t, openai.APIResponses, fixture(t, "resp_text.sse"))
+		if _, _, err := run(t.Context(), m, roundTrip()); err != nil {
+			t.Fatal(err)
+		}
+		checkRequests(t, srv, "/v1/responses", 1)
+		var body struct {
+			Instructions string `json:"instructions"`
+			Store        *bool  `json:"store"`
+			Input        []struct {
+				Type      string `json:"type"`
+				Role      string `json:"role"`
+				Content   any    `json:"content"`
+				CallID    string `json:"call_id"`
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+				Output    string `json:"output"`
+			} `json:"input"`
+			Tools []struct {
+				Type       string          `json:"type"`
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+				Strict     *bool           `json:"strict"`
+			} `json:"tools"`
+			MaxOutputTokens int `json:"max_output_tokens"`
+		}
+		if err := json.Unmarshal(srv.Requests()[0].Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		if body.Instructions != "Use tools." || body.Store == nil || *body.Store || body.MaxOutputTokens != 300 {
+			t.Errorf("instructions %q store %v max %d", body.Instructions, body.Store, body.MaxOutputTokens)
+		}
+		if len(body.Input) != 5 {
+			t.Fatalf("input %+v", body.Input)
+		}
+		in := body.Input
+		if in[0].Role != "user" || in[0].Content != "Weather and time in Paris?" {
+			t.Errorf("input 0 %+v", in[0])
+		}
+		if in[1].Type != "function_call" || in[1].CallID != "call_1" || in[1].Name != "get_weather" || in[1].Arguments != `{"city":"Paris"}` ||
+			in[2].Type != "function_call" || in[2].CallID != "call_2" || in[2].Arguments != `{"tz": "Eur` {
+			t.Errorf("function calls %+v %+v", in[1], in[2])
+		}
+		if in[3].Type != "function_call_output" || in[3].CallID != "call_1" || in[3].Output != "18°C, clear" ||
+			in[4].Type != "function_call_output" || in[4].CallID != "call_2" {
+			t.Errorf("function outputs %+v %+v", in[3], in[4])
+		}
+		if len(body.Tools) != 2 || body.Tools[0].Type != "function" || body.Tools[0].Name != "get_weather" ||
+			body.Tools[0].Strict == nil || *body.Tools[0].Strict || !strings.Contains(string(body.Tools[0].Parameters), "9007199254740993") {
+			t.Errorf("tools %+v", body.Tools)
+		}
+	})
+}
+
+func TestStructuredOutput(t *testing.T) {
+	t.Parallel()
+	strict := `{"type":"object","properties":{"city":{"type":"string"},"temp":{"type":"number"}},"required":["city","temp"],"additionalProperties":false}`
+	loose := `{"type":"object","properties":{"city":{"type":"string"}}}`
+	for _, a := range apis {
+		for _, tc := range []struct {
+			name, schema string
+			strict       bool
+		}{{"strict", strict, true}, {"loose", loose, false}} {
+			t.Run(a.api+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				m, srv := newModel(t, a.api, fixture(t, a.prefix+"text.sse"))
+				req := hello()
+				req.Answer = &model.AnswerSpec{Name: "weather report", Schema: json.RawMessage(tc.schema)}
+				if _, _, err := run(t.Context(), m, req); err != nil {
+					t.Fatal(err)
+				}
+				body := checkRequests(t, srv, a.path, 1)[0]
+				var format map[string]any
+				if a.api == openai.APIChat {
+					rf, _ := body["response_format"].(map[string]any)
+					if rf["type"] != "json_schema" {
+						t.Fatalf("response_format %v", body["response_format"])
+					}
+					format, _ = rf["json_schema"].(map[string]any)
+				} else {
+					text, _ := body["text"].(map[string]any)
+					format, _ = text["format"].(map[string]any)
+					if format["type"] != "json_schema" {
+						t.Fatalf("text.format %v", body["text"])
+					}
+				}
+				if format["name"] != "weather_report" || format["strict"] != tc.strict {
+					t.Errorf("format %v", format)
+				}
+				got, _ := json.Marshal(format["schema"])
+				var want any
+				_ = json.Unmarshal([]byte(tc.schema), &want)
+				wantJSON, _ := json.Marshal(want)
+				if string(got) != string(wantJSON) {
+					t.Errorf("schema sent %s, want %s", got, wantJSON)
+				}
+			})
+		}
+	}
+}
+
+func errorBody(typ, code, msg string) string {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
+	return string(b)
+}
+
+func TestRetryableThenSuccess(t *testing.T) {
+	t.Parallel()
+	for _, a := range apis {
+		for _, tc := range []struct {
+			name  string
+			fail  modeltest.Exchange
+			kind  model.Kind
+			after time.Duration
+		}{
+			{"429", modeltest.Exchange{Status: 429, Header: map[string]string{"Retry-After": "2"},
+				Body: errorBody("tokens", "rate_limit_exceeded", "Rate limit reached for gpt-4o-mini on tokens per min (TPM): Limit 200000, Used 199800, Requested 900.")},
+				model.KindRateLimited, 2 * time.Second},
+			{"429-ms", modeltest.Exchange{Status: 429, Header: map[string]string{"Retry-After-Ms": "1500", "Retry-After": "2"},
+				Body: errorBody("requests", "rate_limit_exceeded", "Rate limit reached for requests")},
+				model.KindRateLimited, 1500 * time.Millisecond},
+			{"500", modeltest.Exchange{Status: 500,
+				Body: errorBody("server_error", "", "The server had an error while processing your request. Sorry about that!")},
+				model.KindOverloaded, 0},
+			{"503", modeltest.Exchange{Status: 503, ContentType: "text/html", Body: "<html><body>upstream connect error</body></html>"},
+				model.KindOverloaded, 0},
+		} {
+			t.Run(a.api+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				m, srv := newModel(t, a.api, tc.fail, fixture(t, a.prefix+"text.sse"))
+				_, _, err := run(t.Context(), m, hello())
+				me := kindOf(t, err)
+				if me.Kind != tc.kind || !me.Kind.Retryable() || me.RetryAfter != tc.after || me.Status != tc.fail.Status {
+					t.Errorf("error %+v", me)
+				}
+				if me.Message == "" {
+					t.Errorf("no provider message in %v", me)
+				}
+				// The engine tries again; the second attempt succeeds.
+				_, reply, err := run(t.Context(), m, hello())
+				if err != nil || reply.Text != "Hello there!" {
+					t.Fatalf("second call: %v %+v", err, reply)
+				}
+				checkRequests(t, srv, a.path, 2)
+			})
+		}
+	}
+}
+
+func TestPermanentErrors(t *testing.T) {
+	t.Parallel()
+	for _, a := range apis {
+		for _, tc := range []struct {
+			name   string
+			status int
+			body   string
+			kind   model.Kind
+			msg    string
+		}{
+			{"400", 400, errorBody("invalid_request_error", "", "Invalid schema for response_format 'answer': 'required' is required."), model.KindInvalidRequest, "Invalid schema"},
+			{"404", 404, errorBody("invalid_request_error", "model_not_found", "The model `gpt-9` does not exist or you do not have access to it."), model.KindInvalidRequest, "does not exist"},
+			{"422", 422, `{"detail":"Input should be a valid list"}`, model.KindInvalidRequest, "valid list"},
+			{"ollama-404", 404, `{"error":"model \"llama9\" not found, try pulling it first"}`, model.KindInvalidRequest, "try pulling"},
+			{"403", 403, errorBody("invalid_request_error", "unsupported_country_region_territory", "Country, region, or territory not supported"), model.KindUnauthorized, "not supported"},
+			{"quota", 429, errorBody("insufficient_quota", "insufficient_quota", "You exceeded your current quota, please check your plan and billing details."), model.KindUnauthorized, "quota"},
+		} {
+			t.Run(a.api+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				m, srv := newModel(t, a.api, modeltest.Exchange{Status: tc.status, Body: tc.body})
+				_, _, err := run(t.Context(), m, hello())
+				me := kindOf(t, err)
+				if me.Kind != tc.kind || me.Kind.Retryable() || me.Status != tc.status || !strings.Contains(me.Message, tc.msg) {
+					t.Errorf("error %+v", me)
+				}
+				checkRequests(t, srv, a.path, 1)
+			})
+		}
+	}
+}
+
+func TestKeyNeverInErrors(t *testing.T) {
+	t.Parallel()
+	for _, a := range apis {
+		t.Run(a.api, func(t *testing.T) {
+			t.Parallel()
+			// OpenAI quotes the key it refused; this server quotes all of it.
+			echo := modeltest.Exchange{Handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(401)
+				fmt.Fprint(w, errorBody("invalid_request_error", "invalid_api_key", "Incorrect API key provided: "+r.Header.Get("Authorization")+"."))
+			}}
+			m, _ := newModel(t, a.api, echo)
+			_, _, err := run(t.Context(), m, hello())
+			me := kindOf(t, err)
+			if me.Kind != model.KindUnauthorized || me.Status != 401 {
+				t.Errorf("error %+v", me)
+			}
+			if !strings.Contains(me.Message, "Incorrect API key provided") {
+				t.Errorf("message lost: %q", me.Message)
+			}
+			for e := error(me); e != nil; e = errors.Unwrap(e) {
+				for _, s := range []string{e.Error(), fmt.Sprintf("%+v", e), fmt.Sprintf("%#v", e)} {
+					if strings.Contains(s, testKey) {
+						t.Fatalf("key leaked: %s", s)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestStreamCut(t *testing.T) {
+	t.Parallel()
+	for _, a := range apis {
+		t.Run(a.api, func(t *testing.T) {
+			t.Parallel()
+			body := modeltest.Fixture(t, "testdata/"+a.prefix+"text.sse")
+			// Dropped in the middle of the second delta's event.
+			cut := modeltest.Exchange{Body: body, CutAfter: modeltest.Cut(t, body, `" there!"`)}
+			// A clean end of the body before the provider said it was done.
+			short := modeltest.Exchange{Body: throughEvent(t, body, `"Hello"`)}
+			m, srv := newModel(t, a.api, cut, short)
+			for _, ex := range []string{"dropped", "short"} {
+				deltas, _, err := run(t.Context(), m, hello())
+				me := kindOf(t, err)
+				if me.Kind != model.KindUnreachable || !me.Kind.Retryable() {
+					t.Errorf("%s: error %+v", ex, me)
+				}
+				if len(deltas) == 0 || deltas[0] != "Hello" {
+					t.Errorf("%s: deltas before the cut %q", ex, deltas)
+				}
+			}
+			checkRequests(t, srv, a.path, 2)
+		})
+	}
+}
+
+func TestNoUsage(t *testing.T) {
+	t.Parallel()
+	for _, a := range apis {
+		t.Run(a.api, func(t *testing.T) {
+			t.Parallel()
+			m, _ := newModel(t, a.api, fixture(t, a.prefix+"no_usage.sse"))
+			_, reply, err := run(t.Context(), m, hello())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reply.Usage != nil {
+				t.Errorf("usage %+v, want nil", reply.Usage)
+			}
+			if reply.Text == "" {
+				t.Errorf("reply %+v", reply)
+			}
+		})
+	}
+}
+
+func TestErrorInsideStream(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ api, file, path string }{
+		{openai.APIChat, "chat_error_event.sse", "/v1/chat/completions"},
+		{openai.APIResponses, "resp_failed.sse", "/v1/responses"},
+	} {
+		t.Run(tc.api, func(t *testing.T) {
+			t.Parallel()
+			m, srv := newModel(t, tc.api, fixture(t, tc.file))
+			_, _, err := run(t.Context(), m, hello())
+			me := kindOf(t, err)
+			if me.Kind != model.KindOverloaded || me.Message == "" {
+				t.Errorf("error %+v", me)
+			}
+			checkRequests(t, srv, tc.path, 1)
+		})
+	}
+}
+
+func TestCancelMidStream(t *testing.T) {
+	t.Parallel()
+	for _, a := range apis {
+		t.Run(a.api, func(t *testing.T) {
+			t.Parallel()
+			body := modeltest.Fixture(t, "testdata/"+a.prefix+"text.sse")
+			// The server sends the first delta and then stalls, as a slow model would.
+			held := modeltest.Exchange{Body: throughEvent(t, body, `"Hello"`), Hold: true}
+			m, _ := newModel(t, a.api, held)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				var last error
+				for c, err := range m.Generate(ctx, hello()) {
+					if err != nil {
+						last = err
+						break
+					}
+					if c.Delta == "Hello" {
+						cancel()
+					}
+				}
+				done <- last
+			}()
+			select {
+			case err := <-done:
+				me := kindOf(t, err)
+				if me.Kind != model.KindCancelled || !errors.Is(err, context.Canceled) {
+					t.Errorf("error %+v", me)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Generate did not return after cancellation")
+			}
+		})
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	t.Parallel()
+	body := modeltest.Fixture(t, "testdata/chat_text.sse")
+	m, _ := newModel(t, openai.APIChat, modeltest.Exchange{Body: body[:modeltest.Cut(t, body, "\n\n")], Hold: true})
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, _, err := run(ctx, m, hello())
+	if me := kindOf(t, err); me.Kind != model.KindTimedOut || !me.Kind.Retryable() {
+		t.Errorf("error %+v", me)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	t.Parallel()
+	m, err := openai.New(openai.Config{Model: "llama3.2", BaseURL: "http://127.0.0.1:1/v1", APIKey: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = run(t.Context(), m, hello())
+	me := kindOf(t, err)
+	if me.Kind != model.KindUnreachable || strings.Contains(me.Error(), testKey) {
+		t.Errorf("error %+v", me)
+	}
+}
+
+func TestStopEarly(t *testing.T) {
+	t.Parallel()
+	m, _ := newModel(t, openai.APIChat, fixture(t, "chat_text.sse"))
+	n := 0
+	for range m.Generate(t.Context(), hello()) {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Errorf("yielded %d chunks after break", n)
+	}
+}
+
+// The environment's OpenAI key must never reach another server.
+func TestNoAmbientKey(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-from-environment")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	srv := modeltest.NewServer(t, fixture(t, "chat_no_usage.sse"))
+	m, err := openai.New(openai.Config{Model: "llama3.2", BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t.Context(), m, hello()); err != nil {
+		t.Fatal(err)
+	}
+	r := srv.Requests()[0]
+	if got := r.Header.Get("Authorization"); got != "" {
+		t.Errorf("Authorization %q sent to a keyless server", got)
+	}
+	if m.Name() != "openai/llama3.2" {
+		t.Errorf("name %q", m.Name())
+	}
+}
+
+func TestMaxTokensField(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ field, want string }{{"", "max_tokens"}, {openai.MaxTokensCompletion, "max_completion_tokens"}} {
+		srv := modeltest.NewServer(t, fixture(t, "chat_text.sse"))
+		m, err := openai.New(openai.Config{Model: "o3-mini", BaseURL: srv.URL + "/v1", HTTPClient: srv.Client(), MaxTokensField: tc.field})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := hello()
+		req.MaxOutputTokens = 64
+		if _, _, err := run(t.Context(), m, req); err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		_ = json.Unmarshal(srv.Requests()[0].Body, &body)
+		if body[tc.want] != float64(64) {
+			t.Errorf("field %q: body %v", tc.field, body)
+		}
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	t.Parallel()
+	m, srv := newModel(t, openai.APIChat)
+	for _, req := range []*model.Request{
+		nil,
+		{Messages: []model.Message{{Role: "system", Text: "x"}}},
+		{Messages: []model.Message{{Role: model.RoleTool, Text: "x"}}},
+		{Tools: []model.ToolSpec{{Name: "t", Schema: json.RawMessage(`[1]`)}}},
+		{Answer: &model.AnswerSpec{Schema: json.RawMessage(`"x"`)}},
+	} {
+		_, _, err := run(t.Context(), m, req)
+		if me := kindOf(t, err); me.Kind != model.KindInvalidRequest {
+			t.Errorf("request %+v: error %+v", req, me)
+		}
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests sent for invalid input", n)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cfg  openai.Config
+		want string
+	}{
+		{openai.Config{}, "Model"},
+		{openai.Config{Model: "m", BaseURL: "localhost:11434"}, "BaseURL"},
+		{openai.Config{Model: "m", BaseURL: "ftp://x/v1"}, "BaseURL"},
+		{openai.Config{Model: "m", API: "completions"}, "API"},
+		{openai.Config{Model: "m", MaxTokensField: "max"}, "MaxTokensField"},
+	} {
+		_, err := openai.New(tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) = %v, want an error naming %s", tc.cfg, err, tc.want)
+		}
+	}
+	m, err := openai.New(openai.Config{Model: "gpt-4o", Name: "work/gpt"})
+	if err != nil || m.Name() != "work/gpt" {
+		t.Errorf("New: %v %v", m, err)
+	}
+}
