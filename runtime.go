@@ -151,6 +151,10 @@ type StartOption func(*engine.StartParams)
 // idempotent.
 func WithID(id string) StartOption { return func(p *engine.StartParams) { p.ID = id } }
 
+// Detached creates the run queued and leaves it to whichever worker claims
+// it first (hitch worker, or Recover), instead of driving it here.
+func Detached() StartOption { return func(p *engine.StartParams) { p.Detached = true } }
+
 // StartResult tells what Start did.
 type StartResult struct {
 	Run Run
@@ -244,6 +248,12 @@ func (rt *Runtime) commandWait(ctx context.Context, runID string) time.Duration 
 // the background. It returns how many it claimed.
 func (rt *Runtime) Recover(ctx context.Context) (int, error) {
 	return rt.eng.Work(ctx)
+}
+
+// Wait waits, bounded by ctx, until the runtime drives no run: each has
+// ended, parked or lost its lease. Unlike Close it lets them finish.
+func (rt *Runtime) Wait(ctx context.Context) error {
+	return rt.eng.Wait(ctx)
 }
 
 // Journal returns a run's entries after position after, at most limit.

@@ -127,6 +127,9 @@ var (
 type StartParams struct {
 	ID    string
 	Input string
+	// Detached leaves the new run queued for any worker instead of
+	// driving it here.
+	Detached bool
 }
 
 // StartResult tells what Start did.
@@ -158,7 +161,7 @@ func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResul
 		return StartResult{}, fmt.Errorf("create run: %w", err)
 	}
 	res := StartResult{Run: run, Created: created, SameInput: run.InputHash == hash}
-	if !created {
+	if !created || p.Detached {
 		return res, nil
 	}
 	if err := e.Drive(ctx, run.ID); err != nil && !errors.As(err, new(*store.LeaseHeldError)) {
@@ -377,6 +380,19 @@ func (e *Engine) claimForCommand(ctx context.Context, runID string, wait time.Du
 			return store.Lease{}, ctx.Err()
 		}
 		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+// Wait waits, bounded by ctx, until the engine drives no run: each has
+// ended, parked or lost its lease.
+func (e *Engine) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

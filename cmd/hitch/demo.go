@@ -1,0 +1,75 @@
+package main
+
+import (
+	"embed"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+//go:embed demo/hitch.yaml demo/script.yaml
+var demoFiles embed.FS
+
+const demoNotes = "# Notes\n\nWe recieve orders by mail.\nShipping takes two days.\n"
+
+func newDemo(g *globals) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the offline demo end to end (no keys, no network)",
+		Long: "Set up a scratch workspace with a config, a scripted model and a file with a typo, then run an agent on\n" +
+			"it: a few tool calls (glob, read, edit, bash), a policy denial the model recovers from, and a final answer,\n" +
+			"all journaled in a SQLite file whose location is printed at the end.",
+		Args: args(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				d, err := os.MkdirTemp("", "hitch-demo-")
+				if err != nil {
+					return err
+				}
+				dir = d
+			}
+			if err := os.MkdirAll(filepath.Join(dir, "workspace"), 0o755); err != nil {
+				return fmt.Errorf("create demo workspace: %w", err)
+			}
+			for _, name := range []string{"hitch.yaml", "script.yaml"} {
+				b, _ := demoFiles.ReadFile("demo/" + name)
+				if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+					return fmt.Errorf("write demo file: %w", err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(dir, "workspace", "notes.md"), []byte(demoNotes), 0o644); err != nil {
+				return fmt.Errorf("write demo file: %w", err)
+			}
+			g.config = filepath.Join(dir, "hitch.yaml")
+			ctx := cmd.Context()
+			e, err := openRuntime(ctx, g)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			ag, err := e.cfg.Agent("")
+			if err != nil {
+				return err
+			}
+			if !g.json {
+				fmt.Fprintf(g.stdout, "hitch demo: agent %q fixes a typo in %s\n\n", ag.Name(), filepath.Join(dir, "workspace", "notes.md"))
+			}
+			res, err := e.rt.Start(ctx, ag, "Fix the spelling mistakes in the notes in this workspace.")
+			if err != nil {
+				return err
+			}
+			err = e.settle(ctx, res.Run.ID)
+			if !g.json {
+				fmt.Fprintf(g.stdout, "\njournal: %s (run %s)\n", g.db, res.Run.ID)
+				fmt.Fprintf(g.stdout, "look again with:\n  go run ./cmd/hitch runs show %s --db %s\n  go run ./cmd/hitch runs events %s --db %s\n",
+					res.Run.ID, g.db, res.Run.ID, g.db)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "folder for the demo's files (default: a new temporary folder)")
+	return cmd
+}

@@ -1,0 +1,131 @@
+// Command hitch runs durable LLM agents: an offline demo, runs from a YAML
+// config, and the commands that inspect, cancel, reconcile and recover them.
+// See docs/cli.md for every command and the exit codes.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hitch-dev/hitch/config"
+)
+
+// Exit codes; docs/cli.md lists them.
+const (
+	exitOK       = 0 // the command did what was asked; a run completed
+	exitError    = 1 // something went wrong: store, I/O, an internal error
+	exitUsage    = 2 // bad flags, arguments or configuration file
+	exitWaiting  = 3 // the run is parked, waiting (reconcile, approval)
+	exitNotDone  = 4 // the run ended but did not complete (failed, cancelled, ...)
+	exitRefused  = 5 // a command was refused (runner busy, not uncertain, ...)
+	exitNotFound = 6 // no such run
+)
+
+// exitError carries an exit code out of a command.
+type codeError struct {
+	code int
+	err  error
+}
+
+func (e *codeError) Error() string { return e.err.Error() }
+func (e *codeError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &codeError{code: code, err: err}
+}
+
+// silentExit ends the process with a code and no message (the command has
+// already said what happened).
+type silentExit int
+
+func (e silentExit) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var se silentExit
+	if errors.As(err, &se) {
+		return int(se)
+	}
+	fmt.Fprintln(stderr, "hitch:", err)
+	var ce *codeError
+	switch {
+	case errors.As(err, &ce):
+		return ce.code
+	case config.IsProblem(err):
+		return exitUsage
+	case isUsage(err):
+		return exitUsage
+	}
+	return exitError
+}
+
+// usageError marks bad flags or arguments.
+type usageError struct{ error }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	stdout, stderr io.Writer
+	json           bool
+	db             string
+	config         string
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "hitch",
+		Short:         "A durable runtime for LLM agents",
+		Long:          "hitch runs LLM agents as durable runs: every model reply and tool effect is journaled before the next step, so runs survive crashes and never silently repeat a side effect.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.BoolVar(&g.json, "json", false, "print JSON instead of text")
+	pf.StringVar(&g.db, "db", "", "SQLite file with the runs (default: the config's store, or hitch.db)")
+	pf.StringVarP(&g.config, "config", "c", "hitch.yaml", "configuration file")
+	root.AddCommand(
+		newDemo(g), newRun(g), newRuns(g), newWorker(g), newRecover(g),
+		newReconcile(g), newCancel(g),
+	)
+	return root
+}
+
+// args checks positional arguments and reports misuse as a usage error.
+func args(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if len(a) != n {
+			return usageError{fmt.Errorf("%s wants %s", cmd.CommandPath(), names)}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/store"
+)
+
+// printer renders progress and results, as text for people or as JSON
+// lines for programs.
+type printer struct {
+	w    io.Writer
+	json bool
+
+	mu    sync.Mutex
+	calls map[string]string // call key → "name args", from replies seen
+	turns map[string]int    // replies seen per run
+	delta bool              // a text delta line is open
+}
+
+func newPrinter(w io.Writer, asJSON bool) *printer {
+	return &printer{w: w, json: asJSON, calls: map[string]string{}, turns: map[string]int{}}
+}
+
+// event prints progress as it is made durable.
+func (p *printer) event(ev hitch.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ev.Delta != "" {
+		return // replies are printed whole once journaled
+	}
+	for _, e := range ev.Entries {
+		p.entry(e)
+	}
+}
+
+// entry prints one journal entry.
+func (p *printer) entry(e store.Entry) {
+	if p.json {
+		line := struct {
+			Run  string          `json:"run"`
+			Pos  int64           `json:"pos"`
+			Kind string          `json:"kind"`
+			At   string          `json:"at,omitempty"`
+			Data json.RawMessage `json:"data"`
+		}{e.RunID, e.Pos, e.Kind, "", e.Data}
+		if !e.At.IsZero() {
+			line.At = e.At.UTC().Format("2006-01-02T15:04:05.000000Z")
+		}
+		b, _ := json.Marshal(line)
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	fmt.Fprintln(p.w, p.describe(e))
+}
+
+func (p *printer) describe(e store.Entry) string {
+	prefix := fmt.Sprintf("%4d ", e.Pos)
+	switch e.Kind {
+	case engine.KindRunStarted:
+		var d engine.RunStarted
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("run %s started: agent %s v%d, input %s", e.RunID, d.Agent, d.Version, clip(d.Input, 120))
+	case engine.KindContext:
+		var d engine.Context
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("context: tools [%s], instructions %d bytes", strings.Join(d.Tools, " "), len(d.Instructions))
+	case engine.KindModelAttempt:
+		var d engine.ModelAttempt
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("model: turn %d, attempt %d", d.Turn, d.Attempt)
+	case engine.KindModelReply:
+		var d engine.ModelReply
+		_ = json.Unmarshal(e.Data, &d)
+		p.turns[e.RunID]++
+		var names []string
+		for i, c := range d.Reply.ToolCalls {
+			key := fmt.Sprintf("t%dc%d", d.Turn, i+1)
+			p.calls[e.RunID+"/"+key] = c.Name + " " + clip(c.Arguments, 100)
+			names = append(names, key+" "+c.Name)
+		}
+		s := prefix + "reply"
+		if d.Reply.Text != "" {
+			s += ": " + clip(d.Reply.Text, 200)
+		}
+		if len(names) > 0 {
+			s += fmt.Sprintf(" → %d call(s): %s", len(names), strings.Join(names, ", "))
+		}
+		return s
+	case engine.KindModelFailed:
+		var d engine.ModelFailed
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("model failed (%s): %s", d.Kind, clip(d.Message, 200))
+	case engine.KindCallDecided:
+		var d engine.CallDecided
+		_ = json.Unmarshal(e.Data, &d)
+		s := prefix + fmt.Sprintf("  %s %s: %s", d.Call, p.calls[e.RunID+"/"+d.Call], d.Verdict)
+		if d.Reason != "" {
+			s += " — " + d.Reason
+		}
+		return s
+	case engine.KindCallRejected:
+		var d engine.CallRejected
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("  %s rejected: %s", d.Call, clip(d.Error, 200))
+	case engine.KindCallStarted:
+		var d engine.CallStarted
+		_ = json.Unmarshal(e.Data, &d)
+		if d.Attempt > 1 {
+			return prefix + fmt.Sprintf("  %s started again (attempt %d)", d.Call, d.Attempt)
+		}
+		return prefix + fmt.Sprintf("  %s started", d.Call)
+	case engine.KindCallSettled:
+		var d engine.CallSettled
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("  %s done: %s", d.Call, clip(d.Output, 160))
+	case engine.KindCallFailed:
+		var d engine.CallFailed
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("  %s failed: %s", d.Call, clip(d.Error, 200))
+	case engine.KindCallUncertain:
+		var d engine.CallUncertain
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("  %s OUTCOME UNKNOWN: %s", d.Call, d.Reason)
+	case engine.KindCallReconcile:
+		var d engine.CallReconciled
+		_ = json.Unmarshal(e.Data, &d)
+		if d.Unconfirmed {
+			return prefix + fmt.Sprintf("  %s reconciled as unconfirmed (by %s)", d.Call, or(d.By, "someone"))
+		}
+		return prefix + fmt.Sprintf("  %s reconciled (by %s): %s", d.Call, or(d.By, "someone"), clip(d.Output, 160))
+	case engine.KindRunWaiting:
+		var d engine.RunWaiting
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("waiting for %s: %s", d.Reason, strings.Join(d.Calls, ", "))
+	case engine.KindRunEnded:
+		var d engine.Outcome
+		_ = json.Unmarshal(e.Data, &d)
+		s := prefix + "ended: " + string(d.Status)
+		if d.Reason != "" {
+			s += " (" + d.Reason + ")"
+		}
+		return s
+	}
+	return prefix + e.Kind + " " + clip(string(e.Data), 200)
+}
+
+// outcome prints where a run stands after a command.
+func (p *printer) outcome(run hitch.Run) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		b, _ := json.Marshal(runJSON(run))
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	fmt.Fprintf(p.w, "\nrun %s: %s\n", run.ID, run.Status)
+	o := run.Outcome
+	if o == nil {
+		if run.Status == store.StatusWaiting {
+			fmt.Fprintf(p.w, "the run is parked; see `hitch runs show %s` and reconcile or cancel it\n", run.ID)
+		}
+		return
+	}
+	if o.Answer != "" {
+		fmt.Fprintf(p.w, "answer: %s\n", o.Answer)
+	}
+	if o.Error != "" {
+		fmt.Fprintf(p.w, "reason: %s\n", o.Error)
+	}
+	if len(o.Uncertain) > 0 {
+		fmt.Fprintf(p.w, "effects of unknown outcome: %s\n", strings.Join(o.Uncertain, ", "))
+	}
+	fmt.Fprintf(p.w, "turns %d, model attempts %d, tokens in %s out %s\n", o.Turns, o.Attempts, count(o.Usage.InputTokens), count(o.Usage.OutputTokens))
+}
+
+// runJSON is the stable JSON shape of a run.
+func runJSON(run hitch.Run) any {
+	return struct {
+		ID       string         `json:"id"`
+		RootID   string         `json:"root_id"`
+		ParentID string         `json:"parent_id,omitempty"`
+		Agent    string         `json:"agent"`
+		Version  int            `json:"version"`
+		Status   store.Status   `json:"status"`
+		Position int64          `json:"position"`
+		Outcome  *hitch.Outcome `json:"outcome,omitempty"`
+		Created  string         `json:"created_at"`
+		Updated  string         `json:"updated_at"`
+	}{run.ID, run.RootID, run.ParentID, run.Agent, run.Version, run.Status, run.Position, run.Outcome,
+		run.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), run.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
+}
+
+func count(v *int64) string {
+	if v == nil {
+		return "unreported"
+	}
+	return fmt.Sprint(*v)
+}
+
+func or(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// clip shortens s to n bytes on a character boundary, on one line.
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", "⏎")
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
+}

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/store"
+)
+
+func newRuns(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "runs", Short: "List and inspect runs"}
+	var status []string
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, newest first",
+		Args:  args(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			e, err := openStore(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer e.store.Close()
+			p := store.RunListParams{Limit: limit}
+			for _, s := range status {
+				if !store.Status(s).Valid() {
+					return usageError{fmt.Errorf("--status %q: want queued, running, waiting, completed, failed, cancelled, answer_invalid or budget_exhausted", s)}
+				}
+				p.Statuses = append(p.Statuses, store.Status(s))
+			}
+			runs, err := e.store.RunList(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				for _, r := range runs {
+					hr, err := toRun(r)
+					if err != nil {
+						return err
+					}
+					b, _ := json.Marshal(runJSON(hr))
+					fmt.Fprintf(g.stdout, "%s\n", b)
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tSTEPS\tUPDATED")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%d\t%s\n", r.ID, r.Agent, r.Version, r.Status, r.Position, r.UpdatedAt.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringSliceVar(&status, "status", nil, "only runs with these statuses")
+	list.Flags().IntVar(&limit, "limit", 50, "most runs to list (at most 1000)")
+
+	show := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show a run: status, outcome, usage, and its calls",
+		Args:  args(1, "one RUN id"),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return showRun(cmd.Context(), g, a[0])
+		},
+	}
+
+	var after int64
+	var follow bool
+	events := &cobra.Command{
+		Use:   "events RUN",
+		Short: "Print a run's journal from an offset, optionally following it",
+		Args:  args(1, "one RUN id"),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			ctx := cmd.Context()
+			e, err := openStore(ctx, g)
+			if err != nil {
+				return err
+			}
+			defer e.store.Close()
+			return followJournal(ctx, e, a[0], after, follow)
+		},
+	}
+	events.Flags().Int64Var(&after, "after", 0, "print entries after this position")
+	events.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new entries until the run ends")
+	cmd.AddCommand(list, show, events)
+	return cmd
+}
+
+func followJournal(ctx context.Context, e *env, id string, after int64, follow bool) error {
+	if _, err := e.store.RunGet(ctx, id); err != nil {
+		return notFound(err)
+	}
+	for {
+		es, err := e.store.JournalRead(ctx, store.JournalReadParams{RunID: id, After: after})
+		if err != nil {
+			return err
+		}
+		for _, en := range es {
+			e.out.entry(en)
+			after = en.Pos
+		}
+		if len(es) == store.DefaultReadLimit {
+			continue
+		}
+		if !follow {
+			return nil
+		}
+		run, err := e.store.RunGet(ctx, id)
+		if err != nil {
+			return err
+		}
+		if run.Status.Terminal() && run.Position == after {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func showRun(ctx context.Context, g *globals, id string) error {
+	e, err := openStore(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer e.store.Close()
+	r, err := e.store.RunGet(ctx, id)
+	if err != nil {
+		return notFound(err)
+	}
+	run, err := toRun(r)
+	if err != nil {
+		return err
+	}
+	calls, err := callsOf(ctx, e.store, id)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		b, _ := json.Marshal(struct {
+			Run   any        `json:"run"`
+			Calls []callView `json:"calls"`
+		}{runJSON(run), calls})
+		fmt.Fprintf(g.stdout, "%s\n", b)
+		return nil
+	}
+	w := g.stdout
+	fmt.Fprintf(w, "run      %s\nagent    %s v%d\nstatus   %s\njournal  %d entries\ncreated  %s\nupdated  %s\n",
+		run.ID, run.Agent, run.Version, run.Status, run.Position,
+		run.CreatedAt.Local().Format(time.DateTime), run.UpdatedAt.Local().Format(time.DateTime))
+	if o := run.Outcome; o != nil {
+		if o.Answer != "" {
+			fmt.Fprintf(w, "answer   %s\n", o.Answer)
+		}
+		if o.Reason != "" {
+			fmt.Fprintf(w, "reason   %s\n", o.Reason)
+		}
+		if o.Error != "" {
+			fmt.Fprintf(w, "error    %s\n", o.Error)
+		}
+		fmt.Fprintf(w, "usage    %d replies, tokens in %s, out %s, cached in %s\n", o.Usage.Replies,
+			count(o.Usage.InputTokens), count(o.Usage.OutputTokens), count(o.Usage.CachedInputTokens))
+	}
+	if len(calls) > 0 {
+		fmt.Fprintln(w, "\ncalls")
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		for _, c := range calls {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Call, c.Tool, c.State, clip(c.Detail, 80))
+		}
+		_ = tw.Flush()
+	}
+	if run.Status == store.StatusWaiting {
+		fmt.Fprintf(w, "\nthis run waits: reconcile each call in state \"uncertain\" with\n  hitch reconcile %s CALL --output TEXT   (or --unconfirmed)\n", run.ID)
+	}
+	return nil
+}
+
+// callView is one call as `runs show` reports it.
+type callView struct {
+	Call   string `json:"call"`
+	Tool   string `json:"tool"`
+	Args   string `json:"arguments"`
+	State  string `json:"state"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// callsOf reads a journal and summarizes each call's latest state.
+func callsOf(ctx context.Context, st store.Store, id string) ([]callView, error) {
+	var views []callView
+	idx := map[string]int{}
+	set := func(key, state, detail string) {
+		if i, ok := idx[key]; ok {
+			views[i].State, views[i].Detail = state, detail
+		}
+	}
+	after := int64(0)
+	for {
+		es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: id, After: after})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			after = e.Pos
+			switch e.Kind {
+			case engine.KindModelReply:
+				var d engine.ModelReply
+				if err := json.Unmarshal(e.Data, &d); err != nil {
+					return nil, fmt.Errorf("entry %d: %w", e.Pos, err)
+				}
+				for i, c := range d.Reply.ToolCalls {
+					key := fmt.Sprintf("t%dc%d", d.Turn, i+1)
+					idx[key] = len(views)
+					views = append(views, callView{Call: key, Tool: c.Name, Args: c.Arguments, State: "planned"})
+				}
+			case engine.KindCallDecided:
+				var d engine.CallDecided
+				_ = json.Unmarshal(e.Data, &d)
+				switch d.Verdict {
+				case "deny":
+					set(d.Call, "denied", d.Reason)
+				case "approval":
+					set(d.Call, "needs approval", d.Requirement)
+				default:
+					set(d.Call, "allowed", "")
+				}
+			case engine.KindCallRejected:
+				var d engine.CallRejected
+				_ = json.Unmarshal(e.Data, &d)
+				set(d.Call, "rejected", d.Error)
+			case engine.KindCallStarted:
+				var d engine.CallStarted
+				_ = json.Unmarshal(e.Data, &d)
+				set(d.Call, "started", fmt.Sprintf("attempt %d", d.Attempt))
+			case engine.KindCallSettled:
+				var d engine.CallSettled
+				_ = json.Unmarshal(e.Data, &d)
+				set(d.Call, "settled", d.Output)
+			case engine.KindCallFailed:
+				var d engine.CallFailed
+				_ = json.Unmarshal(e.Data, &d)
+				set(d.Call, "failed", d.Error)
+			case engine.KindCallUncertain:
+				var d engine.CallUncertain
+				_ = json.Unmarshal(e.Data, &d)
+				set(d.Call, "uncertain", d.Reason)
+			case engine.KindCallReconcile:
+				var d engine.CallReconciled
+				_ = json.Unmarshal(e.Data, &d)
+				detail := d.Output
+				if d.Unconfirmed {
+					detail = "unconfirmed"
+				}
+				set(d.Call, "reconciled", detail)
+			}
+		}
+		if len(es) < store.DefaultReadLimit {
+			return views, nil
+		}
+	}
+}
+
+func toRun(r store.Run) (hitch.Run, error) {
+	var o *hitch.Outcome
+	if len(r.Outcome) > 0 {
+		o = new(hitch.Outcome)
+		if err := json.Unmarshal(r.Outcome, o); err != nil {
+			return hitch.Run{}, fmt.Errorf("decode outcome of %s: %w", r.ID, err)
+		}
+	}
+	return hitch.Run{ID: r.ID, RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
+		Status: r.Status, Position: r.Position, Outcome: o, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+}
+
+func isRefusal(err error) bool {
+	for _, target := range []error{hitch.ErrRunnerBusy, hitch.ErrNotUncertain, hitch.ErrReconciled, hitch.ErrUnknownCall, store.ErrEnded} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return strings.Contains(err.Error(), "already")
+}
