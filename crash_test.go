@@ -1,0 +1,292 @@
+package hitch_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"iter"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/tool"
+)
+
+// The crash tests run real runs in a child process (this test binary,
+// re-executed), kill it with SIGKILL at a chosen point, and recover the runs
+// in the test process from the same SQLite file. Tool bodies append a line
+// to an effects file, so the test can count how often each really ran.
+
+const (
+	crashRuns     = 3
+	crashLeaseTTL = 300 * time.Millisecond
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("HITCH_CRASH_MODE"); mode != "" {
+		os.Exit(crashChild(mode, os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
+	}
+	os.Exit(m.Run())
+}
+
+// crashScript: an effect (not replayable), a lookup (replayable), an answer.
+var crashScript = scripted.Script{Turns: []scripted.Turn{
+	{Calls: []scripted.Call{{Name: "effect", Args: `{}`}}},
+	{Calls: []scripted.Call{{Name: "lookup", Args: `{}`}}},
+	{Text: "all done"},
+}}
+
+// crashAgent builds the agent both processes use. block names the point at
+// which the child's runs stop forever: "model" (turn 2's model call),
+// "effect" or "lookup" (inside that body); "" blocks nowhere.
+func crashAgent(effects, block string, marker func(string)) (*hitch.Agent, error) {
+	record := func(what string) error {
+		f, err := os.OpenFile(effects, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = fmt.Fprintln(f, what)
+		return err
+	}
+	body := func(name string) tool.Func[struct{}, string] {
+		return func(ctx context.Context, _ struct{}) (string, error) {
+			if err := record(name); err != nil {
+				return "", err
+			}
+			if block == name {
+				marker("IN_" + strings.ToUpper(name))
+				select {} // hold here until the process is killed
+			}
+			return name + " ok", nil
+		}
+	}
+	effect, err := tool.New("effect", "Acts on the world once.", body("effect"))
+	if err != nil {
+		return nil, err
+	}
+	lookup, err := tool.New("lookup", "Reads; safe to repeat.", body("lookup"), tool.WithReplay(3))
+	if err != nil {
+		return nil, err
+	}
+	var m model.Model = scripted.New("crash", crashScript)
+	if block == "model" {
+		m = blockingModel{Model: m, marker: marker}
+	}
+	return hitch.Build(hitch.Spec{Name: "crash", Model: m, Tools: []tool.Tool{effect, lookup}, Policy: policy.AllowAll()})
+}
+
+// blockingModel blocks forever on its second turn.
+type blockingModel struct {
+	model.Model
+	marker func(string)
+}
+
+func (b blockingModel) Generate(ctx context.Context, req *model.Request) iter.Seq2[*model.Chunk, error] {
+	if len(req.Messages) > 1 {
+		b.marker("IN_MODEL")
+		select {}
+	}
+	return b.Model.Generate(ctx, req)
+}
+
+// crashChild starts the runs and lets them reach the blocking point.
+func crashChild(mode, db, effects string) int {
+	ctx := context.Background()
+	var mu sync.Mutex
+	marker := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Println(s)
+	}
+	block := mode
+	if mode == "between" {
+		block = ""
+	}
+	a, err := crashAgent(effects, block, marker)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cfg := hitch.Config{Store: st, Agents: []*hitch.Agent{a}, LeaseTTL: crashLeaseTTL}
+	if mode == "between" {
+		// Stop each runner right after the append that records turn 2's
+		// model attempt, before it acts on it.
+		cfg.OnEvent = func(ev hitch.Event) {
+			for _, e := range ev.Entries {
+				if e.Kind == "model.attempt" && strings.Contains(string(e.Data), `"turn":2`) {
+					marker("BETWEEN")
+					select {}
+				}
+			}
+		}
+	}
+	rt, err := hitch.Open(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for i := range crashRuns {
+		if _, err := rt.Start(ctx, a, "go", hitch.WithID(fmt.Sprintf("crash-%d", i))); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	select {}
+}
+
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash tests start processes")
+	}
+	for _, tc := range []struct {
+		mode   string
+		marker string
+		// effects and lookups: how many bodies ran in all, both processes.
+		effects, lookups int
+		uncertain        bool
+		// attempts: model attempts in all; an interrupted call counts.
+		attempts int
+	}{
+		{mode: "model", marker: "IN_MODEL", effects: crashRuns, lookups: crashRuns, attempts: 4},
+		{mode: "effect", marker: "IN_EFFECT", effects: crashRuns, lookups: crashRuns, uncertain: true, attempts: 3},
+		{mode: "lookup", marker: "IN_LOOKUP", effects: crashRuns, lookups: 2 * crashRuns, attempts: 3},
+		{mode: "between", marker: "BETWEEN", effects: crashRuns, lookups: crashRuns, attempts: 4},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			db, effects := filepath.Join(dir, "crash.db"), filepath.Join(dir, "effects.log")
+			killChildAt(t, tc.mode, tc.marker, db, effects)
+
+			a, err := crashAgent(effects, "", func(string) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			st, err := sqlite.Open(ctx, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, LeaseTTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close(context.Background())
+			// The dead child's leases expire by the store's clock; then the
+			// runs are due and this process claims them.
+			claimed := 0
+			for claimed < crashRuns {
+				n, err := rt.Recover(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				claimed += n
+				if ctx.Err() != nil {
+					t.Fatalf("recovered %d of %d runs", claimed, crashRuns)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			for i := range crashRuns {
+				id := fmt.Sprintf("crash-%d", i)
+				run, err := rt.Await(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.uncertain {
+					if run.Status != store.StatusWaiting {
+						t.Fatalf("%s: status %s, want waiting for reconciliation", id, run.Status)
+					}
+					if !strings.Contains(strings.Join(told(journal(t, rt, id)), "\n"), `call.uncertain {"call":"t1c1"`) {
+						t.Fatalf("%s: the interrupted effect is not reported uncertain", id)
+					}
+					if err := rt.Reconcile(ctx, id, hitch.Reconciliation{Call: "t1c1", Output: "effect ok", By: "test"}); err != nil {
+						t.Fatal(err)
+					}
+					if run, err = rt.Await(ctx, id); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if run.Status != store.StatusCompleted || run.Outcome.Answer != "all done" {
+					t.Fatalf("%s: status %s, outcome %+v", id, run.Status, run.Outcome)
+				}
+				if run.Outcome.Attempts != tc.attempts {
+					t.Errorf("%s: %d model attempts, want %d", id, run.Outcome.Attempts, tc.attempts)
+				}
+				if n := strings.Count(kinds(journal(t, rt, id)), "run.ended"); n != 1 {
+					t.Errorf("%s: %d terminal entries", id, n)
+				}
+			}
+			b, err := os.ReadFile(effects)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Count(string(b), "effect\n"); got != tc.effects {
+				t.Errorf("non-replayable effect ran %d times, want %d", got, tc.effects)
+			}
+			if got := strings.Count(string(b), "lookup\n"); got != tc.lookups {
+				t.Errorf("replayable lookup ran %d times, want %d", got, tc.lookups)
+			}
+		})
+	}
+}
+
+// killChildAt runs the child until every run printed marker, then SIGKILLs
+// it.
+func killChildAt(t *testing.T, mode, marker, db, effects string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "HITCH_CRASH_MODE="+mode, "HITCH_CRASH_DB="+db, "HITCH_CRASH_EFFECTS="+effects)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan int, 1)
+	go func() {
+		n := 0
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == marker {
+				if n++; n == crashRuns {
+					seen <- n
+				}
+			}
+		}
+		close(seen)
+	}()
+	select {
+	case n, ok := <-seen:
+		if !ok {
+			t.Fatalf("child exited before every run reached %s (%d did)", marker, n)
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("child never reached %s", marker)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+}
