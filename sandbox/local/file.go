@@ -137,7 +137,10 @@ func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte) error {
 		return err
 	}
 	defer s.release(t)
-	if t.slash || t.rel == "." {
+	if t.slash {
+		return &fs.PathError{Op: "write", Path: p, Err: fmt.Errorf("%w: it ends in a slash, so it names a directory", sandbox.ErrInvalidPath)}
+	}
+	if t.rel == "." {
 		return &fs.PathError{Op: "write", Path: p, Err: syscall.EISDIR}
 	}
 	real, err := resolve(t)
