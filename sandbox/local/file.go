@@ -109,15 +109,21 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	}
 	defer rc.Close()
 	f := rc.(*os.File)
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return nil, &fs.PathError{Op: "read", Path: p, Err: syscall.EISDIR}
+	tooLarge := &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w: over %d bytes", sandbox.ErrTooLarge, sandbox.MaxFileSize)}
+	if fi, err := f.Stat(); err == nil {
+		if fi.IsDir() {
+			return nil, &fs.PathError{Op: "read", Path: p, Err: syscall.EISDIR}
+		}
+		if fi.Size() > sandbox.MaxFileSize {
+			return nil, tooLarge
+		}
 	}
 	b, err := io.ReadAll(io.LimitReader(f, sandbox.MaxFileSize+1))
 	if err != nil {
 		return nil, fail("read", p, err)
 	}
 	if len(b) > sandbox.MaxFileSize {
-		return nil, &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w: over %d bytes", sandbox.ErrTooLarge, sandbox.MaxFileSize)}
+		return nil, tooLarge
 	}
 	return b, nil
 }
