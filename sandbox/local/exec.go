@@ -92,7 +92,12 @@ func (s *Sandbox) Exec(ctx context.Context, c sandbox.Cmd) (sandbox.Result, erro
 			return sandbox.Result{}, fmt.Errorf("exec: argument %q holds a NUL byte", a)
 		}
 	}
-	env, err := mergeEnv(s.env, c.Env)
+	base := s.env
+	if s.bwrap != "" {
+		// /tmp is the one writable scratch place inside bwrap.
+		base = append(slices.DeleteFunc(slices.Clone(base), func(e string) bool { return strings.HasPrefix(e, "TMPDIR=") }), "TMPDIR=/tmp")
+	}
+	env, err := mergeEnv(base, c.Env)
 	if err != nil {
 		return sandbox.Result{}, fmt.Errorf("exec: %w", err)
 	}

@@ -196,6 +196,16 @@ func TestLinkBetweenRootsRefused(t *testing.T) {
 	if _, err := sb.ReadFile(context.Background(), "l"); !errors.Is(err, sandbox.ErrOutsideRoots) {
 		t.Fatalf("read through a link to another root: %v", err)
 	}
+	// An absolute link is refused even when it points inside its own root.
+	if err := os.WriteFile(filepath.Join(sb.Root(), "in.txt"), []byte("in"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(sb.Root(), "in.txt"), filepath.Join(sb.Root(), "abs")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.ReadFile(context.Background(), "abs"); !errors.Is(err, sandbox.ErrOutsideRoots) {
+		t.Fatalf("read through an absolute link: %v", err)
+	}
 }
 
 func TestFiles(t *testing.T) {

@@ -136,7 +136,7 @@ func TestNoEscape(t *testing.T) {
 		{path: "\xc0\xae\xc0\xae/outside/secret.txt", inside: true}, // overlong "..": invalid UTF-8
 		{path: "\xff\xfe/../../outside/secret.txt"},
 		{path: "\u2025/outside/secret.txt", inside: true}, // two-dot leader, not ".."
-		{path: "ldir/../secret.txt", inside: true},     // lexically root/secret.txt
+		{path: "ldir/../secret.txt", inside: true},        // lexically root/secret.txt
 		{path: "~/secret.txt", inside: true},
 		{path: "...", inside: true},
 		{path: strings.Repeat("n", 300), inside: true},
