@@ -94,9 +94,20 @@ func (s *Sandbox) Open(ctx context.Context, p string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	defer s.release(t)
-	f, err := t.ref.root.Open(t.name())
+	// O_NONBLOCK keeps a FIFO from hanging the open; anything that is not
+	// a plain file or a directory is then refused.
+	f, err := t.ref.root.OpenFile(t.name(), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fail("open", p, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fail("open", p, err)
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w: not a regular file (%s)", sandbox.ErrInvalidPath, fi.Mode().Type())}
 	}
 	return f, nil
 }
