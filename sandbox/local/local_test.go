@@ -508,3 +508,20 @@ func TestBwrapDenyNetwork(t *testing.T) {
 		}
 	}
 }
+
+// Without bwrap on PATH, automatic isolation falls back to none and an
+// explicit request for bwrap fails.
+func TestWithoutBwrap(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	sb, err := local.New(local.Config{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if got := sb.Capabilities(); got.Isolation != sandbox.IsolationNone || !got.Exec {
+		t.Fatalf("capabilities without bwrap = %+v", got)
+	}
+	if _, err := local.New(local.Config{Root: t.TempDir(), Isolation: sandbox.IsolationBwrap}); err == nil || !strings.Contains(err.Error(), "bwrap is not usable") {
+		t.Fatalf("explicit bwrap without bwrap: %v", err)
+	}
+}
