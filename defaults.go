@@ -54,6 +54,14 @@ var Defaults = []Default{
 	{"cancel poll (requests from other processes)", "Config.CancelPoll", "1s", "10ms–1m"},
 	{"runs driven at once per node", "Config.MaxRunners", "256", "1–100000"},
 	{"journal entries read per page", "store.DefaultReadLimit", "1000", ""},
+	{"SQLite: appends committed in one transaction", "sqlite.WithBatchSize", "64", "1–1024"},
+	{"SQLite: queued writes", "sqlite.WithQueueSize", "1024", "1–65536"},
+	{"SQLite: busy timeout", "sqlite.WithBusyTimeout", "5s", "0–10m"},
+	{"read tool: lines / bytes per call", "builtin.ReadMaxLines / ReadMaxBytes", "2000 lines / 50 KiB", "fixed"},
+	{"bash tool: output kept (the last lines)", "builtin.BashMaxLines / BashMaxBytes", "2000 lines / 50 KiB", "fixed"},
+	{"bash tool: command timeout", "bash's timeout argument", "2m", "up to 10m; a timeout exits 124"},
+	{"grep tool: matches / characters a line", "builtin.GrepMaxMatches / GrepMaxLineChars", "100 / 500", "fixed"},
+	{"glob tool: paths", "builtin.GlobMaxPaths", "1000", "fixed"},
 }
 
 // DefaultsMarkdown renders Defaults as a markdown table.

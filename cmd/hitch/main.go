@@ -115,7 +115,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVarP(&g.config, "config", "c", "hitch.yaml", "configuration file")
 	root.AddCommand(
 		newDemo(g), newRun(g), newRuns(g), newWorker(g), newRecover(g),
-		newReconcile(g), newCancel(g),
+		newReconcile(g), newCancel(g), newBench(g),
 	)
 	return root
 }

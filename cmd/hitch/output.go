@@ -22,7 +22,6 @@ type printer struct {
 	mu    sync.Mutex
 	calls map[string]string // call key → "name args", from replies seen
 	turns map[string]int    // replies seen per run
-	delta bool              // a text delta line is open
 }
 
 func newPrinter(w io.Writer, asJSON bool) *printer {

@@ -303,13 +303,14 @@ func (e *Engine) Cancel(ctx context.Context, runID string, wait time.Duration) (
 
 // Reconciliation settles an uncertain call from outside the run.
 type Reconciliation struct {
-	Call string
+	Call string `json:"call"`
 	// Output is the call's confirmed result, shown to the model.
-	Output string
+	Output string `json:"output,omitempty"`
 	// Unconfirmed says the outcome could not be established; the model is
 	// told so and the run goes on.
-	Unconfirmed bool
-	By          string
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
+	// By names who reconciled, for the journal.
+	By string `json:"by,omitempty"`
 }
 
 // Reconcile settles an uncertain call and drives the run on in the
@@ -317,28 +318,38 @@ type Reconciliation struct {
 // holds it longer gives ErrRunnerBusy and the command is not applied, then
 // or later. Reconciling a call twice gives ErrReconciled.
 func (e *Engine) Reconcile(ctx context.Context, runID string, rec Reconciliation, wait time.Duration) error {
+	// Check first without the lease, so a refused command leaves no trace.
+	entries, err := readAll(ctx, e.cfg.Store, runID)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return store.ErrNotFound
+	}
+	st, err := fold(entries)
+	if err != nil {
+		return err
+	}
+	if err := checkReconcile(st, rec.Call); err != nil {
+		return err
+	}
+	if st.ended != nil {
+		return fmt.Errorf("%w: %s", store.ErrEnded, runID)
+	}
 	lease, err := e.claimForCommand(ctx, runID, wait)
 	if err != nil {
 		return err
 	}
 	applied := make(chan error, 1)
 	err = e.spawn(lease, func(r *runner) error {
-		c := r.st.findCall(rec.Call)
-		switch {
-		case c == nil:
-			applied <- fmt.Errorf("%w: %s", ErrUnknownCall, rec.Call)
-		case c.reconciled:
-			applied <- fmt.Errorf("%w: %s", ErrReconciled, rec.Call)
-		case !c.uncertain:
-			applied <- fmt.Errorf("%w: %s", ErrNotUncertain, rec.Call)
-		default:
-			if err := r.commit(entry(KindCallReconcile, CallReconciled{Call: rec.Call, Output: rec.Output, Unconfirmed: rec.Unconfirmed, By: rec.By})); err != nil {
-				applied <- err
-				return err
-			}
-			applied <- nil
+		// The journal may have moved between the check and the claim.
+		if err := checkReconcile(r.st, rec.Call); err != nil {
+			applied <- err
+			return nil
 		}
-		return nil
+		err := r.commit(entry(KindCallReconcile, CallReconciled(rec)))
+		applied <- err
+		return err
 	})
 	if err != nil {
 		return err
@@ -349,6 +360,19 @@ func (e *Engine) Reconcile(ctx context.Context, runID string, rec Reconciliation
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+func checkReconcile(st *state, call string) error {
+	c := st.findCall(call)
+	switch {
+	case c == nil:
+		return fmt.Errorf("%w: %s", ErrUnknownCall, call)
+	case c.reconciled:
+		return fmt.Errorf("%w: %s", ErrReconciled, call)
+	case !c.uncertain:
+		return fmt.Errorf("%w: %s", ErrNotUncertain, call)
+	}
+	return nil
 }
 
 // claimForCommand takes a run's lease for a command, waiting at most wait

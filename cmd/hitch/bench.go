@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hitch-dev/hitch/internal/bench"
+	"github.com/hitch-dev/hitch/store/sqlite"
+)
+
+func newBench(g *globals) *cobra.Command {
+	var runs, steps int
+	var db, syncMode string
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure durable steps per second with the scripted model on SQLite",
+		Long: "Run R concurrent runs of S steps each (a step: a scripted model reply asking for add(a, b), the tool call,\n" +
+			"its result journaled) on a fresh SQLite file, check that every run completed, and print one line:\n" +
+			"RESULT peer=hitch mode=sqlite-<sync> runs=R steps=S total_steps=R*S run_s=.. steps_per_s=.. entries=..",
+		Args: args(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var s sqlite.Sync
+			switch strings.ToUpper(syncMode) {
+			case "FULL":
+				s = sqlite.SyncFull
+			case "NORMAL":
+				s = sqlite.SyncNormal
+			default:
+				return usageError{fmt.Errorf("--sync %q: want FULL or NORMAL", syncMode)}
+			}
+			if runs < 1 || runs > 100000 || steps < 1 || steps > 100000 {
+				return usageError{fmt.Errorf("--runs and --steps: want 1–100000 each")}
+			}
+			if db == "" {
+				dir, err := os.MkdirTemp("", "hitch-bench-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				db = filepath.Join(dir, "bench.db")
+			} else if _, err := os.Stat(db); err == nil {
+				return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", db)}
+			}
+			res, err := bench.Run(cmd.Context(), bench.Params{Runs: runs, Steps: steps, DB: db, Sync: s})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(g.stdout, res.Line())
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&runs, "runs", 64, "concurrent runs (R)")
+	cmd.Flags().IntVar(&steps, "steps", 10, "steps per run (S)")
+	cmd.Flags().StringVar(&db, "db", "", "SQLite file to create (default: a temporary one)")
+	cmd.Flags().StringVar(&syncMode, "sync", "FULL", "SQLite synchronous setting: FULL (power-loss safe) or NORMAL")
+	return cmd
+}

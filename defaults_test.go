@@ -1,0 +1,86 @@
+package hitch_test
+
+import (
+	"flag"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/tool/builtin"
+)
+
+var updateDefaults = flag.Bool("update-defaults", false, "rewrite the table in docs/defaults.md")
+
+const tableStart, tableEnd = "<!-- defaults table: generated -->\n", "<!-- end of generated table -->\n"
+
+// TestDefaultsDocIsCurrent keeps docs/defaults.md in step with the table in
+// code: regenerate it with `go test -run DefaultsDoc -update-defaults`.
+func TestDefaultsDocIsCurrent(t *testing.T) {
+	b, err := os.ReadFile("docs/defaults.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := hitch.DefaultsMarkdown()
+	doc := string(b)
+	if *updateDefaults {
+		i, j := strings.Index(doc, tableStart), strings.Index(doc, tableEnd)
+		if i < 0 || j < i {
+			t.Fatal("docs/defaults.md lacks the table markers")
+		}
+		doc = doc[:i+len(tableStart)] + table + doc[j:]
+		if err := os.WriteFile("docs/defaults.md", []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(doc, tableStart+table+tableEnd) {
+		t.Errorf("docs/defaults.md does not hold the current table; put this in it:\n%s", table)
+	}
+}
+
+// TestDefaultsMatchCode checks the rows against the constants they name.
+func TestDefaultsMatchCode(t *testing.T) {
+	l := hitch.Limits{}.WithDefaults()
+	row := func(setting string) string {
+		for _, d := range hitch.Defaults {
+			if d.Setting == setting {
+				return d.Value
+			}
+		}
+		t.Fatalf("no row for %s", setting)
+		return ""
+	}
+	dur := func(d time.Duration) string { return d.String() }
+	checks := []struct{ setting, want string }{
+		{"Limits.ModelAttempts", itoa(l.ModelAttempts)},
+		{"Limits.RetryDelay", dur(l.RetryDelay)},
+		{"Limits.MaxRetryAfter", "10m"},
+		{"Limits.ModelTimeout", "600s"},
+		{"Limits.PolicyTimeout", dur(l.PolicyTimeout)},
+		{"Limits.ToolTimeout (per tool: tool.WithTimeout)", "60s"},
+		{"Limits.ToolConcurrency", itoa(l.ToolConcurrency)},
+		{"Limits.CommandWait", dur(l.CommandWait)},
+		{"Config.LeaseTTL", "30s"},
+		{"sqlite.WithBatchSize", itoa(sqlite.DefaultBatchSize)},
+		{"sqlite.WithQueueSize", itoa(sqlite.DefaultQueueSize)},
+		{"sqlite.WithBusyTimeout", dur(sqlite.DefaultBusyTimeout)},
+		{"builtin.GlobMaxPaths", itoa(builtin.GlobMaxPaths)},
+		{"builtin.GrepMaxMatches / GrepMaxLineChars", itoa(builtin.GrepMaxMatches) + " / " + itoa(builtin.GrepMaxLineChars)},
+		{"builtin.ReadMaxLines / ReadMaxBytes", itoa(builtin.ReadMaxLines) + " lines / " + itoa(builtin.ReadMaxBytes/1024) + " KiB"},
+		{"builtin.BashMaxLines / BashMaxBytes", itoa(builtin.BashMaxLines) + " lines / " + itoa(builtin.BashMaxBytes/1024) + " KiB"},
+		{"bash's timeout argument", strings.TrimSuffix(dur(builtin.BashDefaultTimeout), "0s")},
+	}
+	for _, c := range checks {
+		if got := row(c.setting); got != c.want {
+			t.Errorf("%s: table says %s, code says %s", c.setting, got, c.want)
+		}
+	}
+	if l.ModelTimeout != 600*time.Second || l.ToolTimeout != 60*time.Second || l.MaxRetryAfter != 10*time.Minute || l.MaxToolResult != 1<<20 {
+		t.Errorf("limits defaults drifted: %+v", l)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,132 @@
+// Package bench is hitch's durable-steps workload, the same one the peer
+// benchmarks run: R concurrent runs of S steps, where a step is a scripted
+// (zero-latency) model reply asking for add(a, b), the tool call, and its
+// result fed back; after S steps the model answers with text.
+//
+// Both `hitch bench` and the Go benchmarks call Run, so the figures in
+// docs/benchmarks.md come from one piece of code.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/tool"
+)
+
+// Params describe one measurement.
+type Params struct {
+	Runs  int
+	Steps int
+	// DB is the SQLite file; it must not exist yet.
+	DB string
+	// Sync is the SQLite durability setting.
+	Sync sqlite.Sync
+}
+
+// Result is one measurement.
+type Result struct {
+	Params
+	Elapsed time.Duration
+	// Entries is the number of journal entries written by all runs.
+	Entries int64
+}
+
+// StepsPerSecond is the throughput in durable steps.
+func (r Result) StepsPerSecond() float64 {
+	return float64(r.Runs*r.Steps) / r.Elapsed.Seconds()
+}
+
+// Line is the peer table's RESULT line.
+func (r Result) Line() string {
+	return fmt.Sprintf("RESULT peer=hitch mode=sqlite-%s runs=%d steps=%d total_steps=%d run_s=%.4f steps_per_s=%.0f entries=%d",
+		strings.ToLower(r.Sync.String()), r.Runs, r.Steps, r.Runs*r.Steps, r.Elapsed.Seconds(), r.StepsPerSecond(), r.Entries)
+}
+
+type addArgs struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+// Agent returns the workload's agent for s steps.
+func Agent(steps int) (*hitch.Agent, error) {
+	turns := make([]scripted.Turn, 0, steps+1)
+	for i := range steps {
+		turns = append(turns, scripted.Turn{Calls: []scripted.Call{{Name: "add", Args: fmt.Sprintf(`{"a":%d,"b":%d}`, i, i+1)}}})
+	}
+	turns = append(turns, scripted.Turn{Text: "done"})
+	add, err := tool.New("add", "Adds two integers.", func(_ context.Context, in addArgs) (int, error) { return in.A + in.B, nil })
+	if err != nil {
+		return nil, err
+	}
+	return hitch.Build(hitch.Spec{
+		Name: "bench", Model: scripted.New("bench", scripted.Script{Turns: turns}),
+		Tools: []tool.Tool{add}, Policy: policy.AllowAll(),
+		Limits: hitch.Limits{ModelAttempts: steps + 1},
+	})
+}
+
+// Run measures one workload on a fresh store: the clock runs from the first
+// start to the last run's end, and every run is checked to have completed.
+func Run(ctx context.Context, p Params) (Result, error) {
+	agent, err := Agent(p.Steps)
+	if err != nil {
+		return Result{}, err
+	}
+	st, err := sqlite.Open(ctx, p.DB, sqlite.WithSync(p.Sync))
+	if err != nil {
+		return Result{}, err
+	}
+	defer st.Close()
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, MaxRunners: max(p.Runs, 1)})
+	if err != nil {
+		return Result{}, err
+	}
+	defer rt.Close(context.Background())
+
+	ids := make([]string, p.Runs)
+	errs := make([]error, p.Runs)
+	begin := time.Now()
+	var wg sync.WaitGroup
+	for i := range p.Runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := rt.Start(ctx, agent, "add numbers", hitch.WithID(fmt.Sprintf("bench-%d", i)))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			ids[i] = res.Run.ID
+			run, err := rt.Await(ctx, res.Run.ID)
+			if err == nil && run.Status != store.StatusCompleted {
+				b, _ := json.Marshal(run.Outcome)
+				err = fmt.Errorf("run %s ended %s: %s", run.ID, run.Status, b)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(begin)
+	res := Result{Params: p, Elapsed: elapsed}
+	for i, err := range errs {
+		if err != nil {
+			return res, err
+		}
+		run, err := st.RunGet(ctx, ids[i])
+		if err != nil {
+			return res, err
+		}
+		res.Entries += run.Position
+	}
+	return res, nil
+}
