@@ -26,7 +26,7 @@ const DefaultBaseURL = "https://api.anthropic.com"
 
 // DefaultMaxTokens bounds a reply when neither the request nor the config
 // does; the API requires a bound on every call.
-const DefaultMaxTokens = 8192
+const DefaultMaxTokens = 4096
 
 const provider = "anthropic"
 
@@ -42,7 +42,7 @@ type Config struct {
 	// process environment is never read here. Default none.
 	APIKey string
 	// MaxTokens bounds a reply when Request.MaxOutputTokens is 0. Default
-	// 8192.
+	// 4096.
 	MaxTokens int
 	// HTTPClient sends the requests. Calls are bounded by their context.
 	// Default: a client on a clone of http.DefaultTransport.

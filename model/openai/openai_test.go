@@ -593,6 +593,28 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
+// Some compatible servers number every call 0 and tell them apart by id.
+func TestCallsSharingAnIndex(t *testing.T) {
+	t.Parallel()
+	m, _ := newModel(t, openai.APIChat, fixture(t, "chat_tools_index0.sse"))
+	_, reply, err := run(t.Context(), m, hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []model.ToolCall{
+		{ID: "call_w1k8s2", Name: "get_weather", Arguments: `{"city":"Paris"}`},
+		{ID: "call_t9q3n5", Name: "get_time", Arguments: `{"tz":"Europe/Paris"}`},
+	}
+	if len(reply.ToolCalls) != 2 || reply.ToolCalls[0] != want[0] || reply.ToolCalls[1] != want[1] {
+		t.Errorf("calls %+v", reply.ToolCalls)
+	}
+	// Usage without cache details: the cached count is unknown, not zero.
+	u := reply.Usage
+	if u == nil || *u.InputTokens != 210 || *u.OutputTokens != 41 || u.CachedInputTokens != nil {
+		t.Errorf("usage %+v", u)
+	}
+}
+
 func TestStopEarly(t *testing.T) {
 	t.Parallel()
 	m, _ := newModel(t, openai.APIChat, fixture(t, "chat_text.sse"))
