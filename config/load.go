@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/hitch-dev/hitch"
@@ -159,6 +160,7 @@ func Load(path string, opts Options) (*Config, error) {
 	}
 	if len(probs) > 0 {
 		_ = cfg.Close()
+		sort.SliceStable(probs, func(i, j int) bool { return probs[i].Line < probs[j].Line })
 		return nil, probs
 	}
 	return cfg, nil

@@ -36,7 +36,7 @@ func openStore(ctx context.Context, g *globals) (*env, error) {
 	}
 	st, err := sqlite.Open(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, err
 	}
 	return &env{g: g, store: st, out: newPrinter(g.stdout, g.json)}, nil
 }
@@ -60,7 +60,7 @@ func openRuntime(ctx context.Context, g *globals) (*env, error) {
 		return nil, err
 	}
 	e.cfg = cfg
-	e.rt, err = hitch.Open(hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: e.out.event})
+	e.rt, err = hitch.Open(hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: e.out.event, LeaseTTL: g.leaseTTL})
 	if err != nil {
 		e.close()
 		return nil, err

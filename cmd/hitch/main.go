@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -95,6 +96,7 @@ type globals struct {
 	json           bool
 	db             string
 	config         string
+	leaseTTL       time.Duration
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -113,6 +115,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.BoolVar(&g.json, "json", false, "print JSON instead of text")
 	pf.StringVar(&g.db, "db", "", "SQLite file with the runs (default: the config's store, or hitch.db)")
 	pf.StringVarP(&g.config, "config", "c", "hitch.yaml", "configuration file")
+	pf.DurationVar(&g.leaseTTL, "lease-ttl", 30*time.Second, "how long a run's lease outlives its process (renewed every third)")
 	root.AddCommand(
 		newDemo(g), newRun(g), newRuns(g), newWorker(g), newRecover(g),
 		newReconcile(g), newCancel(g), newBench(g),

@@ -1,0 +1,148 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "hitch.yaml")
+}
+
+const script = "turns:\n  - text: hi\n"
+
+func TestLoadGoodConfig(t *testing.T) {
+	t.Parallel()
+	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: helper
+    model: demo
+    tools: [read, bash]
+    policy: allow_all
+    limits:
+      tool_timeout: infinite
+      model_attempts: 3
+`})
+	cfg, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cfg.Close()
+	a, err := cfg.Agent("")
+	if err != nil || a.Name() != "helper" || a.Limits().ModelAttempts != 3 || a.Limits().ToolTimeout >= 0 {
+		t.Fatalf("agent %v limits %+v err %v", a, a.Limits(), err)
+	}
+}
+
+func TestProblemsNameFileLineAndField(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string // each "line: field" or fragment that must appear
+	}{
+		{"unknown key", `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: helper
+    model: demo
+    policy: allow_all
+    tols: [read]
+`, []string{":8:", "tols"}},
+		{"syntax", "agents: [\n  - name: x\n", []string{"hitch.yaml:"}},
+		{"every problem at once", `
+models:
+  demo: {provider: scripted, script: script.yaml}
+  other: {provider: nonesuch}
+agents:
+  - name: helper
+    model: missing
+    tools: [read, teleport]
+    policy: maybe
+    limits:
+      tool_concurrency: 0
+      tool_timeout: soon
+`, []string{
+			":4: models.other.provider", `"nonesuch"`,
+			":7: agents[0].model", `"missing" is not declared`,
+			":8: agents[0].tools[1]", `"teleport" is not a tool`,
+			":9: agents[0].policy", `"maybe"`,
+			":11: agents[0].limits.tool_concurrency", "0: want 1–64",
+			":12: agents[0].limits.tool_timeout", `"soon" is not a duration`,
+		}},
+		{"no policy", `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: helper
+    model: demo
+`, []string{":5: agents[0].policy", "no implicit allow"}},
+		{"bad rule", `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: helper
+    model: demo
+    policy:
+      - tools: ["*"]
+        verdict: perhaps
+`, []string{"agents[0].policy[0]", `"perhaps"`}},
+		{"build range", `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: "bad name"
+    model: demo
+    policy: allow_all
+`, []string{":5: agents[0].name", "want 1–64 letters"}},
+		{"bad script", `
+models:
+  demo: {provider: scripted, script: broken.yaml}
+agents:
+  - name: helper
+    model: demo
+    policy: allow_all
+`, []string{":3: models.demo", "broken.yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := write(t, map[string]string{"script.yaml": script, "broken.yaml": "turns: [{text: 1, bogus: 2}]\n", "hitch.yaml": tc.yaml})
+			_, err := Load(path, Options{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !IsProblem(err) {
+				t.Fatalf("error is not a config problem: %v", err)
+			}
+			msg := err.Error()
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error lacks %q:\n%s", w, msg)
+				}
+			}
+			if !strings.Contains(msg, path) {
+				t.Errorf("error does not name the file %s:\n%s", path, msg)
+			}
+		})
+	}
+}
+
+func TestMissingFileIsNotAProblem(t *testing.T) {
+	t.Parallel()
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), Options{})
+	if err == nil || IsProblem(err) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err = %v", err)
+	}
+}
