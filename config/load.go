@@ -9,6 +9,8 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/model/anthropic"
+	"github.com/hitch-dev/hitch/model/openai"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/sandbox/local"
 	"github.com/hitch-dev/hitch/tool"
@@ -64,9 +66,7 @@ func (c *Config) Close() error {
 	return first
 }
 
-// Providers builds a model from its settings. The scripted provider is
-// always known; model providers register here from their packages' init
-// through Register, so this package does not depend on every SDK.
+// providers build a model from its settings, by provider name.
 var providers = map[string]func(m Model, configPath string, getenv func(string) string) (model.Model, error){
 	"scripted": func(m Model, configPath string, _ func(string) string) (model.Model, error) {
 		if m.Script == "" {
@@ -74,11 +74,40 @@ var providers = map[string]func(m Model, configPath string, getenv func(string) 
 		}
 		return scripted.Load(relTo(configPath, m.Script))
 	},
+	"openai": func(m Model, _ string, getenv func(string) string) (model.Model, error) {
+		if m.Model == "" {
+			return nil, fmt.Errorf("model: is required")
+		}
+		switch m.API {
+		case "", "chat", "responses":
+		default:
+			return nil, fmt.Errorf("api: %q: want chat or responses", m.API)
+		}
+		return openai.New(openai.Config{Model: m.Model, BaseURL: m.BaseURL, APIKey: getenv(m.KeyEnv()), API: m.API})
+	},
+	"anthropic": func(m Model, _ string, getenv func(string) string) (model.Model, error) {
+		if m.Model == "" {
+			return nil, fmt.Errorf("model: is required")
+		}
+		return anthropic.New(anthropic.Config{Model: m.Model, BaseURL: m.BaseURL, APIKey: getenv(m.KeyEnv()), MaxTokens: m.MaxTokens})
+	},
 }
 
-// Register adds a model provider by name.
-func Register(name string, build func(m Model, configPath string, getenv func(string) string) (model.Model, error)) {
-	providers[name] = build
+// KeyEnv is the environment variable holding the model's API key: the one
+// named, or the provider's usual one for its hosted API, or "" for a local
+// server that needs none.
+func (m Model) KeyEnv() string {
+	switch {
+	case m.APIKeyEnv != "":
+		return m.APIKeyEnv
+	case m.BaseURL != "":
+		return ""
+	case m.Provider == "openai":
+		return "OPENAI_API_KEY"
+	case m.Provider == "anthropic":
+		return "ANTHROPIC_API_KEY"
+	}
+	return ""
 }
 
 // Load reads, checks and builds a configuration file. Problems in the file
