@@ -1,0 +1,280 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hitch-dev/hitch/store"
+)
+
+func openT(t *testing.T, path string, opts ...Option) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), path, opts...)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// rawExec runs statements on the file directly, behind the store's back.
+func rawExec(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open(driverName, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+func TestSchemaVersion(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "hitch.db")
+	s := openT(t, path)
+	var version, appID int
+	if err := s.rdb.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rdb.QueryRow("PRAGMA application_id").Scan(&appID); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := migrationFS.ReadDir("migrations")
+	if version != len(names) || appID != applicationID {
+		t.Fatalf("user_version %d application_id %#x, want %d and %#x", version, appID, len(names), applicationID)
+	}
+	var mode string
+	if err := s.rdb.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal mode %q (%v), want wal", mode, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Opening again leaves a current schema alone.
+	s = openT(t, path)
+	s.Close()
+
+	rawExec(t, path, fmt.Sprintf("PRAGMA user_version = %d", len(names)+1))
+	_, err := Open(t.Context(), path)
+	if err == nil || !strings.Contains(err.Error(), "newer") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("open of a newer schema: %v", err)
+	}
+}
+
+func TestForeignDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		stmts []string
+		want  string
+	}{
+		{"other application", []string{"PRAGMA application_id = 1234"}, "another application"},
+		{"tables without version", []string{"CREATE TABLE notes (x)"}, "not a hitch store"},
+		{"version without our id", []string{"CREATE TABLE notes (x)", "PRAGMA user_version = 1"}, "not a hitch store"},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".db")
+		rawExec(t, path, tc.stmts...)
+		_, err := Open(t.Context(), path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%s: got %v, want an error about %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// stall blocks the writer inside a request until the returned release is
+// called, so that a test can queue requests deterministically behind it.
+func stall(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	entered, gate := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = s.write(context.Background(), func(*wtx) error {
+			close(entered)
+			<-gate
+			return nil
+		})
+	}()
+	<-entered
+	return func() { close(gate) }
+}
+
+// waitQueued waits until n requests sit in the writer's queue.
+func waitQueued(s *Store, n int) {
+	for len(s.queue) < n {
+		runtime.Gosched()
+	}
+}
+
+func createParams(id string) store.RunCreateParams {
+	return store.RunCreateParams{ID: id, Agent: "a", Entries: []store.EntryInput{{Kind: "k", Data: []byte(`{}`)}}}
+}
+
+// TestGroupCommitIsolation queues writes behind a stalled writer so that they
+// share one transaction, and checks that a failing write — including one that
+// wrote before failing — takes nothing else down with it.
+func TestGroupCommitIsolation(t *testing.T) {
+	t.Parallel()
+	s := openT(t, filepath.Join(t.TempDir(), "hitch.db"))
+	ctx := t.Context()
+	if _, _, err := s.RunCreate(ctx, createParams("r")); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := s.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "me", TTL: 3600e9, RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := ls[0].Token
+
+	release := stall(t, s)
+	type result struct {
+		name string
+		err  error
+	}
+	results := make(chan result, 8)
+	var wg sync.WaitGroup
+	do := func(name string, f func() error) {
+		wg.Go(func() { results <- result{name, f()} })
+	}
+	appendAt := func(after int64) func() error {
+		return func() error {
+			_, err := s.JournalAppend(ctx, store.JournalAppendParams{RunID: "r", Token: token, After: after,
+				Entries: []store.EntryInput{{Kind: "k", Data: []byte(fmt.Sprint(after))}}})
+			return err
+		}
+	}
+	do("create a", func() error { _, _, err := s.RunCreate(ctx, createParams("a")); return err })
+	waitQueued(s, 1)
+	do("append 1", appendAt(1))
+	waitQueued(s, 2)
+	do("append 1 again", appendAt(1))
+	waitQueued(s, 3)
+	do("write then fail", func() error {
+		return s.write(ctx, func(tx *wtx) error {
+			if _, err := tx.insertRun.Exec("ghost", "ghost", "", 0, "a", 0, "", 0, 1, 1); err != nil {
+				return err
+			}
+			return errors.New("changed my mind")
+		})
+	})
+	waitQueued(s, 4)
+	do("append 2", appendAt(2))
+	waitQueued(s, 5)
+	do("create b", func() error { _, _, err := s.RunCreate(ctx, createParams("b")); return err })
+	waitQueued(s, 6)
+	release() // all six are queued, so they share the next transaction
+	wg.Wait()
+	close(results)
+
+	got := map[string]error{}
+	for r := range results {
+		got[r.name] = r.err
+	}
+	for _, name := range []string{"create a", "append 1", "append 2", "create b"} {
+		if got[name] != nil {
+			t.Errorf("%s: %v", name, got[name])
+		}
+	}
+	if !errors.Is(got["append 1 again"], store.ErrConflict) {
+		t.Errorf("append 1 again: %v, want a conflict", got["append 1 again"])
+	}
+	if got["write then fail"] == nil || !strings.Contains(got["write then fail"].Error(), "changed my mind") {
+		t.Errorf("write then fail: %v", got["write then fail"])
+	}
+	if _, err := s.RunGet(ctx, "ghost"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the failed write's row survived: %v", err)
+	}
+	if run, err := s.RunGet(ctx, "r"); err != nil || run.Position != 3 {
+		t.Errorf("run r: %v position %d, want 3", err, run.Position)
+	}
+}
+
+// TestBatchSizeBound queues more writes than one batch may hold and checks
+// that every one of them is committed.
+func TestBatchSizeBound(t *testing.T) {
+	t.Parallel()
+	s := openT(t, filepath.Join(t.TempDir(), "hitch.db"), WithBatchSize(4), WithQueueSize(64))
+	release := stall(t, s)
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	for i := range errs {
+		wg.Go(func() { _, _, errs[i] = s.RunCreate(t.Context(), createParams(fmt.Sprint("r", i))) })
+	}
+	waitQueued(s, len(errs))
+	release()
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.RunList(t.Context(), store.RunListParams{})
+	if err != nil || len(runs) != len(errs) {
+		t.Fatalf("list: %v, %d runs, want %d", err, len(runs), len(errs))
+	}
+}
+
+// TestQueuedCallerGone checks that a queued write whose caller gave up is
+// skipped, not written.
+func TestQueuedCallerGone(t *testing.T) {
+	t.Parallel()
+	s := openT(t, filepath.Join(t.TempDir(), "hitch.db"))
+	release := stall(t, s)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { _, _, err := s.RunCreate(ctx, createParams("r")); done <- err }()
+	waitQueued(s, 1)
+	cancel()
+	release()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("create: %v, want context.Canceled", err)
+	}
+	if _, err := s.RunGet(t.Context(), "r"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("abandoned write was committed: %v", err)
+	}
+}
+
+// TestCloseAnswersQueued closes the store while writes wait behind a stalled
+// writer: each is answered with ErrClosed and none is written.
+func TestCloseAnswersQueued(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "hitch.db")
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := stall(t, s)
+	errs := make(chan error, 5)
+	for i := range cap(errs) {
+		go func() { _, _, err := s.RunCreate(context.Background(), createParams(fmt.Sprint("r", i))); errs <- err }()
+	}
+	waitQueued(s, cap(errs))
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	// Close must wait for the stalled request to finish; let it.
+	for !s.closed.Load() {
+		runtime.Gosched()
+	}
+	release()
+	if err := <-closed; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	for range cap(errs) {
+		if err := <-errs; !errors.Is(err, ErrClosed) {
+			t.Fatalf("queued write: %v, want ErrClosed", err)
+		}
+	}
+	s = openT(t, path)
+	if runs, err := s.RunList(t.Context(), store.RunListParams{}); err != nil || len(runs) != 0 {
+		t.Fatalf("after close: %v, %d runs written, want none", err, len(runs))
+	}
+}

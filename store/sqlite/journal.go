@@ -1,0 +1,158 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/hitch-dev/hitch/store"
+)
+
+// JournalAppend appends entries under a lease token at the expected position,
+// optionally changing the run's status, in one transaction.
+//
+// Besides the documented errors, an append is refused with store.ErrFenced
+// when the run holds no lease at all (it is queued or waiting, its lease
+// released), even if the token matches: a released lease cannot write.
+func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) (store.Run, error) {
+	if err := validateAppend(p); err != nil {
+		return store.Run{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
+	}
+	var run store.Run
+	err := s.write(ctx, func(tx *wtx) error {
+		r, err := tx.getRow(p.RunID)
+		if err != nil {
+			return err
+		}
+		cur := r.run
+		switch {
+		case cur.Status.Terminal():
+			return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
+		case cur.LeaseToken != p.Token || cur.LeaseOwner == "":
+			return fmt.Errorf("%w (token %d, current token %d, lease owner %q)",
+				store.ErrFenced, p.Token, cur.LeaseToken, cur.LeaseOwner)
+		case cur.Position != p.After:
+			return fmt.Errorf("%w (after %d, journal length %d)", store.ErrConflict, p.After, cur.Position)
+		}
+		now := micros(tx.now)
+		if err := tx.insertEntries(r.seq, p.After, p.Entries, now); err != nil {
+			return err
+		}
+		status, owner, expires := cur.Status, cur.LeaseOwner, micros(cur.LeaseExpires)
+		wake := micros(cur.WakeAt)
+		var outcome sql.NullString
+		if cur.Outcome != nil {
+			outcome = sql.NullString{String: string(cur.Outcome), Valid: true}
+		}
+		if p.Status != "" {
+			status = p.Status
+			if status != store.StatusRunning {
+				owner, expires = "", 0 // the lease is released with the status change
+			}
+			wake = 0
+			if status == store.StatusWaiting {
+				wake = micros(p.WakeAt)
+			}
+			if status.Terminal() && p.Outcome != nil {
+				outcome = sql.NullString{String: string(p.Outcome), Valid: true}
+			}
+		}
+		r, err = scanRun(tx.appendRun.QueryRow(p.After+int64(len(p.Entries)), string(status), owner, expires,
+			wake, outcome, now, r.seq))
+		run = r.run
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
+	}
+	return run, nil
+}
+
+func validateAppend(p store.JournalAppendParams) error {
+	if err := checkName("run id", p.RunID, true); err != nil {
+		return err
+	}
+	switch {
+	case p.After < 0:
+		return fmt.Errorf("after %d is negative", p.After)
+	case p.Status != "" && !p.Status.Valid():
+		return fmt.Errorf("unknown status %q", p.Status)
+	case len(p.Entries) == 0 && p.Status == "":
+		return errors.New("nothing to append: no entries and no status")
+	case !p.WakeAt.IsZero() && p.Status != store.StatusWaiting:
+		return fmt.Errorf("wake at is set but the status is %q, not waiting", p.Status)
+	case p.Outcome != nil && !p.Status.Terminal():
+		return fmt.Errorf("outcome is set but the status %q is not terminal", p.Status)
+	}
+	if p.Outcome != nil {
+		if len(p.Outcome) > MaxEntryBytes {
+			return fmt.Errorf("outcome is %d bytes, more than %d", len(p.Outcome), MaxEntryBytes)
+		}
+		if !json.Valid(p.Outcome) {
+			return errors.New("outcome is not valid JSON")
+		}
+	}
+	return checkEntries(p.Entries)
+}
+
+// JournalRead returns a run's entries after an offset, in order.
+// A run that does not exist gives store.ErrNotFound.
+func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]store.Entry, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	limit := p.Limit
+	switch {
+	case limit == 0:
+		limit = store.DefaultReadLimit
+	case limit < 0 || limit > MaxReadLimit:
+		return nil, fmt.Errorf("journal read %q: limit %d is outside 0..%d", p.RunID, p.Limit, MaxReadLimit)
+	}
+	if p.After < 0 {
+		return nil, fmt.Errorf("journal read %q: after %d is negative", p.RunID, p.After)
+	}
+	// One statement, so the existence check and the entries come from the
+	// same snapshot: a missing run is the single row with a NULL position.
+	rows, err := s.rdb.QueryContext(ctx, `
+		SELECT j.pos, j.kind, j.at, j.data
+		FROM (SELECT seq FROM runs WHERE id = ?1) AS r
+		LEFT JOIN journal AS j ON j.run_seq = r.seq AND j.pos > ?2
+		ORDER BY j.pos LIMIT ?3`, p.RunID, p.After, limit)
+	if err != nil {
+		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
+	}
+	defer rows.Close()
+	found := false
+	entries := make([]store.Entry, 0, min(limit, 64))
+	for rows.Next() {
+		found = true
+		var (
+			pos  sql.NullInt64
+			kind sql.NullString
+			at   sql.NullInt64
+			data sql.NullString
+		)
+		if err := rows.Scan(&pos, &kind, &at, &data); err != nil {
+			return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
+		}
+		if !pos.Valid {
+			continue // the run exists but has nothing after p.After
+		}
+		entries = append(entries, store.Entry{
+			RunID: p.RunID,
+			Pos:   pos.Int64,
+			Kind:  kind.String,
+			At:    fromMicros(at.Int64),
+			Data:  json.RawMessage(data.String),
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("journal read %q: %w", p.RunID, store.ErrNotFound)
+	}
+	return entries, nil
+}

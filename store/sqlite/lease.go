@@ -1,0 +1,129 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hitch-dev/hitch/store"
+)
+
+// MaxLeaseTTL bounds a lease's time to live, so that a typo cannot park a run
+// for years.
+const MaxLeaseTTL = 24 * time.Hour
+
+// LeaseClaim leases due runs, or one run by ID, to p.Owner for p.TTL.
+// Due runs are claimed oldest first. Claims run on the single writer, so two
+// claims can never return the same run.
+func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]store.Lease, error) {
+	if err := validateClaim(p); err != nil {
+		return nil, fmt.Errorf("lease claim: %w", err)
+	}
+	limit := max(p.Limit, 1)
+	var leases []store.Lease
+	err := s.write(ctx, func(tx *wtx) error {
+		leases = nil // a retried request starts over
+		now := micros(tx.now)
+		expires := micros(tx.now.Add(p.TTL))
+		if p.RunID != "" {
+			r, err := tx.getRow(p.RunID)
+			if err != nil {
+				return err
+			}
+			switch {
+			case r.run.Status.Terminal():
+				return fmt.Errorf("%w (status %s)", store.ErrEnded, r.run.Status)
+			case r.run.LeaseOwner != "" && micros(r.run.LeaseExpires) > now:
+				return &store.LeaseHeldError{RunID: r.run.ID, Owner: r.run.LeaseOwner, ExpiresAt: r.run.LeaseExpires}
+			}
+			r, err = scanRun(tx.claimOne.QueryRow(p.Owner, expires, now, r.seq))
+			if err != nil {
+				return err
+			}
+			leases = append(leases, lease(r.run))
+			return nil
+		}
+		rows, err := tx.claimDue.Query(p.Owner, expires, now, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var claimed []row
+		for rows.Next() {
+			r, err := scanRun(rows)
+			if err != nil {
+				return err
+			}
+			claimed = append(claimed, r)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		slices.SortFunc(claimed, func(a, b row) int { return cmp.Compare(a.seq, b.seq) })
+		for _, r := range claimed {
+			leases = append(leases, lease(r.run))
+		}
+		return nil
+	})
+	if err != nil {
+		if p.RunID != "" {
+			return nil, fmt.Errorf("lease claim %q: %w", p.RunID, err)
+		}
+		return nil, fmt.Errorf("lease claim: %w", err)
+	}
+	return leases, nil
+}
+
+func lease(r store.Run) store.Lease {
+	return store.Lease{Run: r, Token: r.LeaseToken, ExpiresAt: r.LeaseExpires}
+}
+
+func validateClaim(p store.LeaseClaimParams) error {
+	if err := errors.Join(checkName("owner", p.Owner, true), checkName("run id", p.RunID, false)); err != nil {
+		return err
+	}
+	return checkTTLAndLimit(p.TTL, p.Limit)
+}
+
+func checkTTLAndLimit(ttl time.Duration, limit int) error {
+	switch {
+	case ttl < time.Microsecond || ttl > MaxLeaseTTL:
+		return fmt.Errorf("ttl %v is outside 1µs..%v", ttl, MaxLeaseTTL)
+	case limit < 0 || limit > MaxListLimit:
+		return fmt.Errorf("limit %d is outside 0..%d", limit, MaxListLimit)
+	}
+	return nil
+}
+
+// LeaseRenew extends a held lease by p.TTL from now.
+func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Run, error) {
+	if err := errors.Join(checkName("run id", p.RunID, true), checkName("owner", p.Owner, true),
+		checkTTLAndLimit(p.TTL, 0)); err != nil {
+		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
+	}
+	var run store.Run
+	err := s.write(ctx, func(tx *wtx) error {
+		r, err := tx.getRow(p.RunID)
+		if err != nil {
+			return err
+		}
+		cur := r.run
+		switch {
+		case cur.Status.Terminal():
+			return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
+		case cur.LeaseToken != p.Token || cur.LeaseOwner != p.Owner:
+			return fmt.Errorf("%w (token %d owned by %q, current token %d owned by %q)",
+				store.ErrFenced, p.Token, p.Owner, cur.LeaseToken, cur.LeaseOwner)
+		}
+		r, err = scanRun(tx.renew.QueryRow(micros(tx.now.Add(p.TTL)), micros(tx.now), r.seq))
+		run = r.run
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
+	}
+	return run, nil
+}

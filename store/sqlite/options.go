@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"fmt"
+	"time"
+)
+
+// Sync is how hard a commit waits for the disk.
+type Sync int
+
+const (
+	// SyncFull makes every commit durable before it is acknowledged, even
+	// across a power loss (SQLite's synchronous=FULL). It is the default.
+	SyncFull Sync = iota
+	// SyncNormal survives a crash of the process but may lose the last
+	// commits on a power loss or an operating system crash
+	// (synchronous=NORMAL in WAL mode). It syncs only at checkpoints.
+	SyncNormal
+)
+
+// String returns the SQLite pragma value.
+func (s Sync) String() string {
+	switch s {
+	case SyncFull:
+		return "FULL"
+	case SyncNormal:
+		return "NORMAL"
+	}
+	return fmt.Sprintf("Sync(%d)", int(s))
+}
+
+// Defaults and bounds of the options.
+const (
+	DefaultBatchSize   = 64
+	MaxBatchSize       = 1024
+	DefaultQueueSize   = 1024
+	MaxQueueSize       = 65536
+	DefaultReaders     = 4
+	MaxReaders         = 64
+	DefaultBusyTimeout = 5 * time.Second
+	MaxBusyTimeout     = 10 * time.Minute
+)
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	sync        Sync
+	batchSize   int
+	queueSize   int
+	readers     int
+	busyTimeout time.Duration
+	clock       func() time.Time
+}
+
+func defaultConfig() config {
+	return config{
+		sync:        SyncFull,
+		batchSize:   DefaultBatchSize,
+		queueSize:   DefaultQueueSize,
+		readers:     DefaultReaders,
+		busyTimeout: DefaultBusyTimeout,
+		clock:       time.Now,
+	}
+}
+
+func (c config) validate() error {
+	switch {
+	case c.sync != SyncFull && c.sync != SyncNormal:
+		return fmt.Errorf("WithSync: %v is neither SyncFull nor SyncNormal", c.sync)
+	case c.batchSize < 1 || c.batchSize > MaxBatchSize:
+		return fmt.Errorf("WithBatchSize: %d is outside 1..%d", c.batchSize, MaxBatchSize)
+	case c.queueSize < 1 || c.queueSize > MaxQueueSize:
+		return fmt.Errorf("WithQueueSize: %d is outside 1..%d", c.queueSize, MaxQueueSize)
+	case c.readers < 1 || c.readers > MaxReaders:
+		return fmt.Errorf("WithReaders: %d is outside 1..%d", c.readers, MaxReaders)
+	case c.busyTimeout < time.Millisecond || c.busyTimeout > MaxBusyTimeout:
+		return fmt.Errorf("WithBusyTimeout: %v is outside 1ms..%v", c.busyTimeout, MaxBusyTimeout)
+	case c.clock == nil:
+		return fmt.Errorf("WithClock: clock is nil")
+	}
+	return nil
+}
+
+// WithSync sets the durability of a commit. Default SyncFull.
+func WithSync(s Sync) Option { return func(c *config) { c.sync = s } }
+
+// WithBatchSize sets how many queued writes the writer commits in one
+// transaction. Each write still succeeds or fails on its own. Default 64,
+// range 1..1024.
+func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
+
+// WithQueueSize bounds the writes waiting for the writer; a caller that finds
+// the queue full waits for room or for its context. Default 1024, range
+// 1..65536.
+func WithQueueSize(n int) Option { return func(c *config) { c.queueSize = n } }
+
+// WithReaders sets the number of read connections. Reads never wait for the
+// writer, only for a free read connection. Default 4, range 1..64.
+func WithReaders(n int) Option { return func(c *config) { c.readers = n } }
+
+// WithBusyTimeout bounds how long a connection waits for a lock held by
+// another process on the same file. Default 5s, range 1ms..10m.
+func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
+
+// WithClock replaces the store clock, for tests. The store truncates its
+// readings to microseconds and converts them to UTC. Default time.Now.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.clock = now } }

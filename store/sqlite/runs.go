@@ -1,0 +1,289 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hitch-dev/hitch/store"
+)
+
+// Bounds on what one call may carry. They keep every request, and so every
+// transaction and every answer, to a known size.
+const (
+	// MaxNameBytes bounds ids, agent names, owners, entry kinds and hashes.
+	MaxNameBytes = 256
+	// MaxEntries bounds the entries of one RunCreate or JournalAppend.
+	MaxEntries = 1000
+	// MaxEntryBytes bounds the JSON data of one entry.
+	MaxEntryBytes = 16 << 20
+	// MaxWriteBytes bounds the JSON data of one call in all.
+	MaxWriteBytes = 64 << 20
+	// MaxListLimit bounds RunList and LeaseClaim limits.
+	MaxListLimit = 1000
+	// MaxReadLimit bounds a JournalRead limit.
+	MaxReadLimit = 10 * store.DefaultReadLimit
+	// defaultListLimit is what a RunList limit of 0 means.
+	defaultListLimit = 100
+)
+
+const runColumns = `seq, id, root_id, parent_id, depth, agent, version, input_hash, status, position,
+	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at`
+
+// row is a runs row: the run plus its internal key.
+type row struct {
+	seq int64
+	run store.Run
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(sc scanner) (row, error) {
+	var (
+		r                                  row
+		status                             string
+		leaseExpires, wakeAt, created, upd int64
+		cancel                             int64
+		outcome                            sql.NullString
+	)
+	err := sc.Scan(&r.seq, &r.run.ID, &r.run.RootID, &r.run.ParentID, &r.run.Depth, &r.run.Agent,
+		&r.run.Version, &r.run.InputHash, &status, &r.run.Position, &r.run.LeaseOwner,
+		&r.run.LeaseToken, &leaseExpires, &wakeAt, &cancel, &outcome, &created, &upd)
+	if err != nil {
+		return row{}, err
+	}
+	r.run.Status = store.Status(status)
+	r.run.LeaseExpires = fromMicros(leaseExpires)
+	r.run.WakeAt = fromMicros(wakeAt)
+	r.run.CancelRequested = cancel != 0
+	if outcome.Valid {
+		r.run.Outcome = json.RawMessage(outcome.String)
+	}
+	r.run.CreatedAt = fromMicros(created)
+	r.run.UpdatedAt = fromMicros(upd)
+	return r, nil
+}
+
+// getRow reads one run inside the writer's transaction.
+func (tx *wtx) getRow(id string) (row, error) {
+	r, err := scanRun(tx.runByID.QueryRow(id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return row{}, store.ErrNotFound
+	}
+	return r, err
+}
+
+// RunCreate creates a queued run with its first journal entries, or returns
+// the existing run with created=false when the ID is taken.
+func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.Run, bool, error) {
+	if err := validateCreate(&p); err != nil {
+		return store.Run{}, false, fmt.Errorf("run create: %w", err)
+	}
+	var (
+		run     store.Run
+		created bool
+	)
+	err := s.write(ctx, func(tx *wtx) error {
+		old, err := tx.getRow(p.ID)
+		if err == nil {
+			run, created = old.run, false
+			return nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		now := micros(tx.now)
+		r, err := scanRun(tx.insertRun.QueryRow(p.ID, p.RootID, p.ParentID, p.Depth, p.Agent, p.Version,
+			p.InputHash, len(p.Entries), now, now))
+		if err != nil {
+			return err
+		}
+		if err := tx.insertEntries(r.seq, 0, p.Entries, now); err != nil {
+			return err
+		}
+		run, created = r.run, true
+		return nil
+	})
+	if err != nil {
+		return store.Run{}, false, fmt.Errorf("run create %q: %w", p.ID, err)
+	}
+	return run, created, nil
+}
+
+func validateCreate(p *store.RunCreateParams) error {
+	if err := checkName("id", p.ID, true); err != nil {
+		return err
+	}
+	if p.RootID == "" {
+		p.RootID = p.ID
+	}
+	if err := errors.Join(
+		checkName("root id", p.RootID, true),
+		checkName("parent id", p.ParentID, false),
+		checkName("agent", p.Agent, false),
+		checkName("input hash", p.InputHash, false),
+	); err != nil {
+		return err
+	}
+	switch {
+	case p.Depth < 0:
+		return fmt.Errorf("depth %d is negative", p.Depth)
+	case p.ParentID == "" && p.Depth != 0:
+		return fmt.Errorf("depth %d needs a parent id", p.Depth)
+	case p.ParentID != "" && p.Depth == 0:
+		return fmt.Errorf("a run with parent id %q needs a depth of at least 1", p.ParentID)
+	case p.ParentID == p.ID && p.ID != "":
+		return errors.New("a run cannot be its own parent")
+	case p.Version < 0:
+		return fmt.Errorf("version %d is negative", p.Version)
+	case len(p.Entries) == 0:
+		return errors.New("entries: a run starts with at least one entry")
+	}
+	return checkEntries(p.Entries)
+}
+
+func checkName(field, v string, required bool) error {
+	switch {
+	case required && v == "":
+		return fmt.Errorf("%s is empty", field)
+	case len(v) > MaxNameBytes:
+		return fmt.Errorf("%s is %d bytes long, more than %d", field, len(v), MaxNameBytes)
+	}
+	return nil
+}
+
+func checkEntries(es []store.EntryInput) error {
+	if len(es) > MaxEntries {
+		return fmt.Errorf("entries: %d entries in one call, more than %d", len(es), MaxEntries)
+	}
+	total := 0
+	for i, e := range es {
+		if err := checkName(fmt.Sprintf("entries[%d].kind", i), e.Kind, true); err != nil {
+			return err
+		}
+		if len(e.Data) > MaxEntryBytes {
+			return fmt.Errorf("entries[%d].data is %d bytes, more than %d", i, len(e.Data), MaxEntryBytes)
+		}
+		if !json.Valid(e.Data) {
+			return fmt.Errorf("entries[%d].data is not valid JSON", i)
+		}
+		total += len(e.Data)
+	}
+	if total > MaxWriteBytes {
+		return fmt.Errorf("entries: %d bytes of data in one call, more than %d", total, MaxWriteBytes)
+	}
+	return nil
+}
+
+func (tx *wtx) insertEntries(seq, after int64, es []store.EntryInput, at int64) error {
+	for i, e := range es {
+		if _, err := tx.insertEntry.Exec(seq, after+int64(i)+1, e.Kind, at, string(e.Data)); err != nil {
+			return fmt.Errorf("insert entry %d: %w", after+int64(i)+1, err)
+		}
+	}
+	return nil
+}
+
+// RunGet returns one run, or store.ErrNotFound.
+func (s *Store) RunGet(ctx context.Context, id string) (store.Run, error) {
+	if s.closed.Load() {
+		return store.Run{}, ErrClosed
+	}
+	r, err := scanRun(s.rdb.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Run{}, fmt.Errorf("run get %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("run get %q: %w", id, err)
+	}
+	return r.run, nil
+}
+
+// RunList returns runs newest first (by creation time, then creation order).
+func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	limit := p.Limit
+	switch {
+	case limit == 0:
+		limit = defaultListLimit
+	case limit < 0 || limit > MaxListLimit:
+		return nil, fmt.Errorf("run list: limit %d is outside 0..%d", p.Limit, MaxListLimit)
+	}
+	var (
+		where []string
+		args  []any
+	)
+	if len(p.Statuses) > 0 {
+		marks := make([]string, 0, len(p.Statuses))
+		for _, st := range slices.Compact(slices.Sorted(slices.Values(p.Statuses))) {
+			if !st.Valid() {
+				return nil, fmt.Errorf("run list: unknown status %q", st)
+			}
+			marks = append(marks, "?")
+			args = append(args, string(st))
+		}
+		where = append(where, "status IN ("+strings.Join(marks, ", ")+")")
+	}
+	if p.ParentID != "" {
+		where = append(where, "parent_id = ?")
+		args = append(args, p.ParentID)
+	}
+	q := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY created_at DESC, seq DESC LIMIT ?"
+	args = append(args, limit)
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("run list: %w", err)
+	}
+	defer rows.Close()
+	runs := make([]store.Run, 0, min(limit, 16))
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("run list: %w", err)
+		}
+		runs = append(runs, r.run)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("run list: %w", err)
+	}
+	return runs, nil
+}
+
+// RunRequestCancel records a cancel request; a waiting run becomes due now.
+func (s *Store) RunRequestCancel(ctx context.Context, id string) (store.Run, error) {
+	var run store.Run
+	err := s.write(ctx, func(tx *wtx) error {
+		r, err := tx.getRow(id)
+		if err != nil {
+			return err
+		}
+		run = r.run
+		now := micros(tx.now)
+		waitingNotDue := r.run.Status == store.StatusWaiting &&
+			(r.run.WakeAt.IsZero() || micros(r.run.WakeAt) > now)
+		if r.run.Status.Terminal() || (r.run.CancelRequested && !waitingNotDue) {
+			return nil // nothing left to change
+		}
+		wake := micros(r.run.WakeAt)
+		if waitingNotDue {
+			wake = now
+		}
+		r, err = scanRun(tx.cancel.QueryRow(wake, now, r.seq))
+		run = r.run
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("run request cancel %q: %w", id, err)
+	}
+	return run, nil
+}

@@ -1,0 +1,296 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hitch-dev/hitch/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// ErrClosed is returned by every method called after Close, and to writes
+// that were still queued when Close was called (none of them was written).
+var ErrClosed = errors.New("sqlite store is closed")
+
+// applicationID marks a file as a hitch store ("HTCH"), so that opening some
+// other application's SQLite database fails instead of adding tables to it.
+const applicationID = 0x48544348
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Store is a store.Store kept in one SQLite file. It is safe for concurrent
+// use. Writes go through a single writer goroutine that commits them in
+// groups; reads use a separate pool of connections.
+type Store struct {
+	path  string
+	cfg   config
+	wdb   *sql.DB // one connection, owned by the writer goroutine
+	wconn *sql.Conn
+	stmts *writeStmts
+	rdb   *sql.DB // read pool
+
+	queue   chan *request
+	stop    chan struct{} // closed by Close
+	exited  chan struct{} // closed when the writer goroutine returns
+	mu      sync.RWMutex  // guards closing against senders joining
+	closing bool
+	senders sync.WaitGroup // callers between the closed check and the queue
+	closed  atomic.Bool
+	once    sync.Once
+	err     error // Close's answer
+}
+
+// Open opens the store at path, creating the file when it does not exist and
+// bringing its schema up to date. The directory must exist. A file written by
+// a newer hitch (a higher schema version) is refused.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("open store %q: %w", path, err)
+	}
+	uri, err := fileURI(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %q: %w", path, err)
+	}
+	s := &Store{
+		path:   path,
+		cfg:    cfg,
+		queue:  make(chan *request, cfg.queueSize),
+		stop:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	if err := s.open(ctx, uri); err != nil {
+		s.closeDBs()
+		return nil, fmt.Errorf("open store %q: %w", path, err)
+	}
+	go s.writeLoop()
+	return s, nil
+}
+
+// fileURI turns a file system path into an SQLite URI, so that characters
+// such as '?' and '#' in a file name are not taken for URI syntax.
+func fileURI(path string) (string, error) {
+	if strings.TrimSpace(path) == "" {
+		return "", errors.New("path is empty")
+	}
+	if path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return "", errors.New("path must name a file, not an SQLite URI or :memory:")
+	}
+	if strings.ContainsRune(path, 0) {
+		return "", errors.New("path contains a NUL byte")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return "", errors.New("path is a directory")
+	}
+	if fi, err := os.Stat(filepath.Dir(abs)); err != nil {
+		return "", fmt.Errorf("directory: %w", err)
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", filepath.Dir(abs))
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	if !strings.HasPrefix(u.Path, "/") { // Windows drive letters
+		u.Path = "/" + u.Path
+	}
+	return u.String(), nil
+}
+
+func (s *Store) open(ctx context.Context, uri string) error {
+	busy := strconv.FormatInt(s.cfg.busyTimeout.Milliseconds(), 10)
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+busy+")")
+	q.Add("_pragma", "synchronous("+s.cfg.sync.String()+")")
+	var err error
+	if s.wdb, err = sql.Open(driverName, uri+"?"+q.Encode()); err != nil {
+		return err
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
+		return err
+	}
+	var mode string
+	if err := s.wconn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("set journal mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("set journal mode: the file system kept %q instead of WAL", mode)
+	}
+	for _, p := range []string{
+		"PRAGMA busy_timeout = " + busy,
+		"PRAGMA synchronous = " + s.cfg.sync.String(),
+		"PRAGMA foreign_keys = ON",
+	} {
+		if _, err := s.wconn.ExecContext(ctx, p); err != nil {
+			return fmt.Errorf("%s: %w", strings.ToLower(p), err)
+		}
+	}
+	if err := migrate(ctx, s.wconn); err != nil {
+		return err
+	}
+	if s.stmts, err = prepareWrite(ctx, s.wconn); err != nil {
+		return err
+	}
+
+	q.Add("_pragma", "query_only(1)")
+	if s.rdb, err = sql.Open(driverName, uri+"?"+q.Encode()); err != nil {
+		return err
+	}
+	s.rdb.SetMaxOpenConns(s.cfg.readers)
+	s.rdb.SetMaxIdleConns(s.cfg.readers)
+	s.rdb.SetConnMaxLifetime(0)
+	s.rdb.SetConnMaxIdleTime(0)
+	if err := s.rdb.PingContext(ctx); err != nil {
+		return fmt.Errorf("open read pool: %w", err)
+	}
+	return nil
+}
+
+// migrate brings the schema to the newest version in one transaction.
+func migrate(ctx context.Context, conn *sql.Conn) (err error) {
+	names, err := migrationFS.ReadDir("migrations")
+	if err != nil {
+		return fmt.Errorf("read migrations: %w", err)
+	}
+	latest := len(names)
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	var version, appID int
+	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if err := conn.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return fmt.Errorf("read application id: %w", err)
+	}
+	if appID != 0 && appID != applicationID {
+		return fmt.Errorf("file belongs to another application (application_id %#x)", appID)
+	}
+	if version > latest {
+		return fmt.Errorf("schema version %d is newer than this build supports (%d); use a newer hitch", version, latest)
+	}
+	if version > 0 && appID != applicationID {
+		return fmt.Errorf("file is not a hitch store (schema version %d without the hitch application id)", version)
+	}
+	if version == 0 {
+		var n int
+		if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
+			return fmt.Errorf("inspect schema: %w", err)
+		}
+		if n > 0 {
+			return fmt.Errorf("file is not a hitch store (it holds %d schema objects and no schema version)", n)
+		}
+	}
+	for i := version; i < latest; i++ {
+		body, err := migrationFS.ReadFile("migrations/" + names[i].Name())
+		if err != nil {
+			return fmt.Errorf("read migration %s: %w", names[i].Name(), err)
+		}
+		if _, err := conn.ExecContext(ctx, string(body)); err != nil {
+			return fmt.Errorf("apply migration %s: %w", names[i].Name(), err)
+		}
+	}
+	if version < latest {
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", latest)); err != nil {
+			return fmt.Errorf("set schema version: %w", err)
+		}
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
+			return fmt.Errorf("set application id: %w", err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("commit migration: %w", err)
+	}
+	return nil
+}
+
+// Now returns the store clock: the process clock in UTC, truncated to the
+// microsecond precision in which times are stored.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	return s.now(), nil
+}
+
+func (s *Store) now() time.Time {
+	return s.cfg.clock().UTC().Truncate(time.Microsecond)
+}
+
+// Close stops the writer, answers writes still queued with ErrClosed, and
+// closes the database. Writes already being committed finish first. Close is
+// idempotent. Leases are not released.
+func (s *Store) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		close(s.stop)
+		s.mu.Unlock()
+		s.closed.Store(true)
+		<-s.exited
+		s.err = s.closeDBs()
+		if s.err != nil {
+			s.err = fmt.Errorf("close store %q: %w", s.path, s.err)
+		}
+	})
+	return s.err
+}
+
+func (s *Store) closeDBs() error {
+	var errs []error
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.stmts != nil {
+		errs = append(errs, s.stmts.close())
+	}
+	if s.wconn != nil {
+		errs = append(errs, s.wconn.Close())
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// micros stores a time; the zero time is stored as 0.
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+// fromMicros reverses micros.
+func fromMicros(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(v).UTC()
+}

@@ -1,0 +1,260 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A request is one caller's write. apply runs inside the writer's
+// transaction (in its own savepoint when it shares the transaction) and
+// records its results in variables of the caller; the caller reads them only
+// after done delivers nil, which happens after the commit is durable.
+type request struct {
+	ctx   context.Context
+	apply func(tx *wtx) error
+	done  chan error // buffered; receives exactly one answer
+}
+
+// wtx is what apply sees: the writer's prepared statements and the store
+// clock reading for this request.
+type wtx struct {
+	*writeStmts
+	now time.Time
+}
+
+// write queues fn for the writer and waits for its answer. A nil answer means
+// fn's changes are committed; any other answer means nothing of fn was
+// written. Once queued, the request is always answered: by the commit, by an
+// error, or by ErrClosed, so the wait ends with the writer's progress.
+func (s *Store) write(ctx context.Context, fn func(tx *wtx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &request{ctx: ctx, apply: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closing {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	s.senders.Add(1)
+	s.mu.RUnlock()
+	select {
+	case s.queue <- r:
+		s.senders.Done()
+	case <-ctx.Done():
+		s.senders.Done()
+		return ctx.Err()
+	case <-s.stop:
+		s.senders.Done()
+		return ErrClosed
+	}
+	return <-r.done
+}
+
+// writeLoop is the single writer. It takes whatever is queued (up to the
+// batch size) and commits it in one transaction. It never waits for more
+// requests to arrive: a lone request commits at once.
+func (s *Store) writeLoop() {
+	defer close(s.exited)
+	batch := make([]*request, 0, s.cfg.batchSize)
+	for {
+		select {
+		case <-s.stop:
+			s.drain()
+			return
+		default:
+		}
+		select {
+		case <-s.stop:
+			s.drain()
+			return
+		case r := <-s.queue:
+			batch = append(batch[:0], r)
+		}
+	fill:
+		for len(batch) < s.cfg.batchSize {
+			select {
+			case r := <-s.queue:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+		clear(batch)
+	}
+}
+
+// drain answers every queued request with ErrClosed. It returns once no
+// caller can still be putting a request on the queue.
+func (s *Store) drain() {
+	sendersDone := make(chan struct{})
+	go func() {
+		s.senders.Wait()
+		close(sendersDone)
+	}()
+	for {
+		select {
+		case r := <-s.queue:
+			r.done <- ErrClosed
+		case <-sendersDone:
+			for {
+				select {
+				case r := <-s.queue:
+					r.done <- ErrClosed
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// commit writes a batch. Requests whose caller has gone are answered without
+// being applied.
+func (s *Store) commit(batch []*request) {
+	live := make([]*request, 0, len(batch))
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- err
+			continue
+		}
+		live = append(live, r)
+	}
+	// Each pass either answers every request or answers at least one and
+	// hands back the rest, so this ends.
+	for len(live) > 0 {
+		live = s.commitOnce(live)
+	}
+}
+
+// commitOnce applies reqs in one transaction and answers them after the
+// commit. When a request's failure takes the whole transaction down (so its
+// savepoint cannot be rolled back), that request is answered with its error
+// and the others are returned to be tried again in a fresh transaction.
+func (s *Store) commitOnce(reqs []*request) (retry []*request) {
+	ctx := context.Background() // a caller's cancellation must not break a shared transaction
+	c := s.wconn
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		answerAll(reqs, fmt.Errorf("begin write: %w", err))
+		return nil
+	}
+	alone := len(reqs) == 1
+	answers := make([]error, len(reqs))
+	for i, r := range reqs {
+		if !alone {
+			if _, err := c.ExecContext(ctx, "SAVEPOINT req"); err != nil {
+				s.rollback(ctx)
+				answerAll(reqs, fmt.Errorf("open savepoint: %w", err))
+				return nil
+			}
+		}
+		err := r.apply(&wtx{writeStmts: s.stmts, now: s.now()})
+		if alone {
+			if err != nil {
+				s.rollback(ctx)
+				r.done <- err
+				return nil
+			}
+			break
+		}
+		if err != nil {
+			answers[i] = err
+			if _, rbErr := c.ExecContext(ctx, "ROLLBACK TO req"); rbErr != nil {
+				s.rollback(ctx)
+				r.done <- err
+				return append(append(retry, reqs[:i]...), reqs[i+1:]...)
+			}
+		}
+		if _, err := c.ExecContext(ctx, "RELEASE req"); err != nil {
+			s.rollback(ctx)
+			r.done <- errors.Join(answers[i], fmt.Errorf("release savepoint: %w", err))
+			return append(append(retry, reqs[:i]...), reqs[i+1:]...)
+		}
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		s.rollback(ctx)
+		answerAll(reqs, fmt.Errorf("commit: %w", err))
+		return nil
+	}
+	for i, r := range reqs {
+		r.done <- answers[i]
+	}
+	return nil
+}
+
+// rollback ends a failed transaction. Its error is dropped on purpose: SQLite
+// may already have rolled back on its own, and the callers get the error that
+// caused it.
+func (s *Store) rollback(ctx context.Context) {
+	_, _ = s.wconn.ExecContext(ctx, "ROLLBACK")
+}
+
+func answerAll(reqs []*request, err error) {
+	for _, r := range reqs {
+		r.done <- err
+	}
+}
+
+// writeStmts are the writer connection's prepared statements.
+type writeStmts struct {
+	runByID     *sql.Stmt
+	insertRun   *sql.Stmt
+	insertEntry *sql.Stmt
+	appendRun   *sql.Stmt
+	claimDue    *sql.Stmt
+	claimOne    *sql.Stmt
+	renew       *sql.Stmt
+	cancel      *sql.Stmt
+	all         []*sql.Stmt
+}
+
+func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
+	w := &writeStmts{}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&w.runByID, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
+		{&w.insertRun, `INSERT INTO runs (id, root_id, parent_id, depth, agent, version, input_hash,
+			status, position, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING ` + runColumns},
+		{&w.insertEntry, `INSERT INTO journal (run_seq, pos, kind, at, data) VALUES (?, ?, ?, ?, ?)`},
+		{&w.appendRun, `UPDATE runs SET position = ?, status = ?, lease_owner = ?, lease_expires = ?,
+			wake_at = ?, outcome = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
+		{&w.claimDue, `UPDATE runs SET status = 'running', wake_at = 0, lease_owner = ?1,
+			lease_token = lease_token + 1, lease_expires = ?2, updated_at = ?3
+			WHERE seq IN (
+				SELECT seq FROM runs WHERE status IN ('queued', 'running') AND lease_expires <= ?3
+				UNION ALL
+				SELECT seq FROM runs WHERE status = 'waiting' AND wake_at > 0 AND wake_at <= ?3
+				ORDER BY seq LIMIT ?4)
+			RETURNING ` + runColumns},
+		{&w.claimOne, `UPDATE runs SET status = 'running', wake_at = 0, lease_owner = ?,
+			lease_token = lease_token + 1, lease_expires = ?, updated_at = ? WHERE seq = ?
+			RETURNING ` + runColumns},
+		{&w.renew, `UPDATE runs SET lease_expires = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
+		{&w.cancel, `UPDATE runs SET cancel_requested = 1, wake_at = ?, updated_at = ? WHERE seq = ?
+			RETURNING ` + runColumns},
+	} {
+		st, err := c.PrepareContext(ctx, p.sql)
+		if err != nil {
+			_ = w.close()
+			return nil, fmt.Errorf("prepare write statements: %w", err)
+		}
+		*p.dst = st
+		w.all = append(w.all, st)
+	}
+	return w, nil
+}
+
+func (w *writeStmts) close() error {
+	var errs []error
+	for _, st := range w.all {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(errs...)
+}

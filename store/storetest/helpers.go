@@ -1,0 +1,222 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch/store"
+)
+
+// Short leases are awaited by polling the store clock; these bound the wait.
+const (
+	shortTTL   = 3 * time.Millisecond
+	longTTL    = time.Hour
+	expiryWait = 10 * time.Second // wall-clock bound on one wait for expiry
+)
+
+// env is one test's store and context.
+type env struct {
+	t   *testing.T
+	s   store.Store
+	ctx context.Context
+}
+
+func newEnv(t *testing.T, open func(t *testing.T) store.Store) *env {
+	t.Helper()
+	s := open(t)
+	if s == nil {
+		t.Fatal("open returned a nil store")
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return &env{t: t, s: s, ctx: t.Context()}
+}
+
+// data returns a small JSON object that identifies (tag, i).
+func data(tag string, i int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"tag":%q,"i":%d,"text":"some text"}`, tag, i))
+}
+
+func entries(tag string, n int) []store.EntryInput {
+	es := make([]store.EntryInput, n)
+	for i := range es {
+		es[i] = store.EntryInput{Kind: "test." + tag, Data: data(tag, i)}
+	}
+	return es
+}
+
+func (e *env) now() time.Time {
+	e.t.Helper()
+	now, err := e.s.Now(e.ctx)
+	if err != nil {
+		e.t.Fatalf("now: %v", err)
+	}
+	return now
+}
+
+// create makes a queued run with one entry.
+func (e *env) create(id string) store.Run {
+	e.t.Helper()
+	return e.createWith(store.RunCreateParams{ID: id, Agent: "agent", Version: 1, InputHash: "h-" + id,
+		Entries: entries(id, 1)})
+}
+
+func (e *env) createWith(p store.RunCreateParams) store.Run {
+	e.t.Helper()
+	run, created, err := e.s.RunCreate(e.ctx, p)
+	if err != nil {
+		e.t.Fatalf("run create %q: %v", p.ID, err)
+	}
+	if !created {
+		e.t.Fatalf("run create %q: created=false for a new id", p.ID)
+	}
+	return run
+}
+
+func (e *env) get(id string) store.Run {
+	e.t.Helper()
+	run, err := e.s.RunGet(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("run get %q: %v", id, err)
+	}
+	return run
+}
+
+func (e *env) claim(id, owner string, ttl time.Duration) store.Lease {
+	e.t.Helper()
+	ls, err := e.s.LeaseClaim(e.ctx, store.LeaseClaimParams{Owner: owner, TTL: ttl, RunID: id})
+	if err != nil {
+		e.t.Fatalf("lease claim %q: %v", id, err)
+	}
+	if len(ls) != 1 || ls[0].Run.ID != id {
+		e.t.Fatalf("lease claim %q: got %d leases %v, want exactly that run", id, len(ls), leaseIDs(ls))
+	}
+	return ls[0]
+}
+
+func (e *env) append(l store.Lease, p store.JournalAppendParams) store.Run {
+	e.t.Helper()
+	p.RunID, p.Token = l.Run.ID, l.Token
+	run, err := e.s.JournalAppend(e.ctx, p)
+	if err != nil {
+		e.t.Fatalf("journal append %q: %v", l.Run.ID, err)
+	}
+	return run
+}
+
+func (e *env) read(id string, after int64, limit int) []store.Entry {
+	e.t.Helper()
+	es, err := e.s.JournalRead(e.ctx, store.JournalReadParams{RunID: id, After: after, Limit: limit})
+	if err != nil {
+		e.t.Fatalf("journal read %q: %v", id, err)
+	}
+	return es
+}
+
+// waitPast polls the store clock until it is past t.
+func (e *env) waitPast(t time.Time) {
+	e.t.Helper()
+	deadline := time.Now().Add(expiryWait)
+	for {
+		if e.now().After(t) {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("store clock did not pass %v within %v", t, expiryWait)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// expired returns a run that is running under a lease that has run out.
+func (e *env) expired(id, owner string) store.Lease {
+	e.t.Helper()
+	e.create(id)
+	l := e.claim(id, owner, shortTTL)
+	e.waitPast(l.ExpiresAt)
+	return l
+}
+
+func leaseIDs(ls []store.Lease) []string {
+	ids := make([]string, len(ls))
+	for i, l := range ls {
+		ids[i] = l.Run.ID
+	}
+	return ids
+}
+
+func runIDs(rs []store.Run) []string {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+// sameTime compares store times to the microsecond, the precision every
+// driver keeps.
+func sameTime(a, b time.Time) bool {
+	if a.IsZero() || b.IsZero() {
+		return a.IsZero() == b.IsZero()
+	}
+	return a.Sub(b).Abs() < time.Microsecond
+}
+
+// sameJSON compares JSON by value, since a driver may store it normalised.
+func sameJSON(a, b json.RawMessage) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: got error %v, want %v", what, err, target)
+	}
+}
+
+// checkEntries verifies that es are at consecutive positions from first and
+// carry want's kinds and data.
+func checkEntries(t *testing.T, es []store.Entry, runID string, first int64, want []store.EntryInput) {
+	t.Helper()
+	if len(es) != len(want) {
+		t.Fatalf("got %d entries, want %d", len(es), len(want))
+	}
+	for i, got := range es {
+		if got.RunID != runID || got.Pos != first+int64(i) || got.Kind != want[i].Kind || !sameJSON(got.Data, want[i].Data) {
+			t.Fatalf("entry %d = {%s %d %s %s}, want {%s %d %s %s}", i, got.RunID, got.Pos, got.Kind, got.Data,
+				runID, first+int64(i), want[i].Kind, want[i].Data)
+		}
+		if got.At.IsZero() {
+			t.Fatalf("entry %d has no time", i)
+		}
+	}
+}
+
+// unchanged checks that a failed call wrote nothing to the run.
+func (e *env) unchanged(before store.Run) {
+	e.t.Helper()
+	after := e.get(before.ID)
+	if after.Position != before.Position || after.Status != before.Status || after.LeaseToken != before.LeaseToken ||
+		after.LeaseOwner != before.LeaseOwner || !sameTime(after.UpdatedAt, before.UpdatedAt) ||
+		!sameTime(after.LeaseExpires, before.LeaseExpires) || !sameTime(after.WakeAt, before.WakeAt) {
+		e.t.Fatalf("run changed by a failed call:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if n := len(e.read(before.ID, 0, 0)); int64(n) != before.Position {
+		e.t.Fatalf("journal has %d entries, want %d", n, before.Position)
+	}
+}
