@@ -1,11 +1,14 @@
 package hitch
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/model"
@@ -33,6 +36,45 @@ type Spec struct {
 	Policy policy.Policy
 	// Limits bound each run; zero fields take their defaults.
 	Limits Limits
+	// Answer, when set, types the final answer: the model is asked for JSON
+	// matching its schema, and a text that does not decode gets a
+	// corrective turn (Limits.AnswerAttempts). Build one with AnswerOf or
+	// AnswerSchema.
+	Answer *Answer
+}
+
+// Answer is a typed final answer's schema.
+type Answer struct {
+	schema json.RawMessage
+	err    error
+}
+
+// AnswerOf types the final answer as T; T's JSON Schema is inferred. A
+// completed run's Outcome.Answer is then T's JSON (see DecodeAnswer).
+func AnswerOf[T any]() *Answer {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		return &Answer{err: err}
+	}
+	b, err := json.Marshal(s)
+	return &Answer{schema: b, err: err}
+}
+
+// AnswerSchema types the final answer with a JSON Schema. A schema whose
+// root is not an object is sent to the provider wrapped as {"answer": ...}
+// and unwrapped before it is stored.
+func AnswerSchema(schema json.RawMessage) *Answer { return &Answer{schema: schema} }
+
+// DecodeAnswer decodes a completed run's typed answer into T.
+func DecodeAnswer[T any](run Run) (T, error) {
+	var v T
+	if run.Outcome == nil || run.Status != "completed" {
+		return v, fmt.Errorf("decode answer of %s: the run has not completed (%s)", run.ID, run.Status)
+	}
+	if err := json.Unmarshal([]byte(run.Outcome.Answer), &v); err != nil {
+		return v, fmt.Errorf("decode answer of %s: %w", run.ID, err)
+	}
+	return v, nil
 }
 
 // Limits bound one run. A zero field takes its default (see Defaults).
@@ -66,6 +108,10 @@ type Limits struct {
 	// CommandWait is how long a command (cancel, reconcile) waits for the
 	// run's live runner before it is refused as runner busy. Default 5s.
 	CommandWait time.Duration
+	// AnswerAttempts is how many final answers a run with a typed answer
+	// asks for in all before it ends answer_invalid: 2 means one corrective
+	// turn. Default 2.
+	AnswerAttempts int
 	// ContinueOnUncertain, when set, tells the model "outcome unknown" for
 	// an uncertain effect and goes on; by default the run waits for the
 	// call to be reconciled.
@@ -83,6 +129,7 @@ func (l Limits) WithDefaults() Limits {
 	l.ToolConcurrency = or(l.ToolConcurrency, DefaultToolConcurrency)
 	l.MaxToolResult = or(l.MaxToolResult, DefaultMaxToolResult)
 	l.CommandWait = or(l.CommandWait, DefaultCommandWait)
+	l.AnswerAttempts = or(l.AnswerAttempts, DefaultAnswerAttempts)
 	return l
 }
 
@@ -196,17 +243,32 @@ func Build(spec Spec) (*Agent, error) {
 	intRange("ToolConcurrency", l.ToolConcurrency, 1, 64)
 	intRange("MaxToolResult", l.MaxToolResult, 1, 64<<20)
 	durRange("CommandWait", l.CommandWait, 0, time.Minute, false)
+	intRange("AnswerAttempts", l.AnswerAttempts, 1, 100)
+	var answer *engine.AnswerSpec
+	if spec.Answer != nil {
+		var err error
+		switch {
+		case spec.Answer.err != nil:
+			bad("Answer", "no JSON Schema for the answer type: %v", spec.Answer.err)
+		case len(spec.Answer.schema) == 0:
+			bad("Answer", "has no JSON Schema")
+		default:
+			if answer, err = engine.NewAnswerSpec(spec.Answer.schema); err != nil {
+				bad("Answer", "%v", err)
+			}
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	ea := &engine.Agent{
 		Name: spec.Name, Version: spec.Version, Model: spec.Model, Instructions: spec.Instructions,
-		Tools: spec.Tools, Policy: spec.Policy,
+		Tools: spec.Tools, Policy: spec.Policy, Answer: answer,
 		Limits: engine.Limits{
 			ModelAttempts: l.ModelAttempts, RetryDelay: l.RetryDelay, MaxRetryAfter: l.MaxRetryAfter,
 			ModelTimeout: l.ModelTimeout, PolicyTimeout: l.PolicyTimeout, ToolTimeout: l.ToolTimeout,
 			ToolConcurrency: l.ToolConcurrency, MaxToolResult: l.MaxToolResult, CommandWait: l.CommandWait,
-			ContinueOnUncertain: l.ContinueOnUncertain,
+			AnswerAttempts: l.AnswerAttempts, ContinueOnUncertain: l.ContinueOnUncertain,
 		},
 	}
 	if err := ea.Prepare(); err != nil {

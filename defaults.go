@@ -13,6 +13,7 @@ const Infinite time.Duration = -1
 // renders; a test keeps the two in step.
 const (
 	DefaultModelAttempts    = 8
+	DefaultAnswerAttempts   = 2
 	DefaultRetryDelay       = 200 * time.Millisecond
 	MaxRetryBackoffFactor   = 64
 	DefaultMaxRetryAfter    = 10 * time.Minute
@@ -40,6 +41,7 @@ type Default struct {
 // Defaults is the one table of hitch's limits and their defaults.
 var Defaults = []Default{
 	{"model attempts per run (first call and every retry)", "Limits.ModelAttempts", "8", "1–10000"},
+	{"final answers asked for, typed answers (2 = one corrective turn)", "Limits.AnswerAttempts", "2", "1–100"},
 	{"first retry delay (doubles per failure, at most 64×)", "Limits.RetryDelay", "200ms", "1ms–1m"},
 	{"provider retry-after honoured up to", "Limits.MaxRetryAfter", "10m", "0–1h"},
 	{"model call timeout", "Limits.ModelTimeout", "600s", "1s–24h, or Infinite"},

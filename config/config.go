@@ -61,6 +61,8 @@ type Agent struct {
 	// Workspace is the directory the file and shell tools are confined
 	// to, relative to the config file. Default: the config file's folder.
 	Workspace string `yaml:"workspace,omitempty"`
+	// Answer is the JSON Schema of a typed final answer, written in YAML.
+	Answer map[string]any `yaml:"answer,omitempty"`
 }
 
 // Limits are an agent's limits; durations are Go duration strings ("5s"),
@@ -75,6 +77,7 @@ type Limits struct {
 	ToolConcurrency     *int   `yaml:"tool_concurrency,omitempty"`
 	MaxToolResult       *int   `yaml:"max_tool_result,omitempty"`
 	CommandWait         string `yaml:"command_wait,omitempty"`
+	AnswerAttempts      *int   `yaml:"answer_attempts,omitempty"`
 	ContinueOnUncertain bool   `yaml:"continue_on_uncertain,omitempty"`
 }
 

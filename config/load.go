@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -163,6 +164,13 @@ func Load(path string, opts Options) (*Config, error) {
 		tools, tp := cfg.tools(l, field, a, extra)
 		probs = append(probs, tp...)
 		spec.Tools = tools
+		if a.Answer != nil {
+			b, err := json.Marshal(a.Answer)
+			if err != nil {
+				probs = append(probs, l.problem(field+".answer", "not a JSON Schema: %v", err))
+			}
+			spec.Answer = hitch.AnswerSchema(b)
+		}
 		lim, lp := limits(l, field+".limits", a.Limits)
 		probs = append(probs, lp...)
 		spec.Limits = lim
@@ -258,6 +266,7 @@ func limits(l locator, field string, y Limits) (hitch.Limits, []Problem) {
 		ToolConcurrency:     num("tool_concurrency", y.ToolConcurrency, 1, 64),
 		MaxToolResult:       num("max_tool_result", y.MaxToolResult, 1, 64<<20),
 		CommandWait:         dur("command_wait", y.CommandWait, false),
+		AnswerAttempts:      num("answer_attempts", y.AnswerAttempts, 1, 100),
 		ContinueOnUncertain: y.ContinueOnUncertain,
 	}
 	return out, probs

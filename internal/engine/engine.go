@@ -27,6 +27,8 @@ type Agent struct {
 	Tools        []tool.Tool
 	Policy       policy.Policy
 	Limits       Limits
+	// Answer, when set, makes the final answer typed.
+	Answer *AnswerSpec
 
 	byName map[string]tool.Tool
 	specs  []model.ToolSpec
@@ -45,6 +47,8 @@ type Limits struct {
 	ToolConcurrency int
 	MaxToolResult   int
 	CommandWait     time.Duration
+	// AnswerAttempts is how many final texts a typed answer may take.
+	AnswerAttempts int
 	// ContinueOnUncertain tells the model "outcome unknown" and goes on,
 	// instead of waiting for the call to be reconciled.
 	ContinueOnUncertain bool

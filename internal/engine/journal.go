@@ -23,6 +23,7 @@ const (
 	KindCallFailed    = "call.failed"
 	KindCallUncertain = "call.uncertain"
 	KindCallReconcile = "call.reconciled"
+	KindAnswerRefused = "answer.refused"
 	KindRunWaiting    = "run.waiting"
 	KindRunEnded      = "run.ended"
 )
@@ -111,6 +112,14 @@ type CallReconciled struct {
 	By          string `json:"by,omitempty"`
 }
 
+// AnswerRefused records a final text that did not decode as the typed
+// answer, and the correction the model is sent.
+type AnswerRefused struct {
+	Turn    int    `json:"turn"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
 // RunWaiting records why a run parked.
 type RunWaiting struct {
 	Reason string   `json:"reason"`
@@ -121,8 +130,11 @@ type RunWaiting struct {
 // run row's outcome.
 type Outcome struct {
 	Status store.Status `json:"status"`
-	// Answer is the final answer of a completed run.
+	// Answer is the final answer of a completed run: its text, or for an
+	// agent with a typed answer, the answer's JSON.
 	Answer string `json:"answer,omitempty"`
+	// Raw is the last refused text of a run that ended answer_invalid.
+	Raw string `json:"raw,omitempty"`
 	// Reason is a short machine-readable cause: max_turns, output_too_large,
 	// model_attempts, policy, cancelled, uncertain.
 	Reason string `json:"reason,omitempty"`

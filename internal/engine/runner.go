@@ -127,8 +127,8 @@ func (r *runner) step() (done bool, err error) {
 		return true, r.finish(Outcome{Status: store.StatusCancelled, Reason: "cancelled", Error: "the run was cancelled"})
 	}
 	if t := st.lastTurn(); t != nil && !st.inFlight {
-		if len(t.calls) == 0 && (st.lastFailed == nil) {
-			return true, r.finish(Outcome{Status: store.StatusCompleted, Answer: t.reply.Text})
+		if len(t.calls) == 0 && !t.refused && st.lastFailed == nil {
+			return r.final(t)
 		}
 		if slices.ContainsFunc(t.calls, func(c *callState) bool { return !c.done }) {
 			return r.runCalls(t)
@@ -145,6 +145,10 @@ func (r *runner) step() (done bool, err error) {
 		answer := ""
 		if t := st.lastTurn(); t != nil {
 			answer = t.reply.Text
+			if t.refused {
+				return true, r.finish(Outcome{Status: store.StatusAnswerInvalid, Reason: "answer_invalid", Raw: t.reply.Text,
+					Error: fmt.Sprintf("the model attempts (%d) ran out after the final answer was refused", lim.ModelAttempts)})
+			}
 		}
 		return true, r.finish(Outcome{Status: store.StatusCompleted, Reason: "max_turns", Answer: answer,
 			Error: fmt.Sprintf("the run used all %d model attempts before the model gave a final answer", lim.ModelAttempts)})
@@ -158,6 +162,26 @@ func (r *runner) step() (done bool, err error) {
 		}
 	}
 	return false, r.callModel()
+}
+
+// final ends the run with a reply that asked for no calls: its text, or
+// for a typed answer, the decoded value. A text that does not decode gets a
+// corrective turn while answer attempts last.
+func (r *runner) final(t *turnState) (bool, error) {
+	a := r.agent.Answer
+	if a == nil {
+		return true, r.finish(Outcome{Status: store.StatusCompleted, Answer: t.reply.Text})
+	}
+	value, err := a.decode(t.reply.Text)
+	if err == nil {
+		return true, r.finish(Outcome{Status: store.StatusCompleted, Answer: string(value)})
+	}
+	if r.st.refusals+1 >= r.agent.Limits.AnswerAttempts {
+		return true, r.finish(Outcome{Status: store.StatusAnswerInvalid, Reason: "answer_invalid", Raw: t.reply.Text,
+			Error: fmt.Sprintf("the final answer was refused %d time(s); the last reason: %v", r.st.refusals+1, err)})
+	}
+	r.stage(entry(KindAnswerRefused, AnswerRefused{Turn: len(r.st.turns), Reason: err.Error(), Message: a.correction(err.Error())}))
+	return false, nil
 }
 
 // backoff is the wait before the next attempt after n consecutive failures:
@@ -197,6 +221,9 @@ func (r *runner) callModel() error {
 		return err
 	}
 	req := &model.Request{Instructions: a.Instructions, Messages: st.messages(), Tools: a.specs}
+	if a.Answer != nil {
+		req.Answer = a.Answer.request()
+	}
 	ctx, cancel := r.work, context.CancelFunc(func() {})
 	if a.Limits.ModelTimeout != Infinite {
 		ctx, cancel = context.WithTimeout(r.work, a.Limits.ModelTimeout)

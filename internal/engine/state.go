@@ -30,6 +30,10 @@ type callState struct {
 type turnState struct {
 	reply model.Reply
 	calls []*callState
+	// refused is set when the reply's text was refused as a typed answer;
+	// correction is what the model was told.
+	refused    bool
+	correction string
 }
 
 // state is the fold of a run's journal.
@@ -44,6 +48,9 @@ type state struct {
 	// failures counts consecutive failed attempts, for backoff.
 	failures   int
 	lastFailed *ModelFailed
+
+	// refusals counts final texts refused as typed answers.
+	refusals int
 
 	waiting *RunWaiting
 	ended   *Outcome
@@ -206,6 +213,17 @@ func (s *state) apply(e store.Entry) error {
 		} else {
 			c.result = r.Output
 		}
+	case KindAnswerRefused:
+		var a AnswerRefused
+		if err := decode(&a); err != nil {
+			return err
+		}
+		t := s.lastTurn()
+		if t == nil {
+			return fmt.Errorf("journal entry %d: %s before any reply", e.Pos, e.Kind)
+		}
+		t.refused, t.correction = true, a.Message
+		s.refusals++
 	case KindRunWaiting:
 		var w RunWaiting
 		if err := decode(&w); err != nil {
@@ -239,6 +257,9 @@ func (s *state) messages() []model.Message {
 				Role: model.RoleTool, ToolCallID: c.call.ID, ToolName: c.call.Name,
 				Text: c.result, IsError: c.isError,
 			})
+		}
+		if t.refused {
+			msgs = append(msgs, model.Message{Role: model.RoleUser, Text: t.correction})
 		}
 	}
 	return msgs
