@@ -40,26 +40,24 @@ func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) 
 		if err := tx.insertEntries(r.seq, p.After, p.Entries, now); err != nil {
 			return err
 		}
-		status, owner, expires := cur.Status, cur.LeaseOwner, micros(cur.LeaseExpires)
-		wake := micros(cur.WakeAt)
-		var outcome sql.NullString
-		if cur.Outcome != nil {
-			outcome = sql.NullString{String: string(cur.Outcome), Valid: true}
+		if p.Status == "" {
+			r, err = scanRun(tx.appendPos.QueryRow(p.After+int64(len(p.Entries)), now, r.seq))
+			run = r.run
+			return err
 		}
-		if p.Status != "" {
-			status = p.Status
-			if status != store.StatusRunning {
-				owner, expires = "", 0 // the lease is released with the status change
-			}
-			wake = 0
-			if status == store.StatusWaiting {
-				wake = micros(p.WakeAt)
-			}
-			if status.Terminal() && p.Outcome != nil {
-				outcome = sql.NullString{String: string(p.Outcome), Valid: true}
-			}
+		owner, expires := cur.LeaseOwner, micros(cur.LeaseExpires)
+		if p.Status != store.StatusRunning {
+			owner, expires = "", 0 // the lease is released with the status change
 		}
-		r, err = scanRun(tx.appendRun.QueryRow(p.After+int64(len(p.Entries)), string(status), owner, expires,
+		var wake int64
+		if p.Status == store.StatusWaiting {
+			wake = micros(p.WakeAt)
+		}
+		var outcome sql.NullString // outcome is only ever set on a terminal run, which cannot get here
+		if p.Status.Terminal() && p.Outcome != nil {
+			outcome = sql.NullString{String: string(p.Outcome), Valid: true}
+		}
+		r, err = scanRun(tx.appendRun.QueryRow(p.After+int64(len(p.Entries)), string(p.Status), owner, expires,
 			wake, outcome, now, r.seq))
 		run = r.run
 		return err

@@ -205,6 +205,7 @@ type writeStmts struct {
 	insertRun   *sql.Stmt
 	insertEntry *sql.Stmt
 	appendRun   *sql.Stmt
+	appendPos   *sql.Stmt
 	claimDue    *sql.Stmt
 	claimOne    *sql.Stmt
 	renew       *sql.Stmt
@@ -225,6 +226,9 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 		{&w.insertEntry, `INSERT INTO journal (run_seq, pos, kind, at, data) VALUES (?, ?, ?, ?, ?)`},
 		{&w.appendRun, `UPDATE runs SET position = ?, status = ?, lease_owner = ?, lease_expires = ?,
 			wake_at = ?, outcome = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
+		// The common append changes only the length; leaving the indexed
+		// columns out of the SET spares SQLite the index upkeep.
+		{&w.appendPos, `UPDATE runs SET position = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
 		{&w.claimDue, `UPDATE runs SET status = 'running', wake_at = 0, lease_owner = ?1,
 			lease_token = lease_token + 1, lease_expires = ?2, updated_at = ?3
 			WHERE seq IN (
