@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
@@ -36,6 +37,11 @@ type Spec struct {
 	Policy policy.Policy
 	// Limits bound each run; zero fields take their defaults.
 	Limits Limits
+	// Approvers decide who may answer this agent's approval requests. An
+	// agent without approvers refuses every answer: its requests wait
+	// until they expire. They are not stored: a recovered run is answered
+	// with the approvers of the agent value it was recovered with.
+	Approvers approval.Approvers
 	// Answer, when set, types the final answer: the model is asked for JSON
 	// matching its schema, and a text that does not decode gets a
 	// corrective turn (Limits.AnswerAttempts). Build one with AnswerOf or
@@ -108,6 +114,10 @@ type Limits struct {
 	// CommandWait is how long a command (cancel, reconcile) waits for the
 	// run's live runner before it is refused as runner busy. Default 5s.
 	CommandWait time.Duration
+	// ApprovalExpiry is how long an approval request waits for an answer,
+	// judged by the store's clock; then it is rejected as expired and the
+	// model is told. Infinite never expires. Default 7 days.
+	ApprovalExpiry time.Duration
 	// AnswerAttempts is how many final answers a run with a typed answer
 	// asks for in all before it ends answer_invalid: 2 means one corrective
 	// turn. Default 2.
@@ -130,6 +140,7 @@ func (l Limits) WithDefaults() Limits {
 	l.MaxToolResult = or(l.MaxToolResult, DefaultMaxToolResult)
 	l.CommandWait = or(l.CommandWait, DefaultCommandWait)
 	l.AnswerAttempts = or(l.AnswerAttempts, DefaultAnswerAttempts)
+	l.ApprovalExpiry = or(l.ApprovalExpiry, DefaultApprovalExpiry)
 	return l
 }
 
@@ -244,6 +255,7 @@ func Build(spec Spec) (*Agent, error) {
 	intRange("MaxToolResult", l.MaxToolResult, 1, 64<<20)
 	durRange("CommandWait", l.CommandWait, 0, time.Minute, false)
 	intRange("AnswerAttempts", l.AnswerAttempts, 1, 100)
+	durRange("ApprovalExpiry", l.ApprovalExpiry, time.Second, 365*24*time.Hour, true)
 	var answer *engine.AnswerSpec
 	if spec.Answer != nil {
 		var err error
@@ -268,7 +280,7 @@ func Build(spec Spec) (*Agent, error) {
 			ModelAttempts: l.ModelAttempts, RetryDelay: l.RetryDelay, MaxRetryAfter: l.MaxRetryAfter,
 			ModelTimeout: l.ModelTimeout, PolicyTimeout: l.PolicyTimeout, ToolTimeout: l.ToolTimeout,
 			ToolConcurrency: l.ToolConcurrency, MaxToolResult: l.MaxToolResult, CommandWait: l.CommandWait,
-			AnswerAttempts: l.AnswerAttempts, ContinueOnUncertain: l.ContinueOnUncertain,
+			AnswerAttempts: l.AnswerAttempts, ApprovalExpiry: l.ApprovalExpiry, ContinueOnUncertain: l.ContinueOnUncertain,
 		},
 	}
 	if err := ea.Prepare(); err != nil {

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
@@ -51,6 +53,20 @@ var crashScript = scripted.Script{Turns: []scripted.Turn{
 // which the child's runs stop forever: "model" (turn 2's model call),
 // "effect" or "lookup" (inside that body); "" blocks nowhere.
 func crashAgent(effects, block string, marker func(string)) (*hitch.Agent, error) {
+	return crashAgentWith(effects, block, marker, policy.AllowAll(), nil)
+}
+
+// crashApprovers are shared by both processes' agents in the approval
+// crash test; a proof never crosses the process boundary.
+func crashApprovers() *approval.Static {
+	a, err := approval.NewStatic(approval.Member{Name: "ops", Secret: "s", Requirements: []string{"*"}})
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+func crashAgentWith(effects, block string, marker func(string), pol policy.Policy, approvers approval.Approvers) (*hitch.Agent, error) {
 	record := func(what string) error {
 		f, err := os.OpenFile(effects, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -84,7 +100,19 @@ func crashAgent(effects, block string, marker func(string)) (*hitch.Agent, error
 	if block == "model" {
 		m = blockingModel{Model: m, marker: marker}
 	}
-	return hitch.Build(hitch.Spec{Name: "crash", Model: m, Tools: []tool.Tool{effect, lookup}, Policy: policy.AllowAll()})
+	return hitch.Build(hitch.Spec{Name: "crash", Model: m, Tools: []tool.Tool{effect, lookup}, Policy: pol, Approvers: approvers})
+}
+
+// approveEffect makes the effect wait for an approval; it counts how often
+// it is asked.
+func approveEffect(asked *atomic.Int64) policy.Policy {
+	return policy.Func(func(_ context.Context, a policy.Action) (policy.Decision, error) {
+		if a.Tool != "effect" {
+			return policy.Decision{Verdict: policy.Allow}, nil
+		}
+		asked.Add(1)
+		return policy.Decision{Verdict: policy.RequireApproval, Requirement: "ops"}, nil
+	})
 }
 
 // blockingModel blocks forever on its second turn.
@@ -111,10 +139,16 @@ func crashChild(mode, db, effects string) int {
 		fmt.Println(s)
 	}
 	block := mode
-	if mode == "between" {
+	if mode == "between" || mode == "approved" {
 		block = ""
 	}
-	a, err := crashAgent(effects, block, marker)
+	var asked atomic.Int64
+	approvers := crashApprovers()
+	pol := policy.AllowAll()
+	if mode == "approved" {
+		pol = approveEffect(&asked)
+	}
+	a, err := crashAgentWith(effects, block, marker, pol, approvers)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -137,10 +171,39 @@ func crashChild(mode, db, effects string) int {
 			}
 		}
 	}
+	if mode == "approved" {
+		// Stop right after the grant is durable, before the call starts.
+		cfg.OnEvent = func(ev hitch.Event) {
+			for _, e := range ev.Entries {
+				if e.Kind == "approval.granted" {
+					marker("APPROVED")
+					select {}
+				}
+			}
+		}
+	}
 	rt, err := hitch.Open(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if mode == "approved" {
+		for i := range crashRuns {
+			id := fmt.Sprintf("crash-%d", i)
+			if _, err := rt.Start(ctx, a, "go", hitch.WithID(id)); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if _, err := rt.Await(ctx, id); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			p, err := approvers.Check(ctx, approval.Credential{Name: "ops", Secret: "s"}, "ops")
+			if err == nil {
+				go func() { _ = rt.Approve(ctx, id, "t1c1", p) }()
+			}
+		}
+		select {}
 	}
 	for i := range crashRuns {
 		if _, err := rt.Start(ctx, a, "go", hitch.WithID(fmt.Sprintf("crash-%d", i))); err != nil {
@@ -168,6 +231,9 @@ func TestCrashRecovery(t *testing.T) {
 		{mode: "effect", marker: "IN_EFFECT", effects: crashRuns, lookups: crashRuns, uncertain: true, attempts: 3},
 		{mode: "lookup", marker: "IN_LOOKUP", effects: crashRuns, lookups: 2 * crashRuns, attempts: 3},
 		{mode: "between", marker: "BETWEEN", effects: crashRuns, lookups: crashRuns, attempts: 4},
+		// Killed between the durable grant and the call's start: the call
+		// is dispatched once, and nobody is asked again.
+		{mode: "approved", marker: "APPROVED", effects: crashRuns, lookups: crashRuns, attempts: 3},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
@@ -175,7 +241,12 @@ func TestCrashRecovery(t *testing.T) {
 			db, effects := filepath.Join(dir, "crash.db"), filepath.Join(dir, "effects.log")
 			killChildAt(t, tc.mode, tc.marker, db, effects)
 
-			a, err := crashAgent(effects, "", func(string) {})
+			var asked atomic.Int64
+			pol := policy.AllowAll()
+			if tc.mode == "approved" {
+				pol = approveEffect(&asked)
+			}
+			a, err := crashAgentWith(effects, "", func(string) {}, pol, crashApprovers())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,6 +305,9 @@ func TestCrashRecovery(t *testing.T) {
 				if n := strings.Count(kinds(journal(t, rt, id)), "run.ended"); n != 1 {
 					t.Errorf("%s: %d terminal entries", id, n)
 				}
+			}
+			if asked.Load() != 0 {
+				t.Errorf("the policy was asked %d times after recovery; a granted approval must not be asked again", asked.Load())
 			}
 			b, err := os.ReadFile(effects)
 			if err != nil {

@@ -14,6 +14,7 @@ const Infinite time.Duration = -1
 const (
 	DefaultModelAttempts    = 8
 	DefaultAnswerAttempts   = 2
+	DefaultApprovalExpiry   = 7 * 24 * time.Hour
 	DefaultRetryDelay       = 200 * time.Millisecond
 	MaxRetryBackoffFactor   = 64
 	DefaultMaxRetryAfter    = 10 * time.Minute
@@ -49,6 +50,8 @@ var Defaults = []Default{
 	{"tool body timeout", "Limits.ToolTimeout (per tool: tool.WithTimeout)", "60s", "1ms–24h, or Infinite"},
 	{"tool bodies at once per run", "Limits.ToolConcurrency", "4", "1–64"},
 	{"largest kept tool result", "Limits.MaxToolResult", "1 MiB", "1 B–64 MiB"},
+	{"approval request waits for an answer", "Limits.ApprovalExpiry", "7 days", "1s–365 days, or Infinite"},
+	{"approval proof lasts (approval.Static)", "approval.DefaultProofTTL", "5m", "Static.WithProofTTL"},
 	{"command waits for a live runner", "Limits.CommandWait", "5s", "0–1m"},
 	{"lease TTL", "Config.LeaseTTL", "30s", "1s–10m"},
 	{"lease renewal", "Config.LeaseTTL / 3", "10s", "a third of the TTL"},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/store"
 )
@@ -41,7 +42,17 @@ var (
 	ErrUnknownCall = engine.ErrUnknownCall
 	// ErrNotFound: no run has that id.
 	ErrNotFound = store.ErrNotFound
+	// ErrNoApproval: the call does not wait for an approval.
+	ErrNoApproval = engine.ErrNoApproval
+	// ErrAnswered: the approval request was already answered.
+	ErrAnswered = engine.ErrAnswered
+	// ErrApprovalExpired: the approval request passed its deadline; a late
+	// answer is refused.
+	ErrApprovalExpired = engine.ErrApprovalExpired
 )
+
+// PendingApproval is an approval request waiting for an answer.
+type PendingApproval = engine.PendingApproval
 
 // Config configures a Runtime.
 type Config struct {
@@ -232,6 +243,75 @@ func (rt *Runtime) Reconcile(ctx context.Context, runID string, rec Reconciliati
 		return fmt.Errorf("reconcile %s %s: %w", runID, rec.Call, err)
 	}
 	return nil
+}
+
+// Approve grants a pending approval request with a proof from the agent's
+// approvers (approval.Approvers.Check). The policy is asked again first; a
+// grant is durable, so the call is dispatched even after a crash, without
+// asking again. Refusals: approval.ErrNoApprovers and the proof errors of
+// the approval package, ErrApprovalExpired, ErrAnswered, ErrNoApproval,
+// ErrRunnerBusy.
+func (rt *Runtime) Approve(ctx context.Context, runID, call string, proof approval.Proof) error {
+	return rt.answer(ctx, runID, call, true, proof, "")
+}
+
+// Reject rejects a pending approval request; the model is told, with
+// reason, and the run goes on. It takes a proof like Approve.
+func (rt *Runtime) Reject(ctx context.Context, runID, call string, proof approval.Proof, reason string) error {
+	return rt.answer(ctx, runID, call, false, proof, reason)
+}
+
+func (rt *Runtime) answer(ctx context.Context, runID, call string, approve bool, proof approval.Proof, reason string) error {
+	op := "approve"
+	if !approve {
+		op = "reject"
+	}
+	r, err := rt.cfg.Store.RunGet(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("%s %s %s: %w", op, runID, call, err)
+	}
+	a, ok := rt.agents[agentKey(r.Agent, r.Version)]
+	if !ok {
+		return fmt.Errorf("%s %s %s: %w: %s version %d", op, runID, call, ErrUnknownAgent, r.Agent, r.Version)
+	}
+	approvers := a.spec.Approvers
+	err = rt.eng.AnswerApproval(ctx, runID, engine.ApprovalAnswerParams{
+		Call: call, Approve: approve, By: proof.Approver, Reason: reason,
+		Verify: func(requirement string, now time.Time) error {
+			if approvers == nil {
+				return approval.ErrNoApprovers
+			}
+			return approvers.Verify(proof, requirement, now)
+		},
+	}, a.spec.Limits.CommandWait)
+	if err != nil {
+		return fmt.Errorf("%s %s %s: %w", op, runID, call, err)
+	}
+	return nil
+}
+
+// Approvers returns the approvers of the agent a run was started with, so
+// a caller can check a credential for one of its requests.
+func (rt *Runtime) Approvers(ctx context.Context, runID string) (approval.Approvers, error) {
+	r, err := rt.cfg.Store.RunGet(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := rt.agents[agentKey(r.Agent, r.Version)]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s version %d", ErrUnknownAgent, r.Agent, r.Version)
+	}
+	if a.spec.Approvers == nil {
+		return nil, approval.ErrNoApprovers
+	}
+	return a.spec.Approvers, nil
+}
+
+// PendingApprovals lists approval requests waiting for an answer: of one
+// family (a root run and its descendants) when rootID is set, else of all
+// waiting runs, bounded by limit runs (0: 100).
+func (rt *Runtime) PendingApprovals(ctx context.Context, rootID string, limit int) ([]PendingApproval, error) {
+	return rt.eng.PendingApprovals(ctx, rootID, limit)
 }
 
 func (rt *Runtime) commandWait(ctx context.Context, runID string) time.Duration {

@@ -49,6 +49,9 @@ type Limits struct {
 	CommandWait     time.Duration
 	// AnswerAttempts is how many final texts a typed answer may take.
 	AnswerAttempts int
+	// ApprovalExpiry is how long an approval request waits; Infinite
+	// never lapses.
+	ApprovalExpiry time.Duration
 	// ContinueOnUncertain tells the model "outcome unknown" and goes on,
 	// instead of waiting for the call to be reconciled.
 	ContinueOnUncertain bool
@@ -255,6 +258,15 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 		if err != nil {
 			return store.Run{}, err
 		}
+		if run.Status == store.StatusWaiting && !run.WakeAt.IsZero() {
+			// A wake is due (an approval deadline, say): whoever touches
+			// the run next acts on it.
+			if now, err := e.cfg.Store.Now(ctx); err == nil && !now.Before(run.WakeAt) {
+				if err := e.Drive(ctx, runID); err == nil {
+					continue
+				}
+			}
+		}
 		if run.Status != store.StatusQueued && run.Status != store.StatusRunning {
 			return run, nil
 		}
@@ -323,14 +335,7 @@ type Reconciliation struct {
 // or later. Reconciling a call twice gives ErrReconciled.
 func (e *Engine) Reconcile(ctx context.Context, runID string, rec Reconciliation, wait time.Duration) error {
 	// Check first without the lease, so a refused command leaves no trace.
-	entries, err := readAll(ctx, e.cfg.Store, runID)
-	if err != nil {
-		return err
-	}
-	if len(entries) == 0 {
-		return store.ErrNotFound
-	}
-	st, err := fold(entries)
+	st, err := e.foldRun(ctx, runID)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
@@ -24,6 +25,9 @@ const (
 	KindCallUncertain = "call.uncertain"
 	KindCallReconcile = "call.reconciled"
 	KindAnswerRefused = "answer.refused"
+	KindApprovalGrant = "approval.granted"
+	KindApprovalDeny  = "approval.rejected"
+	KindApprovalLapse = "approval.expired"
 	KindRunWaiting    = "run.waiting"
 	KindRunEnded      = "run.ended"
 )
@@ -70,6 +74,22 @@ type CallDecided struct {
 	Verdict     policy.Verdict `json:"verdict"`
 	Reason      string         `json:"reason,omitempty"`
 	Requirement string         `json:"requirement,omitempty"`
+	// ExpiresAt is when an approval request lapses, by the store's clock;
+	// nil means never.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// ApprovalAnswer records a granted or rejected approval request.
+type ApprovalAnswer struct {
+	Call   string `json:"call"`
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ApprovalExpired records a request nobody answered in time.
+type ApprovalExpired struct {
+	Call      string    `json:"call"`
+	ExpiredAt time.Time `json:"expired_at"`
 }
 
 // CallRejected is a call that never reached the policy: an unknown tool or

@@ -289,6 +289,10 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 	var approvals []string
 
 	// collect waits for one body and handles its result.
+	if err := r.expireApprovals(); err != nil {
+		return false, err
+	}
+
 	collect := func() (bool, error) {
 		select {
 		case res := <-results:
@@ -315,7 +319,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 				continue
 			}
 		}
-		if c.decision.Verdict == policy.RequireApproval {
+		if c.decision.Verdict == policy.RequireApproval && c.approval != "granted" {
 			approvals = append(approvals, c.key)
 			break // later calls wait for this one, to keep the reply's order
 		}
@@ -347,7 +351,14 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 		return false, nil
 	}
 	if len(approvals) > 0 {
-		return true, r.park(RunWaiting{Reason: "approval", Calls: approvals})
+		var wake time.Time
+		for _, c := range r.st.pendingApprovals() {
+			if c.expires != nil && (wake.IsZero() || c.expires.Before(wake)) {
+				wake = *c.expires
+			}
+		}
+		return true, r.write(store.JournalAppendParams{Status: store.StatusWaiting, WakeAt: wake},
+			entry(KindRunWaiting, RunWaiting{Reason: "approval", Calls: approvals}))
 	}
 	if u := r.st.uncertainCalls(); len(u) > 0 {
 		return true, r.park(RunWaiting{Reason: "uncertain", Calls: u})
@@ -389,8 +400,38 @@ func (r *runner) decide(c *callState) (ended bool, err error) {
 	if d.Verdict == policy.Deny && d.Reason == "" {
 		d.Reason = "no reason given"
 	}
-	r.stage(entry(KindCallDecided, CallDecided{Call: c.key, Verdict: d.Verdict, Reason: d.Reason, Requirement: d.Requirement}))
+	dec := CallDecided{Call: c.key, Verdict: d.Verdict, Reason: d.Reason, Requirement: d.Requirement}
+	if d.Verdict == policy.RequireApproval && r.agent.Limits.ApprovalExpiry != Infinite {
+		now, err := r.e.cfg.Store.Now(r.ctx)
+		if err != nil {
+			return false, fmt.Errorf("read store clock: %w", err)
+		}
+		at := now.Add(r.agent.Limits.ApprovalExpiry).UTC()
+		dec.ExpiresAt = &at
+	}
+	r.stage(entry(KindCallDecided, dec))
 	return false, nil
+}
+
+// expireApprovals rejects, as expired, approval requests past their
+// deadline by the store's clock.
+func (r *runner) expireApprovals() error {
+	var now time.Time
+	for _, c := range r.st.pendingApprovals() {
+		if c.expires == nil {
+			continue
+		}
+		if now.IsZero() {
+			var err error
+			if now, err = r.e.cfg.Store.Now(r.ctx); err != nil {
+				return fmt.Errorf("read store clock: %w", err)
+			}
+		}
+		if !now.Before(*c.expires) {
+			r.stage(entry(KindApprovalLapse, ApprovalExpired{Call: c.key, ExpiredAt: *c.expires}))
+		}
+	}
+	return nil
 }
 
 // ask runs the policy bounded by the policy timeout, even if the policy

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
@@ -24,6 +25,9 @@ type callState struct {
 	uncertain  bool // uncertain and not (yet) reconciled
 	reconciled bool
 	reason     string
+	// approval is "pending" or "granted" for a call that needs one.
+	approval string
+	expires  *time.Time
 }
 
 // turnState is one model reply and its calls.
@@ -142,6 +146,9 @@ func (s *state) apply(e store.Entry) error {
 			return err
 		}
 		c.decided, c.decision = true, d
+		if d.Verdict == policy.RequireApproval {
+			c.approval, c.expires = "pending", d.ExpiresAt
+		}
 		if d.Verdict == policy.Deny {
 			c.done, c.isError = true, true
 			c.result = "denied by policy: " + d.Reason
@@ -213,6 +220,37 @@ func (s *state) apply(e store.Entry) error {
 		} else {
 			c.result = r.Output
 		}
+	case KindApprovalGrant, KindApprovalDeny:
+		var a ApprovalAnswer
+		if err := decode(&a); err != nil {
+			return err
+		}
+		c, err := call(a.Call)
+		if err != nil {
+			return err
+		}
+		if e.Kind == KindApprovalGrant {
+			c.approval = "granted"
+		} else {
+			c.approval = ""
+			c.done, c.isError = true, true
+			c.result = fmt.Sprintf("approval rejected by %s, so the call did not run", a.By)
+			if a.Reason != "" {
+				c.result += ": " + a.Reason
+			}
+		}
+	case KindApprovalLapse:
+		var a ApprovalExpired
+		if err := decode(&a); err != nil {
+			return err
+		}
+		c, err := call(a.Call)
+		if err != nil {
+			return err
+		}
+		c.approval = ""
+		c.done, c.isError = true, true
+		c.result = fmt.Sprintf("the approval request expired at %s with no answer, so the call did not run", a.ExpiredAt.UTC().Format(time.RFC3339))
 	case KindAnswerRefused:
 		var a AnswerRefused
 		if err := decode(&a); err != nil {
@@ -276,6 +314,19 @@ func (s *state) uncertainCalls() []string {
 		}
 	}
 	return keys
+}
+
+// pendingApprovals lists calls waiting for an answer.
+func (s *state) pendingApprovals() []*callState {
+	var out []*callState
+	for _, t := range s.turns {
+		for _, c := range t.calls {
+			if c.approval == "pending" && !c.done {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // fold replays entries into a fresh state.

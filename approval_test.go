@@ -1,0 +1,249 @@
+package hitch_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/tool"
+)
+
+// payPolicy asks for a "payments" approval for charge, allows the rest.
+var payPolicy = policy.Rules{
+	{Tools: []string{"charge"}, Verdict: policy.RequireApproval, Requirement: "payments", Reason: "charging a card needs a person"},
+	{Tools: []string{"*"}, Verdict: policy.Allow},
+}
+
+func payAgent(t *testing.T, charges *atomic.Int64, approvers approval.Approvers, pol policy.Policy, lim hitch.Limits) *hitch.Agent {
+	t.Helper()
+	charge := tool.MustNew("charge", "Charges a card.", func(context.Context, struct{}) (string, error) {
+		charges.Add(1)
+		return "charged", nil
+	})
+	m := scripted.New("pay", scripted.Script{Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "charge"}}}, {Text: "over"}}})
+	if pol == nil {
+		pol = payPolicy
+	}
+	return build(t, hitch.Spec{Model: m, Tools: []tool.Tool{charge}, Policy: pol, Approvers: approvers, Limits: lim})
+}
+
+func members(t *testing.T) *approval.Static {
+	t.Helper()
+	a, err := approval.NewStatic(
+		approval.Member{Name: "alice", Secret: "a-secret", Requirements: []string{"payments"}},
+		approval.Member{Name: "bob", Secret: "b-secret", Requirements: []string{"deploys"}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func proof(t *testing.T, a approval.Approvers, who, secret, req string) approval.Proof {
+	t.Helper()
+	p, err := a.Check(context.Background(), approval.Credential{Name: who, Secret: secret}, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestApprovalGrantedRunsTheCallOnce(t *testing.T) {
+	t.Parallel()
+	var charges atomic.Int64
+	approvers := members(t)
+	a := payAgent(t, &charges, approvers, nil, hitch.Limits{})
+	rt, _ := setup(t, a)
+	ctx := context.Background()
+	run := runToRest(t, rt, a, "pay")
+	if run.Status != store.StatusWaiting || charges.Load() != 0 {
+		t.Fatalf("status %s, charges %d", run.Status, charges.Load())
+	}
+	pending, err := rt.PendingApprovals(ctx, run.ID, 0)
+	if err != nil || len(pending) != 1 || pending[0].Call != "t1c1" || pending[0].Requirement != "payments" || pending[0].ExpiresAt == nil {
+		t.Fatalf("pending = %+v, %v", pending, err)
+	}
+	if d := time.Until(*pending[0].ExpiresAt); d < 6*24*time.Hour || d > 7*24*time.Hour {
+		t.Errorf("expiry in %s, want 7 days", d)
+	}
+	if err := rt.Approve(ctx, run.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments")); err != nil {
+		t.Fatal(err)
+	}
+	run, err = rt.Await(ctx, run.ID)
+	if err != nil || run.Status != store.StatusCompleted || charges.Load() != 1 {
+		t.Fatalf("after approval: %+v %v, charges %d", run, err, charges.Load())
+	}
+	err = rt.Approve(ctx, run.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments"))
+	if !errors.Is(err, hitch.ErrAnswered) {
+		t.Errorf("second approval: %v", err)
+	}
+	if !strings.Contains(kinds(journal(t, rt, run.ID)), "approval.granted call.started call.settled") {
+		t.Errorf("journal: %s", kinds(journal(t, rt, run.ID)))
+	}
+}
+
+func TestApprovalRefusals(t *testing.T) {
+	t.Parallel()
+	var charges atomic.Int64
+	approvers, others := members(t), members(t)
+	a := payAgent(t, &charges, approvers, nil, hitch.Limits{})
+	rt, _ := setup(t, a)
+	ctx := context.Background()
+	run := runToRest(t, rt, a, "pay")
+	expiredProof := proof(t, approvers.WithProofTTL(-time.Second), "alice", "a-secret", "payments")
+	approvers.WithProofTTL(approval.DefaultProofTTL)
+	for _, tc := range []struct {
+		name  string
+		proof approval.Proof
+		want  error
+	}{
+		{"other approvers", proof(t, others, "alice", "a-secret", "payments"), approval.ErrOtherApprovers},
+		{"other requirement", proof(t, approvers, "bob", "b-secret", "deploys"), approval.ErrOtherRequirement},
+		{"proof expired", expiredProof, approval.ErrProofExpired},
+		{"no proof", approval.Proof{}, approval.ErrOtherApprovers},
+	} {
+		if err := rt.Approve(ctx, run.ID, "t1c1", tc.proof); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if err := rt.Approve(ctx, run.ID, "t9c9", proof(t, approvers, "alice", "a-secret", "payments")); !errors.Is(err, hitch.ErrUnknownCall) {
+		t.Errorf("unknown call: %v", err)
+	}
+	after, _ := rt.Get(ctx, run.ID)
+	if after.Position != run.Position || charges.Load() != 0 {
+		t.Errorf("a refused answer left a trace: position %d → %d, charges %d", run.Position, after.Position, charges.Load())
+	}
+}
+
+func TestAgentWithoutApproversRefusesEveryAnswer(t *testing.T) {
+	t.Parallel()
+	var charges atomic.Int64
+	a := payAgent(t, &charges, nil, nil, hitch.Limits{})
+	rt, _ := setup(t, a)
+	run := runToRest(t, rt, a, "pay")
+	err := rt.Approve(context.Background(), run.ID, "t1c1", proof(t, members(t), "alice", "a-secret", "payments"))
+	if !errors.Is(err, approval.ErrNoApprovers) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRejectionIsShownAndTheRunGoesOn(t *testing.T) {
+	t.Parallel()
+	var charges atomic.Int64
+	approvers := members(t)
+	a := payAgent(t, &charges, approvers, nil, hitch.Limits{})
+	rt, _ := setup(t, a)
+	ctx := context.Background()
+	run := runToRest(t, rt, a, "pay")
+	if err := rt.Reject(ctx, run.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments"), "not this month"); err != nil {
+		t.Fatal(err)
+	}
+	run, _ = rt.Await(ctx, run.ID)
+	msgs := strings.Join(told(journal(t, rt, run.ID)), "\n")
+	if run.Status != store.StatusCompleted || charges.Load() != 0 || !strings.Contains(kinds(journal(t, rt, run.ID)), "approval.rejected") {
+		t.Fatalf("status %s charges %d\n%s", run.Status, charges.Load(), msgs)
+	}
+}
+
+func TestPolicyIsAskedAgainAtTheAnswer(t *testing.T) {
+	t.Parallel()
+	var charges, asked atomic.Int64
+	approvers := members(t)
+	pol := policy.Func(func(context.Context, policy.Action) (policy.Decision, error) {
+		if asked.Add(1) == 1 {
+			return policy.Decision{Verdict: policy.RequireApproval, Requirement: "payments"}, nil
+		}
+		return policy.Decision{Verdict: policy.Deny, Reason: "card frozen meanwhile"}, nil
+	})
+	a := payAgent(t, &charges, approvers, pol, hitch.Limits{})
+	rt, _ := setup(t, a)
+	ctx := context.Background()
+	run := runToRest(t, rt, a, "pay")
+	if err := rt.Approve(ctx, run.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments")); err != nil {
+		t.Fatal(err)
+	}
+	run, _ = rt.Await(ctx, run.ID)
+	if run.Status != store.StatusCompleted || charges.Load() != 0 || asked.Load() != 2 {
+		t.Fatalf("status %s charges %d asked %d", run.Status, charges.Load(), asked.Load())
+	}
+	if msgs := strings.Join(told(journal(t, rt, run.ID)), "\n"); !strings.Contains(msgs, "at approval time: card frozen meanwhile") {
+		t.Errorf("the model was not told of the denial:\n%s", msgs)
+	}
+}
+
+func TestExpiredApprovals(t *testing.T) {
+	t.Parallel()
+	for _, toucher := range []string{"sweeper", "await", "answer"} {
+		t.Run(toucher, func(t *testing.T) {
+			t.Parallel()
+			var charges atomic.Int64
+			approvers := members(t)
+			a := payAgent(t, &charges, approvers, nil, hitch.Limits{ApprovalExpiry: time.Second})
+			rt, _ := setup(t, a)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			run := runToRest(t, rt, a, "pay")
+			p := proof(t, approvers, "alice", "a-secret", "payments")
+			time.Sleep(1100 * time.Millisecond) // past the store-clock deadline
+			switch toucher {
+			case "sweeper":
+				for n := 0; n == 0; {
+					var err error
+					if n, err = rt.Recover(ctx); err != nil || ctx.Err() != nil {
+						t.Fatal(err, ctx.Err())
+					}
+				}
+			case "answer":
+				if err := rt.Approve(ctx, run.ID, "t1c1", p); !errors.Is(err, hitch.ErrApprovalExpired) {
+					t.Fatalf("late approve: %v", err)
+				}
+			}
+			run, err := rt.Await(ctx, run.ID)
+			if err != nil || run.Status != store.StatusCompleted || charges.Load() != 0 {
+				t.Fatalf("status %s (%v), charges %d", run.Status, err, charges.Load())
+			}
+			if msgs := strings.Join(told(journal(t, rt, run.ID)), "\n"); !strings.Contains(kinds(journal(t, rt, run.ID)), "approval.expired") {
+				t.Errorf("no expiry recorded:\n%s", msgs)
+			}
+			if err := rt.Approve(ctx, run.ID, "t1c1", p); !errors.Is(err, hitch.ErrApprovalExpired) {
+				t.Errorf("approve after expiry: %v", err)
+			}
+		})
+	}
+}
+
+func TestCommandsRefuseABusyRunner(t *testing.T) {
+	t.Parallel()
+	var charges atomic.Int64
+	approvers := members(t)
+	a := payAgent(t, &charges, approvers, nil, hitch.Limits{CommandWait: 100 * time.Millisecond})
+	rt, st := setup(t, a)
+	ctx := context.Background()
+	run := runToRest(t, rt, a, "pay")
+	// Another node holds the run's lease (as its live runner would).
+	if _, err := st.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "elsewhere", TTL: 300 * time.Millisecond, RunID: run.ID}); err != nil {
+		t.Fatal(err)
+	}
+	err := rt.Approve(ctx, run.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments"))
+	if !errors.Is(err, hitch.ErrRunnerBusy) || !strings.Contains(err.Error(), "elsewhere") {
+		t.Fatalf("approve with a busy runner: %v", err)
+	}
+	// The refused command is never applied later: when the lease lapses
+	// and the run is recovered, the request is still pending.
+	time.Sleep(350 * time.Millisecond)
+	if _, err := rt.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run, _ = rt.Await(ctx, run.ID)
+	if run.Status != store.StatusWaiting || charges.Load() != 0 || strings.Contains(kinds(journal(t, rt, run.ID)), "approval.granted") {
+		t.Fatalf("status %s, charges %d: %s", run.Status, charges.Load(), kinds(journal(t, rt, run.ID)))
+	}
+}

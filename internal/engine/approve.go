@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
+)
+
+// Errors of approval answers.
+var (
+	ErrNoApproval       = errors.New("the call does not wait for an approval")
+	ErrAnswered         = errors.New("the approval request was already answered")
+	ErrApprovalExpired  = errors.New("the approval request has expired")
+	errAnswerNotApplied = errors.New("answer not applied")
+)
+
+// ApprovalAnswerParams answer one approval request.
+type ApprovalAnswerParams struct {
+	Call    string
+	Approve bool
+	By      string
+	Reason  string
+	// Verify checks the answerer's proof for the request's requirement at
+	// the store's time; an error refuses the answer and records nothing.
+	Verify func(requirement string, now time.Time) error
+}
+
+// AnswerApproval grants or rejects a pending approval request and drives
+// the run on in the background. A request past its deadline is recorded as
+// expired (the model is told) and the answer is refused with
+// ErrApprovalExpired. The policy is asked again before a grant takes effect.
+func (e *Engine) AnswerApproval(ctx context.Context, runID string, p ApprovalAnswerParams, wait time.Duration) error {
+	st, err := e.foldRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	now, err := e.cfg.Store.Now(ctx)
+	if err != nil {
+		return fmt.Errorf("read store clock: %w", err)
+	}
+	c, expired, err := checkApproval(st, p.Call, now)
+	if err != nil {
+		return err
+	}
+	if !expired && p.Verify != nil {
+		if err := p.Verify(c.decision.Requirement, now); err != nil {
+			return err
+		}
+	}
+	lease, err := e.claimForCommand(ctx, runID, wait)
+	if err != nil {
+		return err
+	}
+	applied := make(chan error, 1)
+	err = e.spawn(lease, func(r *runner) error {
+		now, err := e.cfg.Store.Now(r.ctx)
+		if err != nil {
+			applied <- err
+			return err
+		}
+		c, expired, err := checkApproval(r.st, p.Call, now)
+		switch {
+		case err != nil:
+			applied <- err
+			return nil
+		case expired:
+			// Recording the lapse is the runner's own business; the
+			// answer is refused either way.
+			err := r.expireApprovals()
+			if err == nil {
+				err = r.commit()
+			}
+			applied <- fmt.Errorf("%w: %s (deadline %s)", ErrApprovalExpired, p.Call, c.expires.UTC().Format(time.RFC3339))
+			return err
+		case !p.Approve:
+			err := r.commit(entry(KindApprovalDeny, ApprovalAnswer{Call: c.key, By: p.By, Reason: p.Reason}))
+			applied <- err
+			return err
+		}
+		// The world may have changed since the request: ask the policy
+		// again. A denial now wins; another approval verdict is satisfied
+		// by this one.
+		args := json.RawMessage(c.call.Arguments)
+		if !json.Valid(args) {
+			args = json.RawMessage("{}")
+		}
+		d, err := r.ask(policy.Action{Kind: policy.CallTool, RunID: r.runID, Agent: r.agent.Name, Tool: c.call.Name, Arguments: args})
+		if err != nil {
+			applied <- fmt.Errorf("%w: no policy decision at approval time (fail closed): %v", errAnswerNotApplied, err)
+			return r.finish(Outcome{Status: store.StatusFailed, Reason: "policy",
+				Error: fmt.Sprintf("no policy decision for %s at approval time, so it did not run (fail closed): %v", c.call.Name, err)})
+		}
+		grant := entry(KindApprovalGrant, ApprovalAnswer{Call: c.key, By: p.By, Reason: p.Reason})
+		if d.Verdict == policy.Deny {
+			reason := d.Reason
+			if reason == "" {
+				reason = "no reason given"
+			}
+			err := r.commit(grant, entry(KindCallDecided, CallDecided{Call: c.key, Verdict: policy.Deny, Reason: "at approval time: " + reason}))
+			applied <- err
+			return err
+		}
+		err = r.commit(grant)
+		applied <- err
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-applied:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// checkApproval finds a call waiting for an answer. expired reports a
+// request past its deadline at now.
+func checkApproval(st *state, call string, now time.Time) (c *callState, expired bool, err error) {
+	c = st.findCall(call)
+	switch {
+	case c == nil:
+		return nil, false, fmt.Errorf("%w: %s", ErrUnknownCall, call)
+	case c.decision.Verdict != policy.RequireApproval:
+		return nil, false, fmt.Errorf("%w: %s", ErrNoApproval, call)
+	case c.approval == "granted" || c.done:
+		if c.done && c.approval == "" && c.isError && c.expires != nil && !now.Before(*c.expires) {
+			return c, false, fmt.Errorf("%w: %s", ErrApprovalExpired, call)
+		}
+		return nil, false, fmt.Errorf("%w: %s", ErrAnswered, call)
+	case st.ended != nil:
+		return nil, false, fmt.Errorf("%w: the run has ended", store.ErrEnded)
+	}
+	return c, c.expires != nil && !now.Before(*c.expires), nil
+}
+
+// foldRun reads and folds a journal without taking the lease.
+func (e *Engine) foldRun(ctx context.Context, runID string) (*state, error) {
+	entries, err := readAll(ctx, e.cfg.Store, runID)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("%w: %s", store.ErrNotFound, runID)
+	}
+	return fold(entries)
+}
+
+// PendingApproval is one request waiting for an answer.
+type PendingApproval struct {
+	RunID       string          `json:"run_id"`
+	RootID      string          `json:"root_id"`
+	Agent       string          `json:"agent"`
+	Call        string          `json:"call"`
+	Tool        string          `json:"tool"`
+	Arguments   json.RawMessage `json:"arguments"`
+	Requirement string          `json:"requirement"`
+	Reason      string          `json:"reason,omitempty"`
+	ExpiresAt   *time.Time      `json:"expires_at,omitempty"`
+}
+
+// PendingApprovals lists the approval requests waiting in waiting runs,
+// of one family when rootID is set, at most limit runs' worth.
+func (e *Engine) PendingApprovals(ctx context.Context, rootID string, limit int) ([]PendingApproval, error) {
+	runs, err := e.cfg.Store.RunList(ctx, store.RunListParams{Statuses: []store.Status{store.StatusWaiting}, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	var out []PendingApproval
+	for _, run := range runs {
+		if rootID != "" && run.RootID != rootID {
+			continue
+		}
+		st, err := e.foldRun(ctx, run.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range st.pendingApprovals() {
+			args := json.RawMessage(c.call.Arguments)
+			if !json.Valid(args) {
+				args, _ = json.Marshal(c.call.Arguments)
+			}
+			out = append(out, PendingApproval{RunID: run.ID, RootID: run.RootID, Agent: run.Agent, Call: c.key, Tool: c.call.Name,
+				Arguments: args, Requirement: c.decision.Requirement, Reason: c.decision.Reason, ExpiresAt: c.expires})
+		}
+	}
+	return out, nil
+}
