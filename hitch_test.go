@@ -218,6 +218,10 @@ func TestModelRecoversAfterRetries(t *testing.T) {
 	if run.Status != store.StatusCompleted || run.Outcome.Attempts != 3 {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
+	// Two attempts failed before usage came back: the totals are unknown.
+	if u := run.Outcome.Usage; u.InputTokens != nil || u.Generations != 3 {
+		t.Errorf("usage = %+v, want null counters over 3 generations", u)
+	}
 }
 
 func TestPermanentModelErrorFailsAtOnce(t *testing.T) {
@@ -463,7 +467,7 @@ func TestUsageIsNullWhenAReplyOmitsIt(t *testing.T) {
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "u")
 	u := run.Outcome.Usage
-	if u.InputTokens != nil || u.OutputTokens != nil || u.Replies != 2 {
+	if u.InputTokens != nil || u.OutputTokens != nil || u.Generations != 2 {
 		b, _ := json.Marshal(u)
 		t.Errorf("usage = %s, want null counters over 2 replies", b)
 	}

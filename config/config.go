@@ -63,6 +63,19 @@ type Agent struct {
 	Workspace string `yaml:"workspace,omitempty"`
 	// Answer is the JSON Schema of a typed final answer, written in YAML.
 	Answer map[string]any `yaml:"answer,omitempty"`
+	// Approvers may answer the agent's approval requests.
+	Approvers []Approver `yaml:"approvers,omitempty"`
+}
+
+// Approver is a person who may answer approval requests.
+type Approver struct {
+	Name string `yaml:"name"`
+	// SecretEnv names the environment variable holding the approver's
+	// secret. Secret gives it inline instead, for demos and tests only.
+	SecretEnv string `yaml:"secret_env,omitempty"`
+	Secret    string `yaml:"secret,omitempty"`
+	// Requirements are globs over the requirements the approver may answer.
+	Requirements []string `yaml:"requirements"`
 }
 
 // Limits are an agent's limits; durations are Go duration strings ("5s"),
@@ -77,6 +90,7 @@ type Limits struct {
 	ToolConcurrency     *int   `yaml:"tool_concurrency,omitempty"`
 	MaxToolResult       *int   `yaml:"max_tool_result,omitempty"`
 	CommandWait         string `yaml:"command_wait,omitempty"`
+	ApprovalExpiry      string `yaml:"approval_expiry,omitempty"`
 	AnswerAttempts      *int   `yaml:"answer_attempts,omitempty"`
 	ContinueOnUncertain bool   `yaml:"continue_on_uncertain,omitempty"`
 }

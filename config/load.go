@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/anthropic"
 	"github.com/hitch-dev/hitch/model/openai"
@@ -32,6 +35,10 @@ type Config struct {
 	File   *File
 	Models map[string]model.Model
 	Agents []*hitch.Agent
+	// MissingSecrets maps an approver ("agent/name") whose secret
+	// variable is not set to that variable's name: such an approver can
+	// answer nothing until it is set.
+	MissingSecrets map[string]string
 	// Closers release what the agents hold (sandboxes).
 	closers []func() error
 }
@@ -124,7 +131,7 @@ func Load(path string, opts Options) (*Config, error) {
 	}
 	l := locator{path: path, tree: tree}
 	var probs Problems
-	cfg := &Config{Path: path, File: f, Models: map[string]model.Model{}}
+	cfg := &Config{Path: path, File: f, Models: map[string]model.Model{}, MissingSecrets: map[string]string{}}
 
 	for _, name := range sortedKeys(f.Models) {
 		m := f.Models[name]
@@ -170,6 +177,13 @@ func Load(path string, opts Options) (*Config, error) {
 				probs = append(probs, l.problem(field+".answer", "not a JSON Schema: %v", err))
 			}
 			spec.Answer = hitch.AnswerSchema(b)
+		}
+		if len(a.Approvers) > 0 {
+			ap, pp := cfg.approvers(l, field, a, getenv)
+			probs = append(probs, pp...)
+			if ap != nil {
+				spec.Approvers = ap
+			}
 		}
 		lim, lp := limits(l, field+".limits", a.Limits)
 		probs = append(probs, lp...)
@@ -238,6 +252,53 @@ func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.T
 	return append(bt, out...), probs
 }
 
+// approvers builds an agent's approvers. A secret variable that is not
+// set leaves that approver unable to answer, with a note in MissingSecrets.
+func (c *Config) approvers(l locator, field string, a Agent, getenv func(string) string) (approval.Approvers, []Problem) {
+	var probs []Problem
+	var members []approval.Member
+	for i, ap := range a.Approvers {
+		f := fmt.Sprintf("%s.approvers[%d]", field, i)
+		secret := ap.Secret
+		switch {
+		case ap.Name == "":
+			probs = append(probs, l.problem(f+".name", "is required"))
+			continue
+		case ap.Secret != "" && ap.SecretEnv != "":
+			probs = append(probs, l.problem(f, "give secret_env or secret, not both"))
+			continue
+		case ap.Secret == "" && ap.SecretEnv == "":
+			probs = append(probs, l.problem(f+".secret_env", "is required: the variable holding %s's secret", ap.Name))
+			continue
+		case ap.SecretEnv != "":
+			secret = getenv(ap.SecretEnv)
+			if secret == "" {
+				c.MissingSecrets[a.Name+"/"+ap.Name] = ap.SecretEnv
+				secret = randomSecret()
+			}
+		}
+		if len(ap.Requirements) == 0 {
+			probs = append(probs, l.problem(f+".requirements", `is required: the requirements %s may answer ("*" for any)`, ap.Name))
+			continue
+		}
+		members = append(members, approval.Member{Name: ap.Name, Secret: secret, Requirements: ap.Requirements})
+	}
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	s, err := approval.NewStatic(members...)
+	if err != nil {
+		return nil, []Problem{l.problem(field+".approvers", "%v", err)}
+	}
+	return s, nil
+}
+
+func randomSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 func limits(l locator, field string, y Limits) (hitch.Limits, []Problem) {
 	var probs []Problem
 	dur := func(key, v string, infinite bool) time.Duration {
@@ -266,6 +327,7 @@ func limits(l locator, field string, y Limits) (hitch.Limits, []Problem) {
 		ToolConcurrency:     num("tool_concurrency", y.ToolConcurrency, 1, 64),
 		MaxToolResult:       num("max_tool_result", y.MaxToolResult, 1, 64<<20),
 		CommandWait:         dur("command_wait", y.CommandWait, false),
+		ApprovalExpiry:      dur("approval_expiry", y.ApprovalExpiry, true),
 		AnswerAttempts:      num("answer_attempts", y.AnswerAttempts, 1, 100),
 		ContinueOnUncertain: y.ContinueOnUncertain,
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hitch-dev/hitch"
@@ -97,14 +98,41 @@ func (p *printer) describe(e store.Entry) string {
 		var d engine.ModelFailed
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("model failed (%s): %s", d.Kind, clip(d.Message, 200))
+	case engine.KindModelLost:
+		var d engine.ModelInterrupted
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("model attempt %d was interrupted (its process stopped); asking again", d.Attempt)
 	case engine.KindCallDecided:
 		var d engine.CallDecided
 		_ = json.Unmarshal(e.Data, &d)
 		s := prefix + fmt.Sprintf("  %s %s: %s", d.Call, p.calls[e.RunID+"/"+d.Call], d.Verdict)
+		if d.Requirement != "" {
+			s += " (" + d.Requirement + ")"
+		}
 		if d.Reason != "" {
 			s += " — " + d.Reason
 		}
 		return s
+	case engine.KindApprovalGrant, engine.KindApprovalDeny:
+		var d engine.ApprovalAnswer
+		_ = json.Unmarshal(e.Data, &d)
+		verb := "approved"
+		if e.Kind == engine.KindApprovalDeny {
+			verb = "rejected"
+		}
+		s := prefix + fmt.Sprintf("  %s %s by %s", d.Call, verb, d.By)
+		if d.Reason != "" {
+			s += ": " + d.Reason
+		}
+		return s
+	case engine.KindApprovalLapse:
+		var d engine.ApprovalExpired
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("  %s approval expired (deadline %s)", d.Call, d.ExpiredAt.Local().Format(time.DateTime))
+	case engine.KindAnswerRefused:
+		var d engine.AnswerRefused
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + "answer refused: " + clip(d.Reason, 200)
 	case engine.KindCallRejected:
 		var d engine.CallRejected
 		_ = json.Unmarshal(e.Data, &d)

@@ -168,7 +168,7 @@ func showRun(ctx context.Context, g *globals, id string) error {
 		if o.Error != "" {
 			fmt.Fprintf(w, "error    %s\n", o.Error)
 		}
-		fmt.Fprintf(w, "usage    %d replies, tokens in %s, out %s, cached in %s\n", o.Usage.Replies,
+		fmt.Fprintf(w, "usage    %d generations, tokens in %s, out %s, cached in %s\n", o.Usage.Generations,
 			count(o.Usage.InputTokens), count(o.Usage.OutputTokens), count(o.Usage.CachedInputTokens))
 	}
 	if len(calls) > 0 {

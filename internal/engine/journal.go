@@ -17,6 +17,7 @@ const (
 	KindModelAttempt  = "model.attempt"
 	KindModelReply    = "model.reply"
 	KindModelFailed   = "model.failed"
+	KindModelLost     = "model.interrupted"
 	KindCallDecided   = "call.decided"
 	KindCallRejected  = "call.rejected"
 	KindCallStarted   = "call.started"
@@ -66,6 +67,12 @@ type ModelFailed struct {
 	Kind         model.Kind `json:"kind"`
 	Message      string     `json:"message"`
 	RetryAfterMS int64      `json:"retry_after_ms,omitempty"`
+}
+
+// ModelInterrupted records, at recovery, an attempt whose process stopped
+// before its reply or failure was journaled. It brought no usage back.
+type ModelInterrupted struct {
+	Attempt int `json:"attempt"`
 }
 
 // CallDecided is the policy's decision on a call.
@@ -167,18 +174,21 @@ type Outcome struct {
 	Usage     Usage    `json:"usage"`
 }
 
-// Usage sums what providers reported. A nil counter means at least one reply
-// did not report it: never a made-up zero.
+// Usage sums what providers reported over every generation: each model
+// attempt that got a reply, failed, or was interrupted. A nil counter means
+// at least one generation did not report it (a provider that omits it, an
+// attempt that failed or was cut off before usage came back): never a
+// made-up zero.
 type Usage struct {
 	InputTokens       *int64 `json:"input_tokens"`
 	OutputTokens      *int64 `json:"output_tokens"`
 	CachedInputTokens *int64 `json:"cached_input_tokens"`
-	Replies           int    `json:"replies"`
+	Generations       int    `json:"generations"`
 }
 
 func (u *Usage) add(r *model.Usage) {
-	first := u.Replies == 0
-	u.Replies++
+	first := u.Generations == 0
+	u.Generations++
 	var in, out, cached *int64
 	if r != nil {
 		in, out, cached = r.InputTokens, r.OutputTokens, r.CachedInputTokens

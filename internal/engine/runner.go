@@ -213,6 +213,10 @@ func (r *runner) sleep(d time.Duration) error {
 
 func (r *runner) callModel() error {
 	st, a := r.st, r.agent
+	if st.inFlight {
+		// Recovered mid-call: say so, so the journal explains the gap.
+		r.stage(entry(KindModelLost, ModelInterrupted{Attempt: st.attempts}))
+	}
 	if st.context == nil || st.context.Instructions != a.Instructions || !slices.Equal(st.context.Tools, a.names) {
 		r.stage(entry(KindContext, Context{Instructions: a.Instructions, Tools: slices.Clone(a.names)}))
 	}

@@ -110,6 +110,10 @@ func (s *state) apply(e store.Entry) error {
 		if err := decode(&a); err != nil {
 			return err
 		}
+		if s.inFlight {
+			// The previous attempt was interrupted: it brought no usage.
+			s.usage.add(nil)
+		}
 		s.attempts = a.Attempt
 		s.inFlight = true
 		s.waiting = nil
@@ -128,6 +132,13 @@ func (s *state) apply(e store.Entry) error {
 		}
 		s.turns = append(s.turns, t)
 		s.usage.add(r.Reply.Usage)
+	case KindModelLost:
+		var m ModelInterrupted
+		if err := decode(&m); err != nil {
+			return err
+		}
+		s.inFlight = false
+		s.usage.add(nil)
 	case KindModelFailed:
 		var f ModelFailed
 		if err := decode(&f); err != nil {
@@ -136,6 +147,7 @@ func (s *state) apply(e store.Entry) error {
 		s.inFlight = false
 		s.failures++
 		s.lastFailed = &f
+		s.usage.add(nil)
 	case KindCallDecided:
 		var d CallDecided
 		if err := decode(&d); err != nil {

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/approval"
+)
+
+func newApprovals(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "approvals", Short: "List, show and answer approval requests"}
+	var root string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List approval requests waiting for an answer",
+		Args:  args(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			e, err := openRuntime(ctx, g)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			pending, err := e.rt.PendingApprovals(ctx, root, 1000)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				for _, p := range pending {
+					b, _ := json.Marshal(p)
+					fmt.Fprintf(g.stdout, "%s\n", b)
+				}
+				return nil
+			}
+			if len(pending) == 0 {
+				fmt.Fprintln(g.stdout, "no approval requests are waiting")
+				return nil
+			}
+			tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tCALL\tTOOL\tREQUIREMENT\tEXPIRES\tARGUMENTS")
+			for _, p := range pending {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.RunID, p.Call, p.Tool, p.Requirement, expires(p.ExpiresAt), clip(string(p.Arguments), 60))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&root, "run", "", "only the requests of this run's family (the root run and its sub-agents)")
+
+	show := &cobra.Command{
+		Use:   "show RUN CALL",
+		Short: "Show one approval request in full",
+		Args:  args(2, "RUN and CALL"),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			ctx := cmd.Context()
+			e, err := openRuntime(ctx, g)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			p, err := findPending(ctx, e, a[0], a[1])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				b, _ := json.Marshal(p)
+				fmt.Fprintf(g.stdout, "%s\n", b)
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "run          %s (agent %s, family %s)\ncall         %s\ntool         %s\narguments    %s\nrequirement  %s\nreason       %s\nexpires      %s\n",
+				p.RunID, p.Agent, p.RootID, p.Call, p.Tool, p.Arguments, p.Requirement, or(p.Reason, "-"), expires(p.ExpiresAt))
+			return nil
+		},
+	}
+	cmd.AddCommand(list, show, newAnswer(g, true), newAnswer(g, false))
+	return cmd
+}
+
+func newAnswer(g *globals, approve bool) *cobra.Command {
+	var credential, credentialEnv, reason string
+	use, short := "approve RUN CALL", "Approve a request (with a credential), then follow the run"
+	if !approve {
+		use, short = "reject RUN CALL", "Reject a request (with a credential), then follow the run"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: short + ".\nThe credential is \"name:secret\", read from the variable named by --credential-env (default\n" +
+			"HITCH_CREDENTIAL) or given with --credential. It is checked against the agent's approvers for the request's\n" +
+			"requirement; the policy is asked again before a grant takes effect.",
+		Args: args(2, "RUN and CALL"),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			ctx := cmd.Context()
+			raw := credential
+			if raw == "" {
+				raw = os.Getenv(credentialEnv)
+			}
+			if raw == "" {
+				return usageError{fmt.Errorf("no credential: set %s=name:secret or pass --credential", credentialEnv)}
+			}
+			cred, err := approval.ParseCredential(raw)
+			if err != nil {
+				return usageError{err}
+			}
+			e, err := openRuntime(ctx, g)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			return answer(ctx, e, a[0], a[1], cred, approve, reason)
+		},
+	}
+	cmd.Flags().StringVar(&credential, "credential", "", `"name:secret" (visible to other local users in the process list; prefer the variable)`)
+	cmd.Flags().StringVar(&credentialEnv, "credential-env", "HITCH_CREDENTIAL", "variable holding the credential")
+	if !approve {
+		cmd.Flags().StringVar(&reason, "reason", "", "why, shown to the model")
+	}
+	return cmd
+}
+
+// answer checks the credential, answers the request and follows the run.
+func answer(ctx context.Context, e *env, runID, call string, cred approval.Credential, approve bool, reason string) error {
+	p, err := findPending(ctx, e, runID, call)
+	if err != nil {
+		return err
+	}
+	if v, ok := e.cfg.MissingSecrets[p.Agent+"/"+cred.Name]; ok {
+		return withCode(exitRefused, fmt.Errorf("approver %s cannot answer: %s is not set for this process", cred.Name, v))
+	}
+	approvers, err := e.rt.Approvers(ctx, runID)
+	if err != nil {
+		return withCode(exitRefused, err)
+	}
+	proof, err := approvers.Check(ctx, cred, p.Requirement)
+	if err != nil {
+		return withCode(exitRefused, err)
+	}
+	if approve {
+		err = e.rt.Approve(ctx, runID, call, proof)
+	} else {
+		err = e.rt.Reject(ctx, runID, call, proof, reason)
+	}
+	if err != nil {
+		if isRefusal(err) || errors.Is(err, hitch.ErrApprovalExpired) || errors.Is(err, hitch.ErrAnswered) {
+			return withCode(exitRefused, err)
+		}
+		return notFound(err)
+	}
+	return e.settle(ctx, runID)
+}
+
+func findPending(ctx context.Context, e *env, runID, call string) (hitch.PendingApproval, error) {
+	if _, err := e.rt.Get(ctx, runID); err != nil {
+		return hitch.PendingApproval{}, notFound(err)
+	}
+	pending, err := e.rt.PendingApprovals(ctx, "", 1000)
+	if err != nil {
+		return hitch.PendingApproval{}, err
+	}
+	for _, p := range pending {
+		if p.RunID == runID && p.Call == call {
+			return p, nil
+		}
+	}
+	return hitch.PendingApproval{}, withCode(exitRefused, fmt.Errorf("run %s has no approval request %s waiting (see hitch approvals list)", runID, call))
+}
+
+func expires(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return t.Local().Format(time.DateTime)
+}
