@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hitch-dev/hitch/approval"
 )
 
 //go:embed demo/hitch.yaml demo/script.yaml
@@ -20,8 +22,9 @@ func newDemo(g *globals) *cobra.Command {
 		Use:   "demo",
 		Short: "Run the offline demo end to end (no keys, no network)",
 		Long: "Set up a scratch workspace with a config, a scripted model and a file with a typo, then run an agent on\n" +
-			"it: a few tool calls (glob, read, edit, bash), a policy denial the model recovers from, and a final answer,\n" +
-			"all journaled in a SQLite file whose location is printed at the end.",
+			"it: a few tool calls (glob, read, edit, bash), a policy denial the model recovers from, a shell command that\n" +
+			"waits for a person's approval (the demo answers it as the CLI would), and a typed final answer that is\n" +
+			"refused once and corrected, all journaled in a SQLite file whose location is printed at the end.",
 		Args: args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
@@ -62,6 +65,20 @@ func newDemo(g *globals) *cobra.Command {
 				return err
 			}
 			err = e.settle(ctx, res.Run.ID)
+			if code, ok := err.(silentExit); ok && int(code) == exitWaiting {
+				// The bash call waits for a person. Answer it the way the
+				// CLI does, and say how to do it by hand.
+				pending, perr := e.rt.PendingApprovals(ctx, res.Run.ID, 10)
+				if perr != nil || len(pending) == 0 {
+					return err
+				}
+				p := pending[0]
+				if !g.json {
+					fmt.Fprintf(g.stdout, "\nthe demo answers the approval request as its approver would, with\n  $ HITCH_CREDENTIAL=demo:demo-secret hitch approvals approve %s %s -c %s\n\n",
+						p.RunID, p.Call, g.config)
+				}
+				err = answer(ctx, e, p.RunID, p.Call, approval.Credential{Name: "demo", Secret: "demo-secret"}, true, "")
+			}
 			if !g.json {
 				fmt.Fprintf(g.stdout, "\njournal: %s (run %s)\n", g.db, res.Run.ID)
 				fmt.Fprintf(g.stdout, "look again with:\n  go run ./cmd/hitch runs show %s --db %s\n  go run ./cmd/hitch runs events %s --db %s\n",

@@ -31,7 +31,9 @@ func TestDemo(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"deny — whole-file writes are not allowed", "t4c1 edit", "t5c1 bash", "run run_", ": completed", "journal: " + filepath.Join(dir, "demo.db")} {
+	for _, want := range []string{"deny — whole-file writes are not allowed", "t4c1 edit", "t5c1 bash", "approval (shell)",
+		"t5c1 approved by demo", "answer refused: the answer is not JSON", `answer: {"files_changed":1,`, "run run_", ": completed",
+		"journal: " + filepath.Join(dir, "demo.db")} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
@@ -50,9 +52,72 @@ func TestDemo(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "t3c1  write") || !strings.Contains(out, "denied") {
 		t.Errorf("runs show: exit %d\n%s", code, out)
 	}
-	code, out, _ = cli(t, "runs", "events", run.ID, "--db", filepath.Join(dir, "demo.db"), "--json", "--after", "20")
+	code, out, _ = cli(t, "runs", "events", run.ID, "--db", filepath.Join(dir, "demo.db"), "--json", "--after", "25")
 	if code != exitOK || strings.Count(out, "\n") != 8 || !strings.Contains(out, `"kind":"run.ended"`) {
 		t.Errorf("runs events --after 20: exit %d\n%s", code, out)
+	}
+}
+
+func TestApprovalsFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := map[string]string{
+		"hitch.yaml": `store: runs.db
+models:
+  m: {provider: scripted, script: script.yaml}
+agents:
+  - name: ops
+    model: m
+    tools: [bash]
+    workspace: .
+    policy:
+      - {tools: [bash], verdict: approval, requirement: prod, reason: touches production}
+    approvers:
+      - {name: carol, secret_env: HITCH_TEST_CAROL_SECRET_UNSET, requirements: [prod]}
+      - {name: dave, secret: d-secret, requirements: ["*"]}
+`,
+		"script.yaml": "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo deployed >> effects.log\"}'}]\n  - text: done\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(dir, "hitch.yaml")
+	code, out, _ := cli(t, "run", "-c", cfg, "--id", "dep-1", "deploy")
+	if code != exitWaiting || !strings.Contains(out, "approval (prod)") {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	code, out, _ = cli(t, "approvals", "list", "-c", cfg)
+	if code != exitOK || !strings.Contains(out, "dep-1") || !strings.Contains(out, "t1c1") || !strings.Contains(out, "prod") {
+		t.Fatalf("list: exit %d\n%s", code, out)
+	}
+	for _, tc := range []struct {
+		cred string
+		want string
+	}{
+		{"dave:wrong", "wrong secret"},
+		{"carol:anything", "HITCH_TEST_CAROL_SECRET_UNSET is not set"},
+		{"nobody", `"name:secret"`},
+	} {
+		code, _, errOut := cli(t, "approvals", "approve", "dep-1", "t1c1", "-c", cfg, "--credential", tc.cred)
+		if code == exitOK || !strings.Contains(errOut, tc.want) {
+			t.Errorf("approve as %s: exit %d (%s)", tc.cred, code, errOut)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "effects.log")); len(b) != 0 {
+		t.Fatal("the command ran before it was approved")
+	}
+	code, out, errOut := cli(t, "approvals", "approve", "dep-1", "t1c1", "-c", cfg, "--credential", "dave:d-secret")
+	if code != exitOK || !strings.Contains(out, "t1c1 approved by dave") || !strings.Contains(out, "answer: done") {
+		t.Fatalf("approve: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "effects.log")); string(b) != "deployed\n" {
+		t.Errorf("effects = %q", b)
+	}
+	code, _, _ = cli(t, "approvals", "approve", "dep-1", "t1c1", "-c", cfg, "--credential", "dave:d-secret")
+	if code != exitRefused {
+		t.Errorf("second approve: exit %d", code)
 	}
 }
 

@@ -192,7 +192,7 @@ func (p *printer) outcome(run hitch.Run) {
 	o := run.Outcome
 	if o == nil {
 		if run.Status == store.StatusWaiting {
-			fmt.Fprintf(p.w, "the run is parked; see `hitch runs show %s` and reconcile or cancel it\n", run.ID)
+			fmt.Fprintf(p.w, "the run is parked: `hitch runs show %s` says on what; answer it with `hitch approvals`, `hitch reconcile` or `hitch cancel`\n", run.ID)
 		}
 		return
 	}
