@@ -74,8 +74,8 @@ func (c config) validate() error {
 		return fmt.Errorf("WithQueueSize: %d is outside 1..%d", c.queueSize, MaxQueueSize)
 	case c.readers < 1 || c.readers > MaxReaders:
 		return fmt.Errorf("WithReaders: %d is outside 1..%d", c.readers, MaxReaders)
-	case c.busyTimeout < time.Millisecond || c.busyTimeout > MaxBusyTimeout:
-		return fmt.Errorf("WithBusyTimeout: %v is outside 1ms..%v", c.busyTimeout, MaxBusyTimeout)
+	case c.busyTimeout < 0 || c.busyTimeout > MaxBusyTimeout:
+		return fmt.Errorf("WithBusyTimeout: %v is outside 0..%v", c.busyTimeout, MaxBusyTimeout)
 	case c.clock == nil:
 		return fmt.Errorf("WithClock: clock is nil")
 	}
@@ -100,7 +100,8 @@ func WithQueueSize(n int) Option { return func(c *config) { c.queueSize = n } }
 func WithReaders(n int) Option { return func(c *config) { c.readers = n } }
 
 // WithBusyTimeout bounds how long a connection waits for a lock held by
-// another process on the same file. Default 5s, range 1ms..10m.
+// another process on the same file; 0 fails at once. Default 5s, range
+// 0..10m.
 func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
 
 // WithClock replaces the store clock, for tests. The store truncates its

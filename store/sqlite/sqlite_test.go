@@ -130,7 +130,8 @@ func TestOpenBadOptions(t *testing.T) {
 		{sqlite.WithBatchSize(sqlite.MaxBatchSize + 1), "WithBatchSize"},
 		{sqlite.WithQueueSize(0), "WithQueueSize"},
 		{sqlite.WithReaders(0), "WithReaders"},
-		{sqlite.WithBusyTimeout(0), "WithBusyTimeout"},
+		{sqlite.WithBusyTimeout(-time.Second), "WithBusyTimeout"},
+		{sqlite.WithBusyTimeout(sqlite.MaxBusyTimeout + time.Second), "WithBusyTimeout"},
 		{sqlite.WithSync(sqlite.Sync(7)), "WithSync"},
 		{sqlite.WithClock(nil), "WithClock"},
 	} {
