@@ -80,6 +80,7 @@ func TestOpenBadPath(t *testing.T) {
 		{"empty", "", "path is empty"},
 		{"missing directory", filepath.Join(dir, "no", "such", "dir", "hitch.db"), "directory"},
 		{"directory", dir, "is a directory"},
+		{"parent is a file", filepath.Join(garbage, "hitch.db"), "is not a directory"},
 		{"memory", ":memory:", "must name a file"},
 		{"uri", "file:x.db?mode=memory", "must name a file"},
 		{"not a database", garbage, ""},
