@@ -37,6 +37,14 @@ type Spec struct {
 	Policy policy.Policy
 	// Limits bound each run; zero fields take their defaults.
 	Limits Limits
+	// Description tells a parent agent's model what this agent does, when
+	// it is used as a sub-agent.
+	Description string
+	// SubAgents are agents this one may delegate to. Each is declared to
+	// the model like a tool taking a prompt; calling it starts a child run
+	// in the same store once the policy allows it (policy.StartAgent). The
+	// child's answer is the call's result.
+	SubAgents []*Agent
 	// Approvers decide who may answer this agent's approval requests. An
 	// agent without approvers refuses every answer: its requests wait
 	// until they expire. They are not stored: a recovered run is answered
@@ -118,6 +126,15 @@ type Limits struct {
 	// judged by the store's clock; then it is rejected as expired and the
 	// model is told. Infinite never expires. Default 7 days.
 	ApprovalExpiry time.Duration
+	// MaxChildren bounds the sub-agent runs one run starts; a start past
+	// it is refused before the policy, and the model is told why. Default
+	// 4, at most 999.
+	MaxChildren int
+	// MaxDepth is how many levels of sub-agents may run below a run of
+	// this agent (1: its children may not delegate in turn). A child is
+	// bounded by its own setting and by what its parent has left. Default
+	// 1, at most 16.
+	MaxDepth int
 	// AnswerAttempts is how many final answers a run with a typed answer
 	// asks for in all before it ends answer_invalid: 2 means one corrective
 	// turn. Default 2.
@@ -141,6 +158,8 @@ func (l Limits) WithDefaults() Limits {
 	l.CommandWait = or(l.CommandWait, DefaultCommandWait)
 	l.AnswerAttempts = or(l.AnswerAttempts, DefaultAnswerAttempts)
 	l.ApprovalExpiry = or(l.ApprovalExpiry, DefaultApprovalExpiry)
+	l.MaxChildren = or(l.MaxChildren, DefaultMaxChildren)
+	l.MaxDepth = or(l.MaxDepth, DefaultMaxDepth)
 	return l
 }
 
@@ -256,6 +275,22 @@ func Build(spec Spec) (*Agent, error) {
 	durRange("CommandWait", l.CommandWait, 0, time.Minute, false)
 	intRange("AnswerAttempts", l.AnswerAttempts, 1, 100)
 	durRange("ApprovalExpiry", l.ApprovalExpiry, time.Second, 365*24*time.Hour, true)
+	intRange("MaxChildren", l.MaxChildren, 1, 999)
+	intRange("MaxDepth", l.MaxDepth, 1, 16)
+	var children []*engine.Agent
+	for i, c := range spec.SubAgents {
+		switch {
+		case c == nil:
+			bad(fmt.Sprintf("SubAgents[%d]", i), "is nil")
+			continue
+		case seen[c.Name()]:
+			bad(fmt.Sprintf("SubAgents[%d]", i), "name %q is already a tool or a sub-agent", c.Name())
+		case c.Name() == spec.Name:
+			bad(fmt.Sprintf("SubAgents[%d]", i), "an agent cannot delegate to itself")
+		}
+		seen[c.Name()] = true
+		children = append(children, c.eng)
+	}
 	var answer *engine.AnswerSpec
 	if spec.Answer != nil {
 		var err error
@@ -275,12 +310,13 @@ func Build(spec Spec) (*Agent, error) {
 	}
 	ea := &engine.Agent{
 		Name: spec.Name, Version: spec.Version, Model: spec.Model, Instructions: spec.Instructions,
-		Tools: spec.Tools, Policy: spec.Policy, Answer: answer,
+		Tools: spec.Tools, Policy: spec.Policy, Answer: answer, Description: spec.Description, Children: children,
 		Limits: engine.Limits{
 			ModelAttempts: l.ModelAttempts, RetryDelay: l.RetryDelay, MaxRetryAfter: l.MaxRetryAfter,
 			ModelTimeout: l.ModelTimeout, PolicyTimeout: l.PolicyTimeout, ToolTimeout: l.ToolTimeout,
 			ToolConcurrency: l.ToolConcurrency, MaxToolResult: l.MaxToolResult, CommandWait: l.CommandWait,
-			AnswerAttempts: l.AnswerAttempts, ApprovalExpiry: l.ApprovalExpiry, ContinueOnUncertain: l.ContinueOnUncertain,
+			AnswerAttempts: l.AnswerAttempts, ApprovalExpiry: l.ApprovalExpiry,
+			MaxChildren: l.MaxChildren, MaxDepth: l.MaxDepth, ContinueOnUncertain: l.ContinueOnUncertain,
 		},
 	}
 	if err := ea.Prepare(); err != nil {

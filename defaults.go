@@ -15,6 +15,8 @@ const (
 	DefaultModelAttempts    = 8
 	DefaultAnswerAttempts   = 2
 	DefaultApprovalExpiry   = 7 * 24 * time.Hour
+	DefaultMaxChildren      = 4
+	DefaultMaxDepth         = 1
 	DefaultRetryDelay       = 200 * time.Millisecond
 	MaxRetryBackoffFactor   = 64
 	DefaultMaxRetryAfter    = 10 * time.Minute
@@ -52,6 +54,8 @@ var Defaults = []Default{
 	{"largest kept tool result", "Limits.MaxToolResult", "1 MiB", "1 B–64 MiB"},
 	{"approval request waits for an answer", "Limits.ApprovalExpiry", "7 days", "1s–365 days, or Infinite"},
 	{"approval proof lasts (approval.Static)", "approval.DefaultProofTTL", "5m", "Static.WithProofTTL"},
+	{"sub-agent runs one run starts", "Limits.MaxChildren", "4", "1–999"},
+	{"levels of sub-agents below a run", "Limits.MaxDepth", "1", "1–16"},
 	{"command waits for a live runner", "Limits.CommandWait", "5s", "0–1m"},
 	{"lease TTL", "Config.LeaseTTL", "30s", "1s–10m"},
 	{"lease renewal", "Config.LeaseTTL / 3", "10s", "a third of the TTL"},

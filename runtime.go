@@ -94,6 +94,8 @@ type Runtime struct {
 	cfg    Config
 	eng    *engine.Engine
 	agents map[string]*Agent
+	// parents maps a sub-agent to the agent that declared it, for approvers.
+	parents map[string]*Agent
 }
 
 // Open returns a runtime. It drives nothing until a run is started,
@@ -113,16 +115,34 @@ func Open(cfg Config) (*Runtime, error) {
 	if cfg.LeaseTTL < time.Second/100 {
 		return nil, fmt.Errorf("open runtime: Config.LeaseTTL %s: want at least 10ms", cfg.LeaseTTL)
 	}
-	rt := &Runtime{cfg: cfg, agents: map[string]*Agent{}}
+	rt := &Runtime{cfg: cfg, agents: map[string]*Agent{}, parents: map[string]*Agent{}}
+	var register func(a *Agent, parent *Agent) error
+	register = func(a *Agent, parent *Agent) error {
+		key := agentKey(a.Name(), a.Version())
+		if have, dup := rt.agents[key]; dup {
+			if have == a {
+				return nil // the same sub-agent under two parents
+			}
+			return fmt.Errorf("open runtime: agent %s version %d is registered twice", a.Name(), a.Version())
+		}
+		rt.agents[key] = a
+		if parent != nil {
+			rt.parents[key] = parent
+		}
+		for _, c := range a.spec.SubAgents {
+			if err := register(c, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for i, a := range cfg.Agents {
 		if a == nil {
 			return nil, fmt.Errorf("open runtime: Config.Agents[%d] is nil", i)
 		}
-		key := agentKey(a.Name(), a.Version())
-		if _, dup := rt.agents[key]; dup {
-			return nil, fmt.Errorf("open runtime: agent %s version %d is registered twice", a.Name(), a.Version())
+		if err := register(a, nil); err != nil {
+			return nil, err
 		}
-		rt.agents[key] = a
 	}
 	ecfg := engine.Config{
 		Store: cfg.Store, Owner: cfg.Node,
@@ -274,7 +294,7 @@ func (rt *Runtime) answer(ctx context.Context, runID, call string, approve bool,
 	if !ok {
 		return fmt.Errorf("%s %s %s: %w: %s version %d", op, runID, call, ErrUnknownAgent, r.Agent, r.Version)
 	}
-	approvers := a.spec.Approvers
+	approvers := rt.approversOf(a)
 	err = rt.eng.AnswerApproval(ctx, runID, engine.ApprovalAnswerParams{
 		Call: call, Approve: approve, By: proof.Approver, Reason: reason,
 		Verify: func(requirement string, now time.Time) error {
@@ -301,10 +321,22 @@ func (rt *Runtime) Approvers(ctx context.Context, runID string) (approval.Approv
 	if !ok {
 		return nil, fmt.Errorf("%w: %s version %d", ErrUnknownAgent, r.Agent, r.Version)
 	}
-	if a.spec.Approvers == nil {
-		return nil, approval.ErrNoApprovers
+	if ap := rt.approversOf(a); ap != nil {
+		return ap, nil
 	}
-	return a.spec.Approvers, nil
+	return nil, approval.ErrNoApprovers
+}
+
+// approversOf returns an agent's approvers; a sub-agent without its own
+// takes its parent's.
+func (rt *Runtime) approversOf(a *Agent) approval.Approvers {
+	for i := 0; a != nil && i < 17; i++ {
+		if a.spec.Approvers != nil {
+			return a.spec.Approvers
+		}
+		a = rt.parents[agentKey(a.Name(), a.Version())]
+	}
+	return nil
 }
 
 // PendingApprovals lists approval requests waiting for an answer: of one

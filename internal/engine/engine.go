@@ -29,8 +29,14 @@ type Agent struct {
 	Limits       Limits
 	// Answer, when set, makes the final answer typed.
 	Answer *AnswerSpec
+	// Description tells a parent's model what this agent does, when it is
+	// a sub-agent.
+	Description string
+	// Children are the sub-agents this agent may delegate to.
+	Children []*Agent
 
-	byName map[string]tool.Tool
+	byName   map[string]tool.Tool
+	children map[string]*Agent
 	specs  []model.ToolSpec
 	names  []string
 }
@@ -52,6 +58,10 @@ type Limits struct {
 	// ApprovalExpiry is how long an approval request waits; Infinite
 	// never lapses.
 	ApprovalExpiry time.Duration
+	// MaxChildren bounds the sub-agent runs one run starts; MaxDepth the
+	// levels of sub-agents below a run.
+	MaxChildren int
+	MaxDepth    int
 	// ContinueOnUncertain tells the model "outcome unknown" and goes on,
 	// instead of waiting for the call to be reconciled.
 	ContinueOnUncertain bool
@@ -70,6 +80,16 @@ func (a *Agent) Prepare() error {
 		a.byName[info.Name] = t
 		a.specs = append(a.specs, model.ToolSpec{Name: info.Name, Description: info.Description, Schema: info.Schema})
 		a.names = append(a.names, info.Name)
+	}
+	a.children = make(map[string]*Agent, len(a.Children))
+	for _, c := range a.Children {
+		if _, dup := a.byName[c.Name]; dup {
+			return fmt.Errorf("sub-agent %q has the name of a tool or another sub-agent", c.Name)
+		}
+		a.children[c.Name] = c
+		a.byName[c.Name] = subAgentTool{c}
+		a.specs = append(a.specs, specOf(c))
+		a.names = append(a.names, c.Name)
 	}
 	return nil
 }
@@ -162,7 +182,7 @@ func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResul
 	hash := InputHash(a.Name, a.Version, p.Input)
 	run, created, err := e.cfg.Store.RunCreate(ctx, store.RunCreateParams{
 		ID: p.ID, Agent: a.Name, Version: a.Version, InputHash: hash,
-		Entries: []store.EntryInput{entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input})},
+		Entries: []store.EntryInput{entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth})},
 	})
 	if err != nil {
 		return StartResult{}, fmt.Errorf("create run: %w", err)
@@ -267,7 +287,7 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 				}
 			}
 		}
-		if run.Status != store.StatusQueued && run.Status != store.StatusRunning {
+		if run.Status != store.StatusQueued && run.Status != store.StatusRunning && !e.familyBusy(ctx, run, 16) {
 			return run, nil
 		}
 		if r != nil && r.err != nil && !errors.Is(r.err, errFenced) && !errors.Is(r.err, errStopped) {
@@ -283,6 +303,31 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 			}
 		}
 	}
+}
+
+// familyBusy reports whether run waits for children of which at least one
+// (or one of theirs) is still queued or running: the run is not at rest.
+func (e *Engine) familyBusy(ctx context.Context, run store.Run, depth int) bool {
+	if run.Status != store.StatusWaiting || depth == 0 {
+		return run.Status == store.StatusQueued || run.Status == store.StatusRunning
+	}
+	children, err := e.cfg.Store.RunList(ctx, store.RunListParams{ParentID: run.ID, Limit: 1000})
+	if err != nil {
+		return false
+	}
+	for _, c := range children {
+		if !c.Status.Terminal() && e.familyBusy(ctx, c, depth-1) {
+			return true
+		}
+	}
+	// All children at rest; but a parent about to be woken by one that
+	// just ended is busy too.
+	for _, c := range children {
+		if c.Status.Terminal() && c.UpdatedAt.After(run.UpdatedAt) {
+			return true
+		}
+	}
+	return false
 }
 
 // Cancel records a durable cancel request and makes sure a runner acts on

@@ -38,6 +38,9 @@ type RunStarted struct {
 	Agent   string `json:"agent"`
 	Version int    `json:"version"`
 	Input   string `json:"input"`
+	// DepthLeft is how many levels of sub-agents this run may still start
+	// below itself.
+	DepthLeft int `json:"depth_left"`
 }
 
 // Context records what a turn observes when it differs from the previous

@@ -29,6 +29,7 @@ var (
 // runner drives one run while it holds the lease.
 type runner struct {
 	e     *Engine
+	row   store.Run // as claimed
 	runID string
 	token int64
 	agent *Agent
@@ -55,7 +56,7 @@ type runner struct {
 func newRunner(e *Engine, l store.Lease) *runner {
 	ctx, end := context.WithCancelCause(context.Background())
 	work, stopWork := context.WithCancelCause(ctx)
-	r := &runner{e: e, runID: l.Run.ID, token: l.Token, ctx: ctx, end: end, work: work, stopWork: stopWork, done: make(chan struct{})}
+	r := &runner{e: e, row: l.Run, runID: l.Run.ID, token: l.Token, ctx: ctx, end: end, work: work, stopWork: stopWork, done: make(chan struct{})}
 	if l.Run.CancelRequested {
 		r.requestCancel()
 	}
@@ -290,7 +291,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 	lim := r.agent.Limits
 	results := make(chan bodyResult, len(t.calls))
 	running := 0
-	var approvals []string
+	var approvals, delegated []string
 
 	// collect waits for one body and handles its result.
 	if err := r.expireApprovals(); err != nil {
@@ -327,6 +328,18 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 			approvals = append(approvals, c.key)
 			break // later calls wait for this one, to keep the reply's order
 		}
+		if r.agent.children[c.call.Name] != nil {
+			if c.started == 0 {
+				if err := r.commit(entry(KindCallStarted, CallStarted{Call: c.key, Attempt: 1})); err != nil {
+					return false, err
+				}
+				if err := r.startChild(c); err != nil {
+					return false, err
+				}
+			}
+			delegated = append(delegated, c.key)
+			continue
+		}
 		info := r.agent.byName[c.call.Name].Info()
 		if c.started > 0 && c.started >= max(info.Replay, 1) {
 			// Started before a crash, not settled, and not safe to run again.
@@ -353,6 +366,19 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 	}
 	if r.cancelled.Load() {
 		return false, nil
+	}
+	var waiting []string
+	for _, key := range delegated {
+		pending, err := r.childOutcome(r.st.findCall(key))
+		if err != nil {
+			return false, err
+		}
+		if pending {
+			waiting = append(waiting, key)
+		}
+	}
+	if len(waiting) > 0 && len(approvals) == 0 {
+		return true, r.waitForChildren(waiting)
 	}
 	if len(approvals) > 0 {
 		var wake time.Time
@@ -387,7 +413,15 @@ func (r *runner) decide(c *callState) (ended bool, err error) {
 			Error: fmt.Sprintf("the arguments for %s are not valid JSON: %.200q", c.call.Name, c.call.Arguments)}))
 		return false, nil
 	}
-	d, err := r.ask(policy.Action{Kind: policy.CallTool, RunID: r.runID, Agent: r.agent.Name, Tool: c.call.Name, Arguments: json.RawMessage(args)})
+	kind := policy.CallTool
+	if r.agent.children[c.call.Name] != nil {
+		if why := r.checkDelegation(c); why != "" {
+			r.stage(entry(KindCallRejected, CallRejected{Call: c.key, Error: why}))
+			return false, nil
+		}
+		kind = policy.StartAgent
+	}
+	d, err := r.ask(policy.Action{Kind: kind, RunID: r.runID, Agent: r.agent.Name, Tool: c.call.Name, Arguments: json.RawMessage(args)})
 	if err != nil {
 		if r.lost() {
 			return false, context.Cause(r.ctx)
@@ -639,7 +673,16 @@ func (r *runner) finish(o Outcome) error {
 	o.Uncertain = r.st.uncertainCalls()
 	o.Turns, o.Attempts, o.Usage = len(r.st.turns), r.st.attempts, r.st.usage
 	e := entry(KindRunEnded, o)
-	return r.write(store.JournalAppendParams{Status: o.Status, Outcome: e.Data}, e)
+	if err := r.write(store.JournalAppendParams{Status: o.Status, Outcome: e.Data}, e); err != nil {
+		return err
+	}
+	if o.Status == store.StatusCancelled {
+		r.cancelChildren()
+	}
+	if r.row.ParentID != "" {
+		go r.e.wake(r.row.ParentID)
+	}
+	return nil
 }
 
 // heartbeat renews the lease and watches for cancel requests from other

@@ -1,0 +1,206 @@
+package hitch_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/tool"
+)
+
+func delegate(prompt string) scripted.Call {
+	return scripted.Call{Name: "researcher", Args: `{"prompt": "` + prompt + `"}`}
+}
+
+func child(t *testing.T, spec hitch.Spec) *hitch.Agent {
+	t.Helper()
+	spec.Name = "researcher"
+	spec.Description = "Finds facts."
+	return build(t, spec)
+}
+
+func TestSubAgentAnswerIsTheCallResult(t *testing.T) {
+	t.Parallel()
+	kid := child(t, hitch.Spec{Model: scripted.New("kid", scripted.Script{Turns: []scripted.Turn{{Text: "the answer is 42"}}})})
+	parentModel := &recorder{Model: scripted.New("boss", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{delegate("find the answer")}},
+		{Text: "my researcher says 42"},
+	}})}
+	boss := build(t, hitch.Spec{Name: "boss", Model: parentModel, SubAgents: []*hitch.Agent{kid}})
+	rt, st := setup(t, boss)
+	run := runToRest(t, rt, boss, "what is the answer?")
+	if run.Status != store.StatusCompleted || run.Outcome.Answer != "my researcher says 42" {
+		t.Fatalf("parent: %s %+v", run.Status, run.Outcome)
+	}
+	kidRun, err := st.RunGet(context.Background(), run.ID+".t1c1")
+	if err != nil || kidRun.ParentID != run.ID || kidRun.RootID != run.ID || kidRun.Depth != 1 || kidRun.Status != store.StatusCompleted {
+		t.Fatalf("child run: %+v %v", kidRun, err)
+	}
+	if msgs := strings.Join(told(journal(t, rt, run.ID)), "\n"); !strings.Contains(msgs, `call.settled {"call":"t1c1","output":"the answer is 42"}`) {
+		t.Errorf("the child's answer is not the call's result:\n%s", msgs)
+	}
+	tools := parentModel.reqs[0].Tools
+	if len(tools) != 1 || tools[0].Name != "researcher" || tools[0].Description != "Finds facts." || !strings.Contains(string(tools[0].Schema), "prompt") {
+		t.Errorf("the sub-agent is not declared like a tool: %+v", tools)
+	}
+}
+
+func TestFailedChildIsADefiniteFailure(t *testing.T) {
+	t.Parallel()
+	kid := child(t, hitch.Spec{Model: scripted.New("kid", scripted.Script{Turns: []scripted.Turn{{Text: "x", Fail: []scripted.Failure{{Kind: model.KindUnauthorized, Message: "no key"}}}}})})
+	boss := build(t, hitch.Spec{Name: "boss", Model: scripted.New("boss", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{delegate("go")}}, {Text: "it failed"},
+	}}), SubAgents: []*hitch.Agent{kid}})
+	rt, _ := setup(t, boss)
+	run := runToRest(t, rt, boss, "go")
+	msgs := strings.Join(told(journal(t, rt, run.ID)), "\n")
+	if run.Status != store.StatusCompleted || !strings.Contains(msgs, "call.failed") || !strings.Contains(msgs, "ended failed (model)") || !strings.Contains(msgs, "no key") {
+		t.Fatalf("status %s\n%s", run.Status, msgs)
+	}
+}
+
+func TestDelegationLimits(t *testing.T) {
+	t.Parallel()
+	grandkid := build(t, hitch.Spec{Name: "grandkid", Model: scripted.New("g", scripted.Script{Turns: []scripted.Turn{{Text: "deep"}}})})
+	kid := child(t, hitch.Spec{Model: scripted.New("kid", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{{Name: "grandkid", Args: `{"prompt": "go deeper"}`}}}, {Text: "could not delegate"},
+	}}), SubAgents: []*hitch.Agent{grandkid}, Limits: hitch.Limits{MaxDepth: 5}})
+	boss := build(t, hitch.Spec{Name: "boss", Model: scripted.New("boss", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{delegate("one"), delegate("two"), {Name: "researcher", Args: `{"task": "x"}`}}},
+		{Text: "done"},
+	}}), SubAgents: []*hitch.Agent{kid}, Limits: hitch.Limits{MaxChildren: 1}})
+	rt, st := setup(t, boss)
+	run := runToRest(t, rt, boss, "go")
+	msgs := strings.Join(told(journal(t, rt, run.ID)), "\n")
+	if run.Status != store.StatusCompleted || !strings.Contains(msgs, `"call":"t1c2","error":"this run may start at most 1 sub-agent runs`) {
+		t.Fatalf("status %s\n%s", run.Status, msgs)
+	}
+	if _, err := st.RunGet(context.Background(), run.ID+".t1c2"); err == nil {
+		t.Error("a child past the limit exists")
+	}
+	// The boss's depth (1) leaves its child none, whatever the child's
+	// own setting.
+	kidMsgs := strings.Join(told(journal(t, rt, run.ID+".t1c1")), "\n")
+	if !strings.Contains(kidMsgs, "delegation depth limit is reached") {
+		t.Errorf("the child delegated past the depth limit:\n%s", kidMsgs)
+	}
+}
+
+func TestStartingAChildNeedsThePolicy(t *testing.T) {
+	t.Parallel()
+	approvers := members(t)
+	kidPolicy := policy.Rules{{Tools: []string{"charge"}, Verdict: policy.RequireApproval, Requirement: "payments"}}
+	var charges atomic.Int64
+	charge := tool.MustNew("charge", "Charges.", func(context.Context, struct{}) (string, error) { charges.Add(1); return "ok", nil })
+	kid := child(t, hitch.Spec{Model: scripted.New("kid", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{{Name: "charge"}}}, {Text: "charged"},
+	}}), Tools: []tool.Tool{charge}, Policy: kidPolicy}) // no approvers: it takes its parent's
+	var asked atomic.Int64
+	pol := policy.Func(func(_ context.Context, a policy.Action) (policy.Decision, error) {
+		if a.Kind == policy.StartAgent {
+			asked.Add(1)
+			return policy.Decision{Verdict: policy.RequireApproval, Requirement: "payments"}, nil
+		}
+		return policy.Decision{Verdict: policy.Allow}, nil
+	})
+	boss := build(t, hitch.Spec{Name: "boss", Model: scripted.New("boss", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{delegate("charge it")}}, {Text: "done"},
+	}}), SubAgents: []*hitch.Agent{kid}, Policy: pol, Approvers: approvers})
+	rt, st := setup(t, boss)
+	ctx := context.Background()
+	run := runToRest(t, rt, boss, "go")
+	if run.Status != store.StatusWaiting || asked.Load() != 1 {
+		t.Fatalf("status %s, asked %d", run.Status, asked.Load())
+	}
+	if _, err := st.RunGet(ctx, run.ID+".t1c1"); err == nil {
+		t.Fatal("the child exists before its start was approved")
+	}
+	p := proof(t, approvers, "alice", "a-secret", "payments")
+	if err := rt.Approve(ctx, run.ID, "t1c1", p); err != nil {
+		t.Fatal(err)
+	}
+	run, _ = rt.Await(ctx, run.ID)
+	// Now the child waits for its own approval, listed under the root.
+	pending, err := rt.PendingApprovals(ctx, run.ID, 0)
+	if err != nil || len(pending) != 1 || pending[0].RunID != run.ID+".t1c1" || pending[0].Tool != "charge" {
+		t.Fatalf("root's pending approvals: %+v %v (root %s)", pending, err, run.Status)
+	}
+	if err := rt.Approve(ctx, pending[0].RunID, pending[0].Call, p); err != nil {
+		t.Fatalf("approve the child's request with the parent's approvers: %v", err)
+	}
+	run, _ = rt.Await(ctx, run.ID)
+	if run.Status != store.StatusCompleted || charges.Load() != 1 {
+		t.Fatalf("status %s, charges %d", run.Status, charges.Load())
+	}
+}
+
+func TestCancelCascadesAndUncertainChildMakesTheCallUncertain(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	deaf := tool.MustNew("deploy", "Deploys.", func(ctx context.Context, _ struct{}) (string, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
+	kid := child(t, hitch.Spec{Model: scripted.New("kid", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{{Name: "deploy"}}}, {Text: "deployed"},
+	}}), Tools: []tool.Tool{deaf}})
+	boss := build(t, hitch.Spec{Name: "boss", Model: scripted.New("boss", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{delegate("deploy")}}, {Text: "done"},
+	}}), SubAgents: []*hitch.Agent{kid}})
+
+	t.Run("cancel the child", func(t *testing.T) {
+		rt, _ := setup(t, boss)
+		ctx := context.Background()
+		res, err := rt.Start(ctx, boss, "go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		kidRun, err := rt.Cancel(ctx, res.Run.ID+".t1c1")
+		if err != nil || kidRun.Status != store.StatusCancelled || len(kidRun.Outcome.Uncertain) != 1 {
+			t.Fatalf("child: %+v %v", kidRun, err)
+		}
+		run, err := rt.Await(ctx, res.Run.ID)
+		if err != nil || run.Status != store.StatusWaiting {
+			t.Fatalf("parent: %s %v", run.Status, err)
+		}
+		if msgs := strings.Join(told(journal(t, rt, run.ID)), "\n"); !strings.Contains(msgs, `call.uncertain {"call":"t1c1"`) {
+			t.Errorf("the parent's call is not uncertain:\n%s", msgs)
+		}
+	})
+	t.Run("cancel the parent", func(t *testing.T) {
+		rt, st := setup(t, boss)
+		ctx := context.Background()
+		res, err := rt.Start(ctx, boss, "go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		// The parent waits for its child; cancelling it cancels the child.
+		for {
+			r, _ := st.RunGet(ctx, res.Run.ID)
+			if r.Status == store.StatusWaiting {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		run, err := rt.Cancel(ctx, res.Run.ID)
+		if err != nil || run.Status != store.StatusCancelled {
+			t.Fatalf("parent: %+v %v", run, err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		kidRun, err := rt.Await(wctx, res.Run.ID+".t1c1")
+		if err != nil || kidRun.Status != store.StatusCancelled {
+			t.Fatalf("child after the parent's cancel: %+v %v", kidRun, err)
+		}
+	})
+}
