@@ -14,6 +14,7 @@ import (
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -45,6 +46,12 @@ type Spec struct {
 	// in the same store once the policy allows it (policy.StartAgent). The
 	// child's answer is the call's result.
 	SubAgents []*Agent
+	// Budget is the family budget of a root run of this agent, shared with
+	// every sub-agent run below it and stored with the root. Every charge
+	// is reserved before the work it pays for; when a reservation would go
+	// past a limit the run ends budget_exhausted, naming which. It applies
+	// only when this agent starts a root run.
+	Budget *Budget
 	// Approvers decide who may answer this agent's approval requests. An
 	// agent without approvers refuses every answer: its requests wait
 	// until they expire. They are not stored: a recovered run is answered
@@ -55,6 +62,22 @@ type Spec struct {
 	// corrective turn (Limits.AnswerAttempts). Build one with AnswerOf or
 	// AnswerSchema.
 	Answer *Answer
+}
+
+// Budget limits a family of runs. Zero fields are unlimited.
+type Budget struct {
+	// Tokens bounds input plus output tokens, as providers report them.
+	Tokens int64
+	// USD bounds the cost, priced by the model's list price (Config.Prices).
+	USD float64
+	// ModelCalls bounds model attempts, retries included.
+	ModelCalls int64
+	// ToolCalls bounds tool bodies run (replays included) and sub-agent
+	// starts.
+	ToolCalls int64
+	// WallTime bounds the time from the root run's start, by the store's
+	// clock.
+	WallTime time.Duration
 }
 
 // Answer is a typed final answer's schema.
@@ -135,6 +158,10 @@ type Limits struct {
 	// bounded by its own setting and by what its parent has left. Default
 	// 1, at most 16.
 	MaxDepth int
+	// MaxTokens bounds the input plus output tokens of one run, as the
+	// provider reports them; a reply without usage then ends the run as
+	// budget_unverifiable. 0 (the default) is no bound.
+	MaxTokens int64
 	// AnswerAttempts is how many final answers a run with a typed answer
 	// asks for in all before it ends answer_invalid: 2 means one corrective
 	// turn. Default 2.
@@ -277,6 +304,16 @@ func Build(spec Spec) (*Agent, error) {
 	durRange("ApprovalExpiry", l.ApprovalExpiry, time.Second, 365*24*time.Hour, true)
 	intRange("MaxChildren", l.MaxChildren, 1, 999)
 	intRange("MaxDepth", l.MaxDepth, 1, 16)
+	var budget *store.Budget
+	if b := spec.Budget; b != nil {
+		if b.Tokens < 0 || b.USD < 0 || b.ModelCalls < 0 || b.ToolCalls < 0 || b.WallTime < 0 {
+			bad("Budget", "%+v: every limit is 0 (none) or more", *b)
+		}
+		budget = &store.Budget{Tokens: b.Tokens, MicroUSD: int64(b.USD * 1e6), ModelCalls: b.ModelCalls, ToolCalls: b.ToolCalls, WallMS: b.WallTime.Milliseconds()}
+	}
+	if l.MaxTokens < 0 {
+		bad("Limits.MaxTokens", "%d: want 0 (none) or more", l.MaxTokens)
+	}
 	var children []*engine.Agent
 	for i, c := range spec.SubAgents {
 		switch {
@@ -310,13 +347,13 @@ func Build(spec Spec) (*Agent, error) {
 	}
 	ea := &engine.Agent{
 		Name: spec.Name, Version: spec.Version, Model: spec.Model, Instructions: spec.Instructions,
-		Tools: spec.Tools, Policy: spec.Policy, Answer: answer, Description: spec.Description, Children: children,
+		Tools: spec.Tools, Policy: spec.Policy, Answer: answer, Description: spec.Description, Children: children, Budget: budget,
 		Limits: engine.Limits{
 			ModelAttempts: l.ModelAttempts, RetryDelay: l.RetryDelay, MaxRetryAfter: l.MaxRetryAfter,
 			ModelTimeout: l.ModelTimeout, PolicyTimeout: l.PolicyTimeout, ToolTimeout: l.ToolTimeout,
 			ToolConcurrency: l.ToolConcurrency, MaxToolResult: l.MaxToolResult, CommandWait: l.CommandWait,
 			AnswerAttempts: l.AnswerAttempts, ApprovalExpiry: l.ApprovalExpiry,
-			MaxChildren: l.MaxChildren, MaxDepth: l.MaxDepth, ContinueOnUncertain: l.ContinueOnUncertain,
+			MaxChildren: l.MaxChildren, MaxDepth: l.MaxDepth, MaxTokens: l.MaxTokens, ContinueOnUncertain: l.ContinueOnUncertain,
 		},
 	}
 	if err := ea.Prepare(); err != nil {

@@ -36,7 +36,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv("HITCH_CRASH_MODE"); mode != "" {
+	if mode := os.Getenv("HITCH_CRASH_MODE"); mode == "family" {
+		os.Exit(familyChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
+	} else if mode != "" {
 		os.Exit(crashChild(mode, os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	}
 	os.Exit(m.Run())
@@ -239,7 +241,7 @@ func TestCrashRecovery(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			db, effects := filepath.Join(dir, "crash.db"), filepath.Join(dir, "effects.log")
-			killChildAt(t, tc.mode, tc.marker, db, effects)
+			killChildAt(t, tc.mode, tc.marker, db, effects, crashRuns)
 
 			var asked atomic.Int64
 			pol := policy.AllowAll()
@@ -323,9 +325,9 @@ func TestCrashRecovery(t *testing.T) {
 	}
 }
 
-// killChildAt runs the child until every run printed marker, then SIGKILLs
-// it.
-func killChildAt(t *testing.T, mode, marker, db, effects string) {
+// killChildAt runs the child until marker was printed want times, then
+// SIGKILLs it.
+func killChildAt(t *testing.T, mode, marker, db, effects string, want int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "HITCH_CRASH_MODE="+mode, "HITCH_CRASH_DB="+db, "HITCH_CRASH_EFFECTS="+effects)
@@ -343,7 +345,7 @@ func killChildAt(t *testing.T, mode, marker, db, effects string) {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if sc.Text() == marker {
-				if n++; n == crashRuns {
+				if n++; n == want {
 					seen <- n
 				}
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -74,6 +75,9 @@ type Config struct {
 	CancelPoll time.Duration
 	// MaxRunners bounds the runs this runtime drives at once. Default 256.
 	MaxRunners int
+	// Prices override or add model prices (USD per million tokens) to the
+	// built-in list, for budgets and reported costs.
+	Prices model.Prices
 	// OnEvent, if set, sees progress as it happens: every batch of journal
 	// entries once durable, and model text deltas. It runs on the run's
 	// goroutine: keep it quick.
@@ -155,6 +159,7 @@ func Open(cfg Config) (*Runtime, error) {
 		},
 		LeaseTTL: cfg.LeaseTTL, RenewEvery: cfg.LeaseTTL / 3, CancelPoll: cfg.CancelPoll,
 		ForceSettleGrace: cfg.ForceSettleGrace, AwaitPoll: 50 * time.Millisecond, MaxRunners: cfg.MaxRunners,
+		Prices: model.DefaultPrices().With(cfg.Prices),
 	}
 	if f := cfg.OnEvent; f != nil {
 		ecfg.OnCommit = func(id string, es []store.Entry) { f(Event{RunID: id, Entries: es}) }
@@ -366,6 +371,12 @@ func (rt *Runtime) Recover(ctx context.Context) (int, error) {
 // ended, parked or lost its lease. Unlike Close it lets them finish.
 func (rt *Runtime) Wait(ctx context.Context) error {
 	return rt.eng.Wait(ctx)
+}
+
+// FamilyBudget returns a root run's budget limits and what its family has
+// used; ok is false when it has none.
+func (rt *Runtime) FamilyBudget(ctx context.Context, rootID string) (limits, used store.Budget, ok bool, err error) {
+	return rt.cfg.Store.BudgetGet(ctx, rootID)
 }
 
 // Journal returns a run's entries after position after, at most limit.

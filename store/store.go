@@ -63,8 +63,83 @@ type Store interface {
 	// longer current, or ErrEnded.
 	LeaseRenew(ctx context.Context, p LeaseRenewParams) (Run, error)
 
+	// BudgetCharge charges a family's budget, stored with its root run,
+	// atomically: the use becomes use + p.Charge + p.Adjust. p.Charge is a
+	// reservation checked against the limits first: when it would take a
+	// limited counter past its limit, nothing is written and the answer is
+	// a *BudgetExhaustedError. p.Adjust (which may be negative) is not
+	// checked: it settles a reservation to what the work really cost. It
+	// returns the use after the charge. A root without a budget accepts
+	// every charge and returns a zero use. ErrNotFound when the root does
+	// not exist.
+	BudgetCharge(ctx context.Context, p BudgetChargeParams) (Budget, error)
+
+	// BudgetGet returns a family's limits and use; ok is false when the
+	// root has no budget.
+	BudgetGet(ctx context.Context, rootID string) (limits, used Budget, ok bool, err error)
+
 	// Close releases the store's resources. Leases are not released.
 	Close() error
+}
+
+// Budget is a family's limits, or its use. In limits, a zero counter is
+// unlimited.
+type Budget struct {
+	Tokens     int64 `json:"tokens,omitempty"`
+	MicroUSD   int64 `json:"micro_usd,omitempty"`
+	ModelCalls int64 `json:"model_calls,omitempty"`
+	ToolCalls  int64 `json:"tool_calls,omitempty"`
+	// WallMS bounds the family's wall time from the root's creation; it is
+	// judged by the engine, not charged.
+	WallMS int64 `json:"wall_ms,omitempty"`
+}
+
+// Exceeds names the first counter of b that goes past a limit in limits
+// while charge asks for more of it, or "" when none does.
+func (b Budget) Exceeds(limits, charge Budget) string {
+	for _, c := range []struct {
+		name              string
+		used, limit, want int64
+	}{
+		{"tokens", b.Tokens, limits.Tokens, charge.Tokens},
+		{"usd", b.MicroUSD, limits.MicroUSD, charge.MicroUSD},
+		{"model_calls", b.ModelCalls, limits.ModelCalls, charge.ModelCalls},
+		{"tool_calls", b.ToolCalls, limits.ToolCalls, charge.ToolCalls},
+	} {
+		if c.limit > 0 && c.want > 0 && c.used > c.limit {
+			return c.name
+		}
+	}
+	return ""
+}
+
+// Add returns b + o, counter by counter (WallMS is left as in b).
+func (b Budget) Add(o Budget) Budget {
+	b.Tokens += o.Tokens
+	b.MicroUSD += o.MicroUSD
+	b.ModelCalls += o.ModelCalls
+	b.ToolCalls += o.ToolCalls
+	return b
+}
+
+// BudgetChargeParams are the parameters of BudgetCharge.
+type BudgetChargeParams struct {
+	RootID string
+	Charge Budget
+	Adjust Budget
+}
+
+// BudgetExhaustedError refuses a charge that would take a counter past its
+// limit.
+type BudgetExhaustedError struct {
+	RootID string
+	Which  string // tokens, usd, model_calls, tool_calls
+	Limit  int64
+	Used   int64
+}
+
+func (e *BudgetExhaustedError) Error() string {
+	return fmt.Sprintf("family budget of %s exhausted: %s used %d of %d", e.RootID, e.Which, e.Used, e.Limit)
 }
 
 // DefaultReadLimit bounds a JournalRead that names no limit.
@@ -158,6 +233,8 @@ type RunCreateParams struct {
 	InputHash string
 	// Entries are the first journal entries; at least one.
 	Entries []EntryInput
+	// Budget, for a root run, is its family's budget limits.
+	Budget *Budget
 }
 
 // RunListParams are the parameters of RunList.
@@ -166,6 +243,8 @@ type RunListParams struct {
 	Statuses []Status
 	// ParentID filters children of one run.
 	ParentID string
+	// RootID filters one family: a root run and its descendants.
+	RootID string
 	// Limit bounds the answer; 0 means 100.
 	Limit int
 }

@@ -34,6 +34,8 @@ type Agent struct {
 	Description string
 	// Children are the sub-agents this agent may delegate to.
 	Children []*Agent
+	// Budget is the family budget a root run of this agent starts with.
+	Budget *store.Budget
 
 	byName   map[string]tool.Tool
 	children map[string]*Agent
@@ -62,6 +64,8 @@ type Limits struct {
 	// levels of sub-agents below a run.
 	MaxChildren int
 	MaxDepth    int
+	// MaxTokens bounds the input plus output tokens of one run; 0 is none.
+	MaxTokens int64
 	// ContinueOnUncertain tells the model "outcome unknown" and goes on,
 	// instead of waiting for the call to be reconciled.
 	ContinueOnUncertain bool
@@ -118,6 +122,8 @@ type Config struct {
 	// OnCommit, if set, sees every batch of entries a runner made durable.
 	// It runs on the runner's goroutine: keep it quick.
 	OnCommit func(runID string, entries []store.Entry)
+	// Prices turn usage into USD for budgets and outcomes.
+	Prices model.Prices
 	// OnDelta, if set, sees model text deltas as they stream. They are not
 	// journaled; the journal keeps whole replies.
 	OnDelta func(runID, delta string)
@@ -181,7 +187,7 @@ func InputHash(agent string, version int, input string) string {
 func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResult, error) {
 	hash := InputHash(a.Name, a.Version, p.Input)
 	run, created, err := e.cfg.Store.RunCreate(ctx, store.RunCreateParams{
-		ID: p.ID, Agent: a.Name, Version: a.Version, InputHash: hash,
+		ID: p.ID, Agent: a.Name, Version: a.Version, InputHash: hash, Budget: a.Budget,
 		Entries: []store.EntryInput{entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth})},
 	})
 	if err != nil {

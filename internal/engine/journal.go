@@ -175,6 +175,9 @@ type Outcome struct {
 	Turns     int      `json:"turns"`
 	Attempts  int      `json:"attempts"`
 	Usage     Usage    `json:"usage"`
+	// CostUSD is the usage priced by the model's list price; absent when
+	// the price or a counter is unknown.
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 }
 
 // Usage sums what providers reported over every generation: each model

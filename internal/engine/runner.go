@@ -34,6 +34,7 @@ type runner struct {
 	token int64
 	agent *Agent
 	st    *state
+	fam   family
 	// durable is the journal position known to be stored.
 	durable int64
 	pending []store.EntryInput
@@ -94,6 +95,9 @@ func (r *runner) run(prepare func(*runner) error) error {
 		return fmt.Errorf("%w: %s version %d", ErrUnknownAgent, st.started.Agent, st.started.Version)
 	}
 	r.agent = agent
+	if err := r.loadFamily(); err != nil {
+		return err
+	}
 	go r.heartbeat()
 	if prepare != nil {
 		if err := prepare(r); err != nil {
@@ -222,12 +226,16 @@ func (r *runner) callModel() error {
 		r.stage(entry(KindContext, Context{Instructions: a.Instructions, Tools: slices.Clone(a.names)}))
 	}
 	attempt := st.attempts + 1
-	if err := r.commit(entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1})); err != nil {
-		return err
-	}
 	req := &model.Request{Instructions: a.Instructions, Messages: st.messages(), Tools: a.specs}
 	if a.Answer != nil {
 		req.Answer = a.Answer.request()
+	}
+	reserved, ended, err := r.beforeModel(req)
+	if ended || err != nil {
+		return err
+	}
+	if err := r.commit(entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1})); err != nil {
+		return err
 	}
 	ctx, cancel := r.work, context.CancelFunc(func() {})
 	if a.Limits.ModelTimeout != Infinite {
@@ -273,7 +281,8 @@ func (r *runner) callModel() error {
 		return nil
 	}
 	r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *got.reply}))
-	return nil
+	_, err = r.afterReply(reserved, got.reply.Usage)
+	return err
 }
 
 // bodyResult is what one tool body returned.
@@ -330,6 +339,9 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 		}
 		if r.agent.children[c.call.Name] != nil {
 			if c.started == 0 {
+				if ended, err := r.beforeTool(); ended || err != nil {
+					return ended, err
+				}
 				if err := r.commit(entry(KindCallStarted, CallStarted{Call: c.key, Attempt: 1})); err != nil {
 					return false, err
 				}
@@ -353,6 +365,9 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 		}
 		if r.cancelled.Load() {
 			break
+		}
+		if ended, err := r.beforeTool(); ended || err != nil {
+			return ended, err
 		}
 		if err := r.startBody(c, results); err != nil {
 			return false, err
@@ -587,6 +602,9 @@ func (r *runner) settle(res bodyResult, others int, results chan<- bodyResult) (
 			break
 		}
 		if info := r.agent.byName[c.call.Name].Info(); info.Replay > res.attempt {
+			if ended, err := r.beforeTool(); ended || err != nil {
+				return ended, false, err
+			}
 			if err := r.startBody(c, results); err != nil {
 				return false, false, err
 			}
@@ -672,6 +690,12 @@ func (r *runner) finish(o Outcome) error {
 	}
 	o.Uncertain = r.st.uncertainCalls()
 	o.Turns, o.Attempts, o.Usage = len(r.st.turns), r.st.attempts, r.st.usage
+	if o.Usage.Generations > 0 {
+		u := o.Usage
+		if usd, known := r.e.cfg.Prices.Cost(r.agent.Model.Name(), &model.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens}); known {
+			o.CostUSD = &usd
+		}
+	}
 	e := entry(KindRunEnded, o)
 	if err := r.write(store.JournalAppendParams{Status: o.Status, Outcome: e.Data}, e); err != nil {
 		return err

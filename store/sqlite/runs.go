@@ -105,6 +105,12 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 		if err := tx.insertEntries(r.seq, 0, p.Entries, now); err != nil {
 			return err
 		}
+		if p.Budget != nil && p.ParentID == "" {
+			b, _ := json.Marshal(p.Budget)
+			if _, err := tx.budgetNew.Exec(r.seq, string(b)); err != nil {
+				return fmt.Errorf("insert budget: %w", err)
+			}
+		}
 		run, created = r.run, true
 		return nil
 	})
@@ -233,6 +239,10 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	if p.ParentID != "" {
 		where = append(where, "parent_id = ?")
 		args = append(args, p.ParentID)
+	}
+	if p.RootID != "" {
+		where = append(where, "root_id = ?")
+		args = append(args, p.RootID)
 	}
 	q := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {

@@ -210,6 +210,9 @@ type writeStmts struct {
 	claimOne    *sql.Stmt
 	renew       *sql.Stmt
 	cancel      *sql.Stmt
+	budgetGet   *sql.Stmt
+	budgetSet   *sql.Stmt
+	budgetNew   *sql.Stmt
 	all         []*sql.Stmt
 }
 
@@ -220,6 +223,9 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 		sql string
 	}{
 		{&w.runByID, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
+		{&w.budgetGet, `SELECT limits, used FROM budgets WHERE root_seq = ?`},
+		{&w.budgetSet, `UPDATE budgets SET used = ? WHERE root_seq = ?`},
+		{&w.budgetNew, `INSERT INTO budgets (root_seq, limits, used) VALUES (?, ?, '{}')`},
 		{&w.insertRun, `INSERT INTO runs (id, root_id, parent_id, depth, agent, version, input_hash,
 			status, position, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING ` + runColumns},

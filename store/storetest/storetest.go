@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RunRequestCancel", testRunRequestCancel},
 		{"RunList", testRunList},
 		{"StaleRunner", testStaleRunner},
+		{"Budget", testBudget},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -834,6 +835,8 @@ func testRunList(t *testing.T, open func(*testing.T) store.Store) {
 			{"children running", store.RunListParams{ParentID: "a", Statuses: []store.Status{store.StatusRunning}},
 				[]string{}},
 			{"no children", store.RunListParams{ParentID: "c"}, []string{}},
+			{"family", store.RunListParams{RootID: "a"}, []string{"a1", "a"}},
+			{"family of one", store.RunListParams{RootID: "c"}, []string{"c"}},
 		} {
 			rs, err := e.s.RunList(e.ctx, tc.p)
 			if err != nil {
