@@ -158,6 +158,12 @@ type Limits struct {
 	// bounded by its own setting and by what its parent has left. Default
 	// 1, at most 16.
 	MaxDepth int
+	// FinalTurn spends the last model attempt on a turn without tools, in
+	// which the model is asked to report what it has; the run then
+	// completes with that answer and the stop reason max_turns. By default
+	// a run that runs out of attempts completes with max_turns and the
+	// last reply's text.
+	FinalTurn bool
 	// MaxTokens bounds the input plus output tokens of one run, as the
 	// provider reports them; a reply without usage then ends the run as
 	// budget_unverifiable. 0 (the default) is no bound.
@@ -353,7 +359,7 @@ func Build(spec Spec) (*Agent, error) {
 			ModelTimeout: l.ModelTimeout, PolicyTimeout: l.PolicyTimeout, ToolTimeout: l.ToolTimeout,
 			ToolConcurrency: l.ToolConcurrency, MaxToolResult: l.MaxToolResult, CommandWait: l.CommandWait,
 			AnswerAttempts: l.AnswerAttempts, ApprovalExpiry: l.ApprovalExpiry,
-			MaxChildren: l.MaxChildren, MaxDepth: l.MaxDepth, MaxTokens: l.MaxTokens, ContinueOnUncertain: l.ContinueOnUncertain,
+			MaxChildren: l.MaxChildren, MaxDepth: l.MaxDepth, MaxTokens: l.MaxTokens, FinalTurn: l.FinalTurn, ContinueOnUncertain: l.ContinueOnUncertain,
 		},
 	}
 	if err := ea.Prepare(); err != nil {

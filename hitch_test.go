@@ -439,6 +439,28 @@ func TestMaxTurnsIsAStopReason(t *testing.T) {
 	}
 }
 
+func TestFinalTurnIsToolFree(t *testing.T) {
+	t.Parallel()
+	m := &recorder{Model: scripted.New("loop", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{{Name: "add", Args: `{"a":1,"b":1}`}}},
+		{Calls: []scripted.Call{{Name: "add", Args: `{"a":2,"b":2}`}}},
+		{Text: "partial report: 2 and 4"},
+	}})}
+	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, nil)}, Limits: hitch.Limits{ModelAttempts: 3, FinalTurn: true}})
+	rt, _ := setup(t, a)
+	run := runToRest(t, rt, a, "loop")
+	if run.Status != store.StatusCompleted || run.Outcome.Reason != "max_turns" || run.Outcome.Answer != "partial report: 2 and 4" {
+		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
+	}
+	last := m.reqs[2]
+	if len(last.Tools) != 0 || !strings.Contains(last.Messages[len(last.Messages)-1].Text, "last turn") {
+		t.Errorf("the final turn offered tools or no note: %+v", last)
+	}
+	if len(m.reqs[1].Tools) != 1 {
+		t.Errorf("an earlier turn lost its tools")
+	}
+}
+
 func TestBuildReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 	_, err := hitch.Build(hitch.Spec{Name: "bad name!", Limits: hitch.Limits{ToolConcurrency: 100, ModelAttempts: -1, MaxToolResult: -5}})

@@ -27,6 +27,15 @@ type File struct {
 	Models map[string]Model `yaml:"models"`
 	// Agents are the agents the CLI and server can run.
 	Agents []Agent `yaml:"agents"`
+	// Prices override or add model prices, in USD per million tokens.
+	Prices map[string]Price `yaml:"prices,omitempty"`
+}
+
+// Price is a model's price in USD per million tokens.
+type Price struct {
+	Input       float64 `yaml:"input"`
+	Output      float64 `yaml:"output"`
+	CachedInput float64 `yaml:"cached_input,omitempty"`
 }
 
 // Model is one model's settings.
@@ -65,6 +74,21 @@ type Agent struct {
 	Answer map[string]any `yaml:"answer,omitempty"`
 	// Approvers may answer the agent's approval requests.
 	Approvers []Approver `yaml:"approvers,omitempty"`
+	// Description tells a parent's model what this agent does.
+	Description string `yaml:"description,omitempty"`
+	// SubAgents name other agents of this file this one may delegate to.
+	SubAgents []string `yaml:"sub_agents,omitempty"`
+	// Budget is the family budget of a root run of this agent.
+	Budget *Budget `yaml:"budget,omitempty"`
+}
+
+// Budget limits a family of runs; zero or absent is unlimited.
+type Budget struct {
+	Tokens     int64   `yaml:"tokens,omitempty"`
+	USD        float64 `yaml:"usd,omitempty"`
+	ModelCalls int64   `yaml:"model_calls,omitempty"`
+	ToolCalls  int64   `yaml:"tool_calls,omitempty"`
+	WallTime   string  `yaml:"wall_time,omitempty"`
 }
 
 // Approver is a person who may answer approval requests.
@@ -92,6 +116,10 @@ type Limits struct {
 	CommandWait         string `yaml:"command_wait,omitempty"`
 	ApprovalExpiry      string `yaml:"approval_expiry,omitempty"`
 	AnswerAttempts      *int   `yaml:"answer_attempts,omitempty"`
+	MaxChildren         *int   `yaml:"max_children,omitempty"`
+	MaxDepth            *int   `yaml:"max_depth,omitempty"`
+	MaxTokens           *int64 `yaml:"max_tokens,omitempty"`
+	FinalTurn           bool   `yaml:"final_turn,omitempty"`
 	ContinueOnUncertain bool   `yaml:"continue_on_uncertain,omitempty"`
 }
 

@@ -146,3 +146,66 @@ func TestMissingFileIsNotAProblem(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestSubAgentsBudgetsAndPrices(t *testing.T) {
+	t.Parallel()
+	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
+prices:
+  scripted/script: {input: 1, output: 2}
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: boss
+    model: demo
+    policy: allow_all
+    sub_agents: [researcher]
+    budget: {tokens: 1000, usd: 0.5, model_calls: 20, tool_calls: 40, wall_time: 10m}
+    limits: {max_children: 2, max_depth: 1, max_tokens: 5000, final_turn: true, approval_expiry: 1h}
+  - name: researcher
+    description: Finds facts.
+    model: demo
+    policy: allow_all
+`})
+	cfg, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cfg.Close()
+	boss, err := cfg.Agent("boss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := boss.Limits(); l.MaxChildren != 2 || l.MaxTokens != 5000 || !l.FinalTurn || l.ApprovalExpiry.Hours() != 1 {
+		t.Errorf("limits %+v", l)
+	}
+	if p := cfg.Prices()["scripted/script"]; p.Input != 1 || p.Output != 2 || p.CachedInput != 1 {
+		t.Errorf("prices %+v", p)
+	}
+}
+
+func TestSubAgentProblems(t *testing.T) {
+	t.Parallel()
+	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: a
+    model: demo
+    policy: allow_all
+    sub_agents: [b, ghost]
+  - name: b
+    model: demo
+    policy: allow_all
+    sub_agents: [a]
+    budget: {tokens: -1, wall_time: soon}
+`})
+	_, err := Load(path, Options{})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`agents[0].sub_agents[1]: "ghost" is not an agent`, "delegates to itself", "agents[1].budget.tokens", "agents[1].budget.wall_time"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}

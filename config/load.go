@@ -155,9 +155,15 @@ func Load(path string, opts Options) (*Config, error) {
 	for _, t := range opts.Tools {
 		extra[t.Info().Name] = t
 	}
+	specs := make([]*hitch.Spec, len(f.Agents)) // nil where the agent has problems
+	index := map[string]int{}
 	for i, a := range f.Agents {
 		field := fmt.Sprintf("agents[%d]", i)
-		spec := hitch.Spec{Name: a.Name, Version: a.Version, Instructions: a.Instructions}
+		if j, dup := index[a.Name]; dup && a.Name != "" {
+			probs = append(probs, l.problem(field+".name", "%q is already the name of agents[%d]", a.Name, j))
+		}
+		index[a.Name] = i
+		spec := hitch.Spec{Name: a.Name, Version: a.Version, Instructions: a.Instructions, Description: a.Description}
 		if a.Model == "" {
 			probs = append(probs, l.problem(field+".model", "is required: name one of models"))
 		} else if mm, ok := cfg.Models[a.Model]; ok {
@@ -178,36 +184,80 @@ func Load(path string, opts Options) (*Config, error) {
 			}
 			spec.Answer = hitch.AnswerSchema(b)
 		}
+		var ap []Problem
 		if len(a.Approvers) > 0 {
-			ap, pp := cfg.approvers(l, field, a, getenv)
-			probs = append(probs, pp...)
-			if ap != nil {
-				spec.Approvers = ap
+			var approvers approval.Approvers
+			approvers, ap = cfg.approvers(l, field, a, getenv)
+			probs = append(probs, ap...)
+			if approvers != nil {
+				spec.Approvers = approvers
 			}
 		}
+		bud, bp := budget(l, field+".budget", a.Budget)
+		probs = append(probs, bp...)
+		spec.Budget = bud
 		lim, lp := limits(l, field+".limits", a.Limits)
 		probs = append(probs, lp...)
 		spec.Limits = lim
-		if len(pp) > 0 || len(tp) > 0 || len(lp) > 0 || spec.Model == nil {
+		if len(pp) > 0 || len(tp) > 0 || len(lp) > 0 || len(ap) > 0 || len(bp) > 0 || spec.Model == nil {
 			continue
 		}
-		agent, err := hitch.Build(spec)
+		specs[i] = &spec
+	}
+	// Build agents after their sub-agents, refusing cycles.
+	built := make([]*hitch.Agent, len(f.Agents))
+	state := make([]int, len(f.Agents)) // 0 new, 1 building, 2 done
+	var buildAgent func(i int) *hitch.Agent
+	buildAgent = func(i int) *hitch.Agent {
+		field := fmt.Sprintf("agents[%d]", i)
+		switch state[i] {
+		case 1:
+			probs = append(probs, l.problem(field+".sub_agents", "%q delegates to itself through its sub-agents", f.Agents[i].Name))
+			return nil
+		case 2:
+			return built[i]
+		}
+		state[i] = 1
+		defer func() { state[i] = 2 }()
+		spec := specs[i]
+		ok := spec != nil
+		var subs []*hitch.Agent
+		for k, name := range f.Agents[i].SubAgents {
+			j, found := index[name]
+			if !found {
+				probs = append(probs, l.problem(fmt.Sprintf("%s.sub_agents[%d]", field, k), "%q is not an agent in this file", name))
+				ok = false
+				continue
+			}
+			sub := buildAgent(j)
+			if sub == nil {
+				ok = false
+				continue
+			}
+			subs = append(subs, sub)
+		}
+		if !ok {
+			return nil
+		}
+		spec.SubAgents = subs
+		agent, err := hitch.Build(*spec)
 		if err != nil {
-			if ces, ok := err.(hitch.ConfigErrors); ok {
+			if ces, isCE := err.(hitch.ConfigErrors); isCE {
 				for _, ce := range ces {
 					probs = append(probs, l.problem(field+"."+snake(ce.Field), "%s", ce.Problem))
 				}
-				continue
+			} else {
+				probs = append(probs, l.problem(field, "%v", err))
 			}
-			probs = append(probs, l.problem(field, "%v", err))
-			continue
+			return nil
 		}
-		for _, other := range cfg.Agents {
-			if other.Name() == agent.Name() && other.Version() == agent.Version() {
-				probs = append(probs, l.problem(field+".name", "%q version %d is declared twice", a.Name, agent.Version()))
-			}
+		built[i] = agent
+		return agent
+	}
+	for i := range f.Agents {
+		if a := buildAgent(i); a != nil {
+			cfg.Agents = append(cfg.Agents, a)
 		}
-		cfg.Agents = append(cfg.Agents, agent)
 	}
 	if len(probs) > 0 {
 		_ = cfg.Close()
@@ -299,6 +349,30 @@ func randomSecret() string {
 	return hex.EncodeToString(b)
 }
 
+func budget(l locator, field string, y *Budget) (*hitch.Budget, []Problem) {
+	if y == nil {
+		return nil, nil
+	}
+	var probs []Problem
+	out := &hitch.Budget{Tokens: y.Tokens, USD: y.USD, ModelCalls: y.ModelCalls, ToolCalls: y.ToolCalls}
+	for _, c := range []struct {
+		key string
+		neg bool
+	}{{"tokens", y.Tokens < 0}, {"usd", y.USD < 0}, {"model_calls", y.ModelCalls < 0}, {"tool_calls", y.ToolCalls < 0}} {
+		if c.neg {
+			probs = append(probs, l.problem(field+"."+c.key, "want 0 (no limit) or more"))
+		}
+	}
+	if y.WallTime != "" {
+		d, err := duration(y.WallTime, false)
+		if err != nil || d < 0 {
+			probs = append(probs, l.problem(field+".wall_time", "%q is not a duration such as 30m", y.WallTime))
+		}
+		out.WallTime = d
+	}
+	return out, probs
+}
+
 func limits(l locator, field string, y Limits) (hitch.Limits, []Problem) {
 	var probs []Problem
 	dur := func(key, v string, infinite bool) time.Duration {
@@ -317,6 +391,9 @@ func limits(l locator, field string, y Limits) (hitch.Limits, []Problem) {
 		}
 		return *v
 	}
+	if y.MaxTokens != nil && *y.MaxTokens < 0 {
+		probs = append(probs, l.problem(field+".max_tokens", "%d: want 0 (none) or more", *y.MaxTokens))
+	}
 	out := hitch.Limits{
 		ModelAttempts:       num("model_attempts", y.ModelAttempts, 1, 10000),
 		RetryDelay:          dur("retry_delay", y.RetryDelay, false),
@@ -329,7 +406,26 @@ func limits(l locator, field string, y Limits) (hitch.Limits, []Problem) {
 		CommandWait:         dur("command_wait", y.CommandWait, false),
 		ApprovalExpiry:      dur("approval_expiry", y.ApprovalExpiry, true),
 		AnswerAttempts:      num("answer_attempts", y.AnswerAttempts, 1, 100),
+		MaxChildren:         num("max_children", y.MaxChildren, 1, 999),
+		MaxDepth:            num("max_depth", y.MaxDepth, 1, 16),
+		FinalTurn:           y.FinalTurn,
 		ContinueOnUncertain: y.ContinueOnUncertain,
 	}
+	if y.MaxTokens != nil {
+		out.MaxTokens = *y.MaxTokens
+	}
 	return out, probs
+}
+
+// Prices returns the file's price overrides for the runtime.
+func (c *Config) Prices() model.Prices {
+	p := model.Prices{}
+	for name, v := range c.File.Prices {
+		cached := v.CachedInput
+		if cached == 0 {
+			cached = v.Input
+		}
+		p[name] = model.Price{Input: v.Input, Output: v.Output, CachedInput: cached}
+	}
+	return p
 }

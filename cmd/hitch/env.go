@@ -60,7 +60,7 @@ func openRuntime(ctx context.Context, g *globals) (*env, error) {
 		return nil, err
 	}
 	e.cfg = cfg
-	e.rt, err = hitch.Open(hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: e.out.event, LeaseTTL: g.leaseTTL})
+	e.rt, err = hitch.Open(hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: e.out.event, LeaseTTL: g.leaseTTL, Prices: cfg.Prices()})
 	if err != nil {
 		e.close()
 		return nil, err

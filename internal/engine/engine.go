@@ -66,6 +66,9 @@ type Limits struct {
 	MaxDepth    int
 	// MaxTokens bounds the input plus output tokens of one run; 0 is none.
 	MaxTokens int64
+	// FinalTurn spends the last model attempt on a tool-free turn in
+	// which the model reports what it has.
+	FinalTurn bool
 	// ContinueOnUncertain tells the model "outcome unknown" and goes on,
 	// instead of waiting for the call to be reconciled.
 	ContinueOnUncertain bool

@@ -48,6 +48,10 @@ type RunStarted struct {
 type Context struct {
 	Instructions string   `json:"instructions"`
 	Tools        []string `json:"tools"`
+	// FinalTurn marks the last, tool-free turn an agent asked for when
+	// its model attempts run out; Note is what the model is told.
+	FinalTurn bool   `json:"final_turn,omitempty"`
+	Note      string `json:"note,omitempty"`
 }
 
 // ModelAttempt is the intent to call the model. A journal whose last attempt

@@ -175,11 +175,11 @@ func (r *runner) step() (done bool, err error) {
 func (r *runner) final(t *turnState) (bool, error) {
 	a := r.agent.Answer
 	if a == nil {
-		return true, r.finish(Outcome{Status: store.StatusCompleted, Answer: t.reply.Text})
+		return true, r.finish(Outcome{Status: store.StatusCompleted, Answer: t.reply.Text, Reason: r.stopReason()})
 	}
 	value, err := a.decode(t.reply.Text)
 	if err == nil {
-		return true, r.finish(Outcome{Status: store.StatusCompleted, Answer: string(value)})
+		return true, r.finish(Outcome{Status: store.StatusCompleted, Answer: string(value), Reason: r.stopReason()})
 	}
 	if r.st.refusals+1 >= r.agent.Limits.AnswerAttempts {
 		return true, r.finish(Outcome{Status: store.StatusAnswerInvalid, Reason: "answer_invalid", Raw: t.reply.Text,
@@ -187,6 +187,15 @@ func (r *runner) final(t *turnState) (bool, error) {
 	}
 	r.stage(entry(KindAnswerRefused, AnswerRefused{Turn: len(r.st.turns), Reason: err.Error(), Message: a.correction(err.Error())}))
 	return false, nil
+}
+
+// stopReason says why a completed run stopped when the model did not end
+// it on its own: max_turns after the final, tool-free turn.
+func (r *runner) stopReason() string {
+	if r.st.finalAt >= 0 {
+		return "max_turns"
+	}
+	return ""
 }
 
 // backoff is the wait before the next attempt after n consecutive failures:
@@ -222,11 +231,19 @@ func (r *runner) callModel() error {
 		// Recovered mid-call: say so, so the journal explains the gap.
 		r.stage(entry(KindModelLost, ModelInterrupted{Attempt: st.attempts}))
 	}
-	if st.context == nil || st.context.Instructions != a.Instructions || !slices.Equal(st.context.Tools, a.names) {
+	attempt := st.attempts + 1
+	final := st.finalAt >= 0 || (a.Limits.FinalTurn && attempt == a.Limits.ModelAttempts && len(st.turns) > 0 && len(a.names) > 0)
+	switch {
+	case final && st.finalAt < 0:
+		r.stage(entry(KindContext, Context{Instructions: a.Instructions, Tools: []string{}, FinalTurn: true,
+			Note: "This is your last turn: tools are no longer available. Give your final answer now from what you have, and say what is left undone."}))
+	case !final && (st.context == nil || st.context.Instructions != a.Instructions || !slices.Equal(st.context.Tools, a.names)):
 		r.stage(entry(KindContext, Context{Instructions: a.Instructions, Tools: slices.Clone(a.names)}))
 	}
-	attempt := st.attempts + 1
 	req := &model.Request{Instructions: a.Instructions, Messages: st.messages(), Tools: a.specs}
+	if final {
+		req.Tools = nil
+	}
 	if a.Answer != nil {
 		req.Answer = a.Answer.request()
 	}
@@ -414,6 +431,10 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 // decide puts a call to the policy. It stages the decision, or a rejection
 // for an unknown tool or arguments that are not JSON.
 func (r *runner) decide(c *callState) (ended bool, err error) {
+	if r.st.finalAt >= 0 && r.st.finalAt < len(r.st.turns) {
+		r.stage(entry(KindCallRejected, CallRejected{Call: c.key, Error: "no tools are available on the final turn"}))
+		return false, nil
+	}
 	if _, ok := r.agent.byName[c.call.Name]; !ok {
 		r.stage(entry(KindCallRejected, CallRejected{Call: c.key,
 			Error: fmt.Sprintf("there is no tool named %q; the tools are: %s", c.call.Name, strings.Join(r.agent.names, ", "))}))

@@ -55,6 +55,10 @@ type state struct {
 
 	// refusals counts final texts refused as typed answers.
 	refusals int
+	// finalAt is the number of turns before the final, tool-free turn
+	// (-1: none); finalNote is what the model was told there.
+	finalAt   int
+	finalNote string
 
 	waiting *RunWaiting
 	ended   *Outcome
@@ -105,6 +109,9 @@ func (s *state) apply(e store.Entry) error {
 			return err
 		}
 		s.context = &c
+		if c.FinalTurn {
+			s.finalAt, s.finalNote = len(s.turns), c.Note
+		}
 	case KindModelAttempt:
 		var a ModelAttempt
 		if err := decode(&a); err != nil {
@@ -297,7 +304,10 @@ func (s *state) apply(e store.Entry) error {
 func (s *state) messages() []model.Message {
 	msgs := make([]model.Message, 0, 1+3*len(s.turns))
 	msgs = append(msgs, model.Message{Role: model.RoleUser, Text: s.started.Input})
-	for _, t := range s.turns {
+	for i, t := range s.turns {
+		if i == s.finalAt {
+			msgs = append(msgs, model.Message{Role: model.RoleUser, Text: s.finalNote})
+		}
 		msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: t.reply.Text, ToolCalls: t.reply.ToolCalls})
 		for _, c := range t.calls {
 			if !c.done {
@@ -311,6 +321,9 @@ func (s *state) messages() []model.Message {
 		if t.refused {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Text: t.correction})
 		}
+	}
+	if s.finalAt == len(s.turns) {
+		msgs = append(msgs, model.Message{Role: model.RoleUser, Text: s.finalNote})
 	}
 	return msgs
 }
@@ -343,7 +356,7 @@ func (s *state) pendingApprovals() []*callState {
 
 // fold replays entries into a fresh state.
 func fold(entries []store.Entry) (*state, error) {
-	s := &state{}
+	s := &state{finalAt: -1}
 	for _, e := range entries {
 		if err := s.apply(e); err != nil {
 			return nil, err
