@@ -197,6 +197,11 @@ func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResul
 		return StartResult{}, fmt.Errorf("create run: %w", err)
 	}
 	res := StartResult{Run: run, Created: created, SameInput: run.InputHash == hash}
+	if created && e.cfg.OnCommit != nil {
+		if es, err := e.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: run.ID, Limit: 1}); err == nil {
+			e.cfg.OnCommit(run.ID, es)
+		}
+	}
 	if !created || p.Detached {
 		return res, nil
 	}
