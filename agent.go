@@ -14,6 +14,7 @@ import (
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/sandbox"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
@@ -52,6 +53,11 @@ type Spec struct {
 	// past a limit the run ends budget_exhausted, naming which. It applies
 	// only when this agent starts a root run.
 	Budget *Budget
+	// Workspace, when set, gives each run its own sandbox and the tools
+	// bound to it, so roots granted to one run (Runtime.GrantRoot) reach no
+	// other. Tools must still list tools of the same names, which declare
+	// them to the model. The config file sets this for the built-in tools.
+	Workspace func() (sandbox.Sandbox, []tool.Tool, error)
 	// Approvers decide who may answer this agent's approval requests. An
 	// agent without approvers refuses every answer: its requests wait
 	// until they expire. They are not stored: a recovered run is answered
@@ -354,6 +360,7 @@ func Build(spec Spec) (*Agent, error) {
 	ea := &engine.Agent{
 		Name: spec.Name, Version: spec.Version, Model: spec.Model, Instructions: spec.Instructions,
 		Tools: spec.Tools, Policy: spec.Policy, Answer: answer, Description: spec.Description, Children: children, Budget: budget,
+		Workspace: engine.Workspace(spec.Workspace),
 		Limits: engine.Limits{
 			ModelAttempts: l.ModelAttempts, RetryDelay: l.RetryDelay, MaxRetryAfter: l.MaxRetryAfter,
 			ModelTimeout: l.ModelTimeout, PolicyTimeout: l.PolicyTimeout, ToolTimeout: l.ToolTimeout,

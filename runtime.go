@@ -373,6 +373,33 @@ func (rt *Runtime) Wait(ctx context.Context) error {
 	return rt.eng.Wait(ctx)
 }
 
+// ErrNoWorkspace: the run's agent has no workspace to grant roots in.
+var ErrNoWorkspace = engine.ErrNoWorkspace
+
+// GrantRoot grants an existing directory to one run's workspace, as an
+// extra root its tools may use, and journals the grant; a recovered run
+// has it again. Granting a root twice is a no-op.
+func (rt *Runtime) GrantRoot(ctx context.Context, runID, path, by string) error {
+	if err := rt.eng.ChangeRoot(ctx, runID, engine.RootChange{Path: path, By: by}, rt.commandWait(ctx, runID)); err != nil {
+		return fmt.Errorf("grant root %s to %s: %w", path, runID, err)
+	}
+	return nil
+}
+
+// RevokeRoot takes a granted root back from a run's workspace.
+func (rt *Runtime) RevokeRoot(ctx context.Context, runID, path, by string) error {
+	if err := rt.eng.ChangeRoot(ctx, runID, engine.RootChange{Path: path, Revoke: true, By: by}, rt.commandWait(ctx, runID)); err != nil {
+		return fmt.Errorf("revoke root %s from %s: %w", path, runID, err)
+	}
+	return nil
+}
+
+// Roots lists the roots granted to a run, in the order granted (the
+// workspace's default root is not listed).
+func (rt *Runtime) Roots(ctx context.Context, runID string) ([]string, error) {
+	return rt.eng.Roots(ctx, runID)
+}
+
 // FamilyBudget returns a root run's budget limits and what its family has
 // used; ok is false when it has none.
 func (rt *Runtime) FamilyBudget(ctx context.Context, rootID string) (limits, used store.Budget, ok bool, err error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/hitch-dev/hitch/model/anthropic"
 	"github.com/hitch-dev/hitch/model/openai"
 	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/sandbox"
 	"github.com/hitch-dev/hitch/sandbox/local"
 	"github.com/hitch-dev/hitch/tool"
 	"github.com/hitch-dev/hitch/tool/builtin"
@@ -174,9 +175,9 @@ func Load(path string, opts Options) (*Config, error) {
 		p, pp := policyOf(l, field+".policy", a.Policy)
 		probs = append(probs, pp...)
 		spec.Policy = p
-		tools, tp := cfg.tools(l, field, a, extra)
+		tools, workspace, tp := cfg.tools(l, field, a, extra)
 		probs = append(probs, tp...)
-		spec.Tools = tools
+		spec.Tools, spec.Workspace = tools, workspace
 		if a.Answer != nil {
 			b, err := json.Marshal(a.Answer)
 			if err != nil {
@@ -269,7 +270,7 @@ func Load(path string, opts Options) (*Config, error) {
 
 // tools builds an agent's tools: built-in ones on a sandbox confined to the
 // workspace, and Go tools passed in Options.
-func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.Tool) ([]tool.Tool, []Problem) {
+func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.Tool) ([]tool.Tool, func() (sandbox.Sandbox, []tool.Tool, error), []Problem) {
 	var probs []Problem
 	var builtins []string
 	var out []tool.Tool
@@ -284,7 +285,7 @@ func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.T
 		}
 	}
 	if len(builtins) == 0 || len(probs) > 0 {
-		return out, probs
+		return out, nil, probs
 	}
 	ws := relTo(c.Path, a.Workspace)
 	if ws == "" {
@@ -292,14 +293,28 @@ func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.T
 	}
 	sb, err := local.New(local.Config{Root: ws})
 	if err != nil {
-		return nil, append(probs, l.problem(field+".workspace", "%v", err))
+		return nil, nil, append(probs, l.problem(field+".workspace", "%v", err))
 	}
 	c.closers = append(c.closers, sb.Close)
 	bt, err := builtin.New(sb, builtins...)
 	if err != nil {
-		return nil, append(probs, l.problem(field+".tools", "%v", err))
+		return nil, nil, append(probs, l.problem(field+".tools", "%v", err))
 	}
-	return append(bt, out...), probs
+	// Each run gets its own sandbox on the same folder, so roots granted
+	// to one run reach no other.
+	workspace := func() (sandbox.Sandbox, []tool.Tool, error) {
+		sb, err := local.New(local.Config{Root: ws})
+		if err != nil {
+			return nil, nil, err
+		}
+		ts, err := builtin.New(sb, builtins...)
+		if err != nil {
+			sb.Close()
+			return nil, nil, err
+		}
+		return sb, ts, nil
+	}
+	return append(bt, out...), workspace, probs
 }
 
 // approvers builds an agent's approvers. A secret variable that is not

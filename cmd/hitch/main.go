@@ -118,7 +118,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.DurationVar(&g.leaseTTL, "lease-ttl", 30*time.Second, "how long a run's lease outlives its process (renewed every third)")
 	root.AddCommand(
 		newDemo(g), newRun(g), newRuns(g), newWorker(g), newRecover(g),
-		newReconcile(g), newCancel(g), newBench(g), newModels(g), newApprovals(g),
+		newReconcile(g), newCancel(g), newBench(g), newModels(g), newApprovals(g), newWorkspace(g),
 	)
 	return root
 }

@@ -36,11 +36,14 @@ type Agent struct {
 	Children []*Agent
 	// Budget is the family budget a root run of this agent starts with.
 	Budget *store.Budget
+	// Workspace, when set, gives each run its own sandbox and the tools
+	// bound to it (the agent's Tools then only declare them).
+	Workspace Workspace
 
 	byName   map[string]tool.Tool
 	children map[string]*Agent
-	specs  []model.ToolSpec
-	names  []string
+	specs    []model.ToolSpec
+	names    []string
 }
 
 // Limits bound one run. Every field is set (the root package fills
@@ -157,6 +160,7 @@ var (
 	ErrReconciled   = errors.New("call is already reconciled")
 	ErrUnknownCall  = errors.New("no such call")
 	errFenced       = errors.New("lease lost")
+	errEnded        = store.ErrEnded
 )
 
 // StartParams start a run.

@@ -29,6 +29,8 @@ const (
 	KindApprovalGrant = "approval.granted"
 	KindApprovalDeny  = "approval.rejected"
 	KindApprovalLapse = "approval.expired"
+	KindRootGranted   = "workspace.granted"
+	KindRootRevoked   = "workspace.revoked"
 	KindRunWaiting    = "run.waiting"
 	KindRunEnded      = "run.ended"
 )
@@ -152,6 +154,12 @@ type AnswerRefused struct {
 	Turn    int    `json:"turn"`
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+}
+
+// RootChanged records a workspace root granted to, or revoked from, a run.
+type RootChanged struct {
+	Path string `json:"path"`
+	By   string `json:"by,omitempty"`
 }
 
 // RunWaiting records why a run parked.

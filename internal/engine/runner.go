@@ -13,6 +13,7 @@ import (
 
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/sandbox"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
@@ -35,6 +36,10 @@ type runner struct {
 	agent *Agent
 	st    *state
 	fam   family
+	// sb and tools are the run's own workspace and the tools bound to it,
+	// when its agent has one.
+	sb    sandbox.Sandbox
+	tools map[string]tool.Tool
 	// durable is the journal position known to be stored.
 	durable int64
 	pending []store.EntryInput
@@ -98,6 +103,10 @@ func (r *runner) run(prepare func(*runner) error) error {
 	if err := r.loadFamily(); err != nil {
 		return err
 	}
+	if err := r.openWorkspace(); err != nil {
+		return err
+	}
+	defer r.closeWorkspace()
 	go r.heartbeat()
 	if prepare != nil {
 		if err := prepare(r); err != nil {
@@ -369,7 +378,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 			delegated = append(delegated, c.key)
 			continue
 		}
-		info := r.agent.byName[c.call.Name].Info()
+		info := r.toolFor(c.call.Name).Info()
 		if c.started > 0 && c.started >= max(info.Replay, 1) {
 			// Started before a crash, not settled, and not safe to run again.
 			r.markUncertain(c, "the process running this call stopped before its result was recorded")
@@ -544,7 +553,7 @@ func (r *runner) startBody(c *callState, results chan<- bodyResult) error {
 	if err := r.commit(entry(KindCallStarted, CallStarted{Call: c.key, Attempt: attempt})); err != nil {
 		return err
 	}
-	t := r.agent.byName[c.call.Name]
+	t := r.toolFor(c.call.Name)
 	timeout := t.Info().Timeout
 	if timeout == 0 {
 		timeout = r.agent.Limits.ToolTimeout
@@ -622,7 +631,7 @@ func (r *runner) settle(res bodyResult, others int, results chan<- bodyResult) (
 			r.markUncertain(c, "the run was cancelled while this call ran: "+res.err.Error())
 			break
 		}
-		if info := r.agent.byName[c.call.Name].Info(); info.Replay > res.attempt {
+		if info := r.toolFor(c.call.Name).Info(); info.Replay > res.attempt {
 			if ended, err := r.beforeTool(); ended || err != nil {
 				return ended, false, err
 			}

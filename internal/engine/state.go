@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hitch-dev/hitch/model"
@@ -59,6 +60,9 @@ type state struct {
 	// (-1: none); finalNote is what the model was told there.
 	finalAt   int
 	finalNote string
+
+	// roots are the workspace roots granted to the run, in order.
+	roots []string
 
 	waiting *RunWaiting
 	ended   *Outcome
@@ -270,6 +274,15 @@ func (s *state) apply(e store.Entry) error {
 		c.approval = ""
 		c.done, c.isError = true, true
 		c.result = fmt.Sprintf("the approval request expired at %s with no answer, so the call did not run", a.ExpiredAt.UTC().Format(time.RFC3339))
+	case KindRootGranted, KindRootRevoked:
+		var rc RootChanged
+		if err := decode(&rc); err != nil {
+			return err
+		}
+		s.roots = slices.DeleteFunc(s.roots, func(p string) bool { return p == rc.Path })
+		if e.Kind == KindRootGranted {
+			s.roots = append(s.roots, rc.Path)
+		}
 	case KindAnswerRefused:
 		var a AnswerRefused
 		if err := decode(&a); err != nil {
