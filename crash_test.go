@@ -54,10 +54,6 @@ var crashScript = scripted.Script{Turns: []scripted.Turn{
 // crashAgent builds the agent both processes use. block names the point at
 // which the child's runs stop forever: "model" (turn 2's model call),
 // "effect" or "lookup" (inside that body); "" blocks nowhere.
-func crashAgent(effects, block string, marker func(string)) (*hitch.Agent, error) {
-	return crashAgentWith(effects, block, marker, policy.AllowAll(), nil)
-}
-
 // crashApprovers are shared by both processes' agents in the approval
 // crash test; a proof never crosses the process boundary.
 func crashApprovers() *approval.Static {

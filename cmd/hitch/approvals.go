@@ -22,13 +22,7 @@ func newApprovals(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List approval requests waiting for an answer",
 		Args:  args(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g)
-			if err != nil {
-				return err
-			}
-			defer e.close()
+		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
 			pending, err := e.rt.PendingApprovals(ctx, root, 1000)
 			if err != nil {
 				return err
@@ -50,7 +44,7 @@ func newApprovals(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.RunID, p.Call, p.Tool, p.Requirement, expires(p.ExpiresAt), clip(string(p.Arguments), 60))
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	list.Flags().StringVar(&root, "run", "", "only the requests of this run's family (the root run and its sub-agents)")
 
@@ -58,13 +52,7 @@ func newApprovals(g *globals) *cobra.Command {
 		Use:   "show RUN CALL",
 		Short: "Show one approval request in full",
 		Args:  args(2, "RUN and CALL"),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g)
-			if err != nil {
-				return err
-			}
-			defer e.close()
+		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
 			p, err := findPending(ctx, e, a[0], a[1])
 			if err != nil {
 				return err
@@ -77,7 +65,7 @@ func newApprovals(g *globals) *cobra.Command {
 			fmt.Fprintf(g.stdout, "run          %s (agent %s, family %s)\ncall         %s\ntool         %s\narguments    %s\nrequirement  %s\nreason       %s\nexpires      %s\n",
 				p.RunID, p.Agent, p.RootID, p.Call, p.Tool, p.Arguments, p.Requirement, or(p.Reason, "-"), expires(p.ExpiresAt))
 			return nil
-		},
+		}),
 	}
 	cmd.AddCommand(list, show, newAnswer(g, true), newAnswer(g, false))
 	return cmd

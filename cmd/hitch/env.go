@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/config"
 	"github.com/hitch-dev/hitch/store"
@@ -108,4 +110,18 @@ func notFound(err error) error {
 		return withCode(exitNotFound, err)
 	}
 	return err
+}
+
+// withRuntime wraps a command's body with the runtime it needs, opened
+// from the config and closed when the body returns.
+func withRuntime(g *globals, fn func(ctx context.Context, e *env, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, a []string) error {
+		ctx := cmd.Context()
+		e, err := openRuntime(ctx, g)
+		if err != nil {
+			return err
+		}
+		defer e.close()
+		return fn(ctx, e, a)
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -18,13 +19,7 @@ func newRun(g *globals) *cobra.Command {
 			"With --id the start is idempotent: the same id again starts nothing. With --detach the run is queued for a\n" +
 			"worker (hitch worker) and the command returns at once.",
 		Args: args(1, "one PROMPT argument (quote it)"),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g)
-			if err != nil {
-				return err
-			}
-			defer e.close()
+		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
 			ag, err := e.cfg.Agent(agent)
 			if err != nil {
 				return usageError{err}
@@ -58,7 +53,7 @@ func newRun(g *globals) *cobra.Command {
 				return nil
 			}
 			return e.settle(ctx, res.Run.ID)
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "agent to run (default: the only one in the config)")
 	cmd.Flags().StringVar(&id, "id", "", "run id; starting an existing id starts nothing")
@@ -71,13 +66,7 @@ func newCancel(g *globals) *cobra.Command {
 		Use:   "cancel RUN",
 		Short: "Cancel a run (durably; cancelling twice is harmless)",
 		Args:  args(1, "one RUN id"),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g)
-			if err != nil {
-				return err
-			}
-			defer e.close()
+		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
 			run, err := e.rt.Cancel(ctx, a[0])
 			if err != nil {
 				return notFound(err)
@@ -87,7 +76,7 @@ func newCancel(g *globals) *cobra.Command {
 				return withCode(exitRefused, fmt.Errorf("cancel of %s is recorded; its runner has not settled yet (status %s)", run.ID, run.Status))
 			}
 			return nil
-		},
+		}),
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -13,13 +14,7 @@ func newWorker(g *globals) *cobra.Command {
 		Use:   "worker",
 		Short: "Drive due runs until interrupted: queued runs, expired leases, due wakes",
 		Args:  args(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g)
-			if err != nil {
-				return err
-			}
-			defer e.close()
+		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
 			if !g.json {
 				fmt.Fprintf(g.stderr, "worker: driving due runs every %s; Ctrl-C to stop\n", poll)
 			}
@@ -35,7 +30,7 @@ func newWorker(g *globals) *cobra.Command {
 				case <-t.C:
 				}
 			}
-		},
+		}),
 	}
 	cmd.Flags().DurationVar(&poll, "poll", time.Second, "how often to look for due runs")
 	return cmd
@@ -49,13 +44,7 @@ func newRecover(g *globals) *cobra.Command {
 		Long: "Claim the runs that are due — queued, or whose runner's lease expired (a crashed process) — and drive\n" +
 			"each until it ends or parks. With --wait, keep looking for that long for leases that are about to expire.",
 		Args: args(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g)
-			if err != nil {
-				return err
-			}
-			defer e.close()
+		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
 			deadline := time.Now().Add(wait)
 			total := 0
 			for {
@@ -82,7 +71,7 @@ func newRecover(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stderr, "recovered %d run(s)\n", total)
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 0, "keep looking for due runs this long (leases last 30s)")
 	return cmd

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,13 +18,7 @@ func newWorkspace(g *globals) *cobra.Command {
 		Use:   "list RUN",
 		Short: "List the roots granted to a run (besides its workspace)",
 		Args:  args(1, "one RUN id"),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g)
-			if err != nil {
-				return err
-			}
-			defer e.close()
+		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
 			roots, err := e.rt.Roots(ctx, a[0])
 			if err != nil {
 				return notFound(err)
@@ -40,7 +35,7 @@ func newWorkspace(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stdout, r)
 			}
 			return nil
-		},
+		}),
 	}
 	change := func(revoke bool) *cobra.Command {
 		use, short := "grant RUN PATH", "Let a run's tools use another directory (journaled)"
@@ -50,13 +45,8 @@ func newWorkspace(g *globals) *cobra.Command {
 		var by string
 		c := &cobra.Command{
 			Use: use, Short: short, Args: args(2, "RUN and PATH"),
-			RunE: func(cmd *cobra.Command, a []string) error {
-				ctx := cmd.Context()
-				e, err := openRuntime(ctx, g)
-				if err != nil {
-					return err
-				}
-				defer e.close()
+			RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
+				var err error
 				if revoke {
 					err = e.rt.RevokeRoot(ctx, a[0], a[1], by)
 				} else {
@@ -77,7 +67,7 @@ func newWorkspace(g *globals) *cobra.Command {
 					fmt.Fprintf(g.stdout, "%s %s %s\n", a[1], verb, a[0])
 				}
 				return nil
-			},
+			}),
 		}
 		c.Flags().StringVar(&by, "by", "cli", "who changes it, recorded in the journal")
 		return c

@@ -90,7 +90,7 @@ func fileURI(path string) (string, error) {
 		return "", errors.New("path is empty")
 	}
 	if path == ":memory:" || strings.HasPrefix(path, "file:") {
-		return "", errors.New("path must name a file, not an SQLite URI or :memory:")
+		return "", errors.New("path must name a file, not an SQLite URI or the in-memory database")
 	}
 	if strings.ContainsRune(path, 0) {
 		return "", errors.New("path contains a NUL byte")
