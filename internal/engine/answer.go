@@ -82,7 +82,17 @@ func (a *AnswerSpec) decode(text string) (json.RawMessage, error) {
 		}
 		v = inner
 	}
-	if err := a.resolved.Validate(normalize(v)); err != nil {
+	// Validate a plain decoding (numbers as float64, as the validator
+	// wants); keep v, with its exact numbers, for the stored answer.
+	var plain any
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(b, &plain)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the answer is not JSON: %v", err)
+	}
+	if err := a.resolved.Validate(plain); err != nil {
 		return nil, fmt.Errorf("the answer does not match the schema: %v", err)
 	}
 	var buf bytes.Buffer
@@ -92,27 +102,6 @@ func (a *AnswerSpec) decode(text string) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimSpace(buf.Bytes()), nil
-}
-
-// normalize turns json.Number into float64 or int64 for the validator.
-func normalize(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return float64(i)
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalize(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = normalize(e)
-		}
-	}
-	return v
 }
 
 // correction is what the model is told after a refused answer.
