@@ -162,11 +162,18 @@ func IsProblem(err error) bool {
 
 // Parse reads and decodes a configuration file, strictly, without building
 // anything.
-func Parse(path string) (*File, *ast.File, error) {
+func Parse(path string) (_ *File, _ *ast.File, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read config: %w", err)
 	}
+	// The YAML decoder can panic on some malformed input; a bad file must
+	// be an error that names it, never a crash.
+	defer func() {
+		if p := recover(); p != nil {
+			err = Problems{{File: path, What: fmt.Sprintf("cannot be read as a configuration: %v", p)}}
+		}
+	}()
 	tree, err := parser.ParseBytes(b, 0)
 	if err != nil {
 		return nil, nil, Problems{syntaxProblem(path, err)}

@@ -77,11 +77,17 @@ func New(name string, s Script) *Model {
 
 // Load reads a script file (YAML or JSON) and returns a model named after
 // it. Errors name the file and, for syntax errors, the line.
-func Load(path string) (*Model, error) {
+func Load(path string) (_ *Model, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read script: %w", err)
 	}
+	defer func() {
+		// The YAML decoder can panic on some malformed input.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: cannot be read as a script: %v", path, p)
+		}
+	}()
 	var s Script
 	if err := yaml.UnmarshalWithOptions(b, &s, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", path, yaml.FormatError(err, false, true))
