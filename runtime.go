@@ -223,7 +223,7 @@ func (rt *Runtime) Start(ctx context.Context, agent *Agent, input string, opts .
 	if err != nil {
 		return StartResult{}, fmt.Errorf("start: %w", err)
 	}
-	run, err := runOf(res.Run)
+	run, err := RunOf(res.Run)
 	if err != nil {
 		return StartResult{}, err
 	}
@@ -237,7 +237,7 @@ func (rt *Runtime) Await(ctx context.Context, runID string) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("await %s: %w", runID, err)
 	}
-	return runOf(r)
+	return RunOf(r)
 }
 
 // Get returns a run as it stands.
@@ -246,7 +246,7 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("get %s: %w", runID, err)
 	}
-	return runOf(r)
+	return RunOf(r)
 }
 
 // Cancel records a durable cancel request and waits up to the agent's
@@ -257,7 +257,7 @@ func (rt *Runtime) Cancel(ctx context.Context, runID string) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("cancel %s: %w", runID, err)
 	}
-	return runOf(r)
+	return RunOf(r)
 }
 
 // Reconcile settles an uncertain call — with its confirmed output, or as
@@ -433,7 +433,8 @@ type Run struct {
 	UpdatedAt time.Time
 }
 
-func runOf(r store.Run) (Run, error) {
+// RunOf turns a store's run row into a Run, decoding its outcome.
+func RunOf(r store.Run) (Run, error) {
 	out := Run{ID: r.ID, RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
 		Status: r.Status, Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if len(r.Outcome) > 0 {

@@ -43,7 +43,7 @@ func newRuns(g *globals) *cobra.Command {
 			}
 			if g.json {
 				for _, r := range runs {
-					hr, err := toRun(r)
+					hr, err := hitch.RunOf(r)
 					if err != nil {
 						return err
 					}
@@ -138,7 +138,7 @@ func showRun(ctx context.Context, g *globals, id string) error {
 	if err != nil {
 		return notFound(err)
 	}
-	run, err := toRun(r)
+	run, err := hitch.RunOf(r)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func familyOf(ctx context.Context, st store.Store, run hitch.Run) (familyTotals,
 	inOK, outOK := true, true
 	for _, r := range rs {
 		f.runs++
-		hr, err := toRun(r)
+		hr, err := hitch.RunOf(r)
 		if err != nil || hr.Outcome == nil {
 			inOK, outOK, f.cost = false, false, nil
 			continue
@@ -352,18 +352,6 @@ func callsOf(ctx context.Context, st store.Store, id string) ([]callView, error)
 			return views, nil
 		}
 	}
-}
-
-func toRun(r store.Run) (hitch.Run, error) {
-	var o *hitch.Outcome
-	if len(r.Outcome) > 0 {
-		o = new(hitch.Outcome)
-		if err := json.Unmarshal(r.Outcome, o); err != nil {
-			return hitch.Run{}, fmt.Errorf("decode outcome of %s: %w", r.ID, err)
-		}
-	}
-	return hitch.Run{ID: r.ID, RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
-		Status: r.Status, Position: r.Position, Outcome: o, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
 }
 
 func isRefusal(err error) bool {
