@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -323,25 +324,28 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 	}
 }
 
-// familyBusy reports whether run waits for children of which at least one
-// (or one of theirs) is still queued or running: the run is not at rest.
+// familyBusy reports whether a run is not at rest: queued or running, or
+// waiting for children of which one is still going or has ended (so the
+// run is about to be woken), or whose own children are busy. A run waiting
+// only on people (approvals, reconciliation) anywhere below is at rest.
 func (e *Engine) familyBusy(ctx context.Context, run store.Run, depth int) bool {
-	if run.Status != store.StatusWaiting || depth == 0 {
-		return run.Status == store.StatusQueued || run.Status == store.StatusRunning
-	}
-	children, err := e.cfg.Store.RunList(ctx, store.RunListParams{ParentID: run.ID, Limit: 1000})
-	if err != nil {
+	switch {
+	case run.Status == store.StatusQueued || run.Status == store.StatusRunning:
+		return true
+	case run.Status != store.StatusWaiting || depth == 0 || run.Position < 1:
 		return false
 	}
-	for _, c := range children {
-		if !c.Status.Terminal() && e.familyBusy(ctx, c, depth-1) {
-			return true
-		}
+	last, err := e.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: run.ID, After: run.Position - 1, Limit: 1})
+	if err != nil || len(last) != 1 || last[0].Kind != KindRunWaiting {
+		return false
 	}
-	// All children at rest; but a parent about to be woken by one that
-	// just ended is busy too.
-	for _, c := range children {
-		if c.Status.Terminal() && c.UpdatedAt.After(run.UpdatedAt) {
+	var w RunWaiting
+	if json.Unmarshal(last[0].Data, &w) != nil || w.Reason != "children" {
+		return false
+	}
+	for _, call := range w.Calls {
+		child, err := e.cfg.Store.RunGet(ctx, childID(run.ID, call))
+		if err != nil || child.Status.Terminal() || e.familyBusy(ctx, child, depth-1) {
 			return true
 		}
 	}
