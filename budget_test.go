@@ -120,8 +120,8 @@ func TestUSDBudgetAndCost(t *testing.T) {
 
 func TestWallTimeBudget(t *testing.T) {
 	t.Parallel()
-	m := scripted.New("slow", scripted.Script{Repeat: true, Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "add", Args: `{"a":1,"b":1}`}}, Delay: 300 * time.Millisecond}}})
-	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, nil)}, Budget: &hitch.Budget{WallTime: 200 * time.Millisecond}})
+	m := scripted.New("slow", scripted.Script{Repeat: true, Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "add", Args: `{"a":1,"b":1}`}}, Delay: 1500 * time.Millisecond}}})
+	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, nil)}, Budget: &hitch.Budget{WallTime: time.Second}})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "go")
 	if run.Status != store.StatusBudgetExhausted || run.Outcome.Reason != "wall_time" || run.Outcome.Attempts != 1 {
