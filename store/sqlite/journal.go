@@ -16,33 +16,61 @@ import (
 // Besides the documented errors, an append is refused with store.ErrFenced
 // when the run holds no lease at all (it is queued or waiting, its lease
 // released), even if the token matches: a released lease cannot write.
+// refusal reads a run to say why a fenced append was refused.
+func (tx *wtx) refusal(p store.JournalAppendParams) error {
+	r, err := tx.getRow(p.RunID)
+	if err != nil {
+		return err
+	}
+	if err := refused(r.run, p); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w (the append matched no run state)", store.ErrConflict)
+}
+
+// refused says why cur does not take an append of p, or nil.
+func refused(cur store.Run, p store.JournalAppendParams) error {
+	switch {
+	case cur.Status.Terminal():
+		return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
+	case cur.LeaseToken != p.Token || cur.LeaseOwner == "":
+		return fmt.Errorf("%w (token %d, current token %d, lease owner %q)",
+			store.ErrFenced, p.Token, cur.LeaseToken, cur.LeaseOwner)
+	case cur.Position != p.After:
+		return fmt.Errorf("%w (after %d, journal length %d)", store.ErrConflict, p.After, cur.Position)
+	}
+	return nil
+}
+
 func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) (store.Run, error) {
 	if err := validateAppend(p); err != nil {
 		return store.Run{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
 	}
 	var run store.Run
 	err := s.write(ctx, func(tx *wtx) error {
+		now := micros(tx.now)
+		if p.Status == "" {
+			// The common case in one statement; on refusal, read the row
+			// to say why.
+			r, err := scanRun(tx.appendFenced.QueryRow(p.After+int64(len(p.Entries)), now, p.RunID, p.Token, p.After))
+			if errors.Is(err, sql.ErrNoRows) {
+				return tx.refusal(p)
+			}
+			if err != nil {
+				return err
+			}
+			run = r.run
+			return tx.insertEntries(r.seq, p.After, p.Entries, now)
+		}
 		r, err := tx.getRow(p.RunID)
 		if err != nil {
 			return err
 		}
 		cur := r.run
-		switch {
-		case cur.Status.Terminal():
-			return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
-		case cur.LeaseToken != p.Token || cur.LeaseOwner == "":
-			return fmt.Errorf("%w (token %d, current token %d, lease owner %q)",
-				store.ErrFenced, p.Token, cur.LeaseToken, cur.LeaseOwner)
-		case cur.Position != p.After:
-			return fmt.Errorf("%w (after %d, journal length %d)", store.ErrConflict, p.After, cur.Position)
-		}
-		now := micros(tx.now)
-		if err := tx.insertEntries(r.seq, p.After, p.Entries, now); err != nil {
+		if err := refused(cur, p); err != nil {
 			return err
 		}
-		if p.Status == "" {
-			r, err = scanRun(tx.appendPos.QueryRow(p.After+int64(len(p.Entries)), now, r.seq))
-			run = r.run
+		if err := tx.insertEntries(r.seq, p.After, p.Entries, now); err != nil {
 			return err
 		}
 		owner, expires := cur.LeaseOwner, micros(cur.LeaseExpires)

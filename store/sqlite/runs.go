@@ -185,11 +185,20 @@ func checkEntries(es []store.EntryInput) error {
 	return nil
 }
 
+// insertEntries writes entries at positions after+1.., up to
+// maxBatchInsert in one statement.
 func (tx *wtx) insertEntries(seq, after int64, es []store.EntryInput, at int64) error {
-	for i, e := range es {
-		if _, err := tx.insertEntry.Exec(seq, after+int64(i)+1, e.Kind, at, string(e.Data)); err != nil {
-			return fmt.Errorf("insert entry %d: %w", after+int64(i)+1, err)
+	args := make([]any, 0, 5*maxBatchInsert)
+	for len(es) > 0 {
+		n := min(len(es), maxBatchInsert)
+		args = args[:0]
+		for i, e := range es[:n] {
+			args = append(args, seq, after+int64(i)+1, e.Kind, at, string(e.Data))
 		}
+		if _, err := tx.insertMany[n-1].Exec(args...); err != nil {
+			return fmt.Errorf("insert entries %d–%d: %w", after+1, after+int64(n), err)
+		}
+		es, after = es[n:], after+int64(n)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -137,8 +138,7 @@ func (s *Store) commit(batch []*request) {
 // and the others are returned to be tried again in a fresh transaction.
 func (s *Store) commitOnce(reqs []*request) (retry []*request) {
 	ctx := context.Background() // a caller's cancellation must not break a shared transaction
-	c := s.wconn
-	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := s.stmts.begin.ExecContext(ctx); err != nil {
 		answerAll(reqs, fmt.Errorf("begin write: %w", err))
 		return nil
 	}
@@ -146,7 +146,7 @@ func (s *Store) commitOnce(reqs []*request) (retry []*request) {
 	answers := make([]error, len(reqs))
 	for i, r := range reqs {
 		if !alone {
-			if _, err := c.ExecContext(ctx, "SAVEPOINT req"); err != nil {
+			if _, err := s.stmts.savepoint.ExecContext(ctx); err != nil {
 				s.rollback(ctx)
 				answerAll(reqs, fmt.Errorf("open savepoint: %w", err))
 				return nil
@@ -163,19 +163,19 @@ func (s *Store) commitOnce(reqs []*request) (retry []*request) {
 		}
 		if err != nil {
 			answers[i] = err
-			if _, rbErr := c.ExecContext(ctx, "ROLLBACK TO req"); rbErr != nil {
+			if _, rbErr := s.stmts.rollbackTo.ExecContext(ctx); rbErr != nil {
 				s.rollback(ctx)
 				r.done <- err
 				return append(append(retry, reqs[:i]...), reqs[i+1:]...)
 			}
 		}
-		if _, err := c.ExecContext(ctx, "RELEASE req"); err != nil {
+		if _, err := s.stmts.release.ExecContext(ctx); err != nil {
 			s.rollback(ctx)
 			r.done <- errors.Join(answers[i], fmt.Errorf("release savepoint: %w", err))
 			return append(append(retry, reqs[:i]...), reqs[i+1:]...)
 		}
 	}
-	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+	if _, err := s.stmts.commit.ExecContext(ctx); err != nil {
 		s.rollback(ctx)
 		answerAll(reqs, fmt.Errorf("commit: %w", err))
 		return nil
@@ -190,7 +190,7 @@ func (s *Store) commitOnce(reqs []*request) (retry []*request) {
 // may already have rolled back on its own, and the callers get the error that
 // caused it.
 func (s *Store) rollback(ctx context.Context) {
-	_, _ = s.wconn.ExecContext(ctx, "ROLLBACK")
+	_, _ = s.stmts.rollback.ExecContext(ctx)
 }
 
 func answerAll(reqs []*request, err error) {
@@ -201,20 +201,30 @@ func answerAll(reqs []*request, err error) {
 
 // writeStmts are the writer connection's prepared statements.
 type writeStmts struct {
-	runByID     *sql.Stmt
-	insertRun   *sql.Stmt
-	insertEntry *sql.Stmt
-	appendRun   *sql.Stmt
-	appendPos   *sql.Stmt
-	claimDue    *sql.Stmt
-	claimOne    *sql.Stmt
-	renew       *sql.Stmt
-	cancel      *sql.Stmt
-	budgetGet   *sql.Stmt
-	budgetSet   *sql.Stmt
-	budgetNew   *sql.Stmt
-	all         []*sql.Stmt
+	runByID   *sql.Stmt
+	insertRun *sql.Stmt
+	appendRun *sql.Stmt
+	claimDue  *sql.Stmt
+	claimOne  *sql.Stmt
+	renew     *sql.Stmt
+	cancel    *sql.Stmt
+	budgetGet *sql.Stmt
+	budgetSet *sql.Stmt
+	budgetNew *sql.Stmt
+	// appendFenced is the common append in one statement: it moves the
+	// journal's length only when the token, the owner and the position are
+	// right, so a refused append writes nothing and needs no savepoint.
+	appendFenced *sql.Stmt
+	// insertMany[n-1] inserts n entries at once.
+	insertMany [maxBatchInsert]*sql.Stmt
+	// Transaction control, prepared once: parsing them per write costs as
+	// much as the writes.
+	begin, commit, savepoint, release, rollbackTo, rollback *sql.Stmt
+	all                                                     []*sql.Stmt
 }
+
+// maxBatchInsert is the most entries one INSERT statement carries.
+const maxBatchInsert = 4
 
 func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 	w := &writeStmts{}
@@ -223,18 +233,26 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 		sql string
 	}{
 		{&w.runByID, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
+		// The common append changes only the length; leaving the indexed
+		// columns out of the SET spares SQLite the index upkeep.
+		{&w.appendFenced, `UPDATE runs SET position = ?1, updated_at = ?2
+			WHERE id = ?3 AND lease_token = ?4 AND position = ?5 AND lease_owner <> ''
+				AND status IN ('queued', 'running', 'waiting')
+			RETURNING ` + runColumns},
+		{&w.begin, `BEGIN IMMEDIATE`},
+		{&w.commit, `COMMIT`},
+		{&w.savepoint, `SAVEPOINT req`},
+		{&w.release, `RELEASE req`},
+		{&w.rollbackTo, `ROLLBACK TO req`},
+		{&w.rollback, `ROLLBACK`},
 		{&w.budgetGet, `SELECT limits, used FROM budgets WHERE root_seq = ?`},
 		{&w.budgetSet, `UPDATE budgets SET used = ? WHERE root_seq = ?`},
 		{&w.budgetNew, `INSERT INTO budgets (root_seq, limits, used) VALUES (?, ?, '{}')`},
 		{&w.insertRun, `INSERT INTO runs (id, root_id, parent_id, depth, agent, version, input_hash,
 			status, position, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING ` + runColumns},
-		{&w.insertEntry, `INSERT INTO journal (run_seq, pos, kind, at, data) VALUES (?, ?, ?, ?, ?)`},
 		{&w.appendRun, `UPDATE runs SET position = ?, status = ?, lease_owner = ?, lease_expires = ?,
 			wake_at = ?, outcome = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
-		// The common append changes only the length; leaving the indexed
-		// columns out of the SET spares SQLite the index upkeep.
-		{&w.appendPos, `UPDATE runs SET position = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
 		{&w.claimDue, `UPDATE runs SET status = 'running', wake_at = 0, lease_owner = ?1,
 			lease_token = lease_token + 1, lease_expires = ?2, updated_at = ?3
 			WHERE seq IN (
@@ -256,6 +274,16 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 			return nil, fmt.Errorf("prepare write statements: %w", err)
 		}
 		*p.dst = st
+		w.all = append(w.all, st)
+	}
+	for n := 1; n <= maxBatchInsert; n++ {
+		q := `INSERT INTO journal (run_seq, pos, kind, at, data) VALUES (?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?)`, n-1)
+		st, err := c.PrepareContext(ctx, q)
+		if err != nil {
+			_ = w.close()
+			return nil, fmt.Errorf("prepare write statements: %w", err)
+		}
+		w.insertMany[n-1] = st
 		w.all = append(w.all, st)
 	}
 	return w, nil
