@@ -494,3 +494,34 @@ func TestUsageIsNullWhenAReplyOmitsIt(t *testing.T) {
 		t.Errorf("usage = %s, want null counters over 2 replies", b)
 	}
 }
+
+// TestCancelFromAnotherProcess cancels a run that another runtime drives:
+// the request is durable, the live runner sees it at its next poll and
+// stops its work, and the canceller sees the run end within its wait.
+func TestCancelFromAnotherProcess(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	slow := tool.MustNew("slow", "Waits.", func(ctx context.Context, _ struct{}) (string, error) {
+		close(started)
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
+	m := scripted.New("slow", scripted.Script{Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "slow"}}}, {Text: "never"}}})
+	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{slow}})
+	rt1, st := setup(t, a)
+	rt2, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Node: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt2.Close(context.Background())
+	ctx := context.Background()
+	res, err := rt1.Start(ctx, a, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	run, err := rt2.Cancel(ctx, res.Run.ID)
+	if err != nil || run.Status != store.StatusCancelled || len(run.Outcome.Uncertain) != 1 {
+		t.Fatalf("cancel from another runtime: %+v %v", run, err)
+	}
+}
