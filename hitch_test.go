@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -523,5 +524,37 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 	run, err := rt2.Cancel(ctx, res.Run.ID)
 	if err != nil || run.Status != store.StatusCancelled || len(run.Outcome.Uncertain) != 1 {
 		t.Fatalf("cancel from another runtime: %+v %v", run, err)
+	}
+}
+
+// TestDeltasStreamToObservers: model text streams to OnEvent as it comes,
+// while the journal keeps the whole reply.
+func TestDeltasStreamToObservers(t *testing.T) {
+	t.Parallel()
+	m := scripted.New("talk", scripted.Script{Turns: []scripted.Turn{{Text: "a longer answer, streamed in pieces"}}})
+	a := build(t, hitch.Spec{Model: m})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "d.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var mu sync.Mutex
+	var deltas []string
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, OnEvent: func(ev hitch.Event) {
+		if ev.Delta != "" {
+			mu.Lock()
+			deltas = append(deltas, ev.Delta)
+			mu.Unlock()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	run := runToRest(t, rt, a, "talk")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(deltas) < 2 || strings.Join(deltas, "") != run.Outcome.Answer {
+		t.Fatalf("deltas %q, answer %q", deltas, run.Outcome.Answer)
 	}
 }

@@ -400,6 +400,70 @@ func (rt *Runtime) Roots(ctx context.Context, runID string) ([]string, error) {
 	return rt.eng.Roots(ctx, runID)
 }
 
+// FamilyUsage sums a family: a root run and every run below it.
+type FamilyUsage struct {
+	Runs int
+	// Usage sums every run's usage; a counter is nil when any run's is,
+	// or when a run has not ended yet.
+	Usage Usage
+	// CostUSD is nil when any run's cost is unknown or it has not ended.
+	CostUSD *float64
+}
+
+// FamilyUsage sums the usage and cost of a family, from the outcomes of
+// its runs (at most 1000 runs are read).
+func (rt *Runtime) FamilyUsage(ctx context.Context, rootID string) (FamilyUsage, error) {
+	rs, err := rt.cfg.Store.RunList(ctx, store.RunListParams{RootID: rootID, Limit: 1000})
+	if err != nil {
+		return FamilyUsage{}, fmt.Errorf("family usage of %s: %w", rootID, err)
+	}
+	var f FamilyUsage
+	var in, out, cached int64
+	known := [3]bool{true, true, true}
+	cost, costKnown := 0.0, true
+	add := func(i int, v *int64, sum *int64) {
+		if v == nil {
+			known[i] = false
+		} else {
+			*sum += *v
+		}
+	}
+	for _, r := range rs {
+		f.Runs++
+		run, err := RunOf(r)
+		if err != nil {
+			return FamilyUsage{}, err
+		}
+		if run.Outcome == nil {
+			known, costKnown = [3]bool{}, false
+			continue
+		}
+		u := run.Outcome.Usage
+		f.Usage.Generations += u.Generations
+		add(0, u.InputTokens, &in)
+		add(1, u.OutputTokens, &out)
+		add(2, u.CachedInputTokens, &cached)
+		if run.Outcome.CostUSD == nil {
+			costKnown = false
+		} else {
+			cost += *run.Outcome.CostUSD
+		}
+	}
+	if known[0] {
+		f.Usage.InputTokens = &in
+	}
+	if known[1] {
+		f.Usage.OutputTokens = &out
+	}
+	if known[2] {
+		f.Usage.CachedInputTokens = &cached
+	}
+	if costKnown && f.Runs > 0 {
+		f.CostUSD = &cost
+	}
+	return f, nil
+}
+
 // FamilyBudget returns a root run's budget limits and what its family has
 // used; ok is false when it has none.
 func (rt *Runtime) FamilyBudget(ctx context.Context, rootID string) (limits, used store.Budget, ok bool, err error) {

@@ -46,6 +46,11 @@ func TestSubAgentAnswerIsTheCallResult(t *testing.T) {
 	if msgs := strings.Join(told(journal(t, rt, run.ID)), "\n"); !strings.Contains(msgs, `call.settled {"call":"t1c1","output":"the answer is 42"}`) {
 		t.Errorf("the child's answer is not the call's result:\n%s", msgs)
 	}
+	fam, err := rt.FamilyUsage(context.Background(), run.ID)
+	if err != nil || fam.Runs != 2 || fam.Usage.Generations != 3 || fam.Usage.InputTokens == nil ||
+		*fam.Usage.InputTokens != *run.Outcome.Usage.InputTokens+*mustOutcome(t, rt, run.ID+".t1c1").Usage.InputTokens {
+		t.Errorf("family usage %+v %v", fam, err)
+	}
 	tools := parentModel.reqs[0].Tools
 	if len(tools) != 1 || tools[0].Name != "researcher" || tools[0].Description != "Finds facts." || !strings.Contains(string(tools[0].Schema), "prompt") {
 		t.Errorf("the sub-agent is not declared like a tool: %+v", tools)
@@ -203,4 +208,13 @@ func TestCancelCascadesAndUncertainChildMakesTheCallUncertain(t *testing.T) {
 			t.Fatalf("child after the parent's cancel: %+v %v", kidRun, err)
 		}
 	})
+}
+
+func mustOutcome(t *testing.T, rt *hitch.Runtime, id string) *hitch.Outcome {
+	t.Helper()
+	r, err := rt.Get(context.Background(), id)
+	if err != nil || r.Outcome == nil {
+		t.Fatalf("run %s: %+v %v", id, r, err)
+	}
+	return r.Outcome
 }

@@ -172,8 +172,12 @@ func showRun(ctx context.Context, g *globals, id string) error {
 			count(o.Usage.InputTokens), count(o.Usage.OutputTokens), count(o.Usage.CachedInputTokens))
 		fmt.Fprintf(w, "cost     %s\n", usd(o.CostUSD))
 	}
-	if fam, err := familyOf(ctx, e.store, run); err == nil && fam.runs > 1 {
-		fmt.Fprintf(w, "family   %d runs, tokens in %s, out %s, cost %s\n", fam.runs, count(fam.usage.InputTokens), count(fam.usage.OutputTokens), usd(fam.cost))
+	rt, err := hitch.Open(hitch.Config{Store: e.store})
+	if err != nil {
+		return err
+	}
+	if fam, err := rt.FamilyUsage(ctx, run.RootID); err == nil && fam.Runs > 1 {
+		fmt.Fprintf(w, "family   %d runs, tokens in %s, out %s, cost %s\n", fam.Runs, count(fam.Usage.InputTokens), count(fam.Usage.OutputTokens), usd(fam.CostUSD))
 	}
 	if limits, used, ok, err := e.store.BudgetGet(ctx, run.RootID); err == nil && ok {
 		fmt.Fprintf(w, "budget   %s\n", budgetLine(limits, used))
@@ -190,58 +194,6 @@ func showRun(ctx context.Context, g *globals, id string) error {
 		fmt.Fprintf(w, "\nthis run waits: reconcile each call in state \"uncertain\" with\n  hitch reconcile %s CALL --output TEXT   (or --unconfirmed)\n", run.ID)
 	}
 	return nil
-}
-
-// familyTotals sums the outcomes of a run's family: a counter is null when
-// any run's is, or when a run has not ended.
-type familyTotals struct {
-	runs  int
-	usage hitch.Usage
-	cost  *float64
-}
-
-func familyOf(ctx context.Context, st store.Store, run hitch.Run) (familyTotals, error) {
-	rs, err := st.RunList(ctx, store.RunListParams{RootID: run.RootID, Limit: 1000})
-	if err != nil {
-		return familyTotals{}, err
-	}
-	var f familyTotals
-	zero := 0.0
-	f.cost = &zero
-	in, out := int64(0), int64(0)
-	inOK, outOK := true, true
-	for _, r := range rs {
-		f.runs++
-		hr, err := hitch.RunOf(r)
-		if err != nil || hr.Outcome == nil {
-			inOK, outOK, f.cost = false, false, nil
-			continue
-		}
-		u := hr.Outcome.Usage
-		if u.InputTokens == nil {
-			inOK = false
-		} else {
-			in += *u.InputTokens
-		}
-		if u.OutputTokens == nil {
-			outOK = false
-		} else {
-			out += *u.OutputTokens
-		}
-		if hr.Outcome.CostUSD == nil {
-			f.cost = nil
-		} else if f.cost != nil {
-			c := *f.cost + *hr.Outcome.CostUSD
-			f.cost = &c
-		}
-	}
-	if inOK {
-		f.usage.InputTokens = &in
-	}
-	if outOK {
-		f.usage.OutputTokens = &out
-	}
-	return f, nil
 }
 
 func usd(v *float64) string {
