@@ -247,3 +247,42 @@ func TestCommandsRefuseABusyRunner(t *testing.T) {
 		t.Fatalf("status %s, charges %d: %s", run.Status, charges.Load(), kinds(journal(t, rt, run.ID)))
 	}
 }
+
+// TestSweeperDrivesQueuedRunsAndDeadlines: with the sweeper running, a
+// detached run is driven and an approval deadline is acted on without
+// anyone touching the runs.
+func TestSweeperDrivesQueuedRunsAndDeadlines(t *testing.T) {
+	t.Parallel()
+	var charges atomic.Int64
+	a := payAgent(t, &charges, members(t), nil, hitch.Limits{ApprovalExpiry: time.Second})
+	rt, st := setup(t, a)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := rt.Start(ctx, a, "pay", hitch.Detached())
+	if err != nil || res.Run.Status != store.StatusQueued {
+		t.Fatalf("detached start: %+v %v", res, err)
+	}
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan error, 1)
+	go func() { swept <- rt.Sweep(sweepCtx, 10*time.Millisecond) }()
+	for {
+		r, err := st.RunGet(ctx, res.Run.ID)
+		if err != nil || ctx.Err() != nil {
+			t.Fatal(err, ctx.Err())
+		}
+		if r.Status.Terminal() {
+			if r.Status != store.StatusCompleted || !strings.Contains(kinds(journal(t, rt, r.ID)), "approval.expired") {
+				t.Fatalf("status %s: %s", r.Status, kinds(journal(t, rt, r.ID)))
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopSweep()
+	if err := <-swept; err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	if charges.Load() != 0 {
+		t.Error("the expired call ran")
+	}
+}

@@ -367,6 +367,29 @@ func (rt *Runtime) Recover(ctx context.Context) (int, error) {
 	return rt.eng.Work(ctx)
 }
 
+// Sweep is the node's sweeper: until ctx ends it claims due runs every
+// interval — queued runs, runs whose process died (expired leases), waiting
+// runs whose wake came (approval deadlines, a parent's backstop) — and
+// drives them, up to the free runner slots. It returns nil when ctx ends,
+// or the first error of the store.
+func (rt *Runtime) Sweep(ctx context.Context, every time.Duration) error {
+	if every <= 0 {
+		return fmt.Errorf("sweep: interval %s: want more than 0", every)
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if _, err := rt.eng.Work(ctx); err != nil && ctx.Err() == nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
 // Wait waits, bounded by ctx, until the runtime drives no run: each has
 // ended, parked or lost its lease. Unlike Close it lets them finish.
 func (rt *Runtime) Wait(ctx context.Context) error {

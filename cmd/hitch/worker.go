@@ -18,18 +18,7 @@ func newWorker(g *globals) *cobra.Command {
 			if !g.json {
 				fmt.Fprintf(g.stderr, "worker: driving due runs every %s; Ctrl-C to stop\n", poll)
 			}
-			t := time.NewTicker(poll)
-			defer t.Stop()
-			for {
-				if _, err := e.rt.Recover(ctx); err != nil && ctx.Err() == nil {
-					return err
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-t.C:
-				}
-			}
+			return e.rt.Sweep(ctx, poll)
 		}),
 	}
 	cmd.Flags().DurationVar(&poll, "poll", time.Second, "how often to look for due runs")
