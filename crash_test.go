@@ -36,7 +36,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv("HITCH_CRASH_MODE"); mode == "family" {
+	if mode := os.Getenv("HITCH_CRASH_MODE"); mode == "chaos" {
+		os.Exit(chaosChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
+	} else if mode == "family" {
 		os.Exit(familyChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	} else if mode != "" {
 		os.Exit(crashChild(mode, os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))

@@ -563,9 +563,10 @@ func (r *runner) startBody(c *callState, results chan<- bodyResult) error {
 		args = json.RawMessage("{}")
 	}
 	go func() {
-		ctx, cancel := r.work, context.CancelFunc(func() {})
+		base := tool.WithCall(r.work, tool.CallInfo{RunID: r.runID, Call: c.key, Attempt: attempt})
+		ctx, cancel := base, context.CancelFunc(func() {})
 		if timeout != Infinite && timeout != tool.Infinite {
-			ctx, cancel = context.WithTimeout(r.work, timeout)
+			ctx, cancel = context.WithTimeout(base, timeout)
 		}
 		defer cancel()
 		ch := make(chan bodyResult, 1)
