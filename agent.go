@@ -2,7 +2,6 @@ package hitch
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -373,10 +372,4 @@ func Build(spec Spec) (*Agent, error) {
 		return nil, ConfigErrors{{Field: "Tools", Problem: err.Error()}}
 	}
 	return &Agent{spec: spec, eng: ea}, nil
-}
-
-// IsConfigError reports whether err came from Build.
-func IsConfigError(err error) bool {
-	var ce ConfigErrors
-	return errors.As(err, &ce)
 }
