@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
@@ -57,6 +58,10 @@ type Spec struct {
 	// other. Tools must still list tools of the same names, which declare
 	// them to the model. The config file sets this for the built-in tools.
 	Workspace func() (sandbox.Sandbox, []tool.Tool, error)
+	// Hooks, when set, watch and shape each run's turn loop: before model
+	// calls, around tool bodies, and on the final answer (see package
+	// hook). Embed hook.Base and override what you need.
+	Hooks hook.Hooks
 	// Approvers decide who may answer this agent's approval requests. An
 	// agent without approvers refuses every answer: its requests wait
 	// until they expire. They are not stored: a recovered run is answered
@@ -163,6 +168,9 @@ type Limits struct {
 	// bounded by its own setting and by what its parent has left. Default
 	// 1, at most 16.
 	MaxDepth int
+	// HookTimeout bounds one hook call; a hook that gives no answer in
+	// time has failed. Default 5s.
+	HookTimeout time.Duration
 	// FinalTurn spends the last model attempt on a turn without tools, in
 	// which the model is asked to report what it has; the run then
 	// completes with that answer and the stop reason max_turns. By default
@@ -198,6 +206,7 @@ func (l Limits) WithDefaults() Limits {
 	l.ApprovalExpiry = or(l.ApprovalExpiry, DefaultApprovalExpiry)
 	l.MaxChildren = or(l.MaxChildren, DefaultMaxChildren)
 	l.MaxDepth = or(l.MaxDepth, DefaultMaxDepth)
+	l.HookTimeout = or(l.HookTimeout, DefaultHookTimeout)
 	return l
 }
 
@@ -315,6 +324,7 @@ func Build(spec Spec) (*Agent, error) {
 	durRange("ApprovalExpiry", l.ApprovalExpiry, time.Second, 365*24*time.Hour, true)
 	intRange("MaxChildren", l.MaxChildren, 1, 999)
 	intRange("MaxDepth", l.MaxDepth, 1, 16)
+	durRange("HookTimeout", l.HookTimeout, time.Millisecond, time.Minute, false)
 	var budget *store.Budget
 	if b := spec.Budget; b != nil {
 		if b.Tokens < 0 || b.USD < 0 || b.ModelCalls < 0 || b.ToolCalls < 0 || b.WallTime < 0 {
@@ -359,13 +369,13 @@ func Build(spec Spec) (*Agent, error) {
 	ea := &engine.Agent{
 		Name: spec.Name, Version: spec.Version, Model: spec.Model, Instructions: spec.Instructions,
 		Tools: spec.Tools, Policy: spec.Policy, Answer: answer, Description: spec.Description, Children: children, Budget: budget,
-		Workspace: engine.Workspace(spec.Workspace),
+		Workspace: engine.Workspace(spec.Workspace), Hooks: spec.Hooks,
 		Limits: engine.Limits{
 			ModelAttempts: l.ModelAttempts, RetryDelay: l.RetryDelay, MaxRetryAfter: l.MaxRetryAfter,
 			ModelTimeout: l.ModelTimeout, PolicyTimeout: l.PolicyTimeout, ToolTimeout: l.ToolTimeout,
 			ToolConcurrency: l.ToolConcurrency, MaxToolResult: l.MaxToolResult, CommandWait: l.CommandWait,
 			AnswerAttempts: l.AnswerAttempts, ApprovalExpiry: l.ApprovalExpiry,
-			MaxChildren: l.MaxChildren, MaxDepth: l.MaxDepth, MaxTokens: l.MaxTokens, FinalTurn: l.FinalTurn, ContinueOnUncertain: l.ContinueOnUncertain,
+			MaxChildren: l.MaxChildren, MaxDepth: l.MaxDepth, MaxTokens: l.MaxTokens, FinalTurn: l.FinalTurn, HookTimeout: l.HookTimeout, ContinueOnUncertain: l.ContinueOnUncertain,
 		},
 	}
 	if err := ea.Prepare(); err != nil {

@@ -17,6 +17,7 @@ const (
 	DefaultApprovalExpiry   = 7 * 24 * time.Hour
 	DefaultMaxChildren      = 4
 	DefaultMaxDepth         = 1
+	DefaultHookTimeout      = 5 * time.Second
 	DefaultRetryDelay       = 200 * time.Millisecond
 	MaxRetryBackoffFactor   = 64
 	DefaultMaxRetryAfter    = 10 * time.Minute
@@ -56,6 +57,7 @@ var Defaults = []Default{
 	{"approval proof lasts (approval.Static)", "approval.DefaultProofTTL", "5m", "Static.WithProofTTL"},
 	{"sub-agent runs one run starts", "Limits.MaxChildren", "4", "1–999"},
 	{"levels of sub-agents below a run", "Limits.MaxDepth", "1", "1–16"},
+	{"hook call (pre_generate, pre_tool, post_tool, post_turn)", "Limits.HookTimeout", "5s", "1ms–1m"},
 	{"command waits for a live runner", "Limits.CommandWait", "5s", "0–1m"},
 	{"lease TTL", "Config.LeaseTTL", "30s", "1s–10m"},
 	{"lease renewal", "Config.LeaseTTL / 3", "10s", "a third of the TTL"},

@@ -122,7 +122,7 @@ func told(es []store.Entry) []string {
 	var out []string
 	for _, e := range es {
 		switch e.Kind {
-		case "call.rejected", "call.failed", "call.settled", "call.decided", "call.uncertain", "call.reconciled":
+		case "call.rejected", "call.failed", "call.settled", "call.decided", "call.uncertain", "call.reconciled", "call.hooked":
 			out = append(out, e.Kind+" "+string(e.Data))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
@@ -37,6 +38,8 @@ type Agent struct {
 	Children []*Agent
 	// Budget is the family budget a root run of this agent starts with.
 	Budget *store.Budget
+	// Hooks, when set, watch and shape the turn loop.
+	Hooks hook.Hooks
 	// Workspace, when set, gives each run its own sandbox and the tools
 	// bound to it (the agent's Tools then only declare them).
 	Workspace Workspace
@@ -70,6 +73,8 @@ type Limits struct {
 	MaxDepth    int
 	// MaxTokens bounds the input plus output tokens of one run; 0 is none.
 	MaxTokens int64
+	// HookTimeout bounds one hook call.
+	HookTimeout time.Duration
 	// FinalTurn spends the last model attempt on a tool-free turn in
 	// which the model reports what it has.
 	FinalTurn bool
@@ -80,6 +85,9 @@ type Limits struct {
 
 // Prepare indexes the agent's tools. It must be called once before use.
 func (a *Agent) Prepare() error {
+	if a.Limits.HookTimeout == 0 {
+		a.Limits.HookTimeout = hookTimeoutDefault
+	}
 	a.byName = make(map[string]tool.Tool, len(a.Tools))
 	a.specs = a.specs[:0]
 	a.names = a.names[:0]

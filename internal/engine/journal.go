@@ -20,6 +20,7 @@ const (
 	KindModelLost     = "model.interrupted"
 	KindCallDecided   = "call.decided"
 	KindCallRejected  = "call.rejected"
+	KindCallHooked    = "call.hooked"
 	KindCallStarted   = "call.started"
 	KindCallSettled   = "call.settled"
 	KindCallFailed    = "call.failed"
@@ -113,6 +114,15 @@ type ApprovalExpired struct {
 type CallRejected struct {
 	Call  string `json:"call"`
 	Error string `json:"error"`
+}
+
+// CallHooked records the pre-tool hook's verdict on a call: run (with
+// rewritten arguments, if any), deny, or hold.
+type CallHooked struct {
+	Call      string          `json:"call"`
+	Action    string          `json:"action"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
 }
 
 // CallStarted is the intent to run a body; Attempt counts replays.

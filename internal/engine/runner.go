@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/sandbox"
@@ -183,18 +184,32 @@ func (r *runner) step() (done bool, err error) {
 // corrective turn while answer attempts last.
 func (r *runner) final(t *turnState) (bool, error) {
 	a := r.agent.Answer
-	if a == nil {
-		return true, r.finish(Outcome{Status: store.StatusCompleted, Answer: t.reply.Text, Reason: r.stopReason()})
+	answer := t.reply.Text
+	var why string
+	if a != nil {
+		value, err := a.decode(t.reply.Text)
+		if err != nil {
+			why = err.Error()
+		}
+		answer = string(value)
 	}
-	value, err := a.decode(t.reply.Text)
-	if err == nil {
-		return true, r.finish(Outcome{Status: store.StatusCompleted, Answer: string(value), Reason: r.stopReason()})
+	if why == "" {
+		if ok, reason := r.postTurn(answer); !ok {
+			why = "a validator refused it: " + reason
+		}
+	}
+	if why == "" {
+		return true, r.finish(Outcome{Status: store.StatusCompleted, Answer: answer, Reason: r.stopReason()})
 	}
 	if r.st.refusals+1 >= r.agent.Limits.AnswerAttempts {
 		return true, r.finish(Outcome{Status: store.StatusAnswerInvalid, Reason: "answer_invalid", Raw: t.reply.Text,
-			Error: fmt.Sprintf("the final answer was refused %d time(s); the last reason: %v", r.st.refusals+1, err)})
+			Error: fmt.Sprintf("the final answer was refused %d time(s); the last reason: %s", r.st.refusals+1, why)})
 	}
-	r.stage(entry(KindAnswerRefused, AnswerRefused{Turn: len(r.st.turns), Reason: err.Error(), Message: a.correction(err.Error())}))
+	msg := fmt.Sprintf("Your final answer was refused: %s. Answer again.", why)
+	if a != nil {
+		msg = a.correction(why)
+	}
+	r.stage(entry(KindAnswerRefused, AnswerRefused{Turn: len(r.st.turns), Reason: why, Message: msg}))
 	return false, nil
 }
 
@@ -241,15 +256,27 @@ func (r *runner) callModel() error {
 		r.stage(entry(KindModelLost, ModelInterrupted{Attempt: st.attempts}))
 	}
 	attempt := st.attempts + 1
+	extra, err := r.preGenerate(len(st.turns) + 1)
+	if err != nil {
+		if r.lost() {
+			return err
+		}
+		return r.finish(Outcome{Status: store.StatusFailed, Reason: "hook",
+			Error: "the pre-generate hook failed, so the model was not called (fail closed): " + err.Error()})
+	}
+	instr := a.Instructions
+	if extra != "" {
+		instr += "\n\n" + extra
+	}
 	final := st.finalAt >= 0 || (a.Limits.FinalTurn && attempt == a.Limits.ModelAttempts && len(st.turns) > 0 && len(a.names) > 0)
 	switch {
 	case final && st.finalAt < 0:
-		r.stage(entry(KindContext, Context{Instructions: a.Instructions, Tools: []string{}, FinalTurn: true,
+		r.stage(entry(KindContext, Context{Instructions: instr, Tools: []string{}, FinalTurn: true,
 			Note: "This is your last turn: tools are no longer available. Give your final answer now from what you have, and say what is left undone."}))
-	case !final && (st.context == nil || st.context.Instructions != a.Instructions || !slices.Equal(st.context.Tools, a.names)):
-		r.stage(entry(KindContext, Context{Instructions: a.Instructions, Tools: slices.Clone(a.names)}))
+	case !final && (st.context == nil || st.context.Instructions != instr || !slices.Equal(st.context.Tools, a.names)):
+		r.stage(entry(KindContext, Context{Instructions: instr, Tools: slices.Clone(a.names)}))
 	}
-	req := &model.Request{Instructions: a.Instructions, Messages: st.messages(), Tools: a.specs}
+	req := &model.Request{Instructions: instr, Messages: st.messages(), Tools: a.specs}
 	if final {
 		req.Tools = nil
 	}
@@ -377,6 +404,19 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 			}
 			delegated = append(delegated, c.key)
 			continue
+		}
+		if c.started == 0 {
+			run, ended, err := r.preTool(c)
+			if ended || err != nil {
+				return ended, err
+			}
+			if !run {
+				if c.approval == "pending" { // held for a person
+					approvals = append(approvals, c.key)
+					break
+				}
+				continue // denied
+			}
 		}
 		info := r.toolFor(c.call.Name).Info()
 		if c.started > 0 && c.started >= max(info.Replay, 1) {
@@ -558,10 +598,7 @@ func (r *runner) startBody(c *callState, results chan<- bodyResult) error {
 	if timeout == 0 {
 		timeout = r.agent.Limits.ToolTimeout
 	}
-	args := json.RawMessage(strings.TrimSpace(c.call.Arguments))
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	}
+	args := json.RawMessage(c.args())
 	go func() {
 		base := tool.WithCall(r.work, tool.CallInfo{RunID: r.runID, Call: c.key, Attempt: attempt})
 		ctx, cancel := base, context.CancelFunc(func() {})
@@ -617,6 +654,19 @@ func (r *runner) startBody(c *callState, results chan<- bodyResult) error {
 // effect; otherwise it rides with the next commit.
 func (r *runner) settle(res bodyResult, others int, results chan<- bodyResult) (ended, restarted bool, err error) {
 	c := res.c
+	if res.err == nil || (!tool.IsUncertain(res.err) && !res.abandoned) {
+		// A definite result: the post-tool hook may rewrite it.
+		in := hook.Result{Output: res.output}
+		if res.err != nil {
+			in = hook.Result{Output: res.err.Error(), IsError: true}
+		}
+		if out := r.postTool(c, in); out != in {
+			res.output, res.err = out.Output, nil
+			if out.IsError {
+				res.err = errors.New(out.Output)
+			}
+		}
+	}
 	switch {
 	case res.err == nil:
 		if n := len(res.output); n > r.agent.Limits.MaxToolResult {

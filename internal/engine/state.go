@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hitch-dev/hitch/model"
@@ -29,6 +30,22 @@ type callState struct {
 	// approval is "pending" or "granted" for a call that needs one.
 	approval string
 	expires  *time.Time
+	// hooked is set once the pre-tool hook gave its verdict; runArgs are
+	// the arguments it rewrote, if any.
+	hooked  bool
+	runArgs json.RawMessage
+}
+
+// args returns the arguments the body runs with: the hook's rewrite, or
+// the model's own.
+func (c *callState) args() string {
+	if len(c.runArgs) > 0 {
+		return string(c.runArgs)
+	}
+	if a := strings.TrimSpace(c.call.Arguments); a != "" {
+		return a
+	}
+	return "{}"
 }
 
 // turnState is one model reply and its calls.
@@ -187,6 +204,20 @@ func (s *state) apply(e store.Entry) error {
 		}
 		c.decided = true
 		c.done, c.isError, c.result = true, true, r.Error
+	case KindCallHooked:
+		var h CallHooked
+		if err := decode(&h); err != nil {
+			return err
+		}
+		c, err := call(h.Call)
+		if err != nil {
+			return err
+		}
+		c.hooked, c.runArgs = true, h.Arguments
+		if h.Action == "deny" {
+			c.done, c.isError = true, true
+			c.result = "denied by a hook: " + h.Reason
+		}
 	case KindCallStarted:
 		var st CallStarted
 		if err := decode(&st); err != nil {
