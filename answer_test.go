@@ -118,3 +118,18 @@ func TestBuildRefusesABadAnswer(t *testing.T) {
 		}
 	}
 }
+
+func TestCallerInstructionsAreLaidOverTheAgents(t *testing.T) {
+	t.Parallel()
+	m := &recorder{Model: scripted.New("i", scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}})}
+	a := build(t, hitch.Spec{Model: m, Instructions: "Answer in English."})
+	rt, _ := setup(t, a)
+	run := runToRest(t, rt, a, "hello", hitch.WithInstructions("Answer in French."))
+	got := m.reqs[0].Instructions
+	if run.Status != store.StatusCompleted || !strings.HasPrefix(got, "Answer in English.") || !strings.HasSuffix(got, "Answer in French.") || !strings.Contains(got, "precedence") {
+		t.Fatalf("instructions %q", got)
+	}
+	if !strings.Contains(string(journal(t, rt, run.ID)[0].Data), "Answer in French.") {
+		t.Error("the caller's instructions are not journaled with the run")
+	}
+}

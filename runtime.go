@@ -187,6 +187,13 @@ type StartOption func(*engine.StartParams)
 // idempotent.
 func WithID(id string) StartOption { return func(p *engine.StartParams) { p.ID = id } }
 
+// WithInstructions adds the caller's layer of instructions to this run,
+// laid over the agent's: the caller's take precedence. They are journaled
+// with the run.
+func WithInstructions(s string) StartOption {
+	return func(p *engine.StartParams) { p.Instructions = s }
+}
+
 // Detached creates the run queued and leaves it to whichever worker claims
 // it first (hitch worker, or Recover), instead of driving it here.
 func Detached() StartOption { return func(p *engine.StartParams) { p.Detached = true } }

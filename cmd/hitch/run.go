@@ -10,7 +10,7 @@ import (
 )
 
 func newRun(g *globals) *cobra.Command {
-	var agent, id string
+	var agent, id, instructions string
 	var detach bool
 	cmd := &cobra.Command{
 		Use:   "run PROMPT",
@@ -30,6 +30,9 @@ func newRun(g *globals) *cobra.Command {
 			}
 			if detach {
 				opts = append(opts, hitch.Detached())
+			}
+			if instructions != "" {
+				opts = append(opts, hitch.WithInstructions(instructions))
 			}
 			res, err := e.rt.Start(ctx, ag, a[0], opts...)
 			if err != nil {
@@ -58,6 +61,7 @@ func newRun(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&agent, "agent", "", "agent to run (default: the only one in the config)")
 	cmd.Flags().StringVar(&id, "id", "", "run id; starting an existing id starts nothing")
 	cmd.Flags().BoolVar(&detach, "detach", false, "queue the run for a worker and return at once")
+	cmd.Flags().StringVar(&instructions, "instructions", "", "instructions for this run, laid over the agent's")
 	return cmd
 }
 

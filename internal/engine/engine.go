@@ -176,6 +176,8 @@ var (
 type StartParams struct {
 	ID    string
 	Input string
+	// Instructions are the caller's layer of instructions for this run.
+	Instructions string
 	// Detached leaves the new run queued for any worker instead of
 	// driving it here.
 	Detached bool
@@ -201,10 +203,10 @@ func InputHash(agent string, version int, input string) string {
 // Start creates a run and drives it in the background. Starting an existing
 // ID creates nothing and reports whether the input matched.
 func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResult, error) {
-	hash := InputHash(a.Name, a.Version, p.Input)
+	hash := InputHash(a.Name, a.Version, p.Input+"\x00"+p.Instructions)
 	run, created, err := e.cfg.Store.RunCreate(ctx, store.RunCreateParams{
 		ID: p.ID, Agent: a.Name, Version: a.Version, InputHash: hash, Budget: a.Budget,
-		Entries: []store.EntryInput{entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth})},
+		Entries: []store.EntryInput{entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth, Instructions: p.Instructions})},
 	})
 	if err != nil {
 		return StartResult{}, fmt.Errorf("create run: %w", err)

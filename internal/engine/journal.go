@@ -44,6 +44,9 @@ type RunStarted struct {
 	// DepthLeft is how many levels of sub-agents this run may still start
 	// below itself.
 	DepthLeft int `json:"depth_left"`
+	// Instructions are the caller's layer of instructions for this run,
+	// laid over the agent's (the caller's win where they disagree).
+	Instructions string `json:"instructions,omitempty"`
 }
 
 // Context records what a turn observes when it differs from the previous

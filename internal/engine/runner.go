@@ -213,6 +213,18 @@ func (r *runner) final(t *turnState) (bool, error) {
 	return false, nil
 }
 
+// layer lays the caller's instructions over the agent's: both are sent,
+// the caller's last, and marked so the model knows which wins.
+func layer(agent, call string) string {
+	switch {
+	case call == "":
+		return agent
+	case agent == "":
+		return call
+	}
+	return agent + "\n\nInstructions for this run (they take precedence over the above):\n" + call
+}
+
 // stopReason says why a completed run stopped when the model did not end
 // it on its own: max_turns after the final, tool-free turn.
 func (r *runner) stopReason() string {
@@ -264,7 +276,7 @@ func (r *runner) callModel() error {
 		return r.finish(Outcome{Status: store.StatusFailed, Reason: "hook",
 			Error: "the pre-generate hook failed, so the model was not called (fail closed): " + err.Error()})
 	}
-	instr := a.Instructions
+	instr := layer(a.Instructions, st.started.Instructions)
 	if extra != "" {
 		instr += "\n\n" + extra
 	}
