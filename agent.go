@@ -168,6 +168,16 @@ type Limits struct {
 	// bounded by its own setting and by what its parent has left. Default
 	// 1, at most 16.
 	MaxDepth int
+	// ContextWindow, when above zero, is the model's context window in
+	// tokens. When a request is estimated past 80% of it, the turns before
+	// the last KeepTurns are summarized by the model (a model attempt like
+	// any other, journaled) and later requests carry the summary instead;
+	// a tool call and its result are never split. 0 (the default) never
+	// compacts.
+	ContextWindow int64
+	// KeepTurns is how many recent turns compaction keeps verbatim.
+	// Default 4.
+	KeepTurns int
 	// HookTimeout bounds one hook call; a hook that gives no answer in
 	// time has failed. Default 5s.
 	HookTimeout time.Duration
@@ -207,6 +217,7 @@ func (l Limits) WithDefaults() Limits {
 	l.MaxChildren = or(l.MaxChildren, DefaultMaxChildren)
 	l.MaxDepth = or(l.MaxDepth, DefaultMaxDepth)
 	l.HookTimeout = or(l.HookTimeout, DefaultHookTimeout)
+	l.KeepTurns = or(l.KeepTurns, DefaultKeepTurns)
 	return l
 }
 
@@ -325,6 +336,10 @@ func Build(spec Spec) (*Agent, error) {
 	intRange("MaxChildren", l.MaxChildren, 1, 999)
 	intRange("MaxDepth", l.MaxDepth, 1, 16)
 	durRange("HookTimeout", l.HookTimeout, time.Millisecond, time.Minute, false)
+	intRange("KeepTurns", l.KeepTurns, 1, 1000)
+	if l.ContextWindow < 0 {
+		bad("Limits.ContextWindow", "%d: want 0 (never compact) or a window in tokens", l.ContextWindow)
+	}
 	var budget *store.Budget
 	if b := spec.Budget; b != nil {
 		if b.Tokens < 0 || b.USD < 0 || b.ModelCalls < 0 || b.ToolCalls < 0 || b.WallTime < 0 {
@@ -375,7 +390,7 @@ func Build(spec Spec) (*Agent, error) {
 			ModelTimeout: l.ModelTimeout, PolicyTimeout: l.PolicyTimeout, ToolTimeout: l.ToolTimeout,
 			ToolConcurrency: l.ToolConcurrency, MaxToolResult: l.MaxToolResult, CommandWait: l.CommandWait,
 			AnswerAttempts: l.AnswerAttempts, ApprovalExpiry: l.ApprovalExpiry,
-			MaxChildren: l.MaxChildren, MaxDepth: l.MaxDepth, MaxTokens: l.MaxTokens, FinalTurn: l.FinalTurn, HookTimeout: l.HookTimeout, ContinueOnUncertain: l.ContinueOnUncertain,
+			MaxChildren: l.MaxChildren, MaxDepth: l.MaxDepth, MaxTokens: l.MaxTokens, FinalTurn: l.FinalTurn, HookTimeout: l.HookTimeout, ContextWindow: l.ContextWindow, KeepTurns: l.KeepTurns, ContinueOnUncertain: l.ContinueOnUncertain,
 		},
 	}
 	if err := ea.Prepare(); err != nil {

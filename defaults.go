@@ -18,6 +18,7 @@ const (
 	DefaultMaxChildren      = 4
 	DefaultMaxDepth         = 1
 	DefaultHookTimeout      = 5 * time.Second
+	DefaultKeepTurns        = 4
 	DefaultRetryDelay       = 200 * time.Millisecond
 	MaxRetryBackoffFactor   = 64
 	DefaultMaxRetryAfter    = 10 * time.Minute
@@ -57,6 +58,7 @@ var Defaults = []Default{
 	{"approval proof lasts (approval.Static)", "approval.DefaultProofTTL", "5m", "Static.WithProofTTL"},
 	{"sub-agent runs one run starts", "Limits.MaxChildren", "4", "1–999"},
 	{"levels of sub-agents below a run", "Limits.MaxDepth", "1", "1–16"},
+	{"compaction: turns kept verbatim (when a request nears 80% of Limits.ContextWindow)", "Limits.KeepTurns", "4", "1–1000; ContextWindow 0 (default) never compacts"},
 	{"hook call (pre_generate, pre_tool, post_tool, post_turn)", "Limits.HookTimeout", "5s", "1ms–1m"},
 	{"command waits for a live runner", "Limits.CommandWait", "5s", "0–1m"},
 	{"lease TTL", "Config.LeaseTTL", "30s", "1s–10m"},

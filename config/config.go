@@ -120,6 +120,8 @@ type Limits struct {
 	MaxDepth            *int   `yaml:"max_depth,omitempty"`
 	MaxTokens           *int64 `yaml:"max_tokens,omitempty"`
 	FinalTurn           bool   `yaml:"final_turn,omitempty"`
+	ContextWindow       *int64 `yaml:"context_window,omitempty"`
+	KeepTurns           *int   `yaml:"keep_turns,omitempty"`
 	ContinueOnUncertain bool   `yaml:"continue_on_uncertain,omitempty"`
 }
 

@@ -424,10 +424,17 @@ func limits(l locator, field string, y Limits) (hitch.Limits, []Problem) {
 		MaxChildren:         num("max_children", y.MaxChildren, 1, 999),
 		MaxDepth:            num("max_depth", y.MaxDepth, 1, 16),
 		FinalTurn:           y.FinalTurn,
+		KeepTurns:           num("keep_turns", y.KeepTurns, 1, 1000),
 		ContinueOnUncertain: y.ContinueOnUncertain,
 	}
 	if y.MaxTokens != nil {
 		out.MaxTokens = *y.MaxTokens
+	}
+	if y.ContextWindow != nil {
+		if *y.ContextWindow < 0 {
+			probs = append(probs, l.problem(field+".context_window", "%d: want 0 (never compact) or a window in tokens", *y.ContextWindow))
+		}
+		out.ContextWindow = *y.ContextWindow
 	}
 	return out, probs
 }

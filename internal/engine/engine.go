@@ -75,6 +75,11 @@ type Limits struct {
 	MaxTokens int64
 	// HookTimeout bounds one hook call.
 	HookTimeout time.Duration
+	// ContextWindow, when above zero, is the model's context window in
+	// tokens: a request estimated past CompactAt of it has its older turns
+	// summarized, keeping the last KeepTurns verbatim.
+	ContextWindow int64
+	KeepTurns     int
 	// FinalTurn spends the last model attempt on a tool-free turn in
 	// which the model reports what it has.
 	FinalTurn bool

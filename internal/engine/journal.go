@@ -18,6 +18,7 @@ const (
 	KindModelReply    = "model.reply"
 	KindModelFailed   = "model.failed"
 	KindModelLost     = "model.interrupted"
+	KindCompacted     = "context.compacted"
 	KindCallDecided   = "call.decided"
 	KindCallRejected  = "call.rejected"
 	KindCallHooked    = "call.hooked"
@@ -65,6 +66,8 @@ type Context struct {
 type ModelAttempt struct {
 	Attempt int `json:"attempt"`
 	Turn    int `json:"turn"`
+	// Purpose is "compaction" for a call that summarizes the history.
+	Purpose string `json:"purpose,omitempty"`
 }
 
 // ModelReply is a model's complete reply to one attempt.
@@ -80,6 +83,17 @@ type ModelFailed struct {
 	Kind         model.Kind `json:"kind"`
 	Message      string     `json:"message"`
 	RetryAfterMS int64      `json:"retry_after_ms,omitempty"`
+}
+
+// Compacted records a compaction of the history: turns up to Through are
+// replaced, in every later request, by Summary. A failed compaction has
+// Error and changes nothing.
+type Compacted struct {
+	Attempt int          `json:"attempt"`
+	Through int          `json:"through"`
+	Summary string       `json:"summary,omitempty"`
+	Error   string       `json:"error,omitempty"`
+	Usage   *model.Usage `json:"usage,omitempty"`
 }
 
 // ModelInterrupted records, at recovery, an attempt whose process stopped

@@ -267,7 +267,6 @@ func (r *runner) callModel() error {
 		// Recovered mid-call: say so, so the journal explains the gap.
 		r.stage(entry(KindModelLost, ModelInterrupted{Attempt: st.attempts}))
 	}
-	attempt := st.attempts + 1
 	extra, err := r.preGenerate(len(st.turns) + 1)
 	if err != nil {
 		if r.lost() {
@@ -280,7 +279,7 @@ func (r *runner) callModel() error {
 	if extra != "" {
 		instr += "\n\n" + extra
 	}
-	final := st.finalAt >= 0 || (a.Limits.FinalTurn && attempt == a.Limits.ModelAttempts && len(st.turns) > 0 && len(a.names) > 0)
+	final := st.finalAt >= 0 || (a.Limits.FinalTurn && st.attempts+1 == a.Limits.ModelAttempts && len(st.turns) > 0 && len(a.names) > 0)
 	switch {
 	case final && st.finalAt < 0:
 		r.stage(entry(KindContext, Context{Instructions: instr, Tools: []string{}, FinalTurn: true,
@@ -295,13 +294,39 @@ func (r *runner) callModel() error {
 	if a.Answer != nil {
 		req.Answer = a.Answer.request()
 	}
+	if compacted, err := r.maybeCompact(req); err != nil || r.st.ended != nil || r.lost() || r.cancelled.Load() {
+		return err
+	} else if compacted {
+		req.Messages = st.messages()
+	}
 	reserved, ended, err := r.beforeModel(req)
 	if ended || err != nil {
 		return err
 	}
+	attempt := st.attempts + 1
 	if err := r.commit(entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1})); err != nil {
 		return err
 	}
+	reply, err := r.generate(req, true)
+	if r.lost() || r.cancelled.Load() {
+		return nil // the step loop finalizes or returns
+	}
+	if err != nil {
+		r.stage(entry(KindModelFailed, ModelFailed{Attempt: attempt, Kind: model.KindOf(err), Message: err.Error(),
+			RetryAfterMS: model.RetryAfterOf(err).Milliseconds()}))
+		return nil
+	}
+	r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply}))
+	_, err = r.afterReply(reserved, reply.Usage)
+	return err
+}
+
+// generate makes one model call bounded by the model timeout, streaming
+// text deltas to observers when stream is set. A call that does not stop
+// when its context ends is abandoned after a short grace. A timeout is a
+// *model.Error of kind timed_out.
+func (r *runner) generate(req *model.Request, stream bool) (*model.Reply, error) {
+	a := r.agent
 	ctx, cancel := r.work, context.CancelFunc(func() {})
 	if a.Limits.ModelTimeout != Infinite {
 		ctx, cancel = context.WithTimeout(r.work, a.Limits.ModelTimeout)
@@ -314,7 +339,7 @@ func (r *runner) callModel() error {
 	ch := make(chan answer, 1)
 	go func() {
 		var onDelta func(string)
-		if f := r.e.cfg.OnDelta; f != nil {
+		if f := r.e.cfg.OnDelta; f != nil && stream {
 			onDelta = func(d string) { f(r.runID, d) }
 		}
 		reply, err := model.Collect(a.Model.Generate(ctx, req), onDelta)
@@ -333,21 +358,10 @@ func (r *runner) callModel() error {
 		}
 		t.Stop()
 	}
-	if r.lost() || r.cancelled.Load() {
-		return nil // the step loop finalizes or returns
+	if got.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && r.work.Err() == nil {
+		return nil, &model.Error{Kind: model.KindTimedOut, Message: got.err.Error(), Err: got.err}
 	}
-	if got.err != nil {
-		kind := model.KindOf(got.err)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			kind = model.KindTimedOut
-		}
-		r.stage(entry(KindModelFailed, ModelFailed{Attempt: attempt, Kind: kind, Message: got.err.Error(),
-			RetryAfterMS: model.RetryAfterOf(got.err).Milliseconds()}))
-		return nil
-	}
-	r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *got.reply}))
-	_, err = r.afterReply(reserved, got.reply.Usage)
-	return err
+	return got.reply, got.err
 }
 
 // bodyResult is what one tool body returned.

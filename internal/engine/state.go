@@ -80,6 +80,12 @@ type state struct {
 
 	// roots are the workspace roots granted to the run, in order.
 	roots []string
+	// compactedThrough turns are folded into summary; compactTried is the
+	// turn count at the last compaction attempt, so a failed one is not
+	// retried before the history grows.
+	compactedThrough int
+	summary          string
+	compactTried     int
 
 	waiting *RunWaiting
 	ended   *Outcome
@@ -160,6 +166,19 @@ func (s *state) apply(e store.Entry) error {
 		}
 		s.turns = append(s.turns, t)
 		s.usage.add(r.Reply.Usage)
+	case KindCompacted:
+		var c Compacted
+		if err := decode(&c); err != nil {
+			return err
+		}
+		s.inFlight = false
+		s.compactTried = len(s.turns)
+		if c.Usage != nil || c.Error != "" {
+			s.usage.add(c.Usage)
+		}
+		if c.Error == "" {
+			s.compactedThrough, s.summary = c.Through, c.Summary
+		}
 	case KindModelLost:
 		var m ModelInterrupted
 		if err := decode(&m); err != nil {
@@ -346,9 +365,19 @@ func (s *state) apply(e store.Entry) error {
 // messages rebuilds the provider history from the journal: the user's input,
 // then each reply followed by its calls' results in the reply's order.
 func (s *state) messages() []model.Message {
-	msgs := make([]model.Message, 0, 1+3*len(s.turns))
+	return s.messagesFrom(s.compactedThrough, len(s.turns))
+}
+
+// messagesFrom rebuilds the history with the turns before from folded into
+// the compaction summary, up to turn to.
+func (s *state) messagesFrom(from, to int) []model.Message {
+	msgs := make([]model.Message, 0, 2+3*(to-from))
 	msgs = append(msgs, model.Message{Role: model.RoleUser, Text: s.started.Input})
-	for i, t := range s.turns {
+	if from > 0 {
+		msgs = append(msgs, model.Message{Role: model.RoleUser, Text: summaryPrefix + s.summary})
+	}
+	for i, t := range s.turns[from:to] {
+		i += from
 		if i == s.finalAt {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Text: s.finalNote})
 		}
@@ -366,7 +395,7 @@ func (s *state) messages() []model.Message {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Text: t.correction})
 		}
 	}
-	if s.finalAt == len(s.turns) {
+	if s.finalAt == to {
 		msgs = append(msgs, model.Message{Role: model.RoleUser, Text: s.finalNote})
 	}
 	return msgs

@@ -1,0 +1,112 @@
+package hitch_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/tool"
+)
+
+// longModel calls add with a bulky argument for a number of turns, then
+// answers; asked to summarize (a request without tools), it summarizes.
+type longModel struct {
+	turns int
+	mu    sync.Mutex
+	reqs  []*model.Request
+}
+
+func (m *longModel) Name() string { return "test/long" }
+
+func (m *longModel) Generate(_ context.Context, req *model.Request) iter.Seq2[*model.Chunk, error] {
+	m.mu.Lock()
+	m.reqs = append(m.reqs, req)
+	m.mu.Unlock()
+	return func(yield func(*model.Chunk, error) bool) {
+		usage := &model.Usage{InputTokens: model.Int64(100), OutputTokens: model.Int64(10), CachedInputTokens: model.Int64(0)}
+		// Adds done: tool results shown, plus those an earlier summary
+		// stands for.
+		done := 0
+		for _, msg := range req.Messages {
+			if msg.Role == model.RoleTool {
+				done++
+			}
+			if i := strings.Index(msg.Text, "SUMMARY adds="); i >= 0 && strings.HasPrefix(msg.Text, "Summary of the earlier part") {
+				var n int
+				fmt.Sscanf(msg.Text[i:], "SUMMARY adds=%d", &n)
+				done += n
+			}
+		}
+		if len(req.Tools) == 0 {
+			yield(&model.Chunk{Reply: &model.Reply{Text: fmt.Sprintf("SUMMARY adds=%d", done), Usage: usage}}, nil)
+			return
+		}
+		reply := &model.Reply{Usage: usage}
+		if done >= m.turns {
+			reply.Text = "finished"
+		} else {
+			reply.ToolCalls = []model.ToolCall{{ID: fmt.Sprintf("c%d", len(req.Messages)), Name: "add",
+				Arguments: fmt.Sprintf(`{"a":%d,"b":1,"note":"%s"}`, done, strings.Repeat("x", 400))}}
+		}
+		yield(&model.Chunk{Reply: reply}, nil)
+	}
+}
+
+func TestCompactionNearTheContextWindow(t *testing.T) {
+	t.Parallel()
+	m := &longModel{turns: 10}
+	add := tool.MustNew("add", "Adds.", func(_ context.Context, in struct {
+		A    int    `json:"a"`
+		B    int    `json:"b"`
+		Note string `json:"note"`
+	}) (int, error) {
+		return in.A + in.B, nil
+	})
+	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{add}, Limits: hitch.Limits{ModelAttempts: 40, ContextWindow: 800, KeepTurns: 2}})
+	rt, _ := setup(t, a)
+	run := runToRest(t, rt, a, "add ten times")
+	if run.Status != store.StatusCompleted || run.Outcome.Answer != "finished" {
+		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
+	}
+	es := journal(t, rt, run.ID)
+	if strings.Count(kinds(es), "context.compacted") == 0 {
+		t.Fatalf("no compaction happened: %s", kinds(es))
+	}
+	// Every request after a compaction starts with the input and the
+	// summary, and never splits a tool call from its result.
+	compacted := false
+	for i, req := range m.reqs {
+		if len(req.Tools) == 0 {
+			compacted = true
+			continue
+		}
+		if est := len(fmt.Sprint(req.Messages)) / 4; est > 3000 {
+			t.Errorf("request %d is about %d tokens: compaction did not bound it", i, est)
+		}
+		if !compacted {
+			continue
+		}
+		if !strings.HasPrefix(req.Messages[1].Text, "Summary of the earlier part") {
+			t.Fatalf("request %d does not carry the summary: %+v", i, req.Messages[1])
+		}
+		for j, msg := range req.Messages {
+			if msg.Role == model.RoleTool && (j == 0 || req.Messages[j-1].Role != model.RoleAssistant && req.Messages[j-1].Role != model.RoleTool) {
+				t.Fatalf("request %d: a tool result at %d has no call before it", i, j)
+			}
+		}
+	}
+	n := strings.Count(kinds(es), "context.compacted")
+	if len(m.reqs) != 11+n {
+		t.Errorf("%d model calls with %d compactions; want the 11 the task needs plus the summaries: the summary lost work", len(m.reqs), n)
+	}
+	// The summary calls count as model attempts and their usage is kept.
+	if u := run.Outcome.Usage; u.InputTokens == nil || u.Generations != run.Outcome.Attempts {
+		t.Errorf("usage %+v over %d attempts", u, run.Outcome.Attempts)
+	}
+}
