@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,7 @@ func newRun(g *globals) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
+			warnMissingKey(g, e, ag.Name())
 			opts := []hitch.StartOption{}
 			if id != "" {
 				opts = append(opts, hitch.WithID(id))
@@ -118,4 +120,17 @@ func newReconcile(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&unconfirmed, "unconfirmed", false, "the outcome cannot be established; tell the model so")
 	cmd.Flags().StringVar(&by, "by", "cli", "who reconciles, recorded in the journal")
 	return cmd
+}
+
+// warnMissingKey says, before a run starts, when its model's API key
+// variable is not set: its calls would be refused as unauthorized.
+func warnMissingKey(g *globals, e *env, agent string) {
+	for _, a := range e.cfg.File.Agents {
+		if a.Name != agent {
+			continue
+		}
+		if env := e.cfg.File.Models[a.Model].KeyEnv(); env != "" && os.Getenv(env) == "" {
+			fmt.Fprintf(g.stderr, "hitch: warning: %s is not set; model %q will refuse the calls of agent %s\n", env, a.Model, agent)
+		}
+	}
 }

@@ -191,9 +191,28 @@ func showRun(ctx context.Context, g *globals, id string) error {
 		_ = tw.Flush()
 	}
 	if run.Status == store.StatusWaiting {
-		fmt.Fprintf(w, "\nthis run waits: reconcile each call in state \"uncertain\" with\n  hitch reconcile %s CALL --output TEXT   (or --unconfirmed)\n", run.ID)
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, waitingHint(ctx, e.store, run))
 	}
 	return nil
+}
+
+// waitingHint says what a waiting run waits for and how to move it on.
+func waitingHint(ctx context.Context, st store.Store, run hitch.Run) string {
+	var w engine.RunWaiting
+	if es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: run.ID, After: run.Position - 1}); err == nil && len(es) == 1 && es[0].Kind == engine.KindRunWaiting {
+		_ = json.Unmarshal(es[0].Data, &w)
+	}
+	calls := strings.Join(w.Calls, ", ")
+	switch w.Reason {
+	case "approval":
+		return fmt.Sprintf("this run waits for a person to answer %s:\n  hitch approvals approve %s CALL   (or reject; HITCH_CREDENTIAL=name:secret)", calls, run.ID)
+	case "children":
+		return fmt.Sprintf("this run waits for its sub-agent runs (%s); see hitch runs list", calls)
+	case "uncertain":
+		return fmt.Sprintf("this run waits for %s, whose effect is unknown, to be reconciled:\n  hitch reconcile %s CALL --output TEXT   (or --unconfirmed)", calls, run.ID)
+	}
+	return "this run waits; hitch runs events " + run.ID + " shows why"
 }
 
 func usd(v *float64) string {
