@@ -138,16 +138,7 @@ func TestChaosKills(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := sqlite.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(context.Background())
+	rt, _ := setupAt(t, db, a)
 	sweepCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go rt.Sweep(sweepCtx, 20*time.Millisecond)

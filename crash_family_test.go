@@ -90,16 +90,7 @@ func TestCrashInsideAChildRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := sqlite.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{boss}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(context.Background())
+	rt, st := setupAt(t, db, boss)
 	for {
 		if kid, _ := st.RunGet(ctx, "fam.t1c1"); kid.Status == store.StatusWaiting {
 			break

@@ -252,16 +252,7 @@ func TestCrashRecovery(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			st, err := sqlite.Open(ctx, db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, LeaseTTL: time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rt.Close(context.Background())
+			rt, _ := setupAt(t, db, a)
 			// The dead child's leases expire by the store's clock; then the
 			// runs are due and this process claims them.
 			claimed := 0

@@ -38,7 +38,14 @@ func addTool(t *testing.T, calls *atomic.Int64) tool.Tool {
 // setup opens a fresh store and a runtime for the given agents.
 func setup(t *testing.T, agents ...*hitch.Agent) (*hitch.Runtime, store.Store) {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
+	return setupAt(t, filepath.Join(t.TempDir(), "hitch.db"), agents...)
+}
+
+// setupAt opens the store at path (a fresh file or one another process
+// left) and a runtime for the given agents, closed when the test ends.
+func setupAt(t *testing.T, path string, agents ...*hitch.Agent) (*hitch.Runtime, store.Store) {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
