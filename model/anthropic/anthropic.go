@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
-	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -73,16 +72,11 @@ var _ model.Model = (*Model)(nil)
 
 // New checks cfg and builds the model. It makes no request.
 func New(cfg Config) (*Model, error) {
-	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, errors.New("anthropic config: Model is required")
+	u, base, err := apierr.CheckConfig(provider, cfg.Model, cfg.BaseURL, DefaultBaseURL)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("anthropic config: BaseURL %q is not an http or https URL", cfg.BaseURL)
-	}
+	cfg.BaseURL = base
 	// The SDK's paths start with v1/; a base that ends with it would double it.
 	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
 	switch {
@@ -91,9 +85,7 @@ func New(cfg Config) (*Model, error) {
 	case cfg.MaxTokens < 0:
 		return nil, fmt.Errorf("anthropic config: MaxTokens %d is negative", cfg.MaxTokens)
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	}
+	cfg.HTTPClient = apierr.Client(cfg.HTTPClient)
 	name := cfg.Name
 	if name == "" {
 		name = provider + "/" + cfg.Model

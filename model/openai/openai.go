@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
-	"net/url"
 	"regexp"
-	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -86,16 +84,11 @@ var _ model.Model = (*Model)(nil)
 
 // New checks cfg and builds the model. It makes no request.
 func New(cfg Config) (*Model, error) {
-	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, errors.New("openai config: Model is required")
+	u, base, err := apierr.CheckConfig(provider, cfg.Model, cfg.BaseURL, DefaultBaseURL)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai config: BaseURL %q is not an http or https URL", cfg.BaseURL)
-	}
+	cfg.BaseURL = base
 	switch cfg.API {
 	case "":
 		cfg.API = APIChat
@@ -113,9 +106,7 @@ func New(cfg Config) (*Model, error) {
 	default:
 		return nil, fmt.Errorf("openai config: MaxTokensField %q is not one of %q, %q", cfg.MaxTokensField, MaxTokensCompletion, MaxTokensLegacy)
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	}
+	cfg.HTTPClient = apierr.Client(cfg.HTTPClient)
 	name := cfg.Name
 	if name == "" {
 		name = provider + "/" + cfg.Model
