@@ -19,7 +19,7 @@ lint: ## gofmt, go vet and staticcheck
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 bench: ## durable steps per second (see docs/benchmarks.md)
-	go test -run '^$$' -bench . -count 5 ./internal/bench/ ./store/sqlite/
+	go test -run '^$$' -bench . -count 5 ./bench/ ./store/sqlite/
 
 fuzz: ## fuzz the edit tool briefly
 	go test -run '^$$' -fuzz FuzzEdit -fuzztime 30s ./tool/builtin/

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
-	"github.com/hitch-dev/hitch/store"
 )
 
 // recorder remembers every request a model was sent.
@@ -59,7 +59,7 @@ func TestRefusedAnswerGetsACorrectiveTurn(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Answer: hitch.AnswerOf[verdict]()})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "classify")
-	if run.Status != store.StatusCompleted || run.Outcome.Answer != `{"label":"spam","score":0.5}` || run.Outcome.Attempts != 2 {
+	if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != `{"label":"spam","score":0.5}` || run.Outcome.Attempts != 2 {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
 	second := m.reqs[1].Messages
@@ -84,7 +84,7 @@ func TestAnswerInvalidAfterTheAttempts(t *testing.T) {
 		a := build(t, hitch.Spec{Model: m, Answer: hitch.AnswerOf[verdict](), Limits: hitch.Limits{AnswerAttempts: tc.attempts}})
 		rt, _ := setup(t, a)
 		run := runToRest(t, rt, a, "classify")
-		if run.Status != store.StatusAnswerInvalid || run.Outcome.Raw != `{"label": 7}` || !strings.Contains(run.Outcome.Error, "does not match the schema") {
+		if run.Status != hitchtype.StatusAnswerInvalid || run.Outcome.Raw != `{"label": 7}` || !strings.Contains(run.Outcome.Error, "does not match the schema") {
 			t.Fatalf("attempts %d: status %s, outcome %+v", tc.attempts, run.Status, run.Outcome)
 		}
 		if run.Outcome.Attempts != tc.replies {
@@ -126,7 +126,7 @@ func TestCallerInstructionsAreLaidOverTheAgents(t *testing.T) {
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "hello", hitch.WithInstructions("Answer in French."))
 	got := m.reqs[0].Instructions
-	if run.Status != store.StatusCompleted || !strings.HasPrefix(got, "Answer in English.") || !strings.HasSuffix(got, "Answer in French.") || !strings.Contains(got, "precedence") {
+	if run.Status != hitchtype.StatusCompleted || !strings.HasPrefix(got, "Answer in English.") || !strings.HasSuffix(got, "Answer in French.") || !strings.Contains(got, "precedence") {
 		t.Fatalf("instructions %q", got)
 	}
 	if !strings.Contains(string(journal(t, rt, run.ID)[0].Data), "Answer in French.") {

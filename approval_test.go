@@ -10,6 +10,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
@@ -64,7 +65,7 @@ func TestApprovalGrantedRunsTheCallOnce(t *testing.T) {
 	rt, _ := setup(t, a)
 	ctx := context.Background()
 	run := runToRest(t, rt, a, "pay")
-	if run.Status != store.StatusWaiting || charges.Load() != 0 {
+	if run.Status != hitchtype.StatusWaiting || charges.Load() != 0 {
 		t.Fatalf("status %s, charges %d", run.Status, charges.Load())
 	}
 	pending, err := rt.PendingApprovals(ctx, run.ID, 0)
@@ -78,7 +79,7 @@ func TestApprovalGrantedRunsTheCallOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err = rt.Await(ctx, run.ID)
-	if err != nil || run.Status != store.StatusCompleted || charges.Load() != 1 {
+	if err != nil || run.Status != hitchtype.StatusCompleted || charges.Load() != 1 {
 		t.Fatalf("after approval: %+v %v, charges %d", run, err, charges.Load())
 	}
 	err = rt.Approve(ctx, run.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments"))
@@ -148,7 +149,7 @@ func TestRejectionIsShownAndTheRunGoesOn(t *testing.T) {
 	}
 	run, _ = rt.Await(ctx, run.ID)
 	msgs := strings.Join(told(journal(t, rt, run.ID)), "\n")
-	if run.Status != store.StatusCompleted || charges.Load() != 0 || !strings.Contains(kinds(journal(t, rt, run.ID)), "approval.rejected") {
+	if run.Status != hitchtype.StatusCompleted || charges.Load() != 0 || !strings.Contains(kinds(journal(t, rt, run.ID)), "approval.rejected") {
 		t.Fatalf("status %s charges %d\n%s", run.Status, charges.Load(), msgs)
 	}
 }
@@ -171,7 +172,7 @@ func TestPolicyIsAskedAgainAtTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, _ = rt.Await(ctx, run.ID)
-	if run.Status != store.StatusCompleted || charges.Load() != 0 || asked.Load() != 2 {
+	if run.Status != hitchtype.StatusCompleted || charges.Load() != 0 || asked.Load() != 2 {
 		t.Fatalf("status %s charges %d asked %d", run.Status, charges.Load(), asked.Load())
 	}
 	if msgs := strings.Join(told(journal(t, rt, run.ID)), "\n"); !strings.Contains(msgs, "at approval time: card frozen meanwhile") {
@@ -207,7 +208,7 @@ func TestExpiredApprovals(t *testing.T) {
 				}
 			}
 			run, err := rt.Await(ctx, run.ID)
-			if err != nil || run.Status != store.StatusCompleted || charges.Load() != 0 {
+			if err != nil || run.Status != hitchtype.StatusCompleted || charges.Load() != 0 {
 				t.Fatalf("status %s (%v), charges %d", run.Status, err, charges.Load())
 			}
 			if msgs := strings.Join(told(journal(t, rt, run.ID)), "\n"); !strings.Contains(kinds(journal(t, rt, run.ID)), "approval.expired") {
@@ -243,7 +244,7 @@ func TestCommandsRefuseABusyRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, _ = rt.Await(ctx, run.ID)
-	if run.Status != store.StatusWaiting || charges.Load() != 0 || strings.Contains(kinds(journal(t, rt, run.ID)), "approval.granted") {
+	if run.Status != hitchtype.StatusWaiting || charges.Load() != 0 || strings.Contains(kinds(journal(t, rt, run.ID)), "approval.granted") {
 		t.Fatalf("status %s, charges %d: %s", run.Status, charges.Load(), kinds(journal(t, rt, run.ID)))
 	}
 }
@@ -259,7 +260,7 @@ func TestSweeperDrivesQueuedRunsAndDeadlines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, err := rt.Start(ctx, a, "pay", hitch.Detached())
-	if err != nil || res.Run.Status != store.StatusQueued {
+	if err != nil || res.Run.Status != hitchtype.StatusQueued {
 		t.Fatalf("detached start: %+v %v", res, err)
 	}
 	sweepCtx, stopSweep := context.WithCancel(ctx)
@@ -271,7 +272,7 @@ func TestSweeperDrivesQueuedRunsAndDeadlines(t *testing.T) {
 			t.Fatal(err, ctx.Err())
 		}
 		if r.Status.Terminal() {
-			if r.Status != store.StatusCompleted || !strings.Contains(kinds(journal(t, rt, r.ID)), "approval.expired") {
+			if r.Status != hitchtype.StatusCompleted || !strings.Contains(kinds(journal(t, rt, r.ID)), "approval.expired") {
 				t.Fatalf("status %s: %s", r.Status, kinds(journal(t, rt, r.ID)))
 			}
 			break

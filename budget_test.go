@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/store"
@@ -28,18 +29,18 @@ func TestFamilyBudgetExhaustedByTheThirdChild(t *testing.T) {
 	rt, st := setup(t, boss)
 	ctx := context.Background()
 	run := runToRest(t, rt, boss, "go")
-	if run.Status != store.StatusBudgetExhausted || run.Outcome.Reason != "model_calls" {
+	if run.Status != hitchtype.StatusBudgetExhausted || run.Outcome.Reason != "model_calls" {
 		t.Fatalf("root: %s %+v", run.Status, run.Outcome)
 	}
 	kids, err := st.RunList(ctx, store.RunListParams{ParentID: run.ID})
 	if err != nil || len(kids) != 3 {
 		t.Fatalf("children: %v %v", kids, err)
 	}
-	byStatus := map[store.Status]int{}
+	byStatus := map[hitchtype.Status]int{}
 	for _, k := range kids {
 		byStatus[k.Status]++
 	}
-	if byStatus[store.StatusCompleted] != 2 || byStatus[store.StatusBudgetExhausted] != 1 {
+	if byStatus[hitchtype.StatusCompleted] != 2 || byStatus[hitchtype.StatusBudgetExhausted] != 1 {
 		t.Errorf("children ended %v, want 2 completed and 1 budget_exhausted", byStatus)
 	}
 	limits, used, ok, err := rt.FamilyBudget(ctx, run.ID)
@@ -59,7 +60,7 @@ func TestTokenBudgets(t *testing.T) {
 		a := build(t, hitch.Spec{Model: scripted.New("loop", loop), Tools: []tool.Tool{addTool(t, nil)}, Limits: hitch.Limits{MaxTokens: 300}})
 		rt, _ := setup(t, a)
 		run := runToRest(t, rt, a, "go")
-		if run.Status != store.StatusBudgetExhausted || run.Outcome.Reason != "tokens" || *run.Outcome.Usage.InputTokens+*run.Outcome.Usage.OutputTokens < 300 {
+		if run.Status != hitchtype.StatusBudgetExhausted || run.Outcome.Reason != "tokens" || *run.Outcome.Usage.InputTokens+*run.Outcome.Usage.OutputTokens < 300 {
 			t.Fatalf("%s %+v", run.Status, run.Outcome)
 		}
 	})
@@ -69,7 +70,7 @@ func TestTokenBudgets(t *testing.T) {
 		rt, _ := setup(t, a)
 		run := runToRest(t, rt, a, "go")
 		_, used, _, _ := rt.FamilyBudget(context.Background(), run.ID)
-		if run.Status != store.StatusBudgetExhausted || run.Outcome.Reason != "tokens" || used.Tokens > 500+200 {
+		if run.Status != hitchtype.StatusBudgetExhausted || run.Outcome.Reason != "tokens" || used.Tokens > 500+200 {
 			t.Fatalf("%s %+v, used %+v", run.Status, run.Outcome, used)
 		}
 	})
@@ -83,7 +84,7 @@ func TestTokenBudgets(t *testing.T) {
 			a := build(t, spec)
 			rt, _ := setup(t, a)
 			run := runToRest(t, rt, a, "go")
-			if run.Status != store.StatusFailed || run.Outcome.Reason != "budget_unverifiable" {
+			if run.Status != hitchtype.StatusFailed || run.Outcome.Reason != "budget_unverifiable" {
 				t.Fatalf("%s %+v", run.Status, run.Outcome)
 			}
 		}
@@ -106,14 +107,14 @@ func TestUSDBudgetAndCost(t *testing.T) {
 	}
 	defer rt.Close(context.Background())
 	run := runToRest(t, rt, a, "go")
-	if run.Status != store.StatusBudgetExhausted || run.Outcome.Reason != "usd" || run.Outcome.CostUSD == nil || *run.Outcome.CostUSD < 0.0015 {
+	if run.Status != hitchtype.StatusBudgetExhausted || run.Outcome.Reason != "usd" || run.Outcome.CostUSD == nil || *run.Outcome.CostUSD < 0.0015 {
 		t.Fatalf("%s %+v", run.Status, run.Outcome)
 	}
 	// Without a price the budget cannot be kept.
 	b := build(t, hitch.Spec{Name: "unpriced", Model: scripted.New("nameless", scripted.Script{Turns: []scripted.Turn{{Text: "x"}}}), Budget: &hitch.Budget{USD: 1}})
 	rt2, _ := setup(t, b)
 	run = runToRest(t, rt2, b, "go")
-	if run.Status != store.StatusFailed || run.Outcome.Reason != "budget_unverifiable" || !strings.Contains(run.Outcome.Error, "no price") {
+	if run.Status != hitchtype.StatusFailed || run.Outcome.Reason != "budget_unverifiable" || !strings.Contains(run.Outcome.Error, "no price") {
 		t.Fatalf("unpriced: %s %+v", run.Status, run.Outcome)
 	}
 }
@@ -124,7 +125,7 @@ func TestWallTimeBudget(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, nil)}, Budget: &hitch.Budget{WallTime: time.Second}})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "go")
-	if run.Status != store.StatusBudgetExhausted || run.Outcome.Reason != "wall_time" || run.Outcome.Attempts != 1 {
+	if run.Status != hitchtype.StatusBudgetExhausted || run.Outcome.Reason != "wall_time" || run.Outcome.Attempts != 1 {
 		t.Fatalf("%s %+v", run.Status, run.Outcome)
 	}
 }

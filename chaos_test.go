@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
@@ -152,7 +152,7 @@ func TestChaosKills(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", id, err)
 			}
-			if run.Status != store.StatusWaiting {
+			if run.Status != hitchtype.StatusWaiting {
 				break
 			}
 			for _, e := range journal(t, rt, id) {
@@ -189,7 +189,7 @@ func TestChaosKills(t *testing.T) {
 	for i := range chaosRuns {
 		id := fmt.Sprintf("chaos-%d", i)
 		run, err := rt.Get(ctx, id)
-		if err != nil || run.Status != store.StatusCompleted {
+		if err != nil || run.Status != hitchtype.StatusCompleted {
 			t.Errorf("%s: %+v %v", id, run, err)
 			continue
 		}

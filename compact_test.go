@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
-	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -71,7 +71,7 @@ func TestCompactionNearTheContextWindow(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{add}, Limits: hitch.Limits{ModelAttempts: 40, ContextWindow: 800, KeepTurns: 2}})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "add ten times")
-	if run.Status != store.StatusCompleted || run.Outcome.Answer != "finished" {
+	if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "finished" {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
 	es := journal(t, rt, run.ID)

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
@@ -92,7 +92,7 @@ func TestCrashInsideAChildRun(t *testing.T) {
 	defer cancel()
 	rt, st := setupAt(t, db, boss)
 	for {
-		if kid, _ := st.RunGet(ctx, "fam.t1c1"); kid.Status == store.StatusWaiting {
+		if kid, _ := st.RunGet(ctx, "fam.t1c1"); kid.Status == hitchtype.StatusWaiting {
 			break
 		}
 		if _, err := rt.Recover(ctx); err != nil || ctx.Err() != nil {
@@ -107,7 +107,7 @@ func TestCrashInsideAChildRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := rt.Await(ctx, "fam")
-	if err != nil || run.Status != store.StatusCompleted || run.Outcome.Answer != "boss done" {
+	if err != nil || run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "boss done" {
 		t.Fatalf("root: %+v %v", run, err)
 	}
 	if b, _ := os.ReadFile(effects); strings.Count(string(b), "effect") != 1 {

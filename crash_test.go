@@ -17,10 +17,10 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
@@ -274,7 +274,7 @@ func TestCrashRecovery(t *testing.T) {
 					t.Fatal(err)
 				}
 				if tc.uncertain {
-					if run.Status != store.StatusWaiting {
+					if run.Status != hitchtype.StatusWaiting {
 						t.Fatalf("%s: status %s, want waiting for reconciliation", id, run.Status)
 					}
 					if !strings.Contains(strings.Join(told(journal(t, rt, id)), "\n"), `call.uncertain {"call":"t1c1"`) {
@@ -287,7 +287,7 @@ func TestCrashRecovery(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if run.Status != store.StatusCompleted || run.Outcome.Answer != "all done" {
+				if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "all done" {
 					t.Fatalf("%s: status %s, outcome %+v", id, run.Status, run.Outcome)
 				}
 				if run.Outcome.Attempts != tc.attempts {

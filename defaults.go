@@ -4,30 +4,17 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hitch-dev/hitch/hitchtype"
 )
 
 // Infinite, as a timeout, leaves the wait unbounded.
-const Infinite time.Duration = -1
+const Infinite = hitchtype.Infinite
 
-// The defaults. Each is also a row of Defaults, which docs/defaults.md
-// renders; a test keeps the two in step.
+// Defaults of the Runtime's Config. The defaults of Limits are in
+// hitchtype; each is also a row of Defaults, which docs/defaults.md
+// renders, and a test keeps the two in step.
 const (
-	DefaultModelAttempts    = 8
-	DefaultAnswerAttempts   = 2
-	DefaultApprovalExpiry   = 7 * 24 * time.Hour
-	DefaultMaxChildren      = 4
-	DefaultMaxDepth         = 1
-	DefaultHookTimeout      = 5 * time.Second
-	DefaultKeepTurns        = 4
-	DefaultRetryDelay       = 200 * time.Millisecond
-	MaxRetryBackoffFactor   = 64
-	DefaultMaxRetryAfter    = 10 * time.Minute
-	DefaultModelTimeout     = 600 * time.Second
-	DefaultPolicyTimeout    = 5 * time.Second
-	DefaultToolTimeout      = 60 * time.Second
-	DefaultToolConcurrency  = 4
-	DefaultMaxToolResult    = 1 << 20
-	DefaultCommandWait      = 5 * time.Second
 	DefaultLeaseTTL         = 30 * time.Second
 	DefaultLeaseRenew       = 10 * time.Second
 	DefaultForceSettleGrace = 60 * time.Second

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
@@ -147,7 +148,7 @@ func TestRunCompletesWithToolCalls(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, &calls)}})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "add things")
-	if run.Status != store.StatusCompleted || run.Outcome == nil || run.Outcome.Answer != "The sums are 3, 7 and 11." {
+	if run.Status != hitchtype.StatusCompleted || run.Outcome == nil || run.Outcome.Answer != "The sums are 3, 7 and 11." {
 		t.Fatalf("run = %+v, outcome %+v", run, run.Outcome)
 	}
 	if n := calls.Load(); n != 3 {
@@ -187,7 +188,7 @@ func TestModelSeesDenialsAndBadCalls(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, &calls), secret}, Policy: pol})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "try everything")
-	if run.Status != store.StatusCompleted {
+	if run.Status != hitchtype.StatusCompleted {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
 	msgs := strings.Join(told(journal(t, rt, run.ID)), "\n")
@@ -208,7 +209,7 @@ func TestModelKeepsFailing(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Limits: hitch.Limits{ModelAttempts: 3}})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "hello")
-	if run.Status != store.StatusFailed || run.Outcome.Reason != "model_attempts" || !strings.Contains(run.Outcome.Error, "try later") {
+	if run.Status != hitchtype.StatusFailed || run.Outcome.Reason != "model_attempts" || !strings.Contains(run.Outcome.Error, "try later") {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
 	if run.Outcome.Attempts != 3 {
@@ -223,7 +224,7 @@ func TestModelRecoversAfterRetries(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "hello")
-	if run.Status != store.StatusCompleted || run.Outcome.Attempts != 3 {
+	if run.Status != hitchtype.StatusCompleted || run.Outcome.Attempts != 3 {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
 	// Two attempts failed before usage came back: the totals are unknown.
@@ -238,7 +239,7 @@ func TestPermanentModelErrorFailsAtOnce(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "hello")
-	if run.Status != store.StatusFailed || run.Outcome.Attempts != 1 || !strings.Contains(run.Outcome.Error, "bad key") {
+	if run.Status != hitchtype.StatusFailed || run.Outcome.Attempts != 1 || !strings.Contains(run.Outcome.Error, "bad key") {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
 }
@@ -278,7 +279,7 @@ func TestOutputTooLarge(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{big}, Limits: hitch.Limits{MaxToolResult: 1000}})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "go")
-	if run.Status != store.StatusFailed || run.Outcome.Reason != "output_too_large" || !strings.Contains(run.Outcome.Error, "1000 bytes") {
+	if run.Status != hitchtype.StatusFailed || run.Outcome.Reason != "output_too_large" || !strings.Contains(run.Outcome.Error, "1000 bytes") {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
 }
@@ -295,7 +296,7 @@ func TestUncertainEffectWaitsForReconcile(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{slow}})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "pay")
-	if run.Status != store.StatusWaiting {
+	if run.Status != hitchtype.StatusWaiting {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
 	ctx := context.Background()
@@ -309,7 +310,7 @@ func TestUncertainEffectWaitsForReconcile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != store.StatusCompleted || run.Outcome.Answer != "paid" {
+	if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "paid" {
 		t.Fatalf("after reconcile: status %s, outcome %+v", run.Status, run.Outcome)
 	}
 	if err := rt.Reconcile(ctx, run.ID, hitch.Reconciliation{Call: "t1c1", Output: "again"}); err == nil {
@@ -334,7 +335,7 @@ func TestReplayableToolRunsAgainAfterTimeout(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{flaky}})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "look")
-	if run.Status != store.StatusCompleted || runs.Load() != 3 {
+	if run.Status != hitchtype.StatusCompleted || runs.Load() != 3 {
 		t.Fatalf("status %s, body runs %d, outcome %+v", run.Status, runs.Load(), run.Outcome)
 	}
 }
@@ -349,7 +350,7 @@ func TestContinueOnUncertainTellsTheModel(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{slow}, Limits: hitch.Limits{ContinueOnUncertain: true}})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "mail")
-	if run.Status != store.StatusCompleted {
+	if run.Status != hitchtype.StatusCompleted {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
 	if msgs := strings.Join(told(journal(t, rt, run.ID)), "\n"); !strings.Contains(msgs, `"unconfirmed":true`) {
@@ -380,11 +381,11 @@ func TestCancelStopsWorkAndIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != store.StatusCancelled || len(run.Outcome.Uncertain) != 1 {
+	if run.Status != hitchtype.StatusCancelled || len(run.Outcome.Uncertain) != 1 {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
 	again, err := rt.Cancel(ctx, res.Run.ID)
-	if err != nil || again.Status != store.StatusCancelled || again.Position != run.Position {
+	if err != nil || again.Status != hitchtype.StatusCancelled || again.Position != run.Position {
 		t.Fatalf("second cancel: %+v, %v", again, err)
 	}
 	// The abandoned body finishes later; its result must never be appended.
@@ -426,7 +427,7 @@ func TestPolicyFailsClosed(t *testing.T) {
 			a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, &calls)}, Policy: tc.pol, Limits: hitch.Limits{PolicyTimeout: 20 * time.Millisecond}})
 			rt, _ := setup(t, a)
 			run := runToRest(t, rt, a, "go")
-			if run.Status != store.StatusFailed || run.Outcome.Reason != "policy" || !strings.Contains(run.Outcome.Error, tc.want) {
+			if run.Status != hitchtype.StatusFailed || run.Outcome.Reason != "policy" || !strings.Contains(run.Outcome.Error, tc.want) {
 				t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 			}
 			if calls.Load() != 0 {
@@ -442,7 +443,7 @@ func TestMaxTurnsIsAStopReason(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, nil)}, Limits: hitch.Limits{ModelAttempts: 3}})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "loop")
-	if run.Status != store.StatusCompleted || run.Outcome.Reason != "max_turns" {
+	if run.Status != hitchtype.StatusCompleted || run.Outcome.Reason != "max_turns" {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
 }
@@ -457,7 +458,7 @@ func TestFinalTurnIsToolFree(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, nil)}, Limits: hitch.Limits{ModelAttempts: 3, FinalTurn: true}})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "loop")
-	if run.Status != store.StatusCompleted || run.Outcome.Reason != "max_turns" || run.Outcome.Answer != "partial report: 2 and 4" {
+	if run.Status != hitchtype.StatusCompleted || run.Outcome.Reason != "max_turns" || run.Outcome.Answer != "partial report: 2 and 4" {
 		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 	}
 	last := m.reqs[2]
@@ -529,7 +530,7 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 	}
 	<-started
 	run, err := rt2.Cancel(ctx, res.Run.ID)
-	if err != nil || run.Status != store.StatusCancelled || len(run.Outcome.Uncertain) != 1 {
+	if err != nil || run.Status != hitchtype.StatusCancelled || len(run.Outcome.Uncertain) != 1 {
 		t.Fatalf("cancel from another runtime: %+v %v", run, err)
 	}
 }

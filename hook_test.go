@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/model/scripted"
-	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -81,7 +81,7 @@ func TestPreGenerateAddsJournaledInstructions(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Instructions: "Be brief.", Tools: []tool.Tool{echoTool(&ran)}, Hooks: h})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "go")
-	if run.Status != store.StatusCompleted || m.reqs[1].Instructions != "Be brief.\n\nToday is turn 2." {
+	if run.Status != hitchtype.StatusCompleted || m.reqs[1].Instructions != "Be brief.\n\nToday is turn 2." {
 		t.Fatalf("status %s, instructions %q", run.Status, m.reqs[1].Instructions)
 	}
 	if n := strings.Count(kinds(journal(t, rt, run.ID)), "context"); n != 2 {
@@ -92,7 +92,7 @@ func TestPreGenerateAddsJournaledInstructions(t *testing.T) {
 		Hooks: hooks{preGenerate: func(hook.Generate) (string, error) { return "", errors.New("context service down") }}})
 	rt2, _ := setup(t, failing)
 	run = runToRest(t, rt2, failing, "go")
-	if run.Status != store.StatusFailed || run.Outcome.Reason != "hook" || run.Outcome.Attempts != 0 {
+	if run.Status != hitchtype.StatusFailed || run.Outcome.Reason != "hook" || run.Outcome.Attempts != 0 {
 		t.Fatalf("failing pre-generate: %s %+v", run.Status, run.Outcome)
 	}
 }
@@ -124,7 +124,7 @@ func TestPreToolDeniesRewritesAndHolds(t *testing.T) {
 			rt, _ := setup(t, a)
 			run := runToRest(t, rt, a, "go")
 			msgs := strings.Join(told(journal(t, rt, run.ID)), "\n")
-			if run.Status != store.StatusCompleted || !strings.Contains(msgs, tc.want) || ran.Load() != tc.ran {
+			if run.Status != hitchtype.StatusCompleted || !strings.Contains(msgs, tc.want) || ran.Load() != tc.ran {
 				t.Fatalf("status %s, body ran %d\n%s", run.Status, ran.Load(), msgs)
 			}
 		})
@@ -143,14 +143,14 @@ func TestPreToolDeniesRewritesAndHolds(t *testing.T) {
 		ctx := context.Background()
 		run := runToRest(t, rt, a, "go")
 		pending, _ := rt.PendingApprovals(ctx, run.ID, 0)
-		if run.Status != store.StatusWaiting || len(pending) != 1 || !strings.Contains(pending[0].Reason, "card number") {
+		if run.Status != hitchtype.StatusWaiting || len(pending) != 1 || !strings.Contains(pending[0].Reason, "card number") {
 			t.Fatalf("status %s, pending %+v", run.Status, pending)
 		}
 		if err := rt.Approve(ctx, run.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments")); err != nil {
 			t.Fatal(err)
 		}
 		run, _ = rt.Await(ctx, run.ID)
-		if run.Status != store.StatusCompleted || ran.Load() != 1 || asked.Load() != 1 {
+		if run.Status != hitchtype.StatusCompleted || ran.Load() != 1 || asked.Load() != 1 {
 			t.Fatalf("status %s, ran %d, hook asked %d times (want once)", run.Status, ran.Load(), asked.Load())
 		}
 	})
@@ -178,7 +178,7 @@ func TestPostToolRewritesAndFailsOpen(t *testing.T) {
 			a := build(t, hitch.Spec{Model: echoScript(), Tools: []tool.Tool{echoTool(&ran)}, Hooks: hooks{postTool: tc.fn}})
 			rt, _ := setup(t, a)
 			run := runToRest(t, rt, a, "go")
-			if msgs := strings.Join(told(journal(t, rt, run.ID)), "\n"); run.Status != store.StatusCompleted || !strings.Contains(msgs, tc.want) {
+			if msgs := strings.Join(told(journal(t, rt, run.ID)), "\n"); run.Status != hitchtype.StatusCompleted || !strings.Contains(msgs, tc.want) {
 				t.Fatalf("status %s\n%s", run.Status, msgs)
 			}
 		})
@@ -199,7 +199,7 @@ func TestPostTurnValidators(t *testing.T) {
 	a := build(t, hitch.Spec{Model: echoScript(), Tools: []tool.Tool{echoTool(&ran)}, Hooks: refuseFirst})
 	rt, _ := setup(t, a)
 	run := runToRest(t, rt, a, "go")
-	if run.Status != store.StatusCompleted || run.Outcome.Answer != "second answer" || len(seen) != 2 {
+	if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "second answer" || len(seen) != 2 {
 		t.Fatalf("status %s, outcome %+v, seen %v", run.Status, run.Outcome, seen)
 	}
 	if !strings.Contains(kinds(journal(t, rt, run.ID)), "answer.refused") {
@@ -210,7 +210,7 @@ func TestPostTurnValidators(t *testing.T) {
 	b := build(t, hitch.Spec{Name: "strict", Model: echoScript(), Tools: []tool.Tool{echoTool(&ran)}, Hooks: broken})
 	rt2, _ := setup(t, b)
 	run = runToRest(t, rt2, b, "go")
-	if run.Status != store.StatusAnswerInvalid || !strings.Contains(run.Outcome.Error, "could not be validated") || strings.Contains(run.Outcome.Error, "validator down") {
+	if run.Status != hitchtype.StatusAnswerInvalid || !strings.Contains(run.Outcome.Error, "could not be validated") || strings.Contains(run.Outcome.Error, "validator down") {
 		t.Fatalf("broken validator: %s %+v", run.Status, run.Outcome)
 	}
 }

@@ -11,20 +11,21 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/store"
 )
 
 // Outcome is a run's terminal summary.
-type Outcome = engine.Outcome
+type Outcome = hitchtype.Outcome
 
 // Usage sums what providers reported; a nil counter means some reply did
 // not report it.
-type Usage = engine.Usage
+type Usage = hitchtype.Usage
 
 // Reconciliation settles an uncertain call from outside the run.
-type Reconciliation = engine.Reconciliation
+type Reconciliation = hitchtype.Reconciliation
 
 // Errors of the runtime's commands.
 var (
@@ -43,6 +44,9 @@ var (
 	ErrUnknownCall = engine.ErrUnknownCall
 	// ErrNotFound: no run has that id.
 	ErrNotFound = store.ErrNotFound
+	// ErrEnded: the run has ended; a command that needs a live run is
+	// refused.
+	ErrEnded = store.ErrEnded
 	// ErrNoApproval: the call does not wait for an approval.
 	ErrNoApproval = engine.ErrNoApproval
 	// ErrAnswered: the approval request was already answered.
@@ -53,7 +57,7 @@ var (
 )
 
 // PendingApproval is an approval request waiting for an answer.
-type PendingApproval = engine.PendingApproval
+type PendingApproval = hitchtype.PendingApproval
 
 // Config configures a Runtime.
 type Config struct {
@@ -181,22 +185,28 @@ func randomID(n int) string {
 func NewRunID() string { return "run_" + randomID(10) }
 
 // StartOption adjusts Start.
-type StartOption func(*engine.StartParams)
+type StartOption func(*startOptions)
+
+// startOptions are what the StartOptions set.
+type startOptions struct {
+	id, instructions string
+	detached         bool
+}
 
 // WithID gives the run a caller-chosen id, which makes a retried start
 // idempotent.
-func WithID(id string) StartOption { return func(p *engine.StartParams) { p.ID = id } }
+func WithID(id string) StartOption { return func(p *startOptions) { p.id = id } }
 
 // WithInstructions adds the caller's layer of instructions to this run,
 // laid over the agent's: the caller's take precedence. They are journaled
 // with the run.
 func WithInstructions(s string) StartOption {
-	return func(p *engine.StartParams) { p.Instructions = s }
+	return func(p *startOptions) { p.instructions = s }
 }
 
 // Detached creates the run queued and leaves it to whichever worker claims
 // it first (hitch worker, or Recover), instead of driving it here.
-func Detached() StartOption { return func(p *engine.StartParams) { p.Detached = true } }
+func Detached() StartOption { return func(p *startOptions) { p.detached = true } }
 
 // StartResult tells what Start did.
 type StartResult struct {
@@ -219,13 +229,14 @@ func (rt *Runtime) Start(ctx context.Context, agent *Agent, input string, opts .
 	if _, ok := rt.agents[agentKey(agent.Name(), agent.Version())]; !ok {
 		return StartResult{}, fmt.Errorf("start: %w: %s version %d (add it to Config.Agents)", ErrUnknownAgent, agent.Name(), agent.Version())
 	}
-	p := engine.StartParams{Input: input}
-	for _, o := range opts {
-		o(&p)
+	var o startOptions
+	for _, f := range opts {
+		f(&o)
 	}
-	if p.ID == "" {
-		p.ID = NewRunID()
+	if o.id == "" {
+		o.id = NewRunID()
 	}
+	p := engine.StartParams{ID: o.id, Input: input, Instructions: o.instructions, Detached: o.detached}
 	res, err := rt.eng.Start(ctx, agent.eng, p)
 	if err != nil {
 		return StartResult{}, fmt.Errorf("start: %w", err)
@@ -364,7 +375,7 @@ func (rt *Runtime) commandWait(ctx context.Context, runID string) time.Duration 
 			return a.spec.Limits.CommandWait
 		}
 	}
-	return DefaultCommandWait
+	return hitchtype.DefaultCommandWait
 }
 
 // Recover claims runs that are due — queued, with an expired lease, or
@@ -519,7 +530,7 @@ type Run struct {
 	ParentID string
 	Agent    string
 	Version  int
-	Status   store.Status
+	Status   hitchtype.Status
 	// Position is the journal's length.
 	Position  int64
 	Outcome   *Outcome // set once the run has ended

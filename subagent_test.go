@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -36,11 +36,11 @@ func TestSubAgentAnswerIsTheCallResult(t *testing.T) {
 	boss := build(t, hitch.Spec{Name: "boss", Model: parentModel, SubAgents: []*hitch.Agent{kid}})
 	rt, st := setup(t, boss)
 	run := runToRest(t, rt, boss, "what is the answer?")
-	if run.Status != store.StatusCompleted || run.Outcome.Answer != "my researcher says 42" {
+	if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "my researcher says 42" {
 		t.Fatalf("parent: %s %+v", run.Status, run.Outcome)
 	}
 	kidRun, err := st.RunGet(context.Background(), run.ID+".t1c1")
-	if err != nil || kidRun.ParentID != run.ID || kidRun.RootID != run.ID || kidRun.Depth != 1 || kidRun.Status != store.StatusCompleted {
+	if err != nil || kidRun.ParentID != run.ID || kidRun.RootID != run.ID || kidRun.Depth != 1 || kidRun.Status != hitchtype.StatusCompleted {
 		t.Fatalf("child run: %+v %v", kidRun, err)
 	}
 	if msgs := strings.Join(told(journal(t, rt, run.ID)), "\n"); !strings.Contains(msgs, `call.settled {"call":"t1c1","output":"the answer is 42"}`) {
@@ -66,7 +66,7 @@ func TestFailedChildIsADefiniteFailure(t *testing.T) {
 	rt, _ := setup(t, boss)
 	run := runToRest(t, rt, boss, "go")
 	msgs := strings.Join(told(journal(t, rt, run.ID)), "\n")
-	if run.Status != store.StatusCompleted || !strings.Contains(msgs, "call.failed") || !strings.Contains(msgs, "ended failed (model)") || !strings.Contains(msgs, "no key") {
+	if run.Status != hitchtype.StatusCompleted || !strings.Contains(msgs, "call.failed") || !strings.Contains(msgs, "ended failed (model)") || !strings.Contains(msgs, "no key") {
 		t.Fatalf("status %s\n%s", run.Status, msgs)
 	}
 }
@@ -84,7 +84,7 @@ func TestDelegationLimits(t *testing.T) {
 	rt, st := setup(t, boss)
 	run := runToRest(t, rt, boss, "go")
 	msgs := strings.Join(told(journal(t, rt, run.ID)), "\n")
-	if run.Status != store.StatusCompleted || !strings.Contains(msgs, `"call":"t1c2","error":"this run may start at most 1 sub-agent runs`) {
+	if run.Status != hitchtype.StatusCompleted || !strings.Contains(msgs, `"call":"t1c2","error":"this run may start at most 1 sub-agent runs`) {
 		t.Fatalf("status %s\n%s", run.Status, msgs)
 	}
 	if _, err := st.RunGet(context.Background(), run.ID+".t1c2"); err == nil {
@@ -121,7 +121,7 @@ func TestStartingAChildNeedsThePolicy(t *testing.T) {
 	rt, st := setup(t, boss)
 	ctx := context.Background()
 	run := runToRest(t, rt, boss, "go")
-	if run.Status != store.StatusWaiting || asked.Load() != 1 {
+	if run.Status != hitchtype.StatusWaiting || asked.Load() != 1 {
 		t.Fatalf("status %s, asked %d", run.Status, asked.Load())
 	}
 	if _, err := st.RunGet(ctx, run.ID+".t1c1"); err == nil {
@@ -141,7 +141,7 @@ func TestStartingAChildNeedsThePolicy(t *testing.T) {
 		t.Fatalf("approve the child's request with the parent's approvers: %v", err)
 	}
 	run, _ = rt.Await(ctx, run.ID)
-	if run.Status != store.StatusCompleted || charges.Load() != 1 {
+	if run.Status != hitchtype.StatusCompleted || charges.Load() != 1 {
 		t.Fatalf("status %s, charges %d", run.Status, charges.Load())
 	}
 }
@@ -170,11 +170,11 @@ func TestCancelCascadesAndUncertainChildMakesTheCallUncertain(t *testing.T) {
 		}
 		<-started
 		kidRun, err := rt.Cancel(ctx, res.Run.ID+".t1c1")
-		if err != nil || kidRun.Status != store.StatusCancelled || len(kidRun.Outcome.Uncertain) != 1 {
+		if err != nil || kidRun.Status != hitchtype.StatusCancelled || len(kidRun.Outcome.Uncertain) != 1 {
 			t.Fatalf("child: %+v %v", kidRun, err)
 		}
 		run, err := rt.Await(ctx, res.Run.ID)
-		if err != nil || run.Status != store.StatusWaiting {
+		if err != nil || run.Status != hitchtype.StatusWaiting {
 			t.Fatalf("parent: %s %v", run.Status, err)
 		}
 		if msgs := strings.Join(told(journal(t, rt, run.ID)), "\n"); !strings.Contains(msgs, `call.uncertain {"call":"t1c1"`) {
@@ -192,19 +192,19 @@ func TestCancelCascadesAndUncertainChildMakesTheCallUncertain(t *testing.T) {
 		// The parent waits for its child; cancelling it cancels the child.
 		for {
 			r, _ := st.RunGet(ctx, res.Run.ID)
-			if r.Status == store.StatusWaiting {
+			if r.Status == hitchtype.StatusWaiting {
 				break
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 		run, err := rt.Cancel(ctx, res.Run.ID)
-		if err != nil || run.Status != store.StatusCancelled {
+		if err != nil || run.Status != hitchtype.StatusCancelled {
 			t.Fatalf("parent: %+v %v", run, err)
 		}
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		kidRun, err := rt.Await(wctx, res.Run.ID+".t1c1")
-		if err != nil || kidRun.Status != store.StatusCancelled {
+		if err != nil || kidRun.Status != hitchtype.StatusCancelled {
 			t.Fatalf("child after the parent's cancel: %+v %v", kidRun, err)
 		}
 	})

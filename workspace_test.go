@@ -11,6 +11,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/sandbox"
@@ -98,7 +99,7 @@ func TestGrantedRootsAreJournaledAndSurviveRecovery(t *testing.T) {
 	}
 	run, err = rt2.Await(ctx, run.ID)
 	msgs := strings.Join(told(journal(t, rt2, run.ID)), "\n")
-	if err != nil || run.Status != store.StatusCompleted || !strings.Contains(msgs, "secret sauce") {
+	if err != nil || run.Status != hitchtype.StatusCompleted || !strings.Contains(msgs, "secret sauce") {
 		t.Fatalf("status %s %v\n%s", run.Status, err, msgs)
 	}
 	if !strings.Contains(kinds(journal(t, rt2, run.ID)), "workspace.granted") {

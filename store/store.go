@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/hitch-dev/hitch/hitchtype"
 )
 
 // Store is the durable backend. Implementations must be safe for concurrent
@@ -145,39 +147,6 @@ func (e *BudgetExhaustedError) Error() string {
 // DefaultReadLimit bounds a JournalRead that names no limit.
 const DefaultReadLimit = 1000
 
-// Status is where a run is in its lifecycle.
-type Status string
-
-// Run statuses. The last five are terminal.
-const (
-	StatusQueued          Status = "queued"
-	StatusRunning         Status = "running"
-	StatusWaiting         Status = "waiting"
-	StatusCompleted       Status = "completed"
-	StatusFailed          Status = "failed"
-	StatusCancelled       Status = "cancelled"
-	StatusAnswerInvalid   Status = "answer_invalid"
-	StatusBudgetExhausted Status = "budget_exhausted"
-)
-
-// Terminal reports whether s ends a run.
-func (s Status) Terminal() bool {
-	switch s {
-	case StatusCompleted, StatusFailed, StatusCancelled, StatusAnswerInvalid, StatusBudgetExhausted:
-		return true
-	}
-	return false
-}
-
-// Valid reports whether s is a known status.
-func (s Status) Valid() bool {
-	switch s {
-	case StatusQueued, StatusRunning, StatusWaiting:
-		return true
-	}
-	return s.Terminal()
-}
-
 // Run is a run's row: identity, status, lease and journal length.
 type Run struct {
 	ID       string
@@ -189,7 +158,7 @@ type Run struct {
 	// InputHash identifies the input the run was started with, so a
 	// repeated start can say whether its input was the same.
 	InputHash string
-	Status    Status
+	Status    hitchtype.Status
 	// Position is the journal's length: the position of its last entry.
 	Position int64
 	// LeaseOwner, LeaseToken and LeaseExpires describe the current lease.
@@ -240,7 +209,7 @@ type RunCreateParams struct {
 // RunListParams are the parameters of RunList.
 type RunListParams struct {
 	// Statuses filters by status; empty means all.
-	Statuses []Status
+	Statuses []hitchtype.Status
 	// ParentID filters children of one run.
 	ParentID string
 	// RootID filters one family: a root run and its descendants.
@@ -257,7 +226,7 @@ type JournalAppendParams struct {
 	Entries []EntryInput
 	// Status, when set, becomes the run's status. A terminal status, or
 	// waiting or queued, releases the lease in the same transaction.
-	Status Status
+	Status hitchtype.Status
 	// Outcome is stored with a terminal Status.
 	Outcome json.RawMessage
 	// WakeAt, with Status waiting, is when the run becomes due again.

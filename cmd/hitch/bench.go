@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hitch-dev/hitch/internal/bench"
+	"github.com/hitch-dev/hitch/bench"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/config"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
@@ -95,9 +96,9 @@ func (e *env) settle(ctx context.Context, id string) error {
 
 func exitFor(run hitch.Run) error {
 	switch {
-	case run.Status == store.StatusCompleted:
+	case run.Status == hitchtype.StatusCompleted:
 		return nil
-	case run.Status == store.StatusWaiting:
+	case run.Status == hitchtype.StatusWaiting:
 		return silentExit(exitWaiting)
 	case run.Status.Terminal():
 		return silentExit(exitNotDone)

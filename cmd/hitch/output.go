@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hitch-dev/hitch"
-	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -64,20 +64,20 @@ func (p *printer) entry(e store.Entry) {
 func (p *printer) describe(e store.Entry) string {
 	prefix := fmt.Sprintf("%4d ", e.Pos)
 	switch e.Kind {
-	case engine.KindRunStarted:
-		var d engine.RunStarted
+	case hitchtype.KindRunStarted:
+		var d hitchtype.RunStarted
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("run %s started: agent %s v%d, input %s", e.RunID, d.Agent, d.Version, clip(d.Input, 120))
-	case engine.KindContext:
-		var d engine.Context
+	case hitchtype.KindContext:
+		var d hitchtype.Context
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("context: tools [%s], instructions %d bytes", strings.Join(d.Tools, " "), len(d.Instructions))
-	case engine.KindModelAttempt:
-		var d engine.ModelAttempt
+	case hitchtype.KindModelAttempt:
+		var d hitchtype.ModelAttempt
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("model: turn %d, attempt %d", d.Turn, d.Attempt)
-	case engine.KindModelReply:
-		var d engine.ModelReply
+	case hitchtype.KindModelReply:
+		var d hitchtype.ModelReply
 		_ = json.Unmarshal(e.Data, &d)
 		p.turns[e.RunID]++
 		var names []string
@@ -94,16 +94,16 @@ func (p *printer) describe(e store.Entry) string {
 			s += fmt.Sprintf(" → %d call(s): %s", len(names), strings.Join(names, ", "))
 		}
 		return s
-	case engine.KindModelFailed:
-		var d engine.ModelFailed
+	case hitchtype.KindModelFailed:
+		var d hitchtype.ModelFailed
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("model failed (%s): %s", d.Kind, clip(d.Message, 200))
-	case engine.KindModelLost:
-		var d engine.ModelInterrupted
+	case hitchtype.KindModelLost:
+		var d hitchtype.ModelInterrupted
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("model attempt %d was interrupted (its process stopped); asking again", d.Attempt)
-	case engine.KindCallDecided:
-		var d engine.CallDecided
+	case hitchtype.KindCallDecided:
+		var d hitchtype.CallDecided
 		_ = json.Unmarshal(e.Data, &d)
 		s := prefix + fmt.Sprintf("  %s %s: %s", d.Call, p.calls[e.RunID+"/"+d.Call], d.Verdict)
 		if d.Requirement != "" {
@@ -113,11 +113,11 @@ func (p *printer) describe(e store.Entry) string {
 			s += " — " + d.Reason
 		}
 		return s
-	case engine.KindApprovalGrant, engine.KindApprovalDeny:
-		var d engine.ApprovalAnswer
+	case hitchtype.KindApprovalGrant, hitchtype.KindApprovalDeny:
+		var d hitchtype.ApprovalAnswer
 		_ = json.Unmarshal(e.Data, &d)
 		verb := "approved"
-		if e.Kind == engine.KindApprovalDeny {
+		if e.Kind == hitchtype.KindApprovalDeny {
 			verb = "rejected"
 		}
 		s := prefix + fmt.Sprintf("  %s %s by %s", d.Call, verb, d.By)
@@ -125,50 +125,50 @@ func (p *printer) describe(e store.Entry) string {
 			s += ": " + d.Reason
 		}
 		return s
-	case engine.KindApprovalLapse:
-		var d engine.ApprovalExpired
+	case hitchtype.KindApprovalLapse:
+		var d hitchtype.ApprovalExpired
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("  %s approval expired (deadline %s)", d.Call, d.ExpiredAt.Local().Format(time.DateTime))
-	case engine.KindAnswerRefused:
-		var d engine.AnswerRefused
+	case hitchtype.KindAnswerRefused:
+		var d hitchtype.AnswerRefused
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + "answer refused: " + clip(d.Reason, 200)
-	case engine.KindCallRejected:
-		var d engine.CallRejected
+	case hitchtype.KindCallRejected:
+		var d hitchtype.CallRejected
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("  %s rejected: %s", d.Call, clip(d.Error, 200))
-	case engine.KindCallStarted:
-		var d engine.CallStarted
+	case hitchtype.KindCallStarted:
+		var d hitchtype.CallStarted
 		_ = json.Unmarshal(e.Data, &d)
 		if d.Attempt > 1 {
 			return prefix + fmt.Sprintf("  %s started again (attempt %d)", d.Call, d.Attempt)
 		}
 		return prefix + fmt.Sprintf("  %s started", d.Call)
-	case engine.KindCallSettled:
-		var d engine.CallSettled
+	case hitchtype.KindCallSettled:
+		var d hitchtype.CallSettled
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("  %s done: %s", d.Call, clip(d.Output, 160))
-	case engine.KindCallFailed:
-		var d engine.CallFailed
+	case hitchtype.KindCallFailed:
+		var d hitchtype.CallFailed
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("  %s failed: %s", d.Call, clip(d.Error, 200))
-	case engine.KindCallUncertain:
-		var d engine.CallUncertain
+	case hitchtype.KindCallUncertain:
+		var d hitchtype.CallUncertain
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("  %s OUTCOME UNKNOWN: %s", d.Call, d.Reason)
-	case engine.KindCallReconcile:
-		var d engine.CallReconciled
+	case hitchtype.KindCallReconcile:
+		var d hitchtype.CallReconciled
 		_ = json.Unmarshal(e.Data, &d)
 		if d.Unconfirmed {
 			return prefix + fmt.Sprintf("  %s reconciled as unconfirmed (by %s)", d.Call, or(d.By, "someone"))
 		}
 		return prefix + fmt.Sprintf("  %s reconciled (by %s): %s", d.Call, or(d.By, "someone"), clip(d.Output, 160))
-	case engine.KindRunWaiting:
-		var d engine.RunWaiting
+	case hitchtype.KindRunWaiting:
+		var d hitchtype.RunWaiting
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("waiting for %s: %s", d.Reason, strings.Join(d.Calls, ", "))
-	case engine.KindRunEnded:
-		var d engine.Outcome
+	case hitchtype.KindRunEnded:
+		var d hitchtype.Outcome
 		_ = json.Unmarshal(e.Data, &d)
 		s := prefix + "ended: " + string(d.Status)
 		if d.Reason != "" {
@@ -191,7 +191,7 @@ func (p *printer) outcome(run hitch.Run) {
 	fmt.Fprintf(p.w, "\nrun %s: %s\n", run.ID, run.Status)
 	o := run.Outcome
 	if o == nil {
-		if run.Status == store.StatusWaiting {
+		if run.Status == hitchtype.StatusWaiting {
 			fmt.Fprintf(p.w, "the run is parked: `hitch runs show %s` says on what; answer it with `hitch approvals`, `hitch reconcile` or `hitch cancel`\n", run.ID)
 		}
 		return
@@ -211,16 +211,16 @@ func (p *printer) outcome(run hitch.Run) {
 // runJSON is the stable JSON shape of a run.
 func runJSON(run hitch.Run) any {
 	return struct {
-		ID       string         `json:"id"`
-		RootID   string         `json:"root_id"`
-		ParentID string         `json:"parent_id,omitempty"`
-		Agent    string         `json:"agent"`
-		Version  int            `json:"version"`
-		Status   store.Status   `json:"status"`
-		Position int64          `json:"position"`
-		Outcome  *hitch.Outcome `json:"outcome,omitempty"`
-		Created  string         `json:"created_at"`
-		Updated  string         `json:"updated_at"`
+		ID       string           `json:"id"`
+		RootID   string           `json:"root_id"`
+		ParentID string           `json:"parent_id,omitempty"`
+		Agent    string           `json:"agent"`
+		Version  int              `json:"version"`
+		Status   hitchtype.Status `json:"status"`
+		Position int64            `json:"position"`
+		Outcome  *hitch.Outcome   `json:"outcome,omitempty"`
+		Created  string           `json:"created_at"`
+		Updated  string           `json:"updated_at"`
 	}{run.ID, run.RootID, run.ParentID, run.Agent, run.Version, run.Status, run.Position, run.Outcome,
 		run.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), run.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hitch-dev/hitch"
-	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -32,10 +32,10 @@ func newRuns(g *globals) *cobra.Command {
 			defer e.store.Close()
 			p := store.RunListParams{Limit: limit}
 			for _, s := range status {
-				if !store.Status(s).Valid() {
+				if !hitchtype.Status(s).Valid() {
 					return usageError{fmt.Errorf("--status %q: want queued, running, waiting, completed, failed, cancelled, answer_invalid or budget_exhausted", s)}
 				}
-				p.Statuses = append(p.Statuses, store.Status(s))
+				p.Statuses = append(p.Statuses, hitchtype.Status(s))
 			}
 			runs, err := e.store.RunList(cmd.Context(), p)
 			if err != nil {
@@ -190,7 +190,7 @@ func showRun(ctx context.Context, g *globals, id string) error {
 		}
 		_ = tw.Flush()
 	}
-	if run.Status == store.StatusWaiting {
+	if run.Status == hitchtype.StatusWaiting {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, waitingHint(ctx, e.store, run))
 	}
@@ -199,8 +199,8 @@ func showRun(ctx context.Context, g *globals, id string) error {
 
 // waitingHint says what a waiting run waits for and how to move it on.
 func waitingHint(ctx context.Context, st store.Store, run hitch.Run) string {
-	var w engine.RunWaiting
-	if es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: run.ID, After: run.Position - 1}); err == nil && len(es) == 1 && es[0].Kind == engine.KindRunWaiting {
+	var w hitchtype.RunWaiting
+	if es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: run.ID, After: run.Position - 1}); err == nil && len(es) == 1 && es[0].Kind == hitchtype.KindRunWaiting {
 		_ = json.Unmarshal(es[0].Data, &w)
 	}
 	calls := strings.Join(w.Calls, ", ")
@@ -268,8 +268,8 @@ func callsOf(ctx context.Context, st store.Store, id string) ([]callView, error)
 		for _, e := range es {
 			after = e.Pos
 			switch e.Kind {
-			case engine.KindModelReply:
-				var d engine.ModelReply
+			case hitchtype.KindModelReply:
+				var d hitchtype.ModelReply
 				if err := json.Unmarshal(e.Data, &d); err != nil {
 					return nil, fmt.Errorf("entry %d: %w", e.Pos, err)
 				}
@@ -278,8 +278,8 @@ func callsOf(ctx context.Context, st store.Store, id string) ([]callView, error)
 					idx[key] = len(views)
 					views = append(views, callView{Call: key, Tool: c.Name, Args: c.Arguments, State: "planned"})
 				}
-			case engine.KindCallDecided:
-				var d engine.CallDecided
+			case hitchtype.KindCallDecided:
+				var d hitchtype.CallDecided
 				_ = json.Unmarshal(e.Data, &d)
 				switch d.Verdict {
 				case "deny":
@@ -289,28 +289,28 @@ func callsOf(ctx context.Context, st store.Store, id string) ([]callView, error)
 				default:
 					set(d.Call, "allowed", "")
 				}
-			case engine.KindCallRejected:
-				var d engine.CallRejected
+			case hitchtype.KindCallRejected:
+				var d hitchtype.CallRejected
 				_ = json.Unmarshal(e.Data, &d)
 				set(d.Call, "rejected", d.Error)
-			case engine.KindCallStarted:
-				var d engine.CallStarted
+			case hitchtype.KindCallStarted:
+				var d hitchtype.CallStarted
 				_ = json.Unmarshal(e.Data, &d)
 				set(d.Call, "started", fmt.Sprintf("attempt %d", d.Attempt))
-			case engine.KindCallSettled:
-				var d engine.CallSettled
+			case hitchtype.KindCallSettled:
+				var d hitchtype.CallSettled
 				_ = json.Unmarshal(e.Data, &d)
 				set(d.Call, "settled", d.Output)
-			case engine.KindCallFailed:
-				var d engine.CallFailed
+			case hitchtype.KindCallFailed:
+				var d hitchtype.CallFailed
 				_ = json.Unmarshal(e.Data, &d)
 				set(d.Call, "failed", d.Error)
-			case engine.KindCallUncertain:
-				var d engine.CallUncertain
+			case hitchtype.KindCallUncertain:
+				var d hitchtype.CallUncertain
 				_ = json.Unmarshal(e.Data, &d)
 				set(d.Call, "uncertain", d.Reason)
-			case engine.KindCallReconcile:
-				var d engine.CallReconciled
+			case hitchtype.KindCallReconcile:
+				var d hitchtype.CallReconciled
 				_ = json.Unmarshal(e.Data, &d)
 				detail := d.Output
 				if d.Unconfirmed {

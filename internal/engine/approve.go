@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
 )
@@ -92,7 +93,7 @@ func (e *Engine) AnswerApproval(ctx context.Context, runID string, p ApprovalAns
 		d, err := r.ask(policy.Action{Kind: policy.CallTool, RunID: r.runID, Agent: r.agent.Name, Tool: c.call.Name, Arguments: args})
 		if err != nil {
 			applied <- fmt.Errorf("%w: no policy decision at approval time (fail closed): %v", errAnswerNotApplied, err)
-			return r.finish(Outcome{Status: store.StatusFailed, Reason: "policy",
+			return r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "policy",
 				Error: fmt.Sprintf("no policy decision for %s at approval time, so it did not run (fail closed): %v", c.call.Name, err)})
 		}
 		grant := entry(KindApprovalGrant, ApprovalAnswer{Call: c.key, By: p.By, Reason: p.Reason})
@@ -152,23 +153,10 @@ func (e *Engine) foldRun(ctx context.Context, runID string) (*state, error) {
 	return fold(entries)
 }
 
-// PendingApproval is one request waiting for an answer.
-type PendingApproval struct {
-	RunID       string          `json:"run_id"`
-	RootID      string          `json:"root_id"`
-	Agent       string          `json:"agent"`
-	Call        string          `json:"call"`
-	Tool        string          `json:"tool"`
-	Arguments   json.RawMessage `json:"arguments"`
-	Requirement string          `json:"requirement"`
-	Reason      string          `json:"reason,omitempty"`
-	ExpiresAt   *time.Time      `json:"expires_at,omitempty"`
-}
-
 // PendingApprovals lists the approval requests waiting in waiting runs,
 // of one family when rootID is set, at most limit runs' worth.
 func (e *Engine) PendingApprovals(ctx context.Context, rootID string, limit int) ([]PendingApproval, error) {
-	runs, err := e.cfg.Store.RunList(ctx, store.RunListParams{Statuses: []store.Status{store.StatusWaiting}, Limit: limit})
+	runs, err := e.cfg.Store.RunList(ctx, store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusWaiting}, Limit: limit})
 	if err != nil {
 		return nil, err
 	}

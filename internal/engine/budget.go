@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/store"
 )
@@ -38,7 +39,7 @@ func (r *runner) loadFamily() error {
 
 // exhausted ends the run for a spent budget.
 func (r *runner) exhausted(which, detail string) error {
-	return r.finish(Outcome{Status: store.StatusBudgetExhausted, Reason: which, Error: detail})
+	return r.finish(Outcome{Status: hitchtype.StatusBudgetExhausted, Reason: which, Error: detail})
 }
 
 // budgetError turns a refused reservation into the run's end; other errors
@@ -75,7 +76,7 @@ func (r *runner) beforeModel(req *model.Request) (res store.Budget, ended bool, 
 	lim, u := r.agent.Limits, r.st.usage
 	if lim.MaxTokens > 0 && u.Generations > 0 {
 		if u.InputTokens == nil || u.OutputTokens == nil {
-			return res, true, r.finish(Outcome{Status: store.StatusFailed, Reason: "budget_unverifiable",
+			return res, true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "budget_unverifiable",
 				Error: "a token budget is set and a model call did not report its usage, so the budget cannot be kept"})
 		}
 		if used := *u.InputTokens + *u.OutputTokens; used >= lim.MaxTokens {
@@ -93,7 +94,7 @@ func (r *runner) beforeModel(req *model.Request) (res store.Budget, ended bool, 
 	if r.fam.limits.MicroUSD > 0 {
 		micro, known := r.microUSD(&model.Usage{InputTokens: &est, OutputTokens: model.Int64(0), CachedInputTokens: model.Int64(0)})
 		if !known {
-			return res, true, r.finish(Outcome{Status: store.StatusFailed, Reason: "budget_unverifiable",
+			return res, true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "budget_unverifiable",
 				Error: fmt.Sprintf("the family has a USD budget and model %s has no price (add one to the price table)", r.agent.Model.Name())})
 		}
 		res.MicroUSD = micro
@@ -115,7 +116,7 @@ func (r *runner) afterReply(res store.Budget, usage *model.Usage) (ended bool, e
 	needs := r.fam.limits.Tokens > 0 || r.fam.limits.MicroUSD > 0
 	if usage == nil || usage.InputTokens == nil || usage.OutputTokens == nil {
 		if needs {
-			return true, r.finish(Outcome{Status: store.StatusFailed, Reason: "budget_unverifiable",
+			return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "budget_unverifiable",
 				Error: "the family has a token or USD budget and a model reply did not report its usage"})
 		}
 		return false, nil
@@ -124,7 +125,7 @@ func (r *runner) afterReply(res store.Budget, usage *model.Usage) (ended bool, e
 	if r.fam.limits.MicroUSD > 0 {
 		micro, known := r.microUSD(usage)
 		if !known {
-			return true, r.finish(Outcome{Status: store.StatusFailed, Reason: "budget_unverifiable",
+			return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "budget_unverifiable",
 				Error: "the family has a USD budget and a reply's cost is unknown"})
 		}
 		actual.MicroUSD = micro

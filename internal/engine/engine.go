@@ -10,15 +10,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
-
-// Infinite, as a timeout, leaves a wait unbounded.
-const Infinite time.Duration = -1
 
 // Agent is a validated agent definition, as the engine needs it.
 type Agent struct {
@@ -48,44 +46,6 @@ type Agent struct {
 	children map[string]*Agent
 	specs    []model.ToolSpec
 	names    []string
-}
-
-// Limits bound one run. Every field is set (the root package fills
-// defaults and validates ranges before the engine sees them).
-type Limits struct {
-	ModelAttempts   int
-	RetryDelay      time.Duration
-	MaxRetryAfter   time.Duration
-	ModelTimeout    time.Duration // or Infinite
-	PolicyTimeout   time.Duration
-	ToolTimeout     time.Duration // or Infinite
-	ToolConcurrency int
-	MaxToolResult   int
-	CommandWait     time.Duration
-	// AnswerAttempts is how many final texts a typed answer may take.
-	AnswerAttempts int
-	// ApprovalExpiry is how long an approval request waits; Infinite
-	// never lapses.
-	ApprovalExpiry time.Duration
-	// MaxChildren bounds the sub-agent runs one run starts; MaxDepth the
-	// levels of sub-agents below a run.
-	MaxChildren int
-	MaxDepth    int
-	// MaxTokens bounds the input plus output tokens of one run; 0 is none.
-	MaxTokens int64
-	// HookTimeout bounds one hook call.
-	HookTimeout time.Duration
-	// ContextWindow, when above zero, is the model's context window in
-	// tokens: a request estimated past CompactAt of it has its older turns
-	// summarized, keeping the last KeepTurns verbatim.
-	ContextWindow int64
-	KeepTurns     int
-	// FinalTurn spends the last model attempt on a tool-free turn in
-	// which the model reports what it has.
-	FinalTurn bool
-	// ContinueOnUncertain tells the model "outcome unknown" and goes on,
-	// instead of waiting for the call to be reconciled.
-	ContinueOnUncertain bool
 }
 
 // Prepare indexes the agent's tools. It must be called once before use.
@@ -312,7 +272,7 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 		if err != nil {
 			return store.Run{}, err
 		}
-		if run.Status == store.StatusWaiting && !run.WakeAt.IsZero() {
+		if run.Status == hitchtype.StatusWaiting && !run.WakeAt.IsZero() {
 			// A wake is due (an approval deadline, say): whoever touches
 			// the run next acts on it.
 			if now, err := e.cfg.Store.Now(ctx); err == nil && !now.Before(run.WakeAt) {
@@ -321,7 +281,7 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 				}
 			}
 		}
-		if run.Status != store.StatusQueued && run.Status != store.StatusRunning && !e.familyBusy(ctx, run, 16) {
+		if run.Status != hitchtype.StatusQueued && run.Status != hitchtype.StatusRunning && !e.familyBusy(ctx, run, 16) {
 			return run, nil
 		}
 		if r != nil && r.err != nil && !errors.Is(r.err, errFenced) && !errors.Is(r.err, errStopped) {
@@ -345,9 +305,9 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 // only on people (approvals, reconciliation) anywhere below is at rest.
 func (e *Engine) familyBusy(ctx context.Context, run store.Run, depth int) bool {
 	switch {
-	case run.Status == store.StatusQueued || run.Status == store.StatusRunning:
+	case run.Status == hitchtype.StatusQueued || run.Status == hitchtype.StatusRunning:
 		return true
-	case run.Status != store.StatusWaiting || depth == 0 || run.Position < 1:
+	case run.Status != hitchtype.StatusWaiting || depth == 0 || run.Position < 1:
 		return false
 	}
 	last, err := e.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: run.ID, After: run.Position - 1, Limit: 1})
@@ -397,18 +357,6 @@ func (e *Engine) Cancel(ctx context.Context, runID string, wait time.Duration) (
 		return store.Run{}, err
 	}
 	return got, nil
-}
-
-// Reconciliation settles an uncertain call from outside the run.
-type Reconciliation struct {
-	Call string `json:"call"`
-	// Output is the call's confirmed result, shown to the model.
-	Output string `json:"output,omitempty"`
-	// Unconfirmed says the outcome could not be established; the model is
-	// told so and the run goes on.
-	Unconfirmed bool `json:"unconfirmed,omitempty"`
-	// By names who reconciled, for the journal.
-	By string `json:"by,omitempty"`
 }
 
 // Reconcile settles an uncertain call and drives the run on in the

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
@@ -77,7 +78,7 @@ func TestStaleRunnerIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != store.StatusCompleted {
+	if run.Status != hitchtype.StatusCompleted {
 		t.Fatalf("status %s", run.Status)
 	}
 	// A wakes from its model call, tries to append, and is refused.

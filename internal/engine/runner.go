@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
@@ -139,7 +140,7 @@ func (r *runner) step() (done bool, err error) {
 		return true, nil
 	}
 	if r.cancelled.Load() {
-		return true, r.finish(Outcome{Status: store.StatusCancelled, Reason: "cancelled", Error: "the run was cancelled"})
+		return true, r.finish(Outcome{Status: hitchtype.StatusCancelled, Reason: "cancelled", Error: "the run was cancelled"})
 	}
 	if t := st.lastTurn(); t != nil && !st.inFlight {
 		if len(t.calls) == 0 && !t.refused && st.lastFailed == nil {
@@ -150,22 +151,22 @@ func (r *runner) step() (done bool, err error) {
 		}
 	}
 	if f := st.lastFailed; f != nil && !f.Kind.Retryable() {
-		return true, r.finish(Outcome{Status: store.StatusFailed, Reason: "model", Error: fmt.Sprintf("model call failed (%s): %s", f.Kind, f.Message)})
+		return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "model", Error: fmt.Sprintf("model call failed (%s): %s", f.Kind, f.Message)})
 	}
 	if st.attempts >= lim.ModelAttempts {
 		if f := st.lastFailed; f != nil {
-			return true, r.finish(Outcome{Status: store.StatusFailed, Reason: "model_attempts",
+			return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "model_attempts",
 				Error: fmt.Sprintf("model attempts exhausted (%d): last error (%s): %s", lim.ModelAttempts, f.Kind, f.Message)})
 		}
 		answer := ""
 		if t := st.lastTurn(); t != nil {
 			answer = t.reply.Text
 			if t.refused {
-				return true, r.finish(Outcome{Status: store.StatusAnswerInvalid, Reason: "answer_invalid", Raw: t.reply.Text,
+				return true, r.finish(Outcome{Status: hitchtype.StatusAnswerInvalid, Reason: "answer_invalid", Raw: t.reply.Text,
 					Error: fmt.Sprintf("the model attempts (%d) ran out after the final answer was refused", lim.ModelAttempts)})
 			}
 		}
-		return true, r.finish(Outcome{Status: store.StatusCompleted, Reason: "max_turns", Answer: answer,
+		return true, r.finish(Outcome{Status: hitchtype.StatusCompleted, Reason: "max_turns", Answer: answer,
 			Error: fmt.Sprintf("the run used all %d model attempts before the model gave a final answer", lim.ModelAttempts)})
 	}
 	if st.failures > 0 {
@@ -199,10 +200,10 @@ func (r *runner) final(t *turnState) (bool, error) {
 		}
 	}
 	if why == "" {
-		return true, r.finish(Outcome{Status: store.StatusCompleted, Answer: answer, Reason: r.stopReason()})
+		return true, r.finish(Outcome{Status: hitchtype.StatusCompleted, Answer: answer, Reason: r.stopReason()})
 	}
 	if r.st.refusals+1 >= r.agent.Limits.AnswerAttempts {
-		return true, r.finish(Outcome{Status: store.StatusAnswerInvalid, Reason: "answer_invalid", Raw: t.reply.Text,
+		return true, r.finish(Outcome{Status: hitchtype.StatusAnswerInvalid, Reason: "answer_invalid", Raw: t.reply.Text,
 			Error: fmt.Sprintf("the final answer was refused %d time(s); the last reason: %s", r.st.refusals+1, why)})
 	}
 	msg := fmt.Sprintf("Your final answer was refused: %s. Answer again.", why)
@@ -272,7 +273,7 @@ func (r *runner) callModel() error {
 		if r.lost() {
 			return err
 		}
-		return r.finish(Outcome{Status: store.StatusFailed, Reason: "hook",
+		return r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "hook",
 			Error: "the pre-generate hook failed, so the model was not called (fail closed): " + err.Error()})
 	}
 	instr := layer(a.Instructions, st.started.Instructions)
@@ -494,7 +495,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 				wake = *c.expires
 			}
 		}
-		return true, r.write(store.JournalAppendParams{Status: store.StatusWaiting, WakeAt: wake},
+		return true, r.write(store.JournalAppendParams{Status: hitchtype.StatusWaiting, WakeAt: wake},
 			entry(KindRunWaiting, RunWaiting{Reason: "approval", Calls: approvals}))
 	}
 	if u := r.st.uncertainCalls(); len(u) > 0 {
@@ -537,13 +538,13 @@ func (r *runner) decide(c *callState) (ended bool, err error) {
 		if r.lost() {
 			return false, context.Cause(r.ctx)
 		}
-		return true, r.finish(Outcome{Status: store.StatusFailed, Reason: "policy",
+		return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "policy",
 			Error: fmt.Sprintf("no policy decision for %s, so it did not run (fail closed): %v", c.call.Name, err)})
 	}
 	switch d.Verdict {
 	case policy.Allow, policy.Deny, policy.RequireApproval:
 	default:
-		return true, r.finish(Outcome{Status: store.StatusFailed, Reason: "policy",
+		return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "policy",
 			Error: fmt.Sprintf("the policy gave an unknown verdict %q for %s (fail closed)", d.Verdict, c.call.Name)})
 	}
 	if d.Verdict == policy.Deny && d.Reason == "" {
@@ -696,7 +697,7 @@ func (r *runner) settle(res bodyResult, others int, results chan<- bodyResult) (
 	switch {
 	case res.err == nil:
 		if n := len(res.output); n > r.agent.Limits.MaxToolResult {
-			return true, false, r.finish(Outcome{Status: store.StatusFailed, Reason: "output_too_large",
+			return true, false, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "output_too_large",
 				Error: fmt.Sprintf("tool %s returned %d bytes, over the largest kept tool result (%d bytes); its effect has happened",
 					c.call.Name, n, r.agent.Limits.MaxToolResult)})
 		}
@@ -782,7 +783,7 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 
 // park records why the run waits and releases the lease.
 func (r *runner) park(w RunWaiting) error {
-	return r.write(store.JournalAppendParams{Status: store.StatusWaiting}, entry(KindRunWaiting, w))
+	return r.write(store.JournalAppendParams{Status: hitchtype.StatusWaiting}, entry(KindRunWaiting, w))
 }
 
 // finish ends the run with o. Calls started and not settled are recorded as
@@ -807,7 +808,7 @@ func (r *runner) finish(o Outcome) error {
 	if err := r.write(store.JournalAppendParams{Status: o.Status, Outcome: e.Data}, e); err != nil {
 		return err
 	}
-	if o.Status == store.StatusCancelled {
+	if o.Status == hitchtype.StatusCancelled {
 		r.cancelChildren()
 	}
 	if r.row.ParentID != "" {

@@ -146,7 +146,7 @@ func (s *state) apply(e store.Entry) error {
 		}
 		if s.inFlight {
 			// The previous attempt was interrupted: it brought no usage.
-			s.usage.add(nil)
+			s.usage.Add(nil)
 		}
 		s.attempts = a.Attempt
 		s.inFlight = true
@@ -165,7 +165,7 @@ func (s *state) apply(e store.Entry) error {
 			t.calls = append(t.calls, &callState{key: fmt.Sprintf("t%dc%d", n, i+1), call: tc})
 		}
 		s.turns = append(s.turns, t)
-		s.usage.add(r.Reply.Usage)
+		s.usage.Add(r.Reply.Usage)
 	case KindCompacted:
 		var c Compacted
 		if err := decode(&c); err != nil {
@@ -174,7 +174,7 @@ func (s *state) apply(e store.Entry) error {
 		s.inFlight = false
 		s.compactTried = len(s.turns)
 		if c.Usage != nil || c.Error != "" {
-			s.usage.add(c.Usage)
+			s.usage.Add(c.Usage)
 		}
 		if c.Error == "" {
 			s.compactedThrough, s.summary = c.Through, c.Summary
@@ -185,7 +185,7 @@ func (s *state) apply(e store.Entry) error {
 			return err
 		}
 		s.inFlight = false
-		s.usage.add(nil)
+		s.usage.Add(nil)
 	case KindModelFailed:
 		var f ModelFailed
 		if err := decode(&f); err != nil {
@@ -194,7 +194,7 @@ func (s *state) apply(e store.Entry) error {
 		s.inFlight = false
 		s.failures++
 		s.lastFailed = &f
-		s.usage.add(nil)
+		s.usage.Add(nil)
 	case KindCallDecided:
 		var d CallDecided
 		if err := decode(&d); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
@@ -113,7 +114,7 @@ func (r *runner) childOutcome(c *callState) (pending bool, err error) {
 	switch {
 	case len(o.Uncertain) > 0:
 		r.markUncertain(c, fmt.Sprintf("sub-agent run %s ended %s with effects of unknown outcome (%v)", id, o.Status, o.Uncertain))
-	case o.Status == store.StatusCompleted && o.Reason == "":
+	case o.Status == hitchtype.StatusCompleted && o.Reason == "":
 		r.stage(entry(KindCallSettled, CallSettled{Call: c.key, Output: o.Answer}))
 	default:
 		why := o.Error
@@ -140,7 +141,7 @@ func (r *runner) waitForChildren(calls []string) error {
 	if err != nil {
 		return fmt.Errorf("read store clock: %w", err)
 	}
-	if err := r.write(store.JournalAppendParams{Status: store.StatusWaiting, WakeAt: now.Add(childPoll)},
+	if err := r.write(store.JournalAppendParams{Status: hitchtype.StatusWaiting, WakeAt: now.Add(childPoll)},
 		entry(KindRunWaiting, RunWaiting{Reason: "children", Calls: calls})); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/anthropic"
 	"github.com/hitch-dev/hitch/model/modeltest"
@@ -407,7 +408,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if run.Status != store.StatusCompleted || run.Outcome == nil || run.Outcome.Answer != answer {
+			if run.Status != hitchtype.StatusCompleted || run.Outcome == nil || run.Outcome.Answer != answer {
 				t.Fatalf("status %s, outcome %+v; want completed with %q", run.Status, run.Outcome, answer)
 			}
 			if o := run.Outcome; o.Turns != 2 || o.Attempts != 2 {
@@ -459,7 +460,7 @@ func TestUsageNotReported(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if run.Status != store.StatusCompleted || run.Outcome.Answer != "The sum is 5." {
+				if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "The sum is 5." {
 					t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 				}
 				u := run.Outcome.Usage
@@ -528,7 +529,7 @@ func TestCrashMidModelCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if run.Status != store.StatusCompleted || run.Outcome == nil || run.Outcome.Answer != answer {
+			if run.Status != hitchtype.StatusCompleted || run.Outcome == nil || run.Outcome.Answer != answer {
 				t.Fatalf("status %s, outcome %+v; want completed with %q", run.Status, run.Outcome, answer)
 			}
 			// Turn 1, the interrupted turn 2, and turn 2 issued again.

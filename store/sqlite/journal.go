@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -74,11 +75,11 @@ func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) 
 			return err
 		}
 		owner, expires := cur.LeaseOwner, micros(cur.LeaseExpires)
-		if p.Status != store.StatusRunning {
+		if p.Status != hitchtype.StatusRunning {
 			owner, expires = "", 0 // the lease is released with the status change
 		}
 		var wake int64
-		if p.Status == store.StatusWaiting {
+		if p.Status == hitchtype.StatusWaiting {
 			wake = micros(p.WakeAt)
 		}
 		var outcome sql.NullString // outcome is only ever set on a terminal run, which cannot get here
@@ -107,7 +108,7 @@ func validateAppend(p store.JournalAppendParams) error {
 		return fmt.Errorf("unknown status %q", p.Status)
 	case len(p.Entries) == 0 && p.Status == "":
 		return errors.New("nothing to append: no entries and no status")
-	case !p.WakeAt.IsZero() && p.Status != store.StatusWaiting:
+	case !p.WakeAt.IsZero() && p.Status != hitchtype.StatusWaiting:
 		return fmt.Errorf("wake at is set but the status is %q, not waiting", p.Status)
 	case p.Outcome != nil && !p.Status.Terminal():
 		return fmt.Errorf("outcome is set but the status %q is not terminal", p.Status)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -56,7 +57,7 @@ func scanRun(sc scanner) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
-	r.run.Status = store.Status(status)
+	r.run.Status = hitchtype.Status(status)
 	r.run.LeaseExpires = fromMicros(leaseExpires)
 	r.run.WakeAt = fromMicros(wakeAt)
 	r.run.CancelRequested = cancel != 0
@@ -288,7 +289,7 @@ func (s *Store) RunRequestCancel(ctx context.Context, id string) (store.Run, err
 		}
 		run = r.run
 		now := micros(tx.now)
-		waitingNotDue := r.run.Status == store.StatusWaiting &&
+		waitingNotDue := r.run.Status == hitchtype.StatusWaiting &&
 			(r.run.WakeAt.IsZero() || micros(r.run.WakeAt) > now)
 		if r.run.Status.Terminal() || (r.run.CancelRequested && !waitingNotDue) {
 			return nil // nothing left to change

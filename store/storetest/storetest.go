@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -68,7 +69,7 @@ func testRunCreate(t *testing.T, open func(*testing.T) store.Store) {
 			run.Version != 3 || run.InputHash != "abc" {
 			t.Fatalf("identity not kept: %+v", run)
 		}
-		if run.Status != store.StatusQueued || run.Position != 3 || run.LeaseOwner != "" || run.LeaseToken != 0 ||
+		if run.Status != hitchtype.StatusQueued || run.Position != 3 || run.LeaseOwner != "" || run.LeaseToken != 0 ||
 			!run.LeaseExpires.IsZero() || !run.WakeAt.IsZero() || run.CancelRequested || run.Outcome != nil {
 			t.Fatalf("not a fresh queued run: %+v", run)
 		}
@@ -76,7 +77,7 @@ func testRunCreate(t *testing.T, open func(*testing.T) store.Store) {
 			t.Fatalf("times not set: %+v", run)
 		}
 		checkEntries(t, e.read("r1", 0, 0), "r1", 1, es)
-		if got := e.get("r1"); got.Position != 3 || got.Status != store.StatusQueued || !sameTime(got.CreatedAt, run.CreatedAt) {
+		if got := e.get("r1"); got.Position != 3 || got.Status != hitchtype.StatusQueued || !sameTime(got.CreatedAt, run.CreatedAt) {
 			t.Fatalf("run get disagrees with create: %+v", got)
 		}
 	})
@@ -197,7 +198,7 @@ func testJournalAppend(t *testing.T, open func(*testing.T) store.Store) {
 		l := running(e, "r")
 		before := e.now()
 		run := e.append(l, store.JournalAppendParams{After: 1, Entries: entries("two", 2)})
-		if run.Position != 3 || run.Status != store.StatusRunning || run.LeaseOwner != "owner" {
+		if run.Position != 3 || run.Status != hitchtype.StatusRunning || run.LeaseOwner != "owner" {
 			t.Fatalf("after append: %+v", run)
 		}
 		run = e.append(l, store.JournalAppendParams{After: 3, Entries: entries("one", 1)})
@@ -251,9 +252,9 @@ func testJournalAppend(t *testing.T, open func(*testing.T) store.Store) {
 		l := running(e, "r")
 		outcome := json.RawMessage(`{"answer":"42"}`)
 		run := e.append(l, store.JournalAppendParams{After: 1, Entries: entries("end", 1),
-			Status: store.StatusCompleted, Outcome: outcome})
+			Status: hitchtype.StatusCompleted, Outcome: outcome})
 		for _, got := range []store.Run{run, e.get("r")} {
-			if got.Status != store.StatusCompleted || !sameJSON(got.Outcome, outcome) || got.Position != 2 {
+			if got.Status != hitchtype.StatusCompleted || !sameJSON(got.Outcome, outcome) || got.Position != 2 {
 				t.Fatalf("terminal append: %+v", got)
 			}
 			if got.LeaseOwner != "" || !got.LeaseExpires.IsZero() {
@@ -268,10 +269,10 @@ func testJournalAppend(t *testing.T, open func(*testing.T) store.Store) {
 			Entries: entries("late", 1)})
 		wantErr(t, "append after the end", err, store.ErrEnded)
 		_, err = e.s.JournalAppend(e.ctx, store.JournalAppendParams{RunID: "r", Token: l.Token, After: 2,
-			Entries: entries("late", 1), Status: store.StatusFailed, Outcome: json.RawMessage(`{"other":true}`)})
+			Entries: entries("late", 1), Status: hitchtype.StatusFailed, Outcome: json.RawMessage(`{"other":true}`)})
 		wantErr(t, "second terminal append", err, store.ErrEnded)
 		e.unchanged(before)
-		if got := e.get("r"); got.Status != store.StatusCompleted || !sameJSON(got.Outcome, outcome) {
+		if got := e.get("r"); got.Status != hitchtype.StatusCompleted || !sameJSON(got.Outcome, outcome) {
 			t.Fatalf("first outcome overwritten: %+v", got)
 		}
 	})
@@ -279,8 +280,8 @@ func testJournalAppend(t *testing.T, open func(*testing.T) store.Store) {
 	t.Run("TerminalStatuses", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		for _, st := range []store.Status{store.StatusCompleted, store.StatusFailed, store.StatusCancelled,
-			store.StatusAnswerInvalid, store.StatusBudgetExhausted} {
+		for _, st := range []hitchtype.Status{hitchtype.StatusCompleted, hitchtype.StatusFailed, hitchtype.StatusCancelled,
+			hitchtype.StatusAnswerInvalid, hitchtype.StatusBudgetExhausted} {
 			l := running(e, string(st))
 			run := e.append(l, store.JournalAppendParams{After: 1, Entries: entries("end", 1), Status: st,
 				Outcome: json.RawMessage(`{"why":"test"}`)})
@@ -298,9 +299,9 @@ func testJournalAppend(t *testing.T, open func(*testing.T) store.Store) {
 		l := running(e, "r")
 		wake := e.now().Add(time.Hour)
 		run := e.append(l, store.JournalAppendParams{After: 1, Entries: entries("wait", 1),
-			Status: store.StatusWaiting, WakeAt: wake})
+			Status: hitchtype.StatusWaiting, WakeAt: wake})
 		for _, got := range []store.Run{run, e.get("r")} {
-			if got.Status != store.StatusWaiting || !sameTime(got.WakeAt, wake) || got.LeaseOwner != "" ||
+			if got.Status != hitchtype.StatusWaiting || !sameTime(got.WakeAt, wake) || got.LeaseOwner != "" ||
 				!got.LeaseExpires.IsZero() {
 				t.Fatalf("waiting append: %+v (want wake %v)", got, wake)
 			}
@@ -315,8 +316,8 @@ func testJournalAppend(t *testing.T, open func(*testing.T) store.Store) {
 		t.Parallel()
 		e := newEnv(t, open)
 		l := running(e, "r")
-		run := e.append(l, store.JournalAppendParams{After: 1, Entries: entries("yield", 1), Status: store.StatusQueued})
-		if run.Status != store.StatusQueued || run.LeaseOwner != "" || !run.LeaseExpires.IsZero() {
+		run := e.append(l, store.JournalAppendParams{After: 1, Entries: entries("yield", 1), Status: hitchtype.StatusQueued})
+		if run.Status != hitchtype.StatusQueued || run.LeaseOwner != "" || !run.LeaseExpires.IsZero() {
 			t.Fatalf("queued append: %+v", run)
 		}
 		ls, err := e.s.LeaseClaim(e.ctx, store.LeaseClaimParams{Owner: "next", TTL: longTTL})
@@ -429,11 +430,11 @@ func testLeaseClaim(t *testing.T, open func(*testing.T) store.Store) {
 			if w.wake != 0 {
 				at = e.now().Add(w.wake)
 			}
-			e.append(l, store.JournalAppendParams{After: 1, Entries: entries("w", 1), Status: store.StatusWaiting, WakeAt: at})
+			e.append(l, store.JournalAppendParams{After: 1, Entries: entries("w", 1), Status: hitchtype.StatusWaiting, WakeAt: at})
 		}
 		e.create("done")
 		l := e.claim("done", "old", longTTL)
-		e.append(l, store.JournalAppendParams{After: 1, Entries: entries("d", 1), Status: store.StatusCompleted})
+		e.append(l, store.JournalAppendParams{After: 1, Entries: entries("d", 1), Status: hitchtype.StatusCompleted})
 
 		before := e.get("expired")
 		now := e.now()
@@ -448,7 +449,7 @@ func testLeaseClaim(t *testing.T, open func(*testing.T) store.Store) {
 		}
 		for _, l := range ls {
 			r := l.Run
-			if r.Status != store.StatusRunning || r.LeaseOwner != "me" || !r.WakeAt.IsZero() ||
+			if r.Status != hitchtype.StatusRunning || r.LeaseOwner != "me" || !r.WakeAt.IsZero() ||
 				l.Token != r.LeaseToken || !sameTime(l.ExpiresAt, r.LeaseExpires) {
 				t.Fatalf("claimed run %s: %+v (lease token %d, expires %v)", r.ID, r, l.Token, l.ExpiresAt)
 			}
@@ -456,7 +457,7 @@ func testLeaseClaim(t *testing.T, open func(*testing.T) store.Store) {
 				t.Fatalf("claimed run %s expires at %v, want about %v", r.ID, l.ExpiresAt, now.Add(time.Minute))
 			}
 			stored := e.get(r.ID)
-			if stored.LeaseOwner != "me" || stored.LeaseToken != l.Token || stored.Status != store.StatusRunning {
+			if stored.LeaseOwner != "me" || stored.LeaseToken != l.Token || stored.Status != hitchtype.StatusRunning {
 				t.Fatalf("claim of %s not stored: %+v", r.ID, stored)
 			}
 		}
@@ -501,7 +502,7 @@ func testLeaseClaim(t *testing.T, open func(*testing.T) store.Store) {
 		e := newEnv(t, open)
 		e.create("r")
 		first := e.claim("r", "a", longTTL)
-		if first.Token != 1 || first.Run.Status != store.StatusRunning || first.Run.LeaseOwner != "a" {
+		if first.Token != 1 || first.Run.Status != hitchtype.StatusRunning || first.Run.LeaseOwner != "a" {
 			t.Fatalf("first claim: %+v", first)
 		}
 		before := e.get("r")
@@ -519,18 +520,18 @@ func testLeaseClaim(t *testing.T, open func(*testing.T) store.Store) {
 		wantErr(t, "claim of a missing run", err, store.ErrNotFound)
 
 		// A waiting run without a wake time is claimed only by its id.
-		e.append(first, store.JournalAppendParams{After: 1, Entries: entries("w", 1), Status: store.StatusWaiting})
+		e.append(first, store.JournalAppendParams{After: 1, Entries: entries("w", 1), Status: hitchtype.StatusWaiting})
 		ls, err := e.s.LeaseClaim(e.ctx, store.LeaseClaimParams{Owner: "b", TTL: longTTL, Limit: 10})
 		if err != nil || len(ls) != 0 {
 			t.Fatalf("claim of due runs: %v %v, want nothing", err, leaseIDs(ls))
 		}
 		second := e.claim("r", "b", longTTL)
-		if second.Token != 2 || second.Run.Status != store.StatusRunning || !second.Run.WakeAt.IsZero() {
+		if second.Token != 2 || second.Run.Status != hitchtype.StatusRunning || !second.Run.WakeAt.IsZero() {
 			t.Fatalf("claim of a waiting run: %+v", second)
 		}
 
 		// A waiting run with a later wake time is claimed by id at once.
-		e.append(second, store.JournalAppendParams{After: 2, Entries: entries("w", 1), Status: store.StatusWaiting,
+		e.append(second, store.JournalAppendParams{After: 2, Entries: entries("w", 1), Status: hitchtype.StatusWaiting,
 			WakeAt: e.now().Add(time.Hour)})
 		third := e.claim("r", "c", shortTTL)
 		if third.Token != 3 || !third.Run.WakeAt.IsZero() {
@@ -558,7 +559,7 @@ func testLeaseClaim(t *testing.T, open func(*testing.T) store.Store) {
 				t.Fatalf("claim %+v succeeded with %v", p, leaseIDs(ls))
 			}
 		}
-		if got := e.get("r"); got.Status != store.StatusQueued || got.LeaseToken != 0 {
+		if got := e.get("r"); got.Status != hitchtype.StatusQueued || got.LeaseToken != 0 {
 			t.Fatalf("invalid claims changed the run: %+v", got)
 		}
 	})
@@ -716,7 +717,7 @@ func testLeaseRenew(t *testing.T, open func(*testing.T) store.Store) {
 		}
 		_, err = e.s.LeaseRenew(e.ctx, store.LeaseRenewParams{RunID: "missing", Owner: "a", Token: 1, TTL: longTTL})
 		wantErr(t, "renew of a missing run", err, store.ErrNotFound)
-		e.append(fresh, store.JournalAppendParams{After: 1, Entries: entries("end", 1), Status: store.StatusFailed,
+		e.append(fresh, store.JournalAppendParams{After: 1, Entries: entries("end", 1), Status: hitchtype.StatusFailed,
 			Outcome: json.RawMessage(`{"reason":"test"}`)})
 		_, err = e.s.LeaseRenew(e.ctx, store.LeaseRenewParams{RunID: "r", Owner: "b", Token: fresh.Token, TTL: longTTL})
 		wantErr(t, "renew of an ended run", err, store.ErrEnded)
@@ -736,7 +737,7 @@ func testRunRequestCancel(t *testing.T, open func(*testing.T) store.Store) {
 			if err != nil {
 				t.Fatalf("request %d: %v", i, err)
 			}
-			if !run.CancelRequested || run.Status != store.StatusQueued {
+			if !run.CancelRequested || run.Status != hitchtype.StatusQueued {
 				t.Fatalf("request %d: %+v", i, run)
 			}
 		}
@@ -763,11 +764,11 @@ func testRunRequestCancel(t *testing.T, open func(*testing.T) store.Store) {
 			if w.wake != 0 {
 				at = e.now().Add(w.wake)
 			}
-			e.append(l, store.JournalAppendParams{After: 1, Entries: entries("w", 1), Status: store.StatusWaiting, WakeAt: at})
+			e.append(l, store.JournalAppendParams{After: 1, Entries: entries("w", 1), Status: hitchtype.StatusWaiting, WakeAt: at})
 		}
 		for _, id := range []string{"forever", "later"} {
 			run, err := e.s.RunRequestCancel(e.ctx, id)
-			if err != nil || !run.CancelRequested || run.Status != store.StatusWaiting {
+			if err != nil || !run.CancelRequested || run.Status != hitchtype.StatusWaiting {
 				t.Fatalf("cancel %s: %v %+v", id, err, run)
 			}
 		}
@@ -792,14 +793,14 @@ func testRunRequestCancel(t *testing.T, open func(*testing.T) store.Store) {
 		e := newEnv(t, open)
 		e.create("r")
 		l := e.claim("r", "me", longTTL)
-		e.append(l, store.JournalAppendParams{After: 1, Entries: entries("end", 1), Status: store.StatusCompleted,
+		e.append(l, store.JournalAppendParams{After: 1, Entries: entries("end", 1), Status: hitchtype.StatusCompleted,
 			Outcome: json.RawMessage(`"done"`)})
 		before := e.get("r")
 		run, err := e.s.RunRequestCancel(e.ctx, "r")
 		if err != nil {
 			t.Fatalf("cancel of an ended run: %v", err)
 		}
-		if run.Status != store.StatusCompleted || run.CancelRequested || !sameJSON(run.Outcome, json.RawMessage(`"done"`)) {
+		if run.Status != hitchtype.StatusCompleted || run.CancelRequested || !sameJSON(run.Outcome, json.RawMessage(`"done"`)) {
 			t.Fatalf("cancel changed an ended run: %+v", run)
 		}
 		e.unchanged(before)
@@ -826,13 +827,13 @@ func testRunList(t *testing.T, open func(*testing.T) store.Store) {
 		}{
 			{"all", store.RunListParams{}, []string{"a1", "c", "b", "a"}},
 			{"limit", store.RunListParams{Limit: 2}, []string{"a1", "c"}},
-			{"running", store.RunListParams{Statuses: []store.Status{store.StatusRunning}}, []string{"b"}},
-			{"queued", store.RunListParams{Statuses: []store.Status{store.StatusQueued}}, []string{"a1", "c", "a"}},
-			{"two statuses", store.RunListParams{Statuses: []store.Status{store.StatusRunning, store.StatusQueued}},
+			{"running", store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusRunning}}, []string{"b"}},
+			{"queued", store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusQueued}}, []string{"a1", "c", "a"}},
+			{"two statuses", store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusRunning, hitchtype.StatusQueued}},
 				[]string{"a1", "c", "b", "a"}},
-			{"ended", store.RunListParams{Statuses: []store.Status{store.StatusCompleted}}, []string{}},
+			{"ended", store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusCompleted}}, []string{}},
 			{"children", store.RunListParams{ParentID: "a"}, []string{"a1"}},
-			{"children running", store.RunListParams{ParentID: "a", Statuses: []store.Status{store.StatusRunning}},
+			{"children running", store.RunListParams{ParentID: "a", Statuses: []hitchtype.Status{hitchtype.StatusRunning}},
 				[]string{}},
 			{"no children", store.RunListParams{ParentID: "c"}, []string{}},
 			{"family", store.RunListParams{RootID: "a"}, []string{"a1", "a"}},
@@ -846,7 +847,7 @@ func testRunList(t *testing.T, open func(*testing.T) store.Store) {
 				t.Fatalf("%s: got %v, want %v", tc.name, got, tc.want)
 			}
 		}
-		for _, p := range []store.RunListParams{{Limit: -1}, {Statuses: []store.Status{"bogus"}}} {
+		for _, p := range []store.RunListParams{{Limit: -1}, {Statuses: []hitchtype.Status{"bogus"}}} {
 			if _, err := e.s.RunList(e.ctx, p); err == nil {
 				t.Fatalf("list %+v succeeded", p)
 			}

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
@@ -108,7 +108,7 @@ func Run(ctx context.Context, p Params) (Result, error) {
 			}
 			ids[i] = res.Run.ID
 			run, err := rt.Await(ctx, res.Run.ID)
-			if err == nil && run.Status != store.StatusCompleted {
+			if err == nil && run.Status != hitchtype.StatusCompleted {
 				b, _ := json.Marshal(run.Outcome)
 				err = fmt.Errorf("run %s ended %s: %s", run.ID, run.Status, b)
 			}

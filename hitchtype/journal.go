@@ -1,0 +1,279 @@
+package hitchtype
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/policy"
+)
+
+// Journal entry kinds. The data of each is the struct of the same name.
+const (
+	KindRunStarted    = "run.started"
+	KindContext       = "context"
+	KindModelAttempt  = "model.attempt"
+	KindModelReply    = "model.reply"
+	KindModelFailed   = "model.failed"
+	KindModelLost     = "model.interrupted"
+	KindCompacted     = "context.compacted"
+	KindCallDecided   = "call.decided"
+	KindCallRejected  = "call.rejected"
+	KindCallHooked    = "call.hooked"
+	KindCallStarted   = "call.started"
+	KindCallSettled   = "call.settled"
+	KindCallFailed    = "call.failed"
+	KindCallUncertain = "call.uncertain"
+	KindCallReconcile = "call.reconciled"
+	KindAnswerRefused = "answer.refused"
+	KindApprovalGrant = "approval.granted"
+	KindApprovalDeny  = "approval.rejected"
+	KindApprovalLapse = "approval.expired"
+	KindRootGranted   = "workspace.granted"
+	KindRootRevoked   = "workspace.revoked"
+	KindRunWaiting    = "run.waiting"
+	KindRunEnded      = "run.ended"
+)
+
+// RunStarted opens every journal.
+type RunStarted struct {
+	Agent   string `json:"agent"`
+	Version int    `json:"version"`
+	Input   string `json:"input"`
+	// DepthLeft is how many levels of sub-agents this run may still start
+	// below itself.
+	DepthLeft int `json:"depth_left"`
+	// Instructions are the caller's layer of instructions for this run,
+	// laid over the agent's (the caller's win where they disagree).
+	Instructions string `json:"instructions,omitempty"`
+}
+
+// Context records what a turn observes when it differs from the previous
+// turn: instructions and the tool set, so replay rebuilds the same history.
+type Context struct {
+	Instructions string   `json:"instructions"`
+	Tools        []string `json:"tools"`
+	// FinalTurn marks the last, tool-free turn an agent asked for when
+	// its model attempts run out; Note is what the model is told.
+	FinalTurn bool   `json:"final_turn,omitempty"`
+	Note      string `json:"note,omitempty"`
+}
+
+// ModelAttempt is the intent to call the model. A journal whose last attempt
+// has no reply or failure was interrupted mid-call.
+type ModelAttempt struct {
+	Attempt int `json:"attempt"`
+	Turn    int `json:"turn"`
+	// Purpose is "compaction" for a call that summarizes the history.
+	Purpose string `json:"purpose,omitempty"`
+}
+
+// ModelReply is a model's complete reply to one attempt.
+type ModelReply struct {
+	Attempt int         `json:"attempt"`
+	Turn    int         `json:"turn"`
+	Reply   model.Reply `json:"reply"`
+}
+
+// ModelFailed is a failed attempt.
+type ModelFailed struct {
+	Attempt      int        `json:"attempt"`
+	Kind         model.Kind `json:"kind"`
+	Message      string     `json:"message"`
+	RetryAfterMS int64      `json:"retry_after_ms,omitempty"`
+}
+
+// Compacted records a compaction of the history: turns up to Through are
+// replaced, in every later request, by Summary. A failed compaction has
+// Error and changes nothing.
+type Compacted struct {
+	Attempt int          `json:"attempt"`
+	Through int          `json:"through"`
+	Summary string       `json:"summary,omitempty"`
+	Error   string       `json:"error,omitempty"`
+	Usage   *model.Usage `json:"usage,omitempty"`
+}
+
+// ModelInterrupted records, at recovery, an attempt whose process stopped
+// before its reply or failure was journaled. It brought no usage back.
+type ModelInterrupted struct {
+	Attempt int `json:"attempt"`
+}
+
+// CallDecided is the policy's decision on a call.
+type CallDecided struct {
+	Call        string         `json:"call"`
+	Verdict     policy.Verdict `json:"verdict"`
+	Reason      string         `json:"reason,omitempty"`
+	Requirement string         `json:"requirement,omitempty"`
+	// ExpiresAt is when an approval request lapses, by the store's clock;
+	// nil means never.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// ApprovalAnswer records a granted or rejected approval request.
+type ApprovalAnswer struct {
+	Call   string `json:"call"`
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ApprovalExpired records a request nobody answered in time.
+type ApprovalExpired struct {
+	Call      string    `json:"call"`
+	ExpiredAt time.Time `json:"expired_at"`
+}
+
+// CallRejected is a call that never reached the policy: an unknown tool or
+// arguments that are not JSON. The model sees Error.
+type CallRejected struct {
+	Call  string `json:"call"`
+	Error string `json:"error"`
+}
+
+// CallHooked records the pre-tool hook's verdict on a call: run (with
+// rewritten arguments, if any), deny, or hold.
+type CallHooked struct {
+	Call      string          `json:"call"`
+	Action    string          `json:"action"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+}
+
+// CallStarted is the intent to run a body; Attempt counts replays.
+type CallStarted struct {
+	Call    string `json:"call"`
+	Attempt int    `json:"attempt"`
+}
+
+// CallSettled is a body's result.
+type CallSettled struct {
+	Call   string `json:"call"`
+	Output string `json:"output"`
+}
+
+// CallFailed is a definite failure: nothing happened that matters, and the
+// model sees Error.
+type CallFailed struct {
+	Call  string `json:"call"`
+	Error string `json:"error"`
+}
+
+// CallUncertain is an effect of unknown status.
+type CallUncertain struct {
+	Call   string `json:"call"`
+	Reason string `json:"reason"`
+}
+
+// CallReconciled settles an uncertain call from outside.
+type CallReconciled struct {
+	Call        string `json:"call"`
+	Output      string `json:"output,omitempty"`
+	Unconfirmed bool   `json:"unconfirmed,omitempty"`
+	By          string `json:"by,omitempty"`
+}
+
+// AnswerRefused records a final text that did not decode as the typed
+// answer, and the correction the model is sent.
+type AnswerRefused struct {
+	Turn    int    `json:"turn"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// RootChanged records a workspace root granted to, or revoked from, a run.
+type RootChanged struct {
+	Path string `json:"path"`
+	By   string `json:"by,omitempty"`
+}
+
+// RunWaiting records why a run parked.
+type RunWaiting struct {
+	Reason string   `json:"reason"`
+	Calls  []string `json:"calls,omitempty"`
+}
+
+// Outcome is a run's terminal summary, stored as run.ended's data and as the
+// run row's outcome.
+type Outcome struct {
+	Status Status `json:"status"`
+	// Answer is the final answer of a completed run: its text, or for an
+	// agent with a typed answer, the answer's JSON.
+	Answer string `json:"answer,omitempty"`
+	// Raw is the last refused text of a run that ended answer_invalid.
+	Raw string `json:"raw,omitempty"`
+	// Reason is a short machine-readable cause: max_turns, output_too_large,
+	// model_attempts, policy, cancelled, uncertain.
+	Reason string `json:"reason,omitempty"`
+	// Error is the human explanation of a failure.
+	Error string `json:"error,omitempty"`
+	// Uncertain lists calls whose effect is unknown at the end.
+	Uncertain []string `json:"uncertain,omitempty"`
+	Turns     int      `json:"turns"`
+	Attempts  int      `json:"attempts"`
+	Usage     Usage    `json:"usage"`
+	// CostUSD is the usage priced by the model's list price; absent when
+	// the price or a counter is unknown.
+	CostUSD *float64 `json:"cost_usd,omitempty"`
+}
+
+// Usage sums what providers reported over every generation: each model
+// attempt that got a reply, failed, or was interrupted. A nil counter means
+// at least one generation did not report it (a provider that omits it, an
+// attempt that failed or was cut off before usage came back): never a
+// made-up zero.
+type Usage struct {
+	InputTokens       *int64 `json:"input_tokens"`
+	OutputTokens      *int64 `json:"output_tokens"`
+	CachedInputTokens *int64 `json:"cached_input_tokens"`
+	Generations       int    `json:"generations"`
+}
+
+// Add counts one generation and what it reported (nil: nothing).
+func (u *Usage) Add(r *model.Usage) {
+	first := u.Generations == 0
+	u.Generations++
+	var in, out, cached *int64
+	if r != nil {
+		in, out, cached = r.InputTokens, r.OutputTokens, r.CachedInputTokens
+	}
+	u.InputTokens = sum(u.InputTokens, in, first)
+	u.OutputTokens = sum(u.OutputTokens, out, first)
+	u.CachedInputTokens = sum(u.CachedInputTokens, cached, first)
+}
+
+func sum(total, v *int64, first bool) *int64 {
+	if v == nil || (total == nil && !first) {
+		return nil
+	}
+	t := *v
+	if total != nil {
+		t += *total
+	}
+	return &t
+}
+
+// Reconciliation settles an uncertain call from outside the run.
+type Reconciliation struct {
+	Call string `json:"call"`
+	// Output is the call's confirmed result, shown to the model.
+	Output string `json:"output,omitempty"`
+	// Unconfirmed says the outcome could not be established; the model is
+	// told so and the run goes on.
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
+	// By names who reconciled, for the journal.
+	By string `json:"by,omitempty"`
+}
+
+// PendingApproval is one request waiting for an answer.
+type PendingApproval struct {
+	RunID       string          `json:"run_id"`
+	RootID      string          `json:"root_id"`
+	Agent       string          `json:"agent"`
+	Call        string          `json:"call"`
+	Tool        string          `json:"tool"`
+	Arguments   json.RawMessage `json:"arguments"`
+	Requirement string          `json:"requirement"`
+	Reason      string          `json:"reason,omitempty"`
+	ExpiresAt   *time.Time      `json:"expires_at,omitempty"`
+}

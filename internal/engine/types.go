@@ -1,0 +1,62 @@
+package engine
+
+import "github.com/hitch-dev/hitch/hitchtype"
+
+// The journal's kinds and payloads are public, in hitchtype; the engine
+// names them without the package prefix.
+const (
+	KindRunStarted    = hitchtype.KindRunStarted
+	KindContext       = hitchtype.KindContext
+	KindModelAttempt  = hitchtype.KindModelAttempt
+	KindModelReply    = hitchtype.KindModelReply
+	KindModelFailed   = hitchtype.KindModelFailed
+	KindModelLost     = hitchtype.KindModelLost
+	KindCompacted     = hitchtype.KindCompacted
+	KindCallDecided   = hitchtype.KindCallDecided
+	KindCallRejected  = hitchtype.KindCallRejected
+	KindCallHooked    = hitchtype.KindCallHooked
+	KindCallStarted   = hitchtype.KindCallStarted
+	KindCallSettled   = hitchtype.KindCallSettled
+	KindCallFailed    = hitchtype.KindCallFailed
+	KindCallUncertain = hitchtype.KindCallUncertain
+	KindCallReconcile = hitchtype.KindCallReconcile
+	KindAnswerRefused = hitchtype.KindAnswerRefused
+	KindApprovalGrant = hitchtype.KindApprovalGrant
+	KindApprovalDeny  = hitchtype.KindApprovalDeny
+	KindApprovalLapse = hitchtype.KindApprovalLapse
+	KindRootGranted   = hitchtype.KindRootGranted
+	KindRootRevoked   = hitchtype.KindRootRevoked
+	KindRunWaiting    = hitchtype.KindRunWaiting
+	KindRunEnded      = hitchtype.KindRunEnded
+)
+
+type (
+	Limits           = hitchtype.Limits
+	RunStarted       = hitchtype.RunStarted
+	Context          = hitchtype.Context
+	ModelAttempt     = hitchtype.ModelAttempt
+	ModelReply       = hitchtype.ModelReply
+	ModelFailed      = hitchtype.ModelFailed
+	Compacted        = hitchtype.Compacted
+	ModelInterrupted = hitchtype.ModelInterrupted
+	CallDecided      = hitchtype.CallDecided
+	ApprovalAnswer   = hitchtype.ApprovalAnswer
+	ApprovalExpired  = hitchtype.ApprovalExpired
+	CallRejected     = hitchtype.CallRejected
+	CallHooked       = hitchtype.CallHooked
+	CallStarted      = hitchtype.CallStarted
+	CallSettled      = hitchtype.CallSettled
+	CallFailed       = hitchtype.CallFailed
+	CallUncertain    = hitchtype.CallUncertain
+	CallReconciled   = hitchtype.CallReconciled
+	AnswerRefused    = hitchtype.AnswerRefused
+	RootChanged      = hitchtype.RootChanged
+	RunWaiting       = hitchtype.RunWaiting
+	Outcome          = hitchtype.Outcome
+	Usage            = hitchtype.Usage
+	Reconciliation   = hitchtype.Reconciliation
+	PendingApproval  = hitchtype.PendingApproval
+)
+
+// Infinite, as a timeout, leaves a wait unbounded.
+const Infinite = hitchtype.Infinite
