@@ -119,6 +119,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newDemo(g), newRun(g), newRuns(g), newWorker(g), newRecover(g),
 		newReconcile(g), newCancel(g), newBench(g), newModels(g), newApprovals(g), newWorkspace(g),
+		newMCP(g, os.Stdin),
 	)
 	return root
 }

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/server/mcpserver"
+)
+
+func newMCP(g *globals, stdin io.Reader) *cobra.Command {
+	var credentialEnv string
+	var maxWait time.Duration
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the config's agents to an MCP client over standard input and output",
+		Long: "Serve the config's agents as MCP tools (start_run, wait_run, run_status, cancel_run, list_approvals,\n" +
+			"answer_approval) on standard input and output, and drive the runs started this way, as a worker would.\n" +
+			"Approval requests are answered with the credential in the variable named by --credential-env, when set.\n" +
+			"Standard output carries the protocol only; progress goes nowhere, errors to standard error.",
+		Args: args(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			var cred *approval.Credential
+			if raw := os.Getenv(credentialEnv); raw != "" {
+				c, err := approval.ParseCredential(raw)
+				if err != nil {
+					return usageError{fmt.Errorf("%s: %w", credentialEnv, err)}
+				}
+				cred = &c
+			}
+			out := g.stdout
+			g.stdout = io.Discard // the runtime's progress must not reach the protocol stream
+			e, err := openRuntime(ctx, g)
+			g.stdout = out
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			srv, err := mcpserver.New(mcpserver.Options{Runtime: e.rt, Agents: e.cfg.Agents, Credential: cred, MaxWait: maxWait, Version: version()})
+			if err != nil {
+				return err
+			}
+			// Runs started here, and due runs left by other processes, are
+			// driven while the client is connected.
+			sctx, stop := context.WithCancel(ctx)
+			swept := make(chan error, 1)
+			go func() { swept <- e.rt.Sweep(sctx, time.Second) }()
+			err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{out}})
+			stop()
+			<-swept
+			if ctx.Err() != nil {
+				return nil // interrupted: a normal end for a server
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&credentialEnv, "credential-env", "HITCH_CREDENTIAL", "variable holding the approver credential \"name:secret\"")
+	cmd.Flags().DurationVar(&maxWait, "max-wait", mcpserver.DefaultMaxWait, "longest single wait_run")
+	return cmd
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// version is the module version the binary was built from, or "dev".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
