@@ -16,6 +16,14 @@
 //
 //	running ── append with a terminal status ──► terminal (never changes again)
 //
+//	running ── LeaseRelease ──► running, unleased (due at once for a claim)
+//
+// A terminal append also asks the run's live children to cancel and wakes a
+// waiting parent, in the same transaction, so a family's cancellation is as
+// durable as its parent's end and a parent learns of a child's end through
+// the store. Budget charges ride on appends (JournalAppendParams.Charge), so
+// they are fenced and counted exactly once.
+//
 // A claim increments the run's token, so a runner that lost its lease (it
 // expired and someone else claimed) is refused on its next append or renew
 // with ErrFenced. Every deadline is judged by the store's clock (Now).

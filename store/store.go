@@ -40,8 +40,29 @@ type Store interface {
 	// transaction. It returns the run as it stands after the append.
 	//
 	// Errors: ErrNotFound; ErrEnded when the run is terminal; ErrFenced when
-	// p.Token is not the run's current token; ErrConflict when p.After is
-	// not the journal's length. Nothing is written on error.
+	// p.Token is not the run's current token, or its lease was released;
+	// ErrConflict when p.After is not the journal's length. Nothing is
+	// written on error.
+	//
+	// With p.Charge, the family budget is charged in the same transaction,
+	// as BudgetCharge would (Charge checked against the limits, Adjust not).
+	// The refusals above are judged first; then, when the reservation would
+	// take a limited counter past its limit, the answer is a
+	// *BudgetExhaustedError and nothing at all is written: no entries, no
+	// status change, no charge. Since the append is conditional on the
+	// token and the position, a retried or duplicated append can never
+	// count its charge twice, and a charge whose entries are journaled is
+	// never lost.
+	//
+	// A terminal p.Status does two more things in the same transaction, so
+	// that a family's state follows its runs without polling:
+	//   - every non-terminal direct child (ParentID equal to the run's ID)
+	//     gets CancelRequested set, and a waiting child becomes due at once
+	//     (its WakeAt becomes now, unless it is already earlier). Each
+	//     child's own terminal append carries the cancellation on to its
+	//     children;
+	//   - when the run's parent is waiting, the parent becomes due at once
+	//     (WakeAt now, unless already earlier), so it sees the child's end.
 	JournalAppend(ctx context.Context, p JournalAppendParams) (Run, error)
 
 	// JournalRead returns entries with positions above p.After, in order,
@@ -65,6 +86,22 @@ type Store interface {
 	// longer current, or ErrEnded.
 	LeaseRenew(ctx context.Context, p LeaseRenewParams) (Run, error)
 
+	// LeaseRelease gives a lease back before it expires, so that another
+	// node claims the run at once instead of waiting out the TTL (a runner
+	// that drains or fails). With the run's current token and owner it
+	// clears the lease (LeaseOwner empty, LeaseExpires zero) and leaves the
+	// status as it is: a running run is due at once for a claim of due
+	// runs; a waiting run keeps its WakeAt. The token is not changed, and
+	// appends and renewals under the released lease are refused with
+	// ErrFenced. It returns the run as it stands after the release.
+	//
+	// It is idempotent: releasing again with the same token, once released,
+	// returns the run and nil. A token that is not current (the run was
+	// claimed again since), or an owner that does not hold the lease, gives
+	// ErrFenced and changes nothing; a terminal run gives ErrEnded; a
+	// missing one ErrNotFound.
+	LeaseRelease(ctx context.Context, p LeaseReleaseParams) (Run, error)
+
 	// BudgetCharge charges a family's budget, stored with its root run,
 	// atomically: the use becomes use + p.Charge + p.Adjust. p.Charge is a
 	// reservation checked against the limits first: when it would take a
@@ -74,6 +111,10 @@ type Store interface {
 	// returns the use after the charge. A root without a budget accepts
 	// every charge and returns a zero use. ErrNotFound when the root does
 	// not exist.
+	//
+	// Engines charge through JournalAppend (its Charge field) instead, so
+	// that a charge is fenced and keyed by journal position; this method
+	// is not fenced, and a retried call charges again.
 	BudgetCharge(ctx context.Context, p BudgetChargeParams) (Budget, error)
 
 	// BudgetGet returns a family's limits and use; ok is false when the
@@ -124,12 +165,21 @@ func (b Budget) Add(o Budget) Budget {
 	return b
 }
 
-// BudgetChargeParams are the parameters of BudgetCharge.
-type BudgetChargeParams struct {
+// BudgetCharge is a charge to a family's budget.
+type BudgetCharge struct {
+	// RootID is the family's root run. In JournalAppendParams it may be
+	// left empty, meaning the appending run's root; when set it must be
+	// that root.
 	RootID string
+	// Charge is a reservation, checked against the limits.
 	Charge Budget
+	// Adjust settles a reservation to what the work cost; it may be
+	// negative and is not checked.
 	Adjust Budget
 }
+
+// BudgetChargeParams are the parameters of the BudgetCharge method.
+type BudgetChargeParams = BudgetCharge
 
 // BudgetExhaustedError refuses a charge that would take a counter past its
 // limit.
@@ -231,6 +281,9 @@ type JournalAppendParams struct {
 	Outcome json.RawMessage
 	// WakeAt, with Status waiting, is when the run becomes due again.
 	WakeAt time.Time
+	// Charge, when set, is charged to the family budget in the same
+	// transaction as the append.
+	Charge *BudgetCharge
 }
 
 // JournalReadParams are the parameters of JournalRead.
@@ -256,6 +309,13 @@ type LeaseRenewParams struct {
 	Owner string
 	Token int64
 	TTL   time.Duration
+}
+
+// LeaseReleaseParams are the parameters of LeaseRelease.
+type LeaseReleaseParams struct {
+	RunID string
+	Owner string
+	Token int64
 }
 
 // Lease is a claimed run.

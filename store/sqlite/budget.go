@@ -10,52 +10,67 @@ import (
 	"github.com/hitch-dev/hitch/store"
 )
 
-// BudgetCharge charges a family's budget atomically.
+// BudgetCharge charges a family's budget atomically. It is not fenced;
+// engines charge through JournalAppend.
 func (s *Store) BudgetCharge(ctx context.Context, p store.BudgetChargeParams) (store.Budget, error) {
+	if err := checkName("root id", p.RootID, true); err != nil {
+		return store.Budget{}, fmt.Errorf("budget charge: %w", err)
+	}
 	var used store.Budget
 	err := s.write(ctx, func(tx *wtx) error {
 		root, err := tx.getRow(p.RootID)
 		if err != nil {
 			return err
 		}
-		var limitsJSON, usedJSON string
-		err = tx.budgetGet.QueryRow(root.seq).Scan(&limitsJSON, &usedJSON)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil // no budget: every charge is accepted
-		}
-		if err != nil {
-			return err
-		}
-		var limits store.Budget
-		if err := errors.Join(json.Unmarshal([]byte(limitsJSON), &limits), json.Unmarshal([]byte(usedJSON), &used)); err != nil {
-			return fmt.Errorf("decode budget: %w", err)
-		}
-		next := used.Add(p.Charge).Add(p.Adjust)
-		if which := next.Exceeds(limits, p.Charge); which != "" {
-			e := &store.BudgetExhaustedError{RootID: p.RootID, Which: which}
-			switch which {
-			case "tokens":
-				e.Limit, e.Used = limits.Tokens, used.Tokens
-			case "usd":
-				e.Limit, e.Used = limits.MicroUSD, used.MicroUSD
-			case "model_calls":
-				e.Limit, e.Used = limits.ModelCalls, used.ModelCalls
-			case "tool_calls":
-				e.Limit, e.Used = limits.ToolCalls, used.ToolCalls
-			}
-			return e
-		}
-		b, _ := json.Marshal(next)
-		if _, err := tx.budgetSet.Exec(string(b), root.seq); err != nil {
-			return err
-		}
-		used = next
-		return nil
+		used, err = tx.charge(root.seq, p)
+		return err
 	})
 	if err != nil {
 		return store.Budget{}, fmt.Errorf("budget charge %q: %w", p.RootID, err)
 	}
 	return used, nil
+}
+
+// charge applies c to the budget of the root run rootSeq and returns the use
+// after it. A root without a budget accepts every charge and returns a zero
+// use. It decodes into fresh values on every call: a batch that is retried
+// runs it again, and must see only what is in the file.
+func (tx *wtx) charge(rootSeq int64, c store.BudgetCharge) (store.Budget, error) {
+	var limitsJSON, usedJSON string
+	err := tx.budgetGet.QueryRow(rootSeq).Scan(&limitsJSON, &usedJSON)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Budget{}, nil // no budget: every charge is accepted
+	}
+	if err != nil {
+		return store.Budget{}, err
+	}
+	var limits, used store.Budget
+	if err := errors.Join(json.Unmarshal([]byte(limitsJSON), &limits), json.Unmarshal([]byte(usedJSON), &used)); err != nil {
+		return store.Budget{}, fmt.Errorf("decode budget: %w", err)
+	}
+	next := used.Add(c.Charge).Add(c.Adjust)
+	if which := next.Exceeds(limits, c.Charge); which != "" {
+		e := &store.BudgetExhaustedError{RootID: c.RootID, Which: which}
+		switch which {
+		case "tokens":
+			e.Limit, e.Used = limits.Tokens, used.Tokens
+		case "usd":
+			e.Limit, e.Used = limits.MicroUSD, used.MicroUSD
+		case "model_calls":
+			e.Limit, e.Used = limits.ModelCalls, used.ModelCalls
+		case "tool_calls":
+			e.Limit, e.Used = limits.ToolCalls, used.ToolCalls
+		}
+		return store.Budget{}, e
+	}
+	b, err := json.Marshal(next)
+	if err != nil {
+		return store.Budget{}, fmt.Errorf("encode budget: %w", err)
+	}
+	if _, err := tx.budgetSet.Exec(string(b), rootSeq); err != nil {
+		return store.Budget{}, err
+	}
+	return next, nil
 }
 
 // BudgetGet returns a family's limits and use.

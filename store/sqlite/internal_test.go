@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hitch-dev/hitch/store"
 )
@@ -276,5 +277,62 @@ func TestCloseAnswersQueued(t *testing.T) {
 	s = openT(t, path)
 	if runs, err := s.RunList(t.Context(), store.RunListParams{}); err != nil || len(runs) != 0 {
 		t.Fatalf("after close: %v, %d runs written, want none", err, len(runs))
+	}
+}
+
+// TestRetriedBatchChargesOnce puts a budget charge in a batch with a write
+// that ends the shared transaction behind the writer's back. The writer then
+// rolls everything back and runs the charge again in a fresh transaction; the
+// charge must count once.
+func TestRetriedBatchChargesOnce(t *testing.T) {
+	t.Parallel()
+	s := openT(t, filepath.Join(t.TempDir(), "hitch.db"))
+	ctx := t.Context()
+	p := createParams("root")
+	p.Budget = &store.Budget{Tokens: 1000}
+	if _, _, err := s.RunCreate(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := s.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "me", TTL: time.Hour, RunID: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	release := stall(t, s)
+	var wg sync.WaitGroup
+	var chargeErr, appendErr, breakErr error
+	wg.Go(func() {
+		_, chargeErr = s.BudgetCharge(ctx, store.BudgetChargeParams{RootID: "root", Charge: store.Budget{Tokens: 10}})
+	})
+	waitQueued(s, 1)
+	wg.Go(func() {
+		_, appendErr = s.JournalAppend(ctx, store.JournalAppendParams{RunID: "root", Token: ls[0].Token, After: 1,
+			Entries: []store.EntryInput{{Kind: "k", Data: []byte(`{}`)}},
+			Charge:  &store.BudgetCharge{Charge: store.Budget{Tokens: 100}}})
+	})
+	waitQueued(s, 2)
+	wg.Go(func() {
+		breakErr = s.write(ctx, func(tx *wtx) error {
+			if _, err := tx.rollback.Exec(); err != nil {
+				return err
+			}
+			return errors.New("ended the transaction")
+		})
+	})
+	waitQueued(s, 3)
+	release()
+	wg.Wait()
+	if chargeErr != nil || appendErr != nil {
+		t.Fatalf("charge: %v; append: %v", chargeErr, appendErr)
+	}
+	if breakErr == nil {
+		t.Fatal("the breaking write succeeded")
+	}
+	_, used, _, err := s.BudgetGet(ctx, "root")
+	if err != nil || used.Tokens != 110 {
+		t.Fatalf("use %+v (%v), want 110 tokens: a retried batch counted a charge twice", used, err)
+	}
+	if run, err := s.RunGet(ctx, "root"); err != nil || run.Position != 2 {
+		t.Fatalf("run: %v position %d, want 2", err, run.Position)
 	}
 }

@@ -50,7 +50,7 @@ func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) 
 	var run store.Run
 	err := s.write(ctx, func(tx *wtx) error {
 		now := micros(tx.now)
-		if p.Status == "" {
+		if p.Status == "" && p.Charge == nil {
 			// The common case in one statement; on refusal, read the row
 			// to say why.
 			r, err := scanRun(tx.appendFenced.QueryRow(p.After+int64(len(p.Entries)), now, p.RunID, p.Token, p.After))
@@ -71,11 +71,19 @@ func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) 
 		if err := refused(cur, p); err != nil {
 			return err
 		}
+		if p.Charge != nil {
+			if err := tx.chargeFor(cur, *p.Charge); err != nil {
+				return err
+			}
+		}
 		if err := tx.insertEntries(r.seq, p.After, p.Entries, now); err != nil {
 			return err
 		}
-		owner, expires := cur.LeaseOwner, micros(cur.LeaseExpires)
-		if p.Status != hitchtype.StatusRunning {
+		status, owner, expires := cur.Status, cur.LeaseOwner, micros(cur.LeaseExpires)
+		if p.Status != "" {
+			status = p.Status
+		}
+		if p.Status != "" && p.Status != hitchtype.StatusRunning {
 			owner, expires = "", 0 // the lease is released with the status change
 		}
 		var wake int64
@@ -86,15 +94,56 @@ func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) 
 		if p.Status.Terminal() && p.Outcome != nil {
 			outcome = sql.NullString{String: string(p.Outcome), Valid: true}
 		}
-		r, err = scanRun(tx.appendRun.QueryRow(p.After+int64(len(p.Entries)), string(p.Status), owner, expires,
-			wake, outcome, now, r.seq))
+		if p.Status == "" {
+			wake = micros(cur.WakeAt)
+		}
+		seq := r.seq
+		r, err = scanRun(tx.appendRun.QueryRow(p.After+int64(len(p.Entries)), string(status), owner, expires,
+			wake, outcome, now, seq))
+		if err != nil {
+			return err
+		}
 		run = r.run
-		return err
+		if p.Status.Terminal() {
+			return tx.endFamily(run, now)
+		}
+		return nil
 	})
 	if err != nil {
 		return store.Run{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
 	}
 	return run, nil
+}
+
+// chargeFor charges c, carried by an append to run, to the run's family.
+func (tx *wtx) chargeFor(run store.Run, c store.BudgetCharge) error {
+	if c.RootID == "" {
+		c.RootID = run.RootID
+	}
+	if c.RootID != run.RootID {
+		return fmt.Errorf("charge: root id %q is not the run's root %q", c.RootID, run.RootID)
+	}
+	root, err := tx.getRow(c.RootID)
+	if err != nil {
+		return fmt.Errorf("charge: root %q: %w", c.RootID, err)
+	}
+	_, err = tx.charge(root.seq, c)
+	return err
+}
+
+// endFamily does what a run's end does to its family: its live children are
+// asked to cancel (a waiting child becomes due), and a waiting parent becomes
+// due so that it sees the end.
+func (tx *wtx) endFamily(run store.Run, now int64) error {
+	if _, err := tx.cancelChildren.Exec(now, run.ID); err != nil {
+		return fmt.Errorf("cancel children: %w", err)
+	}
+	if run.ParentID != "" {
+		if _, err := tx.wakeParent.Exec(now, run.ParentID); err != nil {
+			return fmt.Errorf("wake parent: %w", err)
+		}
+	}
+	return nil
 }
 
 func validateAppend(p store.JournalAppendParams) error {
@@ -106,8 +155,8 @@ func validateAppend(p store.JournalAppendParams) error {
 		return fmt.Errorf("after %d is negative", p.After)
 	case p.Status != "" && !p.Status.Valid():
 		return fmt.Errorf("unknown status %q", p.Status)
-	case len(p.Entries) == 0 && p.Status == "":
-		return errors.New("nothing to append: no entries and no status")
+	case len(p.Entries) == 0 && p.Status == "" && p.Charge == nil:
+		return errors.New("nothing to append: no entries, no status and no charge")
 	case !p.WakeAt.IsZero() && p.Status != hitchtype.StatusWaiting:
 		return fmt.Errorf("wake at is set but the status is %q, not waiting", p.Status)
 	case p.Outcome != nil && !p.Status.Terminal():
@@ -119,6 +168,11 @@ func validateAppend(p store.JournalAppendParams) error {
 		}
 		if !json.Valid(p.Outcome) {
 			return errors.New("outcome is not valid JSON")
+		}
+	}
+	if p.Charge != nil {
+		if err := checkName("charge root id", p.Charge.RootID, false); err != nil {
+			return err
 		}
 	}
 	return checkEntries(p.Entries)

@@ -127,3 +127,35 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 	}
 	return run, nil
 }
+
+// LeaseRelease gives a held lease back; the run keeps its status.
+func (s *Store) LeaseRelease(ctx context.Context, p store.LeaseReleaseParams) (store.Run, error) {
+	if err := errors.Join(checkName("run id", p.RunID, true), checkName("owner", p.Owner, true)); err != nil {
+		return store.Run{}, fmt.Errorf("lease release %q: %w", p.RunID, err)
+	}
+	var run store.Run
+	err := s.write(ctx, func(tx *wtx) error {
+		r, err := tx.getRow(p.RunID)
+		if err != nil {
+			return err
+		}
+		cur := r.run
+		switch {
+		case cur.Status.Terminal():
+			return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
+		case cur.LeaseToken != p.Token || (cur.LeaseOwner != "" && cur.LeaseOwner != p.Owner):
+			return fmt.Errorf("%w (token %d owned by %q, current token %d owned by %q)",
+				store.ErrFenced, p.Token, p.Owner, cur.LeaseToken, cur.LeaseOwner)
+		case cur.LeaseOwner == "":
+			run = cur // released already
+			return nil
+		}
+		r, err = scanRun(tx.releaseLease.QueryRow(micros(tx.now), r.seq))
+		run = r.run
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("lease release %q: %w", p.RunID, err)
+	}
+	return run, nil
+}

@@ -201,16 +201,20 @@ func answerAll(reqs []*request, err error) {
 
 // writeStmts are the writer connection's prepared statements.
 type writeStmts struct {
-	runByID   *sql.Stmt
-	insertRun *sql.Stmt
-	appendRun *sql.Stmt
-	claimDue  *sql.Stmt
-	claimOne  *sql.Stmt
-	renew     *sql.Stmt
-	cancel    *sql.Stmt
-	budgetGet *sql.Stmt
-	budgetSet *sql.Stmt
-	budgetNew *sql.Stmt
+	runByID      *sql.Stmt
+	insertRun    *sql.Stmt
+	appendRun    *sql.Stmt
+	claimDue     *sql.Stmt
+	claimOne     *sql.Stmt
+	renew        *sql.Stmt
+	cancel       *sql.Stmt
+	releaseLease *sql.Stmt
+	// cancelChildren and wakeParent carry a run's end to its family.
+	cancelChildren *sql.Stmt
+	wakeParent     *sql.Stmt
+	budgetGet      *sql.Stmt
+	budgetSet      *sql.Stmt
+	budgetNew      *sql.Stmt
 	// appendFenced is the common append in one statement: it moves the
 	// journal's length only when the token, the owner and the position are
 	// right, so a refused append writes nothing and needs no savepoint.
@@ -267,6 +271,14 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 		{&w.renew, `UPDATE runs SET lease_expires = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
 		{&w.cancel, `UPDATE runs SET cancel_requested = 1, wake_at = ?, updated_at = ? WHERE seq = ?
 			RETURNING ` + runColumns},
+		{&w.releaseLease, `UPDATE runs SET lease_owner = '', lease_expires = 0, updated_at = ? WHERE seq = ?
+			RETURNING ` + runColumns},
+		{&w.cancelChildren, `UPDATE runs SET cancel_requested = 1, updated_at = ?1,
+				wake_at = CASE WHEN status = 'waiting' AND (wake_at = 0 OR wake_at > ?1) THEN ?1 ELSE wake_at END
+			WHERE parent_id = ?2 AND status IN ('queued', 'running', 'waiting')
+				AND (cancel_requested = 0 OR (status = 'waiting' AND (wake_at = 0 OR wake_at > ?1)))`},
+		{&w.wakeParent, `UPDATE runs SET wake_at = ?1, updated_at = ?1
+			WHERE id = ?2 AND status = 'waiting' AND (wake_at = 0 OR wake_at > ?1)`},
 	} {
 		st, err := c.PrepareContext(ctx, p.sql)
 		if err != nil {

@@ -6,29 +6,61 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hitch-dev/hitch/store"
 )
 
-// Short leases are awaited by polling the store clock; these bound the wait.
+// A lease that must run out is short. On a store whose clock the suite
+// drives, the suite moves the clock past it; on a real clock it polls the
+// store's clock, for at most expiryWait.
 const (
 	shortTTL   = 3 * time.Millisecond
 	longTTL    = time.Hour
-	expiryWait = 10 * time.Second // wall-clock bound on one wait for expiry
+	expiryWait = 10 * time.Second
 )
+
+// opener returns a fresh store and, when the suite drives its clock, that
+// clock (nil for a store on a real clock).
+type opener func(t *testing.T) (store.Store, *fakeClock)
+
+// fakeClock is a store clock that stands still until the suite moves it.
+type fakeClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+// clockStart is where every driven clock starts: a fixed, whole second.
+var clockStart = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
+// setAtLeast moves the clock forward to t; it never moves back.
+func (c *fakeClock) setAtLeast(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.at) {
+		c.at = t
+	}
+}
 
 // env is one test's store and context.
 type env struct {
-	t   *testing.T
-	s   store.Store
-	ctx context.Context
+	t     *testing.T
+	s     store.Store
+	clock *fakeClock // nil on a real clock
+	ctx   context.Context
 }
 
-func newEnv(t *testing.T, open func(t *testing.T) store.Store) *env {
+func newEnv(t *testing.T, open opener) *env {
 	t.Helper()
-	s := open(t)
+	s, clock := open(t)
 	if s == nil {
 		t.Fatal("open returned a nil store")
 	}
@@ -37,7 +69,7 @@ func newEnv(t *testing.T, open func(t *testing.T) store.Store) *env {
 			t.Errorf("close: %v", err)
 		}
 	})
-	return &env{t: t, s: s, ctx: t.Context()}
+	return &env{t: t, s: s, clock: clock, ctx: t.Context()}
 }
 
 // data returns a small JSON object that identifies (tag, i).
@@ -121,9 +153,17 @@ func (e *env) read(id string, after int64, limit int) []store.Entry {
 	return es
 }
 
-// waitPast polls the store clock until it is past t.
+// waitPast brings the store clock past t: it moves a driven clock there, and
+// polls a real one.
 func (e *env) waitPast(t time.Time) {
 	e.t.Helper()
+	if e.clock != nil {
+		e.clock.setAtLeast(t.Add(time.Microsecond))
+		if !e.now().After(t) {
+			e.t.Fatalf("store clock reads %v after it was moved past %v: the store does not use the clock it was given", e.now(), t)
+		}
+		return
+	}
 	deadline := time.Now().Add(expiryWait)
 	for {
 		if e.now().After(t) {
