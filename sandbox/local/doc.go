@@ -10,10 +10,13 @@
 // content. Creating hard links is not something the file operations do; a
 // command can, unless bwrap is in effect, where the host is read-only.
 //
-// Commands run in their own process group, which is killed when the command
-// ends, times out or is cancelled, so no process outlives its call. Where
-// bubblewrap (bwrap) is installed, commands run inside it: the host file
-// system is mounted read-only, the roots are the only writable paths, /tmp
-// is private, and the process tree dies with the command. Without it they run
-// as plain processes and Capabilities says so.
+// Commands run in a session of their own; when one ends, times out or is
+// cancelled, every process it started is killed, and so are they when this
+// process dies. Where bubblewrap (bwrap) is installed, commands run inside
+// it, in a pid namespace that dies with bwrap: the host file system is
+// mounted read-only, the roots are the only writable paths and /tmp is
+// private. Without it they run as plain processes, and Capabilities says so;
+// on Linux they are started through a reaper (this program re-executed as a
+// child subreaper, see reaper_linux.go) that keeps track of every process
+// they start.
 package local

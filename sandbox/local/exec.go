@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -110,14 +112,24 @@ func (s *Sandbox) Exec(ctx context.Context, c sandbox.Cmd) (sandbox.Result, erro
 	}
 
 	argv := c.Args
-	if s.bwrap != "" {
+	reaper := false
+	switch {
+	case s.bwrap != "":
 		argv = append(append([]string{s.bwrap}, bwrapArgs(s.Roots(), dir, s.denyNet)...), "--")
 		argv = append(argv, c.Args...)
+	case s.reaper:
+		path, err := programPath(c.Args[0], dir)
+		if err != nil {
+			return sandbox.Result{}, fmt.Errorf("start %s: %w", c.Args[0], err)
+		}
+		argv = reaperArgv(path, c.Args)
+		env = append(env, reaperEnv+"="+strconv.Itoa(os.Getpid()))
+		reaper = true
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = sysProcAttr(reaper)
 
 	var pipes []*os.File // read ends
 	var sinks []io.Writer
@@ -169,21 +181,37 @@ func (s *Sandbox) Exec(ctx context.Context, c sandbox.Cmd) (sandbox.Result, erro
 		defer t.Stop()
 		timeout = t.C
 	}
+	// end kills the command. The reaper is asked first, since it alone can
+	// find processes that left the group; the group kill backs it up.
+	end := func() {
+		if reaper {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			t := time.NewTimer(goneGrace)
+			defer t.Stop()
+			select {
+			case err := <-waited:
+				waited <- err
+				return
+			case <-t.C:
+			}
+		}
+		killGroup(pgid)
+	}
 	var res sandbox.Result
 	var ctxErr error
 	select {
 	case <-waited:
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
-		killGroup(pgid)
+		end()
 		<-waited
 	case <-timeout:
 		res.TimedOut = true
-		killGroup(pgid)
+		end()
 		<-waited
 	case <-stopped:
 		res.Stopped = true
-		killGroup(pgid)
+		end()
 		<-waited
 	}
 	// The leader is gone; whatever it left running in the background goes
@@ -215,6 +243,22 @@ func (s *Sandbox) Exec(ctx context.Context, c sandbox.Cmd) (sandbox.Result, erro
 		return res, fmt.Errorf("run %s: %w", c.Args[0], ctxErr)
 	}
 	return res, nil
+}
+
+// programPath finds the program a command names the way exec.Command would:
+// on PATH for a bare name, relative to the working directory otherwise.
+func programPath(name, dir string) (string, error) {
+	if !strings.Contains(name, "/") {
+		return exec.LookPath(name)
+	}
+	p := name
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", err
+	}
+	return name, nil
 }
 
 // workDir resolves a command's working directory inside the roots.

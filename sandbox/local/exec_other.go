@@ -19,3 +19,5 @@ func chooseIsolation(sandbox.Isolation, bool) (sandbox.Isolation, string, error)
 func (s *Sandbox) Exec(context.Context, sandbox.Cmd) (sandbox.Result, error) {
 	return sandbox.Result{}, fmt.Errorf("exec: %w", sandbox.Unsupported(sandbox.CapExec))
 }
+
+func reaperUsable() bool { return false }

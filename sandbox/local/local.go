@@ -40,6 +40,7 @@ type Sandbox struct {
 	caps    sandbox.Capabilities
 	env     []string
 	bwrap   string // path of bwrap when commands run in it
+	reaper  bool   // commands without bwrap run through the reaper
 	denyNet bool
 
 	mu    sync.Mutex
@@ -84,6 +85,7 @@ func New(cfg Config) (*Sandbox, error) {
 			return nil, errors.New("local sandbox: DenyNetwork needs bwrap isolation, which is not in effect")
 		}
 		s.bwrap = path
+		s.reaper = path == "" && reaperUsable()
 		s.caps.Exec = true
 		s.caps.Isolation = iso
 		s.caps.Network = !cfg.DenyNetwork

@@ -8,9 +8,16 @@ import (
 	"time"
 )
 
-func sysProcAttr() *syscall.SysProcAttr {
-	// Pdeathsig kills the command if this process dies first.
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+// sysProcAttr puts a command in a session of its own, away from this
+// process's terminal, and ends it if this process dies first: the reaper
+// with SIGTERM, so that it takes the command's tree down, anything else
+// with SIGKILL.
+func sysProcAttr(reaper bool) *syscall.SysProcAttr {
+	sig := syscall.SIGKILL
+	if reaper {
+		sig = syscall.SIGTERM
+	}
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: sig}
 }
 
 // waitGone waits, up to grace, until no live process is left in the group:

@@ -7,7 +7,14 @@ import (
 	"time"
 )
 
-func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+func sysProcAttr(bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+
+// There is no reaper here: commands are bounded by their process group.
+const reaperEnv = ""
+
+func reaperUsable() bool { return false }
+
+func reaperArgv(string, []string) []string { panic("local: no reaper on this system") }
 
 // waitGone waits, up to grace, until the group no longer exists.
 func waitGone(pgid int, grace time.Duration) {

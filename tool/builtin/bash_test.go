@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -175,11 +177,7 @@ func TestBashLeavesNoProcessBehind(t *testing.T) {
 				"sleep %s >/dev/null 2>&1 & echo started",
 				"(sleep %s; echo late) & sleep %s & exit 3",
 				"nohup sleep %s >/dev/null 2>&1 &",
-			}
-			if iso == sandbox.IsolationBwrap {
-				// Only the pid namespace catches a child that leaves the
-				// process group.
-				cases = append(cases, "setsid sleep %s >/dev/null 2>&1 &")
+				"setsid sleep %s >/dev/null 2>&1 &",
 			}
 			for i, c := range cases {
 				token := fmt.Sprintf("%d.%d%d", 4000+i, os.Getpid(), time.Now().UnixNano()%1000)
@@ -192,32 +190,46 @@ func TestBashLeavesNoProcessBehind(t *testing.T) {
 	}
 }
 
+// treeCommand starts background children, one of them in a session of its
+// own, and then waits in the foreground.
+func treeCommand(token string) string {
+	return strings.ReplaceAll("sleep %s & setsid sleep %s & sleep %s", "%s", token)
+}
+
 func TestBashTimeoutKillsTree(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	token := fmt.Sprintf("3999.%d", os.Getpid())
-	out := e.mustCall("bash", m{"command": "sleep " + token + " & sleep " + token, "timeout": 200})
-	if !strings.Contains(out, "[exit code: 124]") {
-		t.Fatalf("output = %q", out)
-	}
-	if left := alive(t, token); len(left) > 0 {
-		t.Fatalf("processes left after timeout: %v", left)
+	for _, iso := range isolations(t) {
+		t.Run(string(iso), func(t *testing.T) {
+			e := setup(t, local.Config{Isolation: iso})
+			token := fmt.Sprintf("3999.%d%d", os.Getpid(), time.Now().UnixNano()%100000)
+			out := e.mustCall("bash", m{"command": treeCommand(token), "timeout": 200})
+			if !strings.Contains(out, "[exit code: 124]") {
+				t.Fatalf("output = %q", out)
+			}
+			if left := alive(t, token); len(left) > 0 {
+				t.Fatalf("processes left after timeout: %v", left)
+			}
+		})
 	}
 }
 
 func TestBashHostCancellation(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	token := fmt.Sprintf("3998.%d", os.Getpid())
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	args, _ := json.Marshal(m{"command": "sleep " + token + " & sleep " + token})
-	_, err := e.tools["bash"].Call(ctx, args)
-	if err == nil || !tool.IsUncertain(err) {
-		t.Fatalf("error = %v, want an uncertain one", err)
-	}
-	if left := alive(t, token); len(left) > 0 {
-		t.Fatalf("processes left after cancellation: %v", left)
+	for _, iso := range isolations(t) {
+		t.Run(string(iso), func(t *testing.T) {
+			e := setup(t, local.Config{Isolation: iso})
+			token := fmt.Sprintf("3998.%d%d", os.Getpid(), time.Now().UnixNano()%100000)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			args, _ := json.Marshal(m{"command": treeCommand(token)})
+			_, err := e.tools["bash"].Call(ctx, args)
+			if err == nil || !tool.IsUncertain(err) {
+				t.Fatalf("error = %v, want an uncertain one", err)
+			}
+			if left := alive(t, token); len(left) > 0 {
+				t.Fatalf("processes left after cancellation: %v", left)
+			}
+		})
 	}
 }
 
@@ -228,4 +240,65 @@ func chunks(s string, n int) []string {
 		s = s[n:]
 	}
 	return append(out, s)
+}
+
+// runnerEnv, when set in a test process, makes TestBashDiesWithRunner act
+// as the runner: it runs a long command through the bash tool and is then
+// killed by the parent test.
+const runnerEnv = "HITCH_TEST_BASH_RUNNER"
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(deadline time.Duration, cond func() bool) bool {
+	end := time.Now().Add(deadline)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(pause)
+	}
+}
+
+// A runner that dies of SIGKILL mid-call takes the command's whole tree
+// with it, background children included.
+func TestBashDiesWithRunner(t *testing.T) {
+	if spec := os.Getenv(runnerEnv); spec != "" {
+		iso, rest, _ := strings.Cut(spec, ":")
+		root, token, _ := strings.Cut(rest, ":")
+		e := setup(t, local.Config{Root: root, Isolation: sandbox.Isolation(iso)})
+		e.mustCall("bash", m{"command": treeCommand(token)})
+		t.Fatal("the command ended before the runner was killed")
+	}
+	t.Parallel()
+	for _, iso := range isolations(t) {
+		t.Run(string(iso), func(t *testing.T) {
+			token := fmt.Sprintf("3997.%d%d", os.Getpid(), time.Now().UnixNano()%100000)
+			runner := exec.Command(os.Args[0], "-test.run=^TestBashDiesWithRunner$", "-test.count=1")
+			runner.Env = append(os.Environ(), fmt.Sprintf("%s=%s:%s:%s", runnerEnv, iso, t.TempDir(), token))
+			if err := runner.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { runner.Process.Kill(); runner.Wait() })
+			sleeps := func() (n int) {
+				for _, p := range alive(t, token) {
+					if strings.Contains(p, ": sleep ") {
+						n++
+					}
+				}
+				return n
+			}
+			if !waitFor(20*time.Second, func() bool { return sleeps() == 3 }) {
+				t.Fatalf("the command's processes did not all start: %v", alive(t, token))
+			}
+			if err := runner.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			runner.Wait()
+			if !waitFor(10*time.Second, func() bool { return len(alive(t, token)) == 0 }) {
+				t.Fatalf("processes outlived their runner: %v", alive(t, token))
+			}
+		})
+	}
 }

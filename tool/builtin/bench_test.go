@@ -3,6 +3,9 @@ package builtin
 import (
 	"strings"
 	"testing"
+
+	"github.com/hitch-dev/hitch/sandbox"
+	"github.com/hitch-dev/hitch/sandbox/local"
 )
 
 // BenchmarkReadPage reads the first page of a 100,000-line file; the rest
@@ -26,3 +29,21 @@ func BenchmarkEdit(b *testing.B) {
 }
 
 func markN(i int) string { return "MARK" + strings.Repeat("|", i%2) + string(rune('0'+i%10)) }
+
+// BenchmarkBashTrue runs the smallest command, to show what starting one
+// costs under each isolation.
+func BenchmarkBashTrue(b *testing.B) {
+	for _, iso := range []sandbox.Isolation{sandbox.IsolationNone, sandbox.IsolationBwrap} {
+		b.Run(string(iso), func(b *testing.B) {
+			sb, err := local.New(local.Config{Root: b.TempDir(), Isolation: iso})
+			if err != nil {
+				b.Skip(err)
+			}
+			sb.Close()
+			e := setup(b, local.Config{Isolation: iso})
+			for b.Loop() {
+				e.mustCall("bash", m{"command": "true"})
+			}
+		})
+	}
+}
