@@ -16,8 +16,9 @@ const (
 	// IsolationNone runs commands as plain host processes: they can read and
 	// write whatever the host user can.
 	IsolationNone Isolation = "none"
-	// IsolationBwrap runs commands under bubblewrap: the host file system is
-	// read-only to them and the workspace roots are the only writable paths.
+	// IsolationBwrap runs commands under bubblewrap: they see the system
+	// directories read-only, the workspace roots writable, and no other part
+	// of the host.
 	IsolationBwrap Isolation = "bwrap"
 )
 

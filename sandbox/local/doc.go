@@ -13,9 +13,10 @@
 // Commands run in a session of their own; when one ends, times out or is
 // cancelled, every process it started is killed, and so are they when this
 // process dies. Where bubblewrap (bwrap) is installed, commands run inside
-// it, in a pid namespace that dies with bwrap: the host file system is
-// mounted read-only, the roots are the only writable paths and /tmp is
-// private. Without it they run as plain processes, and Capabilities says so;
+// it, in a pid namespace that dies with bwrap: they see the system
+// directories read-only (with what other users could not read under /etc
+// hidden), the roots writable, a private /tmp and /proc, and nothing else of
+// the host. Without it they run as plain processes, and Capabilities says so;
 // on Linux they are started through a reaper (this program re-executed as a
 // child subreaper, see reaper_linux.go) that keeps track of every process
 // they start.

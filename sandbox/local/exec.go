@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,15 +32,15 @@ const drainGrace = 2 * time.Second
 const goneGrace = 5 * time.Second
 
 // chooseIsolation picks the isolation for commands and checks that bwrap
-// works here when it is wanted.
-func chooseIsolation(want sandbox.Isolation, denyNet bool) (sandbox.Isolation, string, error) {
+// works here, with view, when it is wanted.
+func chooseIsolation(want sandbox.Isolation, view []string, denyNet bool) (sandbox.Isolation, string, error) {
 	switch want {
 	case sandbox.IsolationNone:
 		return sandbox.IsolationNone, "", nil
 	case "", sandbox.IsolationBwrap:
 		path, err := exec.LookPath("bwrap")
 		if err == nil {
-			err = probeBwrap(path, denyNet)
+			err = probeBwrap(path, view, denyNet)
 		}
 		if err != nil {
 			if want == "" {
@@ -54,26 +55,121 @@ func chooseIsolation(want sandbox.Isolation, denyNet bool) (sandbox.Isolation, s
 
 // probeBwrap runs a trivial command in bwrap: installed is not the same as
 // usable (user namespaces may be disabled).
-func probeBwrap(path string, denyNet bool) error {
+func probeBwrap(path string, view []string, denyNet bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	args := append(bwrapArgs(nil, "/", denyNet), "--", "true")
-	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	args := append(bwrapArgs(view, nil, "/", denyNet), "--", "true")
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = defaultEnv("/")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
 
-// bwrapArgs mounts the host read-only, gives the command a private /tmp,
-// /dev and /proc, and binds the roots writable on top. The pid namespace and
-// --die-with-parent make the whole tree die with bwrap.
-func bwrapArgs(roots []string, dir string, denyNet bool) []string {
+// systemDirs are the host directories a command sees under bwrap, read-only,
+// when they exist: what programs need to run, and nothing that belongs to a
+// user.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix/store"}
+
+// secretFiles are hidden under bwrap even when they are readable by others.
+var secretFiles = []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssl/private", "/etc/security/opasswd"}
+
+// maxEtcEntries bounds the scan of /etc for files to hide.
+const maxEtcEntries = 20000
+
+// bwrapView returns the bwrap arguments that build what commands see: the
+// system directories, read-only, with the files under /etc that other users
+// could not read hidden (a file reads as empty, a directory as empty),
+// then the extra read paths. /dev, /proc and /tmp are private.
+func bwrapView(read []string) []string {
+	var args []string
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if to, err := os.Readlink(d); err == nil {
+				args = append(args, "--symlink", to, d)
+			}
+		case fi.IsDir():
+			args = append(args, "--ro-bind", d, d)
+		}
+	}
+	// resolv.conf is often a link to /run, which is not in the view.
+	if real, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && real != "/etc/resolv.conf" && !inView(real) {
+		args = append(args, "--ro-bind", real, real)
+	}
+	for _, p := range read {
+		args = append(args, "--ro-bind", p, p)
+	}
+	for _, p := range hiddenEtc() {
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			args = append(args, "--tmpfs", p, "--remount-ro", p)
+		} else if err == nil && fi.Mode().IsRegular() {
+			args = append(args, "--ro-bind", "/dev/null", p)
+		}
+	}
+	return append(args, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+}
+
+// inView reports whether p lies under one of the system directories.
+func inView(p string) bool {
+	for _, d := range systemDirs {
+		if within(d, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// hiddenEtc lists the secret files and whatever under /etc other users may
+// not read: shadow files, host keys, private keys, sudoers and the like.
+func hiddenEtc() []string {
+	var out []string
+	for _, f := range secretFiles {
+		if _, err := os.Lstat(f); err == nil {
+			out = append(out, f)
+		}
+	}
+	n := 0
+	filepath.WalkDir("/etc", func(p string, d fs.DirEntry, err error) error {
+		if n++; n > maxEtcEntries {
+			return fs.SkipAll
+		}
+		if err != nil || p == "/etc" || d.Type()&fs.ModeSymlink != 0 || slices.Contains(out, p) {
+			if d != nil && d.IsDir() && p != "/etc" {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		perm := fi.Mode().Perm()
+		switch {
+		case d.IsDir() && perm&0o005 != 0o005:
+			out = append(out, p)
+			return fs.SkipDir
+		case fi.Mode().IsRegular() && perm&0o004 == 0:
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// bwrapArgs builds a bwrap command line on view: the roots are bound
+// writable on top, and the pid namespace with --die-with-parent makes the
+// whole tree die with bwrap.
+func bwrapArgs(view, roots []string, dir string, denyNet bool) []string {
 	args := []string{"--die-with-parent", "--unshare-pid"}
 	if denyNet {
 		args = append(args, "--unshare-net")
 	}
-	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	args = append(args, view...)
 	for _, r := range roots {
 		args = append(args, "--bind", r, r)
 	}
@@ -115,7 +211,7 @@ func (s *Sandbox) Exec(ctx context.Context, c sandbox.Cmd) (sandbox.Result, erro
 	reaper := false
 	switch {
 	case s.bwrap != "":
-		argv = append(append([]string{s.bwrap}, bwrapArgs(s.Roots(), dir, s.denyNet)...), "--")
+		argv = append(append([]string{s.bwrap}, bwrapArgs(s.view, s.Roots(), dir, s.denyNet)...), "--")
 		argv = append(argv, c.Args...)
 	case s.reaper:
 		path, err := programPath(c.Args[0], dir)

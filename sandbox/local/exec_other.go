@@ -11,7 +11,7 @@ import (
 
 const execSupported = false
 
-func chooseIsolation(sandbox.Isolation, bool) (sandbox.Isolation, string, error) {
+func chooseIsolation(sandbox.Isolation, []string, bool) (sandbox.Isolation, string, error) {
 	return sandbox.IsolationNone, "", nil
 }
 
@@ -21,3 +21,5 @@ func (s *Sandbox) Exec(context.Context, sandbox.Cmd) (sandbox.Result, error) {
 }
 
 func reaperUsable() bool { return false }
+
+func bwrapView([]string) []string { return nil }

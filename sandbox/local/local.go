@@ -25,6 +25,11 @@ type Config struct {
 	// DenyNetwork cuts commands off from the network. It needs bwrap.
 	// Default false.
 	DenyNetwork bool
+	// ReadPaths are host paths, absolute and existing, that commands may
+	// read under bwrap, in addition to the system directories and the
+	// roots. Without bwrap commands can read whatever the host user can, so
+	// ReadPaths has no effect. Default none.
+	ReadPaths []string
 	// Env is the base environment of commands as KEY=VALUE entries. Default:
 	// PATH, HOME, LANG, TERM and TMPDIR only, so that secrets in the host's
 	// environment do not leak into commands.
@@ -39,8 +44,9 @@ type Config struct {
 type Sandbox struct {
 	caps    sandbox.Capabilities
 	env     []string
-	bwrap   string // path of bwrap when commands run in it
-	reaper  bool   // commands without bwrap run through the reaper
+	bwrap   string   // path of bwrap when commands run in it
+	view    []string // bwrap arguments that build what commands see
+	reaper  bool     // commands without bwrap run through the reaper
 	denyNet bool
 
 	mu    sync.Mutex
@@ -74,8 +80,17 @@ func New(cfg Config) (*Sandbox, error) {
 	} else {
 		s.env = defaultEnv(ref.path)
 	}
+	read, err := readPaths(cfg.ReadPaths)
+	if err != nil {
+		ref.root.Close()
+		return nil, fmt.Errorf("local sandbox: ReadPaths: %w", err)
+	}
 	if !cfg.DisableExec && execSupported {
-		iso, path, err := chooseIsolation(cfg.Isolation, cfg.DenyNetwork)
+		var view []string
+		if cfg.Isolation != sandbox.IsolationNone {
+			view = bwrapView(read)
+		}
+		iso, path, err := chooseIsolation(cfg.Isolation, view, cfg.DenyNetwork)
 		if err != nil {
 			ref.root.Close()
 			return nil, fmt.Errorf("local sandbox: Isolation: %w", err)
@@ -85,6 +100,7 @@ func New(cfg Config) (*Sandbox, error) {
 			return nil, errors.New("local sandbox: DenyNetwork needs bwrap isolation, which is not in effect")
 		}
 		s.bwrap = path
+		s.view = view
 		s.reaper = path == "" && reaperUsable()
 		s.caps.Exec = true
 		s.caps.Isolation = iso
@@ -95,6 +111,25 @@ func New(cfg Config) (*Sandbox, error) {
 		return nil, errors.New("local sandbox: DenyNetwork needs command execution")
 	}
 	return s, nil
+}
+
+// readPaths checks and canonicalizes Config.ReadPaths.
+func readPaths(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		if err := checkName(p); err != nil {
+			return nil, err
+		}
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("%q is not an absolute path", p)
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, real)
+	}
+	return out, nil
 }
 
 func defaultEnv(home string) []string {

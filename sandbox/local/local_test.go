@@ -387,13 +387,20 @@ func TestExecSeparateStderr(t *testing.T) {
 
 func TestExecEnvKeepsHostSecretsOut(t *testing.T) {
 	t.Setenv("HITCH_TEST_SECRET", "hunter2")
-	sb := open(t, local.Config{})
-	var out syncBuffer
-	if _, err := sb.Exec(context.Background(), sandbox.Cmd{Args: []string{"env"}, Stdout: &out}); err != nil {
-		t.Fatal(err)
+	isos := []sandbox.Isolation{sandbox.IsolationNone}
+	if bwrapUsable(t) {
+		isos = append(isos, sandbox.IsolationBwrap)
 	}
-	if strings.Contains(out.String(), "hunter2") || !strings.Contains(out.String(), "PATH=") {
-		t.Fatalf("environment:\n%s", out.String())
+	for _, iso := range isos {
+		sb := open(t, local.Config{Isolation: iso})
+		var out syncBuffer
+		if _, err := sb.Exec(context.Background(), sandbox.Cmd{Args: []string{"env"}, Stdout: &out}); err != nil {
+			t.Fatal(err)
+		}
+		env := out.String()
+		if strings.Contains(env, "hunter2") || strings.Contains(env, "HITCH_") || !strings.Contains(env, "PATH=") {
+			t.Fatalf("%s: environment:\n%s", iso, env)
+		}
 	}
 }
 
@@ -451,7 +458,7 @@ func TestBwrapConfinesWrites(t *testing.T) {
 	if err := sb.Grant(granted); err != nil {
 		t.Fatal(err)
 	}
-	script := fmt.Sprintf(`touch %[1]s/escaped; echo inside > in.txt; echo g > %[2]s/g.txt; echo tmp > /tmp/private; ls /tmp`, outside, granted)
+	script := fmt.Sprintf(`touch %[1]s/escaped /usr/escaped; echo inside > in.txt; echo g > %[2]s/g.txt; echo tmp > /tmp/private; ls /tmp`, outside, granted)
 	var out syncBuffer
 	res, err := sb.Exec(context.Background(), sandbox.Cmd{Args: []string{"sh", "-c", script}, Stdout: &out})
 	if err != nil {
@@ -459,6 +466,10 @@ func TestBwrapConfinesWrites(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
 		t.Fatal("a command wrote outside the roots under bwrap")
+	}
+	if _, err := os.Stat("/usr/escaped"); err == nil {
+		os.Remove("/usr/escaped")
+		t.Fatal("a command wrote to /usr under bwrap")
 	}
 	if !strings.Contains(out.String(), "Read-only file system") {
 		t.Errorf("output %q, exit %d: want a read-only refusal", out.String(), res.ExitCode)

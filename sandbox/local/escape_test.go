@@ -1,0 +1,145 @@
+package local_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hitch-dev/hitch/sandbox"
+	"github.com/hitch-dev/hitch/sandbox/local"
+)
+
+// bwrapOrSkip skips a test that needs bubblewrap, saying why.
+func bwrapOrSkip(t *testing.T) {
+	t.Helper()
+	if _, err := local.New(local.Config{Root: t.TempDir(), Isolation: sandbox.IsolationBwrap}); err != nil {
+		t.Skipf("bubblewrap is not usable here, so the bwrap view cannot be tested: %v", err)
+	}
+}
+
+// run runs a shell script in sb and returns its combined output.
+func run(t *testing.T, sb *local.Sandbox, script string) string {
+	t.Helper()
+	var out syncBuffer
+	if _, err := sb.Exec(context.Background(), sandbox.Cmd{Args: []string{"sh", "-c", script}, Stdout: &out}); err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+	return out.String()
+}
+
+// Under bwrap, a command sees the system directories and its roots, not the
+// host's secrets, other users' homes, or this process's environment.
+func TestBwrapEscapeCorpus(t *testing.T) {
+	bwrapOrSkip(t)
+	canary := fmt.Sprintf("canary-%d-secret", os.Getpid())
+	t.Setenv("HITCH_TEST_CANARY", canary)
+
+	// A home directory and a file under /root, holding the canary, when
+	// this test may create them; otherwise the host's own.
+	homes := []string{"/root"}
+	if os.Getuid() == 0 {
+		home, err := os.MkdirTemp("/home", "hitch-escape-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(home) })
+		if err := os.WriteFile(filepath.Join(home, "secret"), []byte(canary), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.CreateTemp("/root", "hitch-escape-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(f.Name()) })
+		f.WriteString(canary)
+		f.Close()
+		homes = append(homes, home)
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		homes = append(homes, h)
+	}
+	sb := open(t, local.Config{Isolation: sandbox.IsolationBwrap})
+
+	// Sanity: the commands below would find something if the view let
+	// them.
+	if out := run(t, sb, "ls /usr/bin | grep -cx sh; cat /etc/passwd | grep -c '^root:'"); out != "1\n1\n" {
+		t.Fatalf("the system directories are not usable: %q", out)
+	}
+
+	probes := []string{
+		"cat /etc/shadow", "cat /etc/gshadow", "cat /etc/shadow-", "cat /etc/ssl/private/*",
+		"ls -la /home", "ls -la /root", "cat /root/* /root/.* /home/*/* /home/*/.*",
+		"cat ~/.ssh/* ~/.aws/* ~/.config/*",
+		"cat /proc/1/environ", "cat /proc/$PPID/environ", fmt.Sprintf("cat /proc/%d/environ", os.Getpid()),
+		"cat /proc/*/environ", "env", "ls /run /var /srv /mnt",
+	}
+	for _, h := range homes {
+		probes = append(probes, "ls -la "+h, "cat "+h+"/* "+h+"/.*")
+	}
+	var shadow []string
+	for _, f := range []string{"/etc/shadow", "/etc/gshadow"} {
+		if b, err := os.ReadFile(f); err == nil {
+			for l := range strings.Lines(string(b)) {
+				if l = strings.TrimSpace(l); l != "" {
+					shadow = append(shadow, l)
+				}
+			}
+		}
+	}
+	for _, p := range probes {
+		out := run(t, sb, p+" 2>&1")
+		if strings.Contains(out, canary) {
+			t.Errorf("%s: the canary leaked: %q", p, lineWith(out, canary))
+		}
+		for _, l := range shadow {
+			if strings.Contains(out, l) {
+				t.Errorf("%s: a shadow entry leaked: %q", p, l)
+			}
+		}
+		if !strings.Contains(p, "hitch-escape-") && strings.Contains(out, "hitch-escape-") {
+			t.Errorf("%s: shows a file this test hid: %q", p, lineWith(out, "hitch-escape-"))
+		}
+	}
+}
+
+// ReadPaths widens the bwrap view, read-only.
+func TestBwrapReadPaths(t *testing.T) {
+	t.Parallel()
+	bwrapOrSkip(t)
+	// /tmp is private inside bwrap, so the extra directory lives elsewhere.
+	extra, err := os.MkdirTemp("/var/tmp", "hitch-read-")
+	if err != nil {
+		t.Skipf("no host directory outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(extra) })
+	if err := os.WriteFile(filepath.Join(extra, "f.txt"), []byte("visible\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf("cat %[1]s/f.txt; touch %[1]s/new 2>/dev/null && echo wrote", extra)
+	if out := run(t, open(t, local.Config{Isolation: sandbox.IsolationBwrap}), script); strings.Contains(out, "visible") {
+		t.Fatalf("a path outside the view is readable: %q", out)
+	}
+	out := run(t, open(t, local.Config{Isolation: sandbox.IsolationBwrap, ReadPaths: []string{extra}}), script)
+	if out != "visible\n" {
+		t.Fatalf("with ReadPaths: %q, want the file read and the write refused", out)
+	}
+	for _, bad := range [][]string{{"relative"}, {"/no/such/path"}, {""}} {
+		if _, err := local.New(local.Config{Root: t.TempDir(), Isolation: sandbox.IsolationBwrap, ReadPaths: bad}); err == nil || !strings.Contains(err.Error(), "ReadPaths") {
+			t.Errorf("ReadPaths %q: error %v, want one naming ReadPaths", bad, err)
+		}
+	}
+}
+
+// lineWith returns the first line of s that holds sub, so that a failure
+// names what leaked without printing whatever else the command could read.
+func lineWith(s, sub string) string {
+	for l := range strings.Lines(s) {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
