@@ -37,6 +37,10 @@ type Capabilities struct {
 	Snapshot bool
 	// Isolation in effect for commands; empty when Exec is false.
 	Isolation Isolation
+	// Warning, when not empty, is for the operator: what the sandbox does
+	// not protect against (commands running without isolation), or why a
+	// capability that was asked for is missing.
+	Warning string
 }
 
 // Capability names, as used in error messages.

@@ -31,26 +31,16 @@ const drainGrace = 2 * time.Second
 // goneGrace bounds how long Exec waits for killed processes to finish dying.
 const goneGrace = 5 * time.Second
 
-// chooseIsolation picks the isolation for commands and checks that bwrap
-// works here, with view, when it is wanted.
-func chooseIsolation(want sandbox.Isolation, view []string, denyNet bool) (sandbox.Isolation, string, error) {
-	switch want {
-	case sandbox.IsolationNone:
-		return sandbox.IsolationNone, "", nil
-	case "", sandbox.IsolationBwrap:
-		path, err := exec.LookPath("bwrap")
-		if err == nil {
-			err = probeBwrap(path, view, denyNet)
-		}
-		if err != nil {
-			if want == "" {
-				return sandbox.IsolationNone, "", nil
-			}
-			return "", "", fmt.Errorf("bwrap is not usable: %w", err)
-		}
-		return sandbox.IsolationBwrap, path, nil
+// findBwrap finds bwrap and checks that it works here, with view.
+func findBwrap(view []string, denyNet bool) (string, error) {
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", err
 	}
-	return "", "", fmt.Errorf("unknown isolation %q (want %q or %q)", want, sandbox.IsolationNone, sandbox.IsolationBwrap)
+	if err := probeBwrap(path, view, denyNet); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // probeBwrap runs a trivial command in bwrap: installed is not the same as
@@ -180,6 +170,9 @@ func bwrapArgs(view, roots []string, dir string, denyNet bool) []string {
 // be gone.
 func (s *Sandbox) Exec(ctx context.Context, c sandbox.Cmd) (sandbox.Result, error) {
 	if !s.caps.Exec {
+		if s.execErr != nil {
+			return sandbox.Result{}, fmt.Errorf("exec: %w: %w", sandbox.Unsupported(sandbox.CapExec), s.execErr)
+		}
 		return sandbox.Result{}, fmt.Errorf("exec: %w", sandbox.Unsupported(sandbox.CapExec))
 	}
 	if len(c.Args) == 0 || c.Args[0] == "" {

@@ -4,6 +4,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hitch-dev/hitch/sandbox"
@@ -11,8 +12,8 @@ import (
 
 const execSupported = false
 
-func chooseIsolation(sandbox.Isolation, []string, bool) (sandbox.Isolation, string, error) {
-	return sandbox.IsolationNone, "", nil
+func findBwrap([]string, bool) (string, error) {
+	return "", errors.New("bwrap does not run on this system")
 }
 
 // Exec is not available on this system.

@@ -34,6 +34,12 @@ type Config struct {
 	// PATH, HOME, LANG, TERM and TMPDIR only, so that secrets in the host's
 	// environment do not leak into commands.
 	Env []string
+	// RequireIsolation refuses commands, rather than run them as plain
+	// processes, when bwrap is not usable: Capabilities then reports no
+	// exec and says why in Warning, and Exec fails with that reason. File
+	// operations still work. It conflicts with Isolation "none". Default
+	// false: commands fall back to no isolation, and Warning says so.
+	RequireIsolation bool
 	// DisableExec leaves out command execution. Default false.
 	DisableExec bool
 	// ReadOnly leaves out file writes. Default false.
@@ -48,6 +54,7 @@ type Sandbox struct {
 	view    []string // bwrap arguments that build what commands see
 	reaper  bool     // commands without bwrap run through the reaper
 	denyNet bool
+	execErr error // why commands are refused, when isolation is required but missing
 
 	mu    sync.Mutex
 	roots []*rootRef // default root first
@@ -86,31 +93,71 @@ func New(cfg Config) (*Sandbox, error) {
 		return nil, fmt.Errorf("local sandbox: ReadPaths: %w", err)
 	}
 	if !cfg.DisableExec && execSupported {
-		var view []string
-		if cfg.Isolation != sandbox.IsolationNone {
-			view = bwrapView(read)
-		}
-		iso, path, err := chooseIsolation(cfg.Isolation, view, cfg.DenyNetwork)
-		if err != nil {
+		if err := s.setUpExec(cfg, read); err != nil {
 			ref.root.Close()
-			return nil, fmt.Errorf("local sandbox: Isolation: %w", err)
+			return nil, fmt.Errorf("local sandbox: %w", err)
 		}
-		if cfg.DenyNetwork && iso != sandbox.IsolationBwrap {
-			ref.root.Close()
-			return nil, errors.New("local sandbox: DenyNetwork needs bwrap isolation, which is not in effect")
-		}
-		s.bwrap = path
-		s.view = view
-		s.reaper = path == "" && reaperUsable()
-		s.caps.Exec = true
-		s.caps.Isolation = iso
-		s.caps.Network = !cfg.DenyNetwork
-		s.denyNet = cfg.DenyNetwork
 	} else if cfg.DenyNetwork {
 		ref.root.Close()
 		return nil, errors.New("local sandbox: DenyNetwork needs command execution")
 	}
 	return s, nil
+}
+
+// setUpExec chooses how commands run and fills in the capabilities.
+func (s *Sandbox) setUpExec(cfg Config, read []string) error {
+	var path string
+	var bwrapErr error
+	switch cfg.Isolation {
+	case sandbox.IsolationNone:
+		if cfg.RequireIsolation {
+			return fmt.Errorf("RequireIsolation: Isolation is %q", sandbox.IsolationNone)
+		}
+	case "", sandbox.IsolationBwrap:
+		s.view = bwrapView(read)
+		path, bwrapErr = findBwrap(s.view, cfg.DenyNetwork)
+		if bwrapErr != nil && cfg.Isolation == sandbox.IsolationBwrap {
+			return fmt.Errorf("Isolation: bwrap is not usable: %w", bwrapErr)
+		}
+	default:
+		return fmt.Errorf("Isolation: unknown isolation %q (want %q or %q)", cfg.Isolation, sandbox.IsolationNone, sandbox.IsolationBwrap)
+	}
+	if path == "" && cfg.RequireIsolation {
+		// Refuse commands rather than run them unconfined; files still
+		// work.
+		s.execErr = fmt.Errorf("isolation is required but bwrap is not usable: %w", bwrapErr)
+		s.caps.Warning = "commands are refused: " + s.execErr.Error()
+		return nil
+	}
+	if path == "" && cfg.DenyNetwork {
+		return errors.New("DenyNetwork needs bwrap isolation, which is not in effect")
+	}
+	s.caps.Exec = true
+	s.caps.Network = !cfg.DenyNetwork
+	s.denyNet = cfg.DenyNetwork
+	if path != "" {
+		s.bwrap = path
+		s.caps.Isolation = sandbox.IsolationBwrap
+		return nil
+	}
+	s.view = nil
+	s.reaper = reaperUsable()
+	s.caps.Isolation = sandbox.IsolationNone
+	s.caps.Warning = "commands run without isolation: they can read and write whatever this user can"
+	if bwrapErr != nil {
+		s.caps.Warning += " (bwrap is not usable: " + bwrapErr.Error() + ")"
+	}
+	return nil
+}
+
+// CheckBwrap reports whether commands could run under bwrap here, and if
+// not, why. It starts bwrap once, as New does.
+func CheckBwrap() error {
+	if !execSupported {
+		return errors.New("commands do not run on this system")
+	}
+	_, err := findBwrap(bwrapView(nil), false)
+	return err
 }
 
 // readPaths checks and canonicalizes Config.ReadPaths.

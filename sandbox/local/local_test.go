@@ -56,7 +56,9 @@ func TestCapabilities(t *testing.T) {
 		wantErr string
 	}{
 		{name: "none", cfg: local.Config{Isolation: sandbox.IsolationNone},
-			want: sandbox.Capabilities{Exec: true, Read: true, Write: true, Network: true, Isolation: sandbox.IsolationNone}},
+			want: sandbox.Capabilities{Exec: true, Read: true, Write: true, Network: true, Isolation: sandbox.IsolationNone,
+				Warning: "commands run without isolation: they can read and write whatever this user can"}},
+		{name: "require isolation but none", cfg: local.Config{Isolation: sandbox.IsolationNone, RequireIsolation: true}, wantErr: "RequireIsolation"},
 		{name: "no exec", cfg: local.Config{DisableExec: true}, want: sandbox.Capabilities{Read: true, Write: true}},
 		{name: "read-only", cfg: local.Config{ReadOnly: true, DisableExec: true}, want: sandbox.Capabilities{Read: true}},
 		{name: "deny network without bwrap", cfg: local.Config{Isolation: sandbox.IsolationNone, DenyNetwork: true}, wantErr: "needs bwrap"},
@@ -529,10 +531,56 @@ func TestWithoutBwrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	if got := sb.Capabilities(); got.Isolation != sandbox.IsolationNone || !got.Exec {
+	if got := sb.Capabilities(); got.Isolation != sandbox.IsolationNone || !got.Exec ||
+		!strings.Contains(got.Warning, "without isolation") || !strings.Contains(got.Warning, "bwrap is not usable") {
 		t.Fatalf("capabilities without bwrap = %+v", got)
 	}
 	if _, err := local.New(local.Config{Root: t.TempDir(), Isolation: sandbox.IsolationBwrap}); err == nil || !strings.Contains(err.Error(), "bwrap is not usable") {
 		t.Fatalf("explicit bwrap without bwrap: %v", err)
+	}
+	if err := local.CheckBwrap(); err == nil {
+		t.Fatal("CheckBwrap found bwrap on an empty PATH")
+	}
+}
+
+// RequireIsolation without a usable bwrap refuses commands, says why, and
+// leaves the files usable.
+func TestRequireIsolationWithoutBwrap(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	for _, deny := range []bool{false, true} {
+		sb, err := local.New(local.Config{Root: t.TempDir(), RequireIsolation: true, DenyNetwork: deny})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close()
+		got := sb.Capabilities()
+		if got.Exec || got.Isolation != "" || !strings.Contains(got.Warning, "isolation is required but bwrap is not usable") {
+			t.Fatalf("capabilities = %+v", got)
+		}
+		_, err = sb.Exec(context.Background(), sandbox.Cmd{Args: []string{"true"}})
+		if !errors.Is(err, sandbox.ErrUnsupported) || !strings.Contains(err.Error(), "isolation is required") {
+			t.Fatalf("exec error = %v", err)
+		}
+		if err := sb.WriteFile(context.Background(), "f", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestRequireIsolationWithBwrap(t *testing.T) {
+	t.Parallel()
+	if !bwrapUsable(t) {
+		t.Skip("bwrap not usable here")
+	}
+	if err := local.CheckBwrap(); err != nil {
+		t.Fatalf("CheckBwrap: %v", err)
+	}
+	sb, err := local.New(local.Config{Root: t.TempDir(), RequireIsolation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if got := sb.Capabilities(); !got.Exec || got.Isolation != sandbox.IsolationBwrap || got.Warning != "" {
+		t.Fatalf("capabilities = %+v", got)
 	}
 }

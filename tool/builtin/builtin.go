@@ -80,6 +80,9 @@ func New(sb sandbox.Sandbox, names ...string) ([]tool.Tool, error) {
 		seen[n] = true
 		if missing := missingCap(caps, req); missing != "" {
 			if explicit {
+				if caps.Warning != "" {
+					return nil, fmt.Errorf("builtin tools: %s needs capability %q, which the sandbox lacks: %s", n, missing, caps.Warning)
+				}
 				return nil, fmt.Errorf("builtin tools: %s needs capability %q, which the sandbox lacks", n, missing)
 			}
 			continue

@@ -100,3 +100,22 @@ func TestInfo(t *testing.T) {
 		t.Errorf("bash timeout %v leaves no room for its own %v cap", got, BashMaxTimeout)
 	}
 }
+
+// A sandbox that requires isolation it cannot have refuses bash, and the
+// error says why.
+func TestNewRequireIsolationWithoutBwrap(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	sb, err := local.New(local.Config{Root: t.TempDir(), RequireIsolation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	_, err = New(sb, "read", "bash")
+	if err == nil || !strings.Contains(err.Error(), "isolation is required but bwrap is not usable") {
+		t.Fatalf("error = %v", err)
+	}
+	all, err := New(sb)
+	if err != nil || slices.Contains(toolNames(all), "bash") {
+		t.Fatalf("all tools: %v, %v", toolNames(all), err)
+	}
+}
