@@ -126,6 +126,15 @@ func TestBwrapReadPaths(t *testing.T) {
 	if out != "visible\n" {
 		t.Fatalf("with ReadPaths: %q, want the file read and the write refused", out)
 	}
+	// /tmp is private, but a path in it can still be added.
+	inTmp := t.TempDir()
+	if err := os.WriteFile(filepath.Join(inTmp, "f.txt"), []byte("visible\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = run(t, open(t, local.Config{Isolation: sandbox.IsolationBwrap, ReadPaths: []string{inTmp}}), "cat "+inTmp+"/f.txt")
+	if out != "visible\n" {
+		t.Fatalf("with ReadPaths in /tmp: %q", out)
+	}
 	for _, bad := range [][]string{{"relative"}, {"/no/such/path"}, {""}} {
 		if _, err := local.New(local.Config{Root: t.TempDir(), Isolation: sandbox.IsolationBwrap, ReadPaths: bad}); err == nil || !strings.Contains(err.Error(), "ReadPaths") {
 			t.Errorf("ReadPaths %q: error %v, want one naming ReadPaths", bad, err)

@@ -91,7 +91,13 @@ func bwrapView(read []string) []string {
 	if real, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && real != "/etc/resolv.conf" && !inView(real) {
 		args = append(args, "--ro-bind", real, real)
 	}
+	// Paths in the private mounts are bound after those are made.
+	var late []string
 	for _, p := range read {
+		if within("/tmp", p) || within("/dev", p) || within("/proc", p) {
+			late = append(late, "--ro-bind", p, p)
+			continue
+		}
 		args = append(args, "--ro-bind", p, p)
 	}
 	for _, p := range hiddenEtc() {
@@ -101,7 +107,8 @@ func bwrapView(read []string) []string {
 			args = append(args, "--ro-bind", "/dev/null", p)
 		}
 	}
-	return append(args, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	args = append(args, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	return append(args, late...)
 }
 
 // inView reports whether p lies under one of the system directories.
