@@ -196,9 +196,12 @@ type Sandbox interface {
 	Walk(ctx context.Context, dir string, fn WalkFunc) error
 
 	// Exec runs a command and waits for it and every process it started to
-	// end. A non-zero exit is not an error. It fails when the command
-	// cannot start, and when ctx ends: the whole process group is killed
-	// and the error wraps ctx.Err().
+	// end; processes left running when the command exits are killed. A
+	// non-zero exit is not an error. It fails when the command cannot
+	// start, and when ctx ends: every process the command started is killed
+	// and the error wraps ctx.Err(). Implementations should also kill them
+	// when the calling process dies, and say in Capabilities.Warning where
+	// they cannot.
 	Exec(ctx context.Context, cmd Cmd) (Result, error)
 }
 

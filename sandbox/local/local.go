@@ -144,6 +144,9 @@ func (s *Sandbox) setUpExec(cfg Config, read []string) error {
 	s.reaper = reaperUsable()
 	s.caps.Isolation = sandbox.IsolationNone
 	s.caps.Warning = "commands run without isolation: they can read and write whatever this user can"
+	if !s.reaper {
+		s.caps.Warning += ", and a process that leaves its process group can outlive the call"
+	}
 	if bwrapErr != nil {
 		s.caps.Warning += " (bwrap is not usable: " + bwrapErr.Error() + ")"
 	}
