@@ -111,16 +111,16 @@ func (s *Sandbox) setUpExec(cfg Config, read []string) error {
 	switch cfg.Isolation {
 	case sandbox.IsolationNone:
 		if cfg.RequireIsolation {
-			return fmt.Errorf("RequireIsolation: Isolation is %q", sandbox.IsolationNone)
+			return fmt.Errorf("field RequireIsolation: conflicts with Isolation %q", sandbox.IsolationNone)
 		}
 	case "", sandbox.IsolationBwrap:
 		s.view = bwrapView(read)
 		path, bwrapErr = findBwrap(s.view, cfg.DenyNetwork)
 		if bwrapErr != nil && cfg.Isolation == sandbox.IsolationBwrap {
-			return fmt.Errorf("Isolation: bwrap is not usable: %w", bwrapErr)
+			return fmt.Errorf("field Isolation: bwrap is not usable: %w", bwrapErr)
 		}
 	default:
-		return fmt.Errorf("Isolation: unknown isolation %q (want %q or %q)", cfg.Isolation, sandbox.IsolationNone, sandbox.IsolationBwrap)
+		return fmt.Errorf("field Isolation: unknown isolation %q (want %q or %q)", cfg.Isolation, sandbox.IsolationNone, sandbox.IsolationBwrap)
 	}
 	if path == "" && cfg.RequireIsolation {
 		// Refuse commands rather than run them unconfined; files still
