@@ -62,6 +62,12 @@ var Defaults = []Default{
 	{"bash tool: command timeout", "bash's timeout argument", "2m", "up to 10m; a timeout exits 124"},
 	{"grep tool: matches / characters a line", "builtin.GrepMaxMatches / GrepMaxLineChars", "100 / 500", "fixed"},
 	{"glob tool: paths", "builtin.GlobMaxPaths", "1000", "fixed"},
+	{"MCP server: connect (start, handshake, first tool list)", "mcp.Server.ConnectTimeout", "30s", "1ms–10m"},
+	{"MCP server: one call", "mcp.Server.CallTimeout (per tool: Tools[name].Timeout)", "60s", "1ms–24h, or Infinite"},
+	{"MCP server: text kept from one call", "mcp.Server.MaxResult", "1 MiB", "1 B–64 MiB"},
+	{"MCP server: tools listed", "mcp.MaxTools", "1000", "fixed"},
+	{"MCP server: reconnect backoff (doubling)", "mcp.ReconnectMinDelay / ReconnectMaxDelay", "100ms / 30s", "fixed"},
+	{"MCP tool annotated read-only or idempotent: attempts", "mcp.DefaultReplay", "3", "fixed"},
 }
 
 // DefaultsMarkdown renders Defaults as a markdown table.

@@ -11,6 +11,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool/builtin"
+	"github.com/hitch-dev/hitch/tool/mcp"
 )
 
 var updateDefaults = flag.Bool("update-defaults", false, "rewrite the table in docs/defaults.md")
@@ -72,6 +73,12 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"builtin.ReadMaxLines / ReadMaxBytes", itoa(builtin.ReadMaxLines) + " lines / " + itoa(builtin.ReadMaxBytes/1024) + " KiB"},
 		{"builtin.BashMaxLines / BashMaxBytes", itoa(builtin.BashMaxLines) + " lines / " + itoa(builtin.BashMaxBytes/1024) + " KiB"},
 		{"bash's timeout argument", strings.TrimSuffix(dur(builtin.BashDefaultTimeout), "0s")},
+		{"mcp.Server.ConnectTimeout", dur(mcp.DefaultConnectTimeout)},
+		{"mcp.Server.CallTimeout (per tool: Tools[name].Timeout)", itoa(int(mcp.DefaultCallTimeout/time.Second)) + "s"},
+		{"mcp.Server.MaxResult", itoa(mcp.DefaultMaxResult>>20) + " MiB"},
+		{"mcp.MaxTools", itoa(mcp.MaxTools)},
+		{"mcp.ReconnectMinDelay / ReconnectMaxDelay", dur(mcp.ReconnectMinDelay) + " / " + dur(mcp.ReconnectMaxDelay)},
+		{"mcp.DefaultReplay", itoa(mcp.DefaultReplay)},
 	}
 	for _, c := range checks {
 		if got := row(c.setting); got != c.want {
