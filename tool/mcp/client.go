@@ -96,8 +96,7 @@ func Connect(ctx context.Context, s Server) (*Client, error) {
 		c.Close()
 		return nil, err
 	}
-	c.wg.Add(1)
-	go c.lister()
+	c.spawn(c.lister)
 	return c, nil
 }
 
@@ -231,13 +230,15 @@ func (c *Client) dial(ctx context.Context) (*session, []tool.Tool, error) {
 		return nil, nil, fmt.Errorf("connect to mcp server %q: %w", c.srv.Name, err)
 	}
 	s := &session{cs: cs, done: make(chan struct{})}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	watching := c.spawn(func() {
 		_ = cs.Wait()
 		_ = cs.Close()
 		close(s.done)
-	}()
+	})
+	if !watching {
+		_ = cs.Close()
+		return nil, nil, ErrClosed
+	}
 	tools, err := c.list(ctx, s)
 	if err != nil {
 		_ = cs.Close()
@@ -290,7 +291,6 @@ func sameTools(a, b []tool.Tool) bool {
 
 // lister fetches the tool list again whenever the server says it changed.
 func (c *Client) lister() {
-	defer c.wg.Done()
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -325,11 +325,25 @@ func (c *Client) drop(s *session) {
 		c.sess = nil
 	}
 	c.mu.Unlock()
+	if !c.spawn(func() { _ = s.cs.Close() }) {
+		_ = s.cs.Close()
+	}
+}
+
+// spawn runs f in a goroutine that Close waits for, unless the client is
+// closed.
+func (c *Client) spawn(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		_ = s.cs.Close()
+		f()
 	}()
+	return true
 }
 
 // call runs t on the server. See the package doc for what each failure

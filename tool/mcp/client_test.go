@@ -256,6 +256,51 @@ func TestStdioKilledMidCallIsUncertainThenRestarts(t *testing.T) {
 	}
 }
 
+func TestReplayableRetriedAfterKill(t *testing.T) {
+	t.Parallel()
+	yes := true
+	s := stdioServer(t)
+	s.Tools = map[string]ToolOverride{"slow": {Replayable: &yes}}
+	c := connect(t, s)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	done := make(chan error, 1)
+	slow := find(t, c, "test__slow")
+	go func() {
+		_, err := slow.Call(context.Background(), json.RawMessage(`{"addr":"`+l.Addr().String()+`"}`))
+		done <- err
+	}()
+	accept := func() (int, net.Conn) {
+		conn, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(line))
+		return pid, conn
+	}
+	pid, conn := accept()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	// The same call runs again in a new process; let it finish there.
+	pid2, conn2 := accept()
+	if pid2 == pid {
+		t.Fatal("retried in the same process")
+	}
+	conn2.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("replayable slow after a kill: %v", err)
+	}
+}
+
 func TestStdioExitBetweenCallsReconnects(t *testing.T) {
 	t.Parallel()
 	c := connect(t, stdioServer(t))
@@ -390,5 +435,52 @@ func TestHTTPCutMidCallIsUncertain(t *testing.T) {
 	conn.Close() // the tool was still running on the server
 	if out, err := call(t, c, "test__echo", `{"text":"x"}`); err != nil || out != "x" {
 		t.Fatalf("echo after the cut: %q, %v", out, err)
+	}
+}
+
+func TestReconnectBacksOff(t *testing.T) {
+	t.Parallel()
+	refuse := t.TempDir() + "/refuse"
+	c := connect(t, stdioServer(t, testserver.EnvRefuse, refuse))
+	out, err := call(t, c, "test__pid", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(out)
+	if err := os.WriteFile(refuse, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	s := c.sess
+	c.mu.Unlock()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-s.done
+
+	_, err = call(t, c, "test__pid", `{}`)
+	if err == nil || tool.IsUncertain(err) || !strings.Contains(err.Error(), "connect to mcp server") {
+		t.Fatalf("with the server refusing to start: %v", err)
+	}
+	_, err = call(t, c, "test__pid", `{}`)
+	if err == nil || !strings.Contains(err.Error(), "unavailable, next attempt in") {
+		t.Fatalf("during the backoff: %v", err)
+	}
+	c.mu.Lock()
+	if c.failures != 1 || c.nextTry.Sub(time.Now()) > ReconnectMinDelay {
+		t.Errorf("failures %d, next try in %s", c.failures, time.Until(c.nextTry))
+	}
+	c.nextTry = time.Time{} // the backoff has passed
+	c.mu.Unlock()
+	if err := os.Remove(refuse); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(t, c, "test__pid", `{}`); err != nil {
+		t.Fatalf("after the backoff: %v", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failures != 0 {
+		t.Errorf("failures %d after a success", c.failures)
 	}
 }

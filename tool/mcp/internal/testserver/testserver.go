@@ -19,9 +19,11 @@ import (
 // Env, set to "1" in a test binary's environment, makes it serve over stdio
 // (see Main). EnvCollide, set to "1", adds two tools whose hitch names
 // collide.
+// EnvRefuse names a file: while it exists, the server exits at once.
 const (
 	Env        = "HITCH_MCP_TESTSERVER"
 	EnvCollide = "HITCH_MCP_TESTSERVER_COLLIDE"
+	EnvRefuse  = "HITCH_MCP_TESTSERVER_REFUSE"
 )
 
 type textIn struct {
@@ -145,6 +147,11 @@ func New(collide bool) *sdk.Server {
 func Main() {
 	if os.Getenv(Env) != "1" {
 		return
+	}
+	if f := os.Getenv(EnvRefuse); f != "" {
+		if _, err := os.Stat(f); err == nil {
+			os.Exit(3)
+		}
 	}
 	err := New(os.Getenv(EnvCollide) == "1").Run(context.Background(), &sdk.StdioTransport{})
 	if err != nil {
