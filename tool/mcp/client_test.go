@@ -467,7 +467,7 @@ func TestReconnectBacksOff(t *testing.T) {
 		t.Fatalf("during the backoff: %v", err)
 	}
 	c.mu.Lock()
-	if c.failures != 1 || c.nextTry.Sub(time.Now()) > ReconnectMinDelay {
+	if c.failures != 1 || time.Until(c.nextTry) > ReconnectMinDelay {
 		t.Errorf("failures %d, next try in %s", c.failures, time.Until(c.nextTry))
 	}
 	c.nextTry = time.Time{} // the backoff has passed
