@@ -192,6 +192,9 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 			c.mu.Unlock()
 			_ = s.cs.Close()
 			return nil, ErrClosed
+		case err != nil && ctx.Err() != nil:
+			c.mu.Unlock() // the caller gave up: no fault of the server's
+			return nil, err
 		case err != nil:
 			c.failures++
 			delay := ReconnectMinDelay << min(c.failures-1, 16)
