@@ -68,6 +68,12 @@ var Defaults = []Default{
 	{"MCP server: tools listed", "mcp.MaxTools", "1000", "fixed"},
 	{"MCP server: reconnect backoff (doubling)", "mcp.ReconnectMinDelay / ReconnectMaxDelay", "100ms / 30s", "fixed"},
 	{"MCP tool annotated read-only or idempotent: attempts", "mcp.DefaultReplay", "3", "fixed"},
+	{"hitch mcp: one wait_run call", "mcpserver.Options.MaxWait (hitch mcp --max-wait)", "60s", "more than 0"},
+	{"secret values: shortest redacted", "secret.MinLen", "8 bytes", "fixed"},
+	{"secret values per redactor", "secret.MaxValues", "1024", "fixed"},
+	{"telemetry: runs assembled at once", "telemetry.MaxOpenRuns", "10000", "fixed"},
+	{"telemetry: events on one run's span", "telemetry.MaxRunEvents", "128", "fixed"},
+	{"cron: a schedule must fire within", "cron.MaxYears", "8 years", "fixed"},
 }
 
 // DefaultsMarkdown renders Defaults as a markdown table.

@@ -9,7 +9,11 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/cron"
+	"github.com/hitch-dev/hitch/secret"
+	"github.com/hitch-dev/hitch/server/mcpserver"
 	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/telemetry"
 	"github.com/hitch-dev/hitch/tool/builtin"
 	"github.com/hitch-dev/hitch/tool/mcp"
 )
@@ -76,6 +80,12 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"mcp.Server.ConnectTimeout", dur(mcp.DefaultConnectTimeout)},
 		{"mcp.Server.CallTimeout (per tool: Tools[name].Timeout)", itoa(int(mcp.DefaultCallTimeout/time.Second)) + "s"},
 		{"mcp.Server.MaxResult", itoa(mcp.DefaultMaxResult>>20) + " MiB"},
+		{"mcpserver.Options.MaxWait (hitch mcp --max-wait)", itoa(int(mcpserver.DefaultMaxWait/time.Second)) + "s"},
+		{"secret.MinLen", itoa(secret.MinLen) + " bytes"},
+		{"secret.MaxValues", itoa(secret.MaxValues)},
+		{"telemetry.MaxOpenRuns", itoa(telemetry.MaxOpenRuns)},
+		{"telemetry.MaxRunEvents", itoa(telemetry.MaxRunEvents)},
+		{"cron.MaxYears", itoa(cron.MaxYears) + " years"},
 		{"mcp.MaxTools", itoa(mcp.MaxTools)},
 		{"mcp.ReconnectMinDelay / ReconnectMaxDelay", dur(mcp.ReconnectMinDelay) + " / " + dur(mcp.ReconnectMaxDelay)},
 		{"mcp.DefaultReplay", itoa(mcp.DefaultReplay)},
