@@ -38,6 +38,8 @@ const (
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("HITCH_CRASH_MODE"); mode == "chaos" {
 		os.Exit(chaosChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
+	} else if mode == "drain" {
+		os.Exit(drainChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	} else if mode == "family" {
 		os.Exit(familyChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	} else if mode != "" {

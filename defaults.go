@@ -20,6 +20,14 @@ const (
 	DefaultForceSettleGrace = 60 * time.Second
 	DefaultCancelPoll       = time.Second
 	DefaultMaxRunners       = 256
+	// DefaultDrainWindow is how long a graceful stop (hitch worker on
+	// SIGTERM) lets running tool bodies and model calls finish.
+	DefaultDrainWindow = 30 * time.Second
+	// DefaultSweepInterval is how often hitch worker's sweeper looks for
+	// due runs.
+	DefaultSweepInterval = time.Second
+	// DefaultSweepMaxBackoff bounds the sweeper's wait after store errors.
+	DefaultSweepMaxBackoff = 30 * time.Second
 )
 
 // Default is one row of the defaults table.
@@ -53,6 +61,9 @@ var Defaults = []Default{
 	{"force-settle grace after cancel", "Config.ForceSettleGrace", "60s", "1s–1h"},
 	{"cancel poll (requests from other processes)", "Config.CancelPoll", "1s", "10ms–1m"},
 	{"runs driven at once per node", "Config.MaxRunners", "256", "1–100000"},
+	{"graceful stop: running tool bodies and model calls may finish for", "hitch worker --drain (Runtime.Close's ctx)", "30s", "any; a second signal cuts it short"},
+	{"sweeper: looks for due runs every", "hitch worker --poll (Runtime.Sweep's interval)", "1s", "more than 0"},
+	{"sweeper: wait after store errors (doubling from the interval)", "DefaultSweepMaxBackoff", "30s", "fixed"},
 	{"journal entries read per page", "store.DefaultReadLimit", "1000", ""},
 	{"SQLite: appends committed in one transaction", "sqlite.WithBatchSize", "64", "1–1024"},
 	{"SQLite: queued writes", "sqlite.WithQueueSize", "1024", "1–65536"},

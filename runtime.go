@@ -95,6 +95,9 @@ type Event struct {
 	Entries []store.Entry
 	// Delta is streamed model text, not journaled.
 	Delta string
+	// Err is a transient error of a background service (the sweeper),
+	// which goes on after a backoff. RunID is empty then.
+	Err error
 }
 
 // Runtime drives runs on a store.
@@ -385,27 +388,43 @@ func (rt *Runtime) Recover(ctx context.Context) (int, error) {
 	return rt.eng.Work(ctx)
 }
 
-// Sweep is the node's sweeper: until ctx ends it claims due runs every
-// interval — queued runs, runs whose process died (expired leases), waiting
-// runs whose wake came (approval deadlines, a parent's backstop) — and
-// drives them, up to the free runner slots. It returns nil when ctx ends,
-// or the first error of the store.
+// RecoverAll drives every due run, not only as many as there are runner
+// slots: it claims in batches as slots free up, until nothing it has not
+// already claimed is due, and returns how many it claimed. The runs go on in
+// the background; Wait waits for them.
+func (rt *Runtime) RecoverAll(ctx context.Context) (int, error) {
+	n, err := rt.eng.WorkAll(ctx)
+	if err != nil {
+		return n, fmt.Errorf("recover: %w", err)
+	}
+	return n, nil
+}
+
+// Sweep runs the node's sweeper, a background service, until ctx ends or
+// the runtime closes: every interval it claims the runs that are due —
+// queued runs, runs whose process died or gave its lease back, waiting runs
+// whose wake came (approval deadlines, a parent's backstop) — and drives
+// them, up to the free runner slots. A store error does not end it: it
+// backs off, doubling from the interval up to DefaultSweepMaxBackoff, and
+// reports the error to Config.OnEvent. It returns nil when stopped.
 func (rt *Runtime) Sweep(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		return fmt.Errorf("sweep: interval %s: want more than 0", every)
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		if _, err := rt.eng.Work(ctx); err != nil && ctx.Err() == nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	var onError func(error)
+	if f := rt.cfg.OnEvent; f != nil {
+		onError = func(err error) { f(Event{Err: fmt.Errorf("sweep: %w", err)}) }
 	}
+	s := rt.eng.NewSweeper(every, DefaultSweepMaxBackoff, onError)
+	if err := s.Start(ctx); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-rt.eng.Closing():
+	}
+	s.Stop()
+	return nil
 }
 
 // Wait waits, bounded by ctx, until the runtime drives no run: each has
@@ -516,9 +535,12 @@ func (rt *Runtime) Journal(ctx context.Context, runID string, after int64, limit
 	return rt.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: runID, After: after, Limit: limit})
 }
 
-// Close waits for the runtime's runners to park or end, bounded by ctx;
-// runners still going then stop, and their leases expire so another
-// process recovers them.
+// Close stops the runtime gracefully. It claims no new run, lets the model
+// calls and tool bodies already started finish until ctx ends, journals
+// their results, and parks each run before its next step, giving its lease
+// back so another process resumes it at once. What is still running when
+// ctx ends is abandoned: those runs are recovered once their leases expire,
+// and Close returns ctx's error. DefaultDrainWindow is a good bound.
 func (rt *Runtime) Close(ctx context.Context) error {
 	return rt.eng.Close(ctx)
 }

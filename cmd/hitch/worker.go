@@ -3,25 +3,73 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hitch-dev/hitch"
 )
 
 func newWorker(g *globals) *cobra.Command {
-	var poll time.Duration
+	var poll, drain time.Duration
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Drive due runs until interrupted: queued runs, expired leases, due wakes",
-		Args:  args(0, "no arguments"),
+		Long: "Drive due runs until interrupted. The first SIGINT or SIGTERM stops claiming and drains: tool bodies\n" +
+			"and model calls already started finish (for at most --drain), their results are journaled, and each run\n" +
+			"is parked and its lease given back, so another worker resumes it at once. A second signal abandons\n" +
+			"what is still running; those runs are recovered once their leases expire.",
+		Args: args(0, "no arguments"),
 		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
+			// Count the signals here: the first ends ctx and starts the
+			// drain, the second cuts it short.
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			sweepCtx, stopSweep := context.WithCancel(ctx)
+			defer stopSweep()
+			drainCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+			defer abort()
+			go func() {
+				for n := 1; ; n++ {
+					select {
+					case <-sigs:
+					case <-drainCtx.Done():
+						return
+					}
+					if n == 1 {
+						stopSweep()
+					} else {
+						abort()
+						return
+					}
+				}
+			}()
 			if !g.json {
 				fmt.Fprintf(g.stderr, "worker: driving due runs every %s; Ctrl-C to stop\n", poll)
 			}
-			return e.rt.Sweep(ctx, poll)
+			if err := e.rt.Sweep(sweepCtx, poll); err != nil {
+				return err
+			}
+			if !g.json {
+				fmt.Fprintf(g.stderr, "worker: draining for at most %s; a second Ctrl-C abandons what still runs\n", drain)
+			}
+			t := time.AfterFunc(drain, abort)
+			defer t.Stop()
+			if err := e.rt.Close(drainCtx); err != nil {
+				return err
+			}
+			if !g.json {
+				fmt.Fprintln(g.stderr, "worker: drained; every lease given back")
+			}
+			return nil
 		}),
 	}
-	cmd.Flags().DurationVar(&poll, "poll", time.Second, "how often to look for due runs")
+	cmd.Flags().DurationVar(&poll, "poll", hitch.DefaultSweepInterval, "how often to look for due runs")
+	cmd.Flags().DurationVar(&drain, "drain", hitch.DefaultDrainWindow, "on the first signal, how long running work may finish")
 	return cmd
 }
 
@@ -37,7 +85,7 @@ func newRecover(g *globals) *cobra.Command {
 			deadline := time.Now().Add(wait)
 			total := 0
 			for {
-				n, err := e.rt.Recover(ctx)
+				n, err := e.rt.RecoverAll(ctx)
 				if err != nil {
 					return err
 				}

@@ -53,22 +53,15 @@ func (e *Engine) AnswerApproval(ctx context.Context, runID string, p ApprovalAns
 			return err
 		}
 	}
-	lease, err := e.claimForCommand(ctx, runID, wait)
-	if err != nil {
-		return err
-	}
-	applied := make(chan error, 1)
-	err = e.spawn(lease, func(r *runner) error {
+	return e.command(ctx, runID, wait, func(r *runner) (reply, err error) {
 		now, err := e.cfg.Store.Now(r.ctx)
 		if err != nil {
-			applied <- err
-			return err
+			return err, err
 		}
 		c, expired, err := checkApproval(r.st, p.Call, now)
 		switch {
 		case err != nil:
-			applied <- err
-			return nil
+			return err, nil
 		case expired:
 			// Recording the lapse is the runner's own business; the
 			// answer is refused either way.
@@ -76,12 +69,10 @@ func (e *Engine) AnswerApproval(ctx context.Context, runID string, p ApprovalAns
 			if err == nil {
 				err = r.commit()
 			}
-			applied <- fmt.Errorf("%w: %s (deadline %s)", ErrApprovalExpired, p.Call, c.expires.UTC().Format(time.RFC3339))
-			return err
+			return fmt.Errorf("%w: %s (deadline %s)", ErrApprovalExpired, p.Call, c.expires.UTC().Format(time.RFC3339)), err
 		case !p.Approve:
 			err := r.commit(entry(KindApprovalDeny, ApprovalAnswer{Call: c.key, By: p.By, Reason: p.Reason}))
-			applied <- err
-			return err
+			return err, err
 		}
 		// The world may have changed since the request: ask the policy
 		// again. A denial now wins; another approval verdict is satisfied
@@ -92,8 +83,8 @@ func (e *Engine) AnswerApproval(ctx context.Context, runID string, p ApprovalAns
 		}
 		d, err := r.ask(policy.Action{Kind: policy.CallTool, RunID: r.runID, Agent: r.agent.Name, Tool: c.call.Name, Arguments: args})
 		if err != nil {
-			applied <- fmt.Errorf("%w: no policy decision at approval time (fail closed): %v", errAnswerNotApplied, err)
-			return r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "policy",
+			reply := fmt.Errorf("%w: no policy decision at approval time (fail closed): %v", errAnswerNotApplied, err)
+			return reply, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "policy",
 				Error: fmt.Sprintf("no policy decision for %s at approval time, so it did not run (fail closed): %v", c.call.Name, err)})
 		}
 		grant := entry(KindApprovalGrant, ApprovalAnswer{Call: c.key, By: p.By, Reason: p.Reason})
@@ -103,22 +94,11 @@ func (e *Engine) AnswerApproval(ctx context.Context, runID string, p ApprovalAns
 				reason = "no reason given"
 			}
 			err := r.commit(grant, entry(KindCallDecided, CallDecided{Call: c.key, Verdict: policy.Deny, Reason: "at approval time: " + reason}))
-			applied <- err
-			return err
+			return err, err
 		}
 		err = r.commit(grant)
-		applied <- err
-		return err
+		return err, err
 	})
-	if err != nil {
-		return err
-	}
-	select {
-	case err := <-applied:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // checkApproval finds a call waiting for an answer. expired reports a

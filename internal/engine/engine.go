@@ -113,6 +113,10 @@ type Config struct {
 type Engine struct {
 	cfg   Config
 	slots chan struct{}
+	// freed gets a token when a runner gives its slot back.
+	freed chan struct{}
+	// closed is closed when Close begins: nothing new is claimed.
+	closed chan struct{}
 
 	mu      sync.Mutex
 	active  map[string]*runner
@@ -122,7 +126,8 @@ type Engine struct {
 
 // New returns an engine. It starts no goroutine until a run is driven.
 func New(cfg Config) *Engine {
-	return &Engine{cfg: cfg, slots: make(chan struct{}, cfg.MaxRunners), active: map[string]*runner{}}
+	return &Engine{cfg: cfg, slots: make(chan struct{}, cfg.MaxRunners), freed: make(chan struct{}, 1),
+		closed: make(chan struct{}), active: map[string]*runner{}}
 }
 
 // Errors of the engine's commands.
@@ -182,7 +187,9 @@ func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResul
 			e.cfg.OnCommit(run.ID, es)
 		}
 	}
-	if !created || p.Detached {
+	// A retried start of a run still queued drives it: the first start may
+	// have died between creating the run and claiming it.
+	if p.Detached || (!created && (!res.SameInput || run.Status != hitchtype.StatusQueued)) {
 		return res, nil
 	}
 	if err := e.Drive(ctx, run.ID); err != nil && !errors.As(err, new(*store.LeaseHeldError)) {
@@ -195,67 +202,169 @@ func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResul
 // parks, ends or loses its lease. A run leased elsewhere gives
 // *store.LeaseHeldError.
 func (e *Engine) Drive(ctx context.Context, runID string) error {
+	if e.isClosing() {
+		return ErrClosed
+	}
 	leases, err := e.cfg.Store.LeaseClaim(ctx, store.LeaseClaimParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, RunID: runID})
 	if err != nil {
 		return err
 	}
-	for _, l := range leases {
-		if err := e.spawn(l, nil); err != nil {
+	return e.spawnAll(ctx, leases)
+}
+
+// Work claims due runs (expired leases, due wakes, queued runs) up to the
+// free runner slots and drives them. It returns how many it claimed.
+func (e *Engine) Work(ctx context.Context) (int, error) {
+	leases, err := e.claimDue(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := e.spawnAll(ctx, leases); err != nil {
+		return 0, err
+	}
+	return len(leases), nil
+}
+
+// WorkAll drives every due run: it claims in batches as runner slots free
+// up, until a claim finds nothing due that it has not already driven. It
+// returns how many runs it claimed. A run claimed twice (one that failed
+// and gave its lease back, say) is given back again and not counted.
+func (e *Engine) WorkAll(ctx context.Context) (int, error) {
+	seen := map[string]bool{}
+	total := 0
+	for {
+		if cap(e.slots)-len(e.slots) <= 0 {
+			select {
+			case <-e.freed:
+				continue
+			case <-e.closed:
+				return total, ErrClosed
+			case <-ctx.Done():
+				return total, ctx.Err()
+			}
+		}
+		leases, err := e.claimDue(ctx)
+		if err != nil {
+			return total, err
+		}
+		var fresh []store.Lease
+		for _, l := range leases {
+			if seen[l.Run.ID] {
+				e.giveBack(l)
+				continue
+			}
+			seen[l.Run.ID] = true
+			fresh = append(fresh, l)
+		}
+		if len(fresh) == 0 {
+			return total, nil
+		}
+		if err := e.spawnAll(ctx, fresh); err != nil {
+			return total, err
+		}
+		total += len(fresh)
+	}
+}
+
+// claimDue claims due runs up to the free runner slots.
+func (e *Engine) claimDue(ctx context.Context) ([]store.Lease, error) {
+	free := cap(e.slots) - len(e.slots)
+	if free <= 0 || e.isClosing() {
+		return nil, nil
+	}
+	leases, err := e.cfg.Store.LeaseClaim(ctx, store.LeaseClaimParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, Limit: free})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	return leases, nil
+}
+
+// spawnAll starts a runner for each lease; when one cannot start, the
+// leases left are given back.
+func (e *Engine) spawnAll(ctx context.Context, leases []store.Lease) error {
+	for i, l := range leases {
+		if _, err := e.spawn(ctx, l, nil); err != nil {
+			for _, rest := range leases[i+1:] {
+				e.giveBack(rest)
+			}
 			return err
 		}
 	}
 	return nil
 }
 
-// Work claims due runs (expired leases, due wakes, queued runs) up to the
-// free runner slots and drives them. It returns how many it claimed.
-func (e *Engine) Work(ctx context.Context) (int, error) {
-	free := cap(e.slots) - len(e.slots)
-	if free <= 0 {
-		return 0, nil
+// Closing is closed once Close has begun: the engine claims nothing new and
+// its runners are draining.
+func (e *Engine) Closing() <-chan struct{} { return e.closed }
+
+func (e *Engine) isClosing() bool {
+	select {
+	case <-e.closed:
+		return true
+	default:
+		return false
 	}
-	leases, err := e.cfg.Store.LeaseClaim(ctx, store.LeaseClaimParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, Limit: free})
-	if err != nil {
-		return 0, fmt.Errorf("claim runs: %w", err)
-	}
-	for _, l := range leases {
-		if err := e.spawn(l, nil); err != nil {
-			return 0, err
-		}
-	}
-	return len(leases), nil
 }
 
-// spawn starts a runner for a lease. prepare, if set, runs on the runner's
-// goroutine before its first step (commands use it to apply themselves).
-func (e *Engine) spawn(l store.Lease, prepare func(*runner) error) error {
+// spawn starts a runner for a lease once a runner slot is free. When ctx
+// ends or the engine closes while it waits for a slot, the lease is given
+// back. prepare, if set, runs on the runner's goroutine before its first
+// step (commands use it to apply themselves).
+func (e *Engine) spawn(ctx context.Context, l store.Lease, prepare func(*runner) error) (*runner, error) {
+	select {
+	case e.slots <- struct{}{}:
+	case <-ctx.Done():
+		e.giveBack(l)
+		return nil, fmt.Errorf("wait for a runner slot for %s: %w", l.Run.ID, ctx.Err())
+	case <-e.closed:
+		e.giveBack(l)
+		return nil, ErrClosed
+	}
 	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()
-		return ErrClosed
+		<-e.slots
+		e.giveBack(l)
+		return nil, ErrClosed
 	}
 	r := newRunner(e, l)
 	e.active[l.Run.ID] = r
 	e.wg.Add(1)
 	e.mu.Unlock()
-	// Slots bound concurrent runners; Drive and commands wait for one.
-	e.slots <- struct{}{}
 	go func() {
 		defer e.wg.Done()
-		defer func() { <-e.slots }()
 		r.err = r.run(prepare)
+		if r.holdsLease() {
+			// Failed, or drained for a graceful stop: give the lease back
+			// so the run is due at once, here or on another node.
+			e.giveBack(l)
+		}
 		e.mu.Lock()
 		if e.active[l.Run.ID] == r {
 			delete(e.active, l.Run.ID)
 		}
 		e.mu.Unlock()
+		<-e.slots
+		select {
+		case e.freed <- struct{}{}:
+		default:
+		}
 		close(r.done)
 	}()
-	return nil
+	return r, nil
+}
+
+// failed reports a runner error that should reach whoever waits on the run:
+// not a lost lease, a stop or a drain.
+func failed(err error) bool {
+	return err != nil && !errors.Is(err, errFenced) && !errors.Is(err, errStopped) && !errors.Is(err, errDrained)
 }
 
 // Await waits until the run is no longer queued or running: ended, or
-// parked waiting. It returns the run as it then stands.
+// parked waiting. It returns the run as it then stands. A run that is due
+// — its lease expired or given back, or its wake has come — is driven here,
+// so a run whose process died does not wait for a worker. A runner of this
+// engine that fails gives its error.
 func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 	for {
 		e.mu.Lock()
@@ -272,20 +381,18 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 		if err != nil {
 			return store.Run{}, err
 		}
-		if run.Status == hitchtype.StatusWaiting && !run.WakeAt.IsZero() {
-			// A wake is due (an approval deadline, say): whoever touches
-			// the run next acts on it.
-			if now, err := e.cfg.Store.Now(ctx); err == nil && !now.Before(run.WakeAt) {
-				if err := e.Drive(ctx, runID); err == nil {
-					continue
-				}
+		if r != nil && failed(r.err) && !run.Status.Terminal() {
+			return run, r.err
+		}
+		if due, err := e.due(ctx, run); err != nil {
+			return store.Run{}, err
+		} else if due {
+			if err := e.Drive(ctx, runID); err == nil {
+				continue
 			}
 		}
 		if run.Status != hitchtype.StatusQueued && run.Status != hitchtype.StatusRunning && !e.familyBusy(ctx, run, 16) {
 			return run, nil
-		}
-		if r != nil && r.err != nil && !errors.Is(r.err, errFenced) && !errors.Is(r.err, errStopped) {
-			return run, r.err
 		}
 		{
 			t := time.NewTimer(e.cfg.AwaitPoll)
@@ -297,6 +404,27 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 			}
 		}
 	}
+}
+
+// due reports whether a run needs a runner and has none, by the store's
+// clock: running with its lease expired or given back, or waiting with its
+// wake come (an approval deadline, say: whoever touches the run next acts
+// on it). A queued run is left to workers.
+func (e *Engine) due(ctx context.Context, run store.Run) (bool, error) {
+	var at time.Time
+	switch {
+	case run.Status == hitchtype.StatusRunning:
+		at = run.LeaseExpires
+	case run.Status == hitchtype.StatusWaiting && !run.WakeAt.IsZero():
+		at = run.WakeAt
+	default:
+		return false, nil
+	}
+	now, err := e.cfg.Store.Now(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read store clock: %w", err)
+	}
+	return !now.Before(at), nil
 }
 
 // familyBusy reports whether a run is not at rest: queued or running, or
@@ -375,30 +503,14 @@ func (e *Engine) Reconcile(ctx context.Context, runID string, rec Reconciliation
 	if st.ended != nil {
 		return fmt.Errorf("%w: %s", store.ErrEnded, runID)
 	}
-	lease, err := e.claimForCommand(ctx, runID, wait)
-	if err != nil {
-		return err
-	}
-	applied := make(chan error, 1)
-	err = e.spawn(lease, func(r *runner) error {
+	return e.command(ctx, runID, wait, func(r *runner) (reply, err error) {
 		// The journal may have moved between the check and the claim.
 		if err := checkReconcile(r.st, rec.Call); err != nil {
-			applied <- err
-			return nil
+			return err, nil
 		}
-		err := r.commit(entry(KindCallReconcile, CallReconciled(rec)))
-		applied <- err
-		return err
+		err = r.commit(entry(KindCallReconcile, CallReconciled(rec)))
+		return err, err
 	})
-	if err != nil {
-		return err
-	}
-	select {
-	case err := <-applied:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func checkReconcile(st *state, call string) error {
@@ -459,14 +571,20 @@ func (e *Engine) Wait(ctx context.Context) error {
 	}
 }
 
-// Close waits for the engine's runners to park or end. Runners stop at
-// their next step when ctx is done; their leases then expire and another
-// node recovers them.
+// Close stops the engine gracefully: it claims nothing new, and lets its
+// runners finish the model calls and tool bodies they have started until ctx
+// ends. Each runner journals what finished, stops before its next model call
+// or tool body, and gives its lease back, so another node resumes the run at
+// once. Runners still going when ctx ends are abandoned: they stop without
+// writing, and their leases expire. Close returns ctx's error then.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
-	e.closing = true
 	for _, r := range e.active {
-		r.stop()
+		r.drain()
+	}
+	if !e.closing {
+		e.closing = true
+		close(e.closed) // after the drains: whoever sees it sees them
 	}
 	e.mu.Unlock()
 	done := make(chan struct{})
@@ -475,6 +593,20 @@ func (e *Engine) Close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	e.mu.Lock()
+	n := len(e.active)
+	for _, r := range e.active {
+		r.stop()
+	}
+	e.mu.Unlock()
+	// Stopped runners return within a short grace (work that ignores its
+	// context is abandoned); wait for that, bounded.
+	t := time.NewTimer(4 * settleGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	return fmt.Errorf("close: drain cut short, %d run(s) abandoned: %w", n, ctx.Err())
 }

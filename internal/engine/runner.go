@@ -56,6 +56,12 @@ type runner struct {
 	cancelled atomic.Bool
 	cancelAt  atomic.Int64
 	once      sync.Once
+	// drainCh is closed when a graceful stop asks the runner to park
+	// before its next model call or tool body.
+	drainCh   chan struct{}
+	drainOnce sync.Once
+	// released: a status change (park, end) gave the lease back.
+	released bool
 
 	done chan struct{}
 	err  error
@@ -64,7 +70,8 @@ type runner struct {
 func newRunner(e *Engine, l store.Lease) *runner {
 	ctx, end := context.WithCancelCause(context.Background())
 	work, stopWork := context.WithCancelCause(ctx)
-	r := &runner{e: e, row: l.Run, runID: l.Run.ID, token: l.Token, ctx: ctx, end: end, work: work, stopWork: stopWork, done: make(chan struct{})}
+	r := &runner{e: e, row: l.Run, runID: l.Run.ID, token: l.Token, ctx: ctx, end: end, work: work, stopWork: stopWork,
+		done: make(chan struct{}), drainCh: make(chan struct{})}
 	if l.Run.CancelRequested {
 		r.requestCancel()
 	}
@@ -147,6 +154,9 @@ func (r *runner) step() (done bool, err error) {
 			return r.final(t)
 		}
 		if slices.ContainsFunc(t.calls, func(c *callState) bool { return !c.done }) {
+			if r.draining() {
+				return true, r.drained()
+			}
 			return r.runCalls(t)
 		}
 	}
@@ -169,11 +179,14 @@ func (r *runner) step() (done bool, err error) {
 		return true, r.finish(Outcome{Status: hitchtype.StatusCompleted, Reason: "max_turns", Answer: answer,
 			Error: fmt.Sprintf("the run used all %d model attempts before the model gave a final answer", lim.ModelAttempts)})
 	}
+	if r.draining() {
+		return true, r.drained()
+	}
 	if st.failures > 0 {
 		if err := r.sleep(backoff(lim, st.failures, st.lastFailed)); err != nil {
 			return false, err
 		}
-		if r.cancelled.Load() {
+		if r.cancelled.Load() || r.draining() {
 			return false, nil
 		}
 	}
@@ -259,6 +272,8 @@ func (r *runner) sleep(d time.Duration) error {
 			return context.Cause(r.ctx)
 		}
 		return nil
+	case <-r.drainCh:
+		return nil
 	}
 }
 
@@ -299,6 +314,9 @@ func (r *runner) callModel() error {
 		return err
 	} else if compacted {
 		req.Messages = st.messages()
+	}
+	if r.draining() {
+		return r.commit() // the step loop parks it
 	}
 	reserved, ended, err := r.beforeModel(req)
 	if ended || err != nil {
@@ -405,6 +423,9 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 		if c.done || c.uncertain {
 			continue
 		}
+		if r.draining() {
+			break // what started finishes; nothing new starts
+		}
 		if !c.decided {
 			if ended, err := r.decide(c); ended || err != nil {
 				return ended, err
@@ -456,7 +477,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 				return ended, err
 			}
 		}
-		if r.cancelled.Load() {
+		if r.cancelled.Load() || r.draining() {
 			break
 		}
 		if ended, err := r.beforeTool(); ended || err != nil {
@@ -472,7 +493,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 			return ended, err
 		}
 	}
-	if r.cancelled.Load() {
+	if r.cancelled.Load() || r.draining() {
 		return false, nil
 	}
 	var waiting []string
@@ -710,6 +731,9 @@ func (r *runner) settle(res bodyResult, others int, results chan<- bodyResult) (
 			break
 		}
 		if info := r.toolFor(c.call.Name).Info(); info.Replay > res.attempt {
+			if r.draining() {
+				break // left started: the next runner replays it
+			}
 			if ended, err := r.beforeTool(); ended || err != nil {
 				return ended, false, err
 			}
@@ -767,6 +791,7 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 		}
 		return fmt.Errorf("append to journal of %s: %w", r.runID, err)
 	}
+	r.released = r.released || (p.Status != "" && p.Status != hitchtype.StatusRunning)
 	written := r.pending
 	first := r.durable + 1
 	r.durable += int64(len(written))

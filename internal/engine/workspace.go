@@ -103,39 +103,22 @@ func (e *Engine) ChangeRoot(ctx context.Context, runID string, ch RootChange, wa
 			return fmt.Errorf("grant root %s: not an existing directory", path)
 		}
 	}
-	lease, err := e.claimForCommand(ctx, runID, wait)
-	if err != nil {
-		return err
-	}
-	applied := make(chan error, 1)
-	err = e.spawn(lease, func(r *runner) error {
-		var err error
+	return e.command(ctx, runID, wait, func(r *runner) (reply, err error) {
 		if ch.Revoke {
 			err = r.sb.Revoke(path)
 		} else {
 			err = r.sb.Grant(path)
 		}
 		if err != nil {
-			applied <- err
-			return nil
+			return err, nil
 		}
 		kind := KindRootGranted
 		if ch.Revoke {
 			kind = KindRootRevoked
 		}
 		err = r.commit(entry(kind, RootChanged{Path: path, By: ch.By}))
-		applied <- err
-		return err
+		return err, err
 	})
-	if err != nil {
-		return err
-	}
-	select {
-	case err := <-applied:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Roots lists the roots granted to a run, in the order granted.

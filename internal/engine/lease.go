@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/store"
+)
+
+// errDrained: the runner parked between steps for a graceful stop.
+var errDrained = errors.New("runner drained for a graceful stop")
+
+// drain asks the runner to stop before its next model call or tool body,
+// letting the ones already started finish and journaling their results.
+func (r *runner) drain() { r.drainOnce.Do(func() { close(r.drainCh) }) }
+
+func (r *runner) draining() bool {
+	select {
+	case <-r.drainCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// drained journals what is staged and stops the runner; its lease is then
+// given back.
+func (r *runner) drained() error {
+	if err := r.commit(); err != nil {
+		return err
+	}
+	return errDrained
+}
+
+// holdsLease reports whether a runner that returned still holds its lease:
+// it did not park or end the run (which releases it with the status), did
+// not lose it, and was not abandoned by a stop.
+func (r *runner) holdsLease() bool {
+	return !r.released && !errors.Is(r.err, errFenced) && !errors.Is(r.err, errStopped)
+}
+
+// giveBack releases a lease this engine no longer drives, so the run is due
+// at once. It is bounded by the renewal period: a lease not given back in
+// that time expires on its own.
+func (e *Engine) giveBack(l store.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.RenewEvery)
+	defer cancel()
+	_ = e.release(ctx, l.Run.ID, l.Token)
+}
+
+// release gives a held lease back: the run stays as it is and becomes due.
+func (e *Engine) release(ctx context.Context, runID string, token int64) error {
+	run, err := e.cfg.Store.RunGet(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if run.LeaseToken != token || run.LeaseOwner != e.cfg.Owner || run.Status.Terminal() {
+		return nil
+	}
+	_, err = e.cfg.Store.JournalAppend(ctx, store.JournalAppendParams{RunID: runID, Token: token, After: run.Position, Status: hitchtype.StatusQueued})
+	return err
+}
+
+// command applies a command to a run under its lease. It claims the run,
+// waiting at most wait for a live runner to let go, and runs apply on a
+// runner's goroutine before its first step; apply returns the command's
+// answer and the runner's own error. A runner that fails before it could
+// apply the command (its journal, agent, budget or workspace) answers with
+// its failure, and gives the lease back: a command never waits on a runner
+// that will not answer.
+func (e *Engine) command(ctx context.Context, runID string, wait time.Duration, apply func(r *runner) (reply, err error)) error {
+	lease, err := e.claimForCommand(ctx, runID, wait)
+	if err != nil {
+		return err
+	}
+	replied := make(chan error, 1)
+	r, err := e.spawn(ctx, lease, func(r *runner) error {
+		reply, err := apply(r)
+		replied <- reply
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-replied:
+		return err
+	case <-r.done:
+		select {
+		case err := <-replied:
+			return err
+		default:
+		}
+		if r.err == nil {
+			return fmt.Errorf("run %s: the runner stopped before applying the command", runID)
+		}
+		return fmt.Errorf("run %s: %w", runID, r.err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,433 @@
+package hitch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/sandbox"
+	"github.com/hitch-dev/hitch/sandbox/local"
+	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/tool"
+)
+
+// fakeClock is a store clock a test moves by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Now().UTC()} }
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// setupClock opens a store on a fake clock and a runtime on it.
+func setupClock(t *testing.T, clock *fakeClock, agents ...*hitch.Agent) (*hitch.Runtime, store.Store) {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(clock.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := openOn(t, st, agents...)
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return rt, st
+}
+
+// openOn opens another runtime on st, closed when the test ends (before
+// the store).
+func openOn(t *testing.T, st store.Store, agents ...*hitch.Agent) *hitch.Runtime {
+	t.Helper()
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: agents, CancelPoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rt.Close(ctx); err != nil {
+			t.Errorf("close runtime: %v", err)
+		}
+	})
+	return rt
+}
+
+// leaseHeld reports whether a run's lease is live by the store's clock.
+func leaseHeld(t *testing.T, st store.Store, id string) bool {
+	t.Helper()
+	ctx := context.Background()
+	run, err := st.RunGet(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := st.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run.LeaseOwner != "" && run.LeaseExpires.After(now)
+}
+
+// brittleAgent has a workspace that can be broken, so a runner fails
+// before its first step. Its first call needs an approval (approve) or has
+// an outcome nobody knows (unsure).
+func brittleAgent(t *testing.T, name string, broken *atomic.Bool, approvers approval.Approvers) *hitch.Agent {
+	t.Helper()
+	ws := t.TempDir()
+	unsure := tool.MustNew("unsure", "Acts; nobody knows whether it did.", func(context.Context, struct{}) (string, error) {
+		return "", tool.Uncertain(errors.New("the line went dead"))
+	})
+	pay := tool.MustNew("pay", "Pays.", func(context.Context, struct{}) (string, error) { return "paid", nil })
+	factory := func() (sandbox.Sandbox, []tool.Tool, error) {
+		if broken.Load() {
+			return nil, nil, errors.New("the workspace disk is gone")
+		}
+		sb, err := local.New(local.Config{Root: ws})
+		return sb, []tool.Tool{unsure, pay}, err
+	}
+	call := "unsure"
+	if name == "approve" {
+		call = "pay"
+	}
+	m := scripted.New(name, scripted.Script{Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: call}}}, {Text: "over"}}})
+	pol := policy.Rules{{Tools: []string{"pay"}, Verdict: policy.RequireApproval, Requirement: "payments"}, {Tools: []string{"*"}, Verdict: policy.Allow}}
+	return build(t, hitch.Spec{Name: name, Model: m, Tools: []tool.Tool{unsure, pay}, Workspace: factory, Policy: pol, Approvers: approvers})
+}
+
+// TestCommandsReportARunnerThatFails: a command whose runner fails before
+// it could apply the command (here its workspace cannot be opened) answers
+// at once with that failure, and the run's lease is given back.
+func TestCommandsReportARunnerThatFails(t *testing.T) {
+	t.Parallel()
+	var broken atomic.Bool
+	approvers := members(t)
+	unsure, approve := brittleAgent(t, "unsure", &broken, approvers), brittleAgent(t, "approve", &broken, approvers)
+	rt, st := setup(t, unsure, approve)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	u := runToRest(t, rt, unsure, "go")
+	p := runToRest(t, rt, approve, "go")
+	if u.Status != hitchtype.StatusWaiting || p.Status != hitchtype.StatusWaiting {
+		t.Fatalf("runs did not park: %s %s", u.Status, p.Status)
+	}
+	broken.Store(true)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		run  string
+		do   func(ctx context.Context) error
+	}{
+		{"reconcile", u.ID, func(ctx context.Context) error {
+			return rt.Reconcile(ctx, u.ID, hitch.Reconciliation{Call: "t1c1", Unconfirmed: true, By: "ops"})
+		}},
+		{"approve", p.ID, func(ctx context.Context) error {
+			return rt.Approve(ctx, p.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments"))
+		}},
+		{"grant root", u.ID, func(ctx context.Context) error { return rt.GrantRoot(ctx, u.ID, dir, "ops") }},
+	} {
+		// Bounded well below the test's deadline: a command that hangs
+		// fails here with the context's error.
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		err := c.do(cctx)
+		ccancel()
+		if err == nil || !strings.Contains(err.Error(), "workspace disk is gone") {
+			t.Errorf("%s with a failing runner: %v, want the workspace error", c.name, err)
+		}
+		if leaseHeld(t, st, c.run) {
+			t.Errorf("%s: the failed runner kept the run's lease", c.name)
+		}
+	}
+	// Repaired, the commands work and nothing was lost.
+	broken.Store(false)
+	if err := rt.Reconcile(ctx, u.ID, hitch.Reconciliation{Call: "t1c1", Unconfirmed: true, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if run, err := rt.Await(ctx, u.ID); err != nil || run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("after repair: %+v %v", run, err)
+	}
+}
+
+// TestReconcileUnderAnUnknownVersion: a runtime that lacks the run's agent
+// version refuses the command with ErrUnknownAgent instead of hanging.
+func TestReconcileUnderAnUnknownVersion(t *testing.T) {
+	t.Parallel()
+	var broken atomic.Bool
+	v1 := brittleAgent(t, "unsure", &broken, nil)
+	rt, st := setup(t, v1)
+	u := runToRest(t, rt, v1, "go")
+	m := scripted.New("v2", scripted.Script{Turns: []scripted.Turn{{Text: "v2"}}})
+	v2 := build(t, hitch.Spec{Name: "unsure", Version: 2, Model: m})
+	other := openOn(t, st, v2)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := other.Reconcile(ctx, u.ID, hitch.Reconciliation{Call: "t1c1", Unconfirmed: true, By: "ops"})
+	if !errors.Is(err, hitch.ErrUnknownAgent) {
+		t.Fatalf("reconcile under an unknown version: %v, want ErrUnknownAgent", err)
+	}
+	if leaseHeld(t, st, u.ID) {
+		t.Error("the failed runner kept the run's lease")
+	}
+}
+
+// TestAwaitDrivesARunWhoseProcessDied: a run leased to a process that died
+// is driven by whoever awaits it once the lease has expired by the store's
+// clock — as `hitch run --id` does when it follows a run started before.
+func TestAwaitDrivesARunWhoseProcessDied(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	m := scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "over"}}})
+	a := build(t, hitch.Spec{Model: m})
+	rt, st := setupClock(t, clock, a)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := rt.Start(ctx, a, "go", hitch.WithID("orphan"), hitch.Detached())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A process claims it and dies.
+	if _, err := st.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "dead-node", TTL: time.Minute, RunID: res.Run.ID}); err != nil {
+		t.Fatal(err)
+	}
+	clock.add(2 * time.Minute)
+	again, err := rt.Start(ctx, a, "go", hitch.WithID("orphan"))
+	if err != nil || again.Created {
+		t.Fatalf("start again: %+v %v", again, err)
+	}
+	run, err := rt.Await(ctx, "orphan")
+	if err != nil || run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("await an orphan: %+v %v", run, err)
+	}
+}
+
+// TestRetriedStartDrivesAQueuedRun: a start that died between creating the
+// run and driving it leaves it queued; starting it again drives it.
+func TestRetriedStartDrivesAQueuedRun(t *testing.T) {
+	t.Parallel()
+	m := scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "over"}}})
+	a := build(t, hitch.Spec{Model: m})
+	rt, _ := setup(t, a)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := rt.Start(ctx, a, "go", hitch.WithID("retry"), hitch.Detached()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rt.Start(ctx, a, "go", hitch.WithID("retry"))
+	if err != nil || res.Created || !res.SameInput {
+		t.Fatalf("retried start: %+v %v", res, err)
+	}
+	if err := rt.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if run, err := rt.Get(ctx, "retry"); err != nil || run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("the retried start did not drive the run: %+v %v", run, err)
+	}
+}
+
+// flakyStore fails its first claims of due runs, as a store that is
+// briefly unreachable.
+type flakyStore struct {
+	store.Store
+	failures atomic.Int64
+}
+
+func (s *flakyStore) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]store.Lease, error) {
+	if p.RunID == "" && s.failures.Add(-1) >= 0 {
+		return nil, errors.New("database is unreachable")
+	}
+	return s.Store.LeaseClaim(ctx, p)
+}
+
+// TestSweepSurvivesStoreErrors: the sweeper backs off through store errors
+// and goes on driving runs; it reports the errors as events.
+func TestSweepSurvivesStoreErrors(t *testing.T) {
+	t.Parallel()
+	m := scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "over"}}})
+	a := build(t, hitch.Spec{Model: m})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	flaky := &flakyStore{Store: st}
+	flaky.failures.Store(3)
+	reported := make(chan error, 8)
+	rt, err := hitch.Open(hitch.Config{Store: flaky, Agents: []*hitch.Agent{a}, OnEvent: func(ev hitch.Event) {
+		if ev.Err != nil {
+			reported <- ev.Err
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	defer rt.Close(ctx)
+	res, err := rt.Start(ctx, a, "go", hitch.Detached())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweepCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	swept := make(chan error, 1)
+	go func() { swept <- rt.Sweep(sweepCtx, time.Millisecond) }()
+	for range 3 {
+		select {
+		case err := <-reported:
+			if !strings.Contains(err.Error(), "unreachable") {
+				t.Errorf("reported %v", err)
+			}
+		case err := <-swept:
+			t.Fatalf("the sweeper stopped on a store error: %v", err)
+		case <-ctx.Done():
+			t.Fatal("the sweeper reported no error")
+		}
+	}
+	run, err := rt.Await(ctx, res.Run.ID)
+	if err != nil || run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("after the errors: %+v %v", run, err)
+	}
+	stop()
+	if err := <-swept; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gatedModel holds its calls after the first until gate is closed.
+type gatedModel struct {
+	model.Model
+	entered chan<- struct{}
+	gate    <-chan struct{}
+}
+
+func (g gatedModel) Generate(ctx context.Context, req *model.Request) iter.Seq2[*model.Chunk, error] {
+	if len(req.Messages) > 1 {
+		g.entered <- struct{}{}
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return func(yield func(*model.Chunk, error) bool) { yield(nil, ctx.Err()) }
+		}
+	}
+	return g.Model.Generate(ctx, req)
+}
+
+// TestLateApproveThenCloseLeavesTheRunMoving: a late approve is the first
+// to touch an expired request, so its runner records the lapse and calls
+// the model; closing the runtime then lets that call finish and gives the
+// lease back, rather than leaving the run running with a dangling attempt.
+func TestLateApproveThenCloseLeavesTheRunMoving(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	entered, gate := make(chan struct{}, 4), make(chan struct{})
+	var charges atomic.Int64
+	approvers := members(t)
+	charge := tool.MustNew("charge", "Charges a card.", func(context.Context, struct{}) (string, error) {
+		charges.Add(1)
+		return "charged", nil
+	})
+	m := gatedModel{Model: scripted.New("pay", scripted.Script{Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "charge"}}}, {Text: "over"}}}),
+		entered: entered, gate: gate}
+	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{charge}, Policy: payPolicy, Approvers: approvers, Limits: hitch.Limits{ApprovalExpiry: time.Second}})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(clock.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	run := runToRest(t, rt, a, "pay")
+	clock.add(2 * time.Second)
+	if err := rt.Approve(ctx, run.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments")); !errors.Is(err, hitch.ErrApprovalExpired) {
+		t.Fatalf("late approve: %v", err)
+	}
+	<-entered // the runner called the model after recording the lapse
+	go func() {
+		<-hitch.Closing(rt)
+		close(gate)
+	}()
+	if err := rt.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.RunGet(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := journal(t, rt, run.ID)
+	if got.Status == hitchtype.StatusRunning || leaseHeld(t, st, run.ID) || es[len(es)-1].Kind == "model.attempt" {
+		t.Fatalf("after close: %s, lease %s until %s; journal %s", got.Status, got.LeaseOwner, got.LeaseExpires, kinds(es))
+	}
+	if charges.Load() != 0 {
+		t.Error("the expired call ran")
+	}
+}
+
+// TestRecoverAllDrivesMoreRunsThanSlots: a backlog larger than the runner
+// slots is driven whole, in batches as slots free up.
+func TestRecoverAllDrivesMoreRunsThanSlots(t *testing.T) {
+	t.Parallel()
+	const runs, slots = 12, 3
+	var turns []scripted.Turn
+	for range runs {
+		turns = append(turns, scripted.Turn{Text: "over"})
+	}
+	a := build(t, hitch.Spec{Model: scripted.New("m", scripted.Script{Turns: turns})})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, MaxRunners: slots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	defer rt.Close(ctx)
+	for i := range runs {
+		if _, err := rt.Start(ctx, a, "go", hitch.WithID(fmt.Sprintf("backlog-%d", i)), hitch.Detached()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := rt.RecoverAll(ctx)
+	if err != nil || n != runs {
+		t.Fatalf("recovered %d runs (%v), want %d", n, err, runs)
+	}
+	if err := rt.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range runs {
+		if run, err := rt.Get(ctx, fmt.Sprintf("backlog-%d", i)); err != nil || run.Status != hitchtype.StatusCompleted {
+			t.Errorf("backlog-%d: %+v %v", i, run, err)
+		}
+	}
+}
