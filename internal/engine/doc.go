@@ -8,8 +8,20 @@
 // expected position, so a runner that lost its lease is refused and stops.
 // Runs that are idle or waiting have no runner.
 //
-// The state a runner acts on is always the fold of the journal: entries are
-// applied to the in-memory state only after they are durable, through the
-// same function recovery uses, so a live runner and a recovered one see the
-// same thing.
+// The state a runner acts on is the fold of its journal and of the entries
+// it has staged: staging applies an entry to the in-memory state at once,
+// through the same function recovery uses, and queues it for the next
+// commit. Nothing outside the runner sees staged state, and nothing acts on
+// the world — a model call, a tool body, an answer to a caller — before the
+// entries it follows from are durable, so a recovered runner folds the same
+// state a live one acted on.
+//
+// Leases: a runner renews its lease every RenewEvery. A renewal refused
+// because the lease is no longer the runner's (fenced, or the run ended)
+// stops it at once; a renewal that fails for another reason is retried at
+// the next period until the lease would have lapsed, then the runner stops.
+// A runner that parks or ends a run releases the lease with the status; a
+// runner that fails, or drains for a graceful stop, gives it back, so the
+// run is due at once; only a runner abandoned by a hard stop leaves its lease
+// to expire.
 package engine

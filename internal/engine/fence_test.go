@@ -3,19 +3,22 @@ package engine
 import (
 	"context"
 	"errors"
+	"iter"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
-func testAgent(m *scripted.Model) *Agent {
+func testAgent(m model.Model) *Agent {
 	a := &Agent{Name: "a", Version: 1, Model: m, Policy: policy.AllowAll(), Limits: Limits{
 		ModelAttempts: 8, RetryDelay: time.Millisecond, MaxRetryAfter: time.Second, ModelTimeout: time.Minute,
 		PolicyTimeout: time.Second, ToolTimeout: time.Second, ToolConcurrency: 4, MaxToolResult: 1 << 20, CommandWait: time.Second,
@@ -35,22 +38,64 @@ func testEngine(st store.Store, owner string, a *Agent, ttl, renew time.Duration
 	})
 }
 
+// gated holds every model call until gate is closed (or its context ends).
+type gated struct {
+	model.Model
+	entered chan<- struct{}
+	gate    <-chan struct{}
+}
+
+func (g gated) Generate(ctx context.Context, req *model.Request) iter.Seq2[*model.Chunk, error] {
+	g.entered <- struct{}{}
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+	}
+	return g.Model.Generate(ctx, req)
+}
+
+// fakeClock is a store clock a test moves by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// openClock opens a store on a fake clock.
+func openClock(t *testing.T) (*sqlite.Store, *fakeClock) {
+	t.Helper()
+	clock := &fakeClock{t: time.Now().UTC()}
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "engine.db"), sqlite.WithClock(clock.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, clock
+}
+
 // TestStaleRunnerIsFenced puts two runners on one run: the first loses its
 // lease while its model call is in flight, the second claims the run and
 // finishes it, and the first's append is refused, so it stops without
 // writing anything.
 func TestStaleRunnerIsFenced(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "fence.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-
-	slow := scripted.New("slow", scripted.Script{Turns: []scripted.Turn{{Text: "from A", Delay: 300 * time.Millisecond}}})
+	st, clock := openClock(t)
+	entered, gate := make(chan struct{}, 1), make(chan struct{})
+	slow := gated{Model: scripted.New("slow", scripted.Script{Turns: []scripted.Turn{{Text: "from A"}}}), entered: entered, gate: gate}
 	fast := scripted.New("fast", scripted.Script{Turns: []scripted.Turn{{Text: "from B"}}})
-	// A never renews within its short TTL, as if its process had paused.
-	engA := testEngine(st, "node-a", testAgent(slow), 50*time.Millisecond, time.Hour)
+	// A never renews, as if its process had paused.
+	engA := testEngine(st, "node-a", testAgent(slow), time.Minute, time.Hour)
 	engB := testEngine(st, "node-b", testAgent(fast), time.Minute, 20*time.Second)
 
 	res, err := engA.Start(ctx, testAgent(slow), StartParams{ID: "r1", Input: "hi"})
@@ -63,16 +108,11 @@ func TestStaleRunnerIsFenced(t *testing.T) {
 	if ra == nil {
 		t.Fatal("A is not driving the run")
 	}
-	// Wait for A's lease to lapse, then let B claim and finish the run.
-	var claimed int
-	for deadline := time.Now().Add(5 * time.Second); claimed == 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-		if claimed, err = engB.Work(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if claimed != 1 {
-		t.Fatal("B never claimed the run")
+	<-entered
+	// A's lease lapses by the store's clock; B claims the run and ends it.
+	clock.add(2 * time.Minute)
+	if claimed, err := engB.Work(ctx); err != nil || claimed != 1 {
+		t.Fatalf("B claimed %d runs: %v", claimed, err)
 	}
 	run, err := engB.Await(ctx, "r1")
 	if err != nil {
@@ -81,7 +121,8 @@ func TestStaleRunnerIsFenced(t *testing.T) {
 	if run.Status != hitchtype.StatusCompleted {
 		t.Fatalf("status %s", run.Status)
 	}
-	// A wakes from its model call, tries to append, and is refused.
+	// A's model call returns; its append is refused.
+	close(gate)
 	<-ra.done
 	if !errors.Is(ra.err, errFenced) {
 		t.Errorf("stale runner stopped with %v, want a fencing error", ra.err)

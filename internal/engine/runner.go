@@ -846,6 +846,7 @@ func (r *runner) finish(o Outcome) error {
 // processes, until the runner returns.
 func (r *runner) heartbeat() {
 	cfg := r.e.cfg
+	renewed := time.Now() // the claim; a renewal counts from when it was sent
 	renew := time.NewTicker(cfg.RenewEvery)
 	poll := time.NewTicker(cfg.CancelPoll)
 	defer renew.Stop()
@@ -860,13 +861,22 @@ func (r *runner) heartbeat() {
 				// the lease expires and another node finalizes the run.
 				return
 			}
+			sent := time.Now()
 			run, err := cfg.Store.LeaseRenew(r.ctx, store.LeaseRenewParams{RunID: r.runID, Owner: cfg.Owner, Token: r.token, TTL: cfg.LeaseTTL})
-			if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrEnded) {
+			switch {
+			case errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrEnded):
 				r.end(fmt.Errorf("%w: %w", errFenced, err))
 				return
-			}
-			if err == nil && run.CancelRequested {
-				r.requestCancel()
+			case err != nil && time.Since(renewed) >= cfg.LeaseTTL:
+				// Transient errors are retried until the lease would have
+				// lapsed; past that another node may hold the run.
+				r.end(fmt.Errorf("%w: not renewed for %s: %w", errFenced, cfg.LeaseTTL, err))
+				return
+			case err == nil:
+				renewed = sent
+				if run.CancelRequested {
+					r.requestCancel()
+				}
 			}
 		case <-poll.C:
 			if run, err := cfg.Store.RunGet(r.ctx, r.runID); err == nil && run.CancelRequested {
