@@ -23,6 +23,7 @@ import (
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
+	"go.uber.org/goleak"
 )
 
 // The crash tests run real runs in a child process (this test binary,
@@ -45,7 +46,9 @@ func TestMain(m *testing.M) {
 	} else if mode != "" {
 		os.Exit(crashChild(mode, os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	}
-	os.Exit(m.Run())
+	// Runners, heartbeats, tool bodies and sweepers are goroutines: the
+	// tests must leave none behind.
+	goleak.VerifyTestMain(m)
 }
 
 // crashScript: an effect (not replayable), a lookup (replayable), an answer.

@@ -62,6 +62,7 @@ func TestGrantedRootsAreJournaledAndSurviveRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer st.Close()
 	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
 	if err != nil {
 		t.Fatal(err)

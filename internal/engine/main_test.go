@@ -1,0 +1,11 @@
+package engine
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Runners, heartbeats, tool bodies and the sweeper are goroutines: every
+// test must leave none behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
