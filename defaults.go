@@ -56,7 +56,7 @@ var Defaults = []Default{
 	{"compaction: turns kept verbatim (when a request nears 80% of Limits.ContextWindow)", "Limits.KeepTurns", "4", "1–1000; ContextWindow 0 (default) never compacts"},
 	{"hook call (pre_generate, pre_tool, post_tool, post_turn)", "Limits.HookTimeout", "5s", "1ms–1m"},
 	{"command waits for a live runner", "Limits.CommandWait", "5s", "0–1m"},
-	{"lease TTL", "Config.LeaseTTL", "30s", "1s–10m"},
+	{"lease TTL", "Config.LeaseTTL", "30s", "10ms–10m"},
 	{"lease renewal", "Config.LeaseTTL / 3", "10s", "a third of the TTL"},
 	{"force-settle grace after cancel", "Config.ForceSettleGrace", "60s", "1s–1h"},
 	{"cancel poll (requests from other processes)", "Config.CancelPoll", "1s", "10ms–1m"},

@@ -431,3 +431,31 @@ func TestRecoverAllDrivesMoreRunsThanSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenRefusesABadConfig: every field out of range is named at once,
+// and nothing panics.
+func TestOpenRefusesABadConfig(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = hitch.Open(hitch.Config{Store: st, MaxRunners: -1, CancelPoll: -time.Second, LeaseTTL: 48 * time.Hour,
+		ForceSettleGrace: 2 * time.Hour, Agents: []*hitch.Agent{nil}})
+	if err == nil {
+		t.Fatal("a bad config was accepted")
+	}
+	for _, field := range []string{"Config.MaxRunners is -1", "Config.CancelPoll is -1s", "Config.LeaseTTL is 48h0m0s", "Config.ForceSettleGrace is 2h0m0s", "Config.Agents[0]"} {
+		if !strings.Contains(err.Error(), field) {
+			t.Errorf("the error does not name %s:\n%v", field, err)
+		}
+	}
+	if _, err := hitch.Open(hitch.Config{}); err == nil || !strings.Contains(err.Error(), "Config.Store") {
+		t.Errorf("no store: %v", err)
+	}
+	c := hitch.Config{Store: st}.WithDefaults()
+	if c.LeaseTTL != hitch.DefaultLeaseTTL || c.MaxRunners != hitch.DefaultMaxRunners || c.CancelPoll != hitch.DefaultCancelPoll || c.Node == "" {
+		t.Errorf("defaults: %+v", c)
+	}
+}

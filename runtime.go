@@ -1,6 +1,7 @@
 package hitch
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -69,15 +70,16 @@ type Config struct {
 	// Node names this process in leases. Default: host name and pid.
 	Node string
 	// LeaseTTL is how long a runner's lease lasts without renewal; it is
-	// renewed every third of it. Default 30s.
+	// renewed every third of it. Default 30s; 10ms to 10m.
 	LeaseTTL time.Duration
 	// ForceSettleGrace is how long a cancelled run's runner may take to
-	// settle before it lets its lease lapse. Default 60s.
+	// settle before it lets its lease lapse. Default 60s; 1s to 1h.
 	ForceSettleGrace time.Duration
 	// CancelPoll is how often a runner looks for cancel requests made by
-	// other processes. Default 1s.
+	// other processes. Default 1s; 10ms to 1m.
 	CancelPoll time.Duration
-	// MaxRunners bounds the runs this runtime drives at once. Default 256.
+	// MaxRunners bounds the runs this runtime drives at once. Default 256;
+	// 1 to 100000.
 	MaxRunners int
 	// Prices override or add model prices (USD per million tokens) to the
 	// built-in list, for budgets and reported costs.
@@ -109,22 +111,61 @@ type Runtime struct {
 	parents map[string]*Agent
 }
 
-// Open returns a runtime. It drives nothing until a run is started,
-// commanded or recovered.
-func Open(cfg Config) (*Runtime, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("open runtime: Config.Store is required")
-	}
-	if cfg.Node == "" {
+// WithDefaults returns the config with every unset field set to its
+// default (see Defaults).
+func (c Config) WithDefaults() Config {
+	if c.Node == "" {
 		host, _ := os.Hostname()
-		cfg.Node = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomID(3))
+		c.Node = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomID(3))
 	}
-	cfg.LeaseTTL = or(cfg.LeaseTTL, DefaultLeaseTTL)
-	cfg.ForceSettleGrace = or(cfg.ForceSettleGrace, DefaultForceSettleGrace)
-	cfg.CancelPoll = or(cfg.CancelPoll, DefaultCancelPoll)
-	cfg.MaxRunners = or(cfg.MaxRunners, DefaultMaxRunners)
-	if cfg.LeaseTTL < time.Second/100 {
-		return nil, fmt.Errorf("open runtime: Config.LeaseTTL %s: want at least 10ms", cfg.LeaseTTL)
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, DefaultLeaseTTL)
+	c.ForceSettleGrace = cmp.Or(c.ForceSettleGrace, DefaultForceSettleGrace)
+	c.CancelPoll = cmp.Or(c.CancelPoll, DefaultCancelPoll)
+	c.MaxRunners = cmp.Or(c.MaxRunners, DefaultMaxRunners)
+	return c
+}
+
+// Bounds of the Config, as in the defaults table.
+const (
+	minLeaseTTL, maxLeaseTTL                 = 10 * time.Millisecond, 10 * time.Minute
+	minForceSettleGrace, maxForceSettleGrace = time.Second, time.Hour
+	minCancelPoll, maxCancelPoll             = 10 * time.Millisecond, time.Minute
+	maxMaxRunners                            = 100000
+)
+
+// validate reports every problem of a config with defaults applied, each
+// naming its field.
+func (c Config) validate() error {
+	var errs []error
+	between := func(field string, v, lo, hi time.Duration) {
+		if v < lo || v > hi {
+			errs = append(errs, fmt.Errorf("out of range: Config.%s is %s, want %s to %s", field, v, lo, hi))
+		}
+	}
+	if c.Store == nil {
+		errs = append(errs, errors.New("no store: Config.Store is required"))
+	}
+	between("LeaseTTL", c.LeaseTTL, minLeaseTTL, maxLeaseTTL)
+	between("ForceSettleGrace", c.ForceSettleGrace, minForceSettleGrace, maxForceSettleGrace)
+	between("CancelPoll", c.CancelPoll, minCancelPoll, maxCancelPoll)
+	if c.MaxRunners < 1 || c.MaxRunners > maxMaxRunners {
+		errs = append(errs, fmt.Errorf("out of range: Config.MaxRunners is %d, want 1 to %d", c.MaxRunners, maxMaxRunners))
+	}
+	for i, a := range c.Agents {
+		if a == nil {
+			errs = append(errs, fmt.Errorf("no agent: Config.Agents[%d] is nil", i))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Open returns a runtime. It drives nothing until a run is started,
+// commanded or recovered. A config with a field out of its range is
+// refused with every problem named at once.
+func Open(cfg Config) (*Runtime, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("open runtime: %w", err)
 	}
 	rt := &Runtime{cfg: cfg, agents: map[string]*Agent{}, parents: map[string]*Agent{}}
 	var register func(a *Agent, parent *Agent) error
@@ -147,10 +188,7 @@ func Open(cfg Config) (*Runtime, error) {
 		}
 		return nil
 	}
-	for i, a := range cfg.Agents {
-		if a == nil {
-			return nil, fmt.Errorf("open runtime: Config.Agents[%d] is nil", i)
-		}
+	for _, a := range cfg.Agents {
 		if err := register(a, nil); err != nil {
 			return nil, err
 		}
