@@ -64,6 +64,7 @@ var Defaults = []Default{
 	{"graceful stop: running tool bodies and model calls may finish for", "hitch worker --drain (Runtime.Close's ctx)", "30s", "any; a second signal cuts it short"},
 	{"sweeper: looks for due runs every", "hitch worker --poll (Runtime.Sweep's interval)", "1s", "more than 0"},
 	{"sweeper: wait after store errors (doubling from the interval)", "DefaultSweepMaxBackoff", "30s", "fixed"},
+	{"run id: letters, digits and . _ : -", "hitch.WithID (MaxRunIDBytes)", "1–128 bytes", "fixed"},
 	{"journal entries read per page", "store.DefaultReadLimit", "1000", ""},
 	{"SQLite: appends committed in one transaction", "sqlite.WithBatchSize", "64", "1–1024"},
 	{"SQLite: queued writes", "sqlite.WithQueueSize", "1024", "1–65536"},

@@ -459,3 +459,26 @@ func TestOpenRefusesABadConfig(t *testing.T) {
 		t.Errorf("defaults: %+v", c)
 	}
 }
+
+// TestRunIDsAreChecked: ids have a documented character set and length;
+// others are refused with a clear error, and nothing is created.
+func TestRunIDsAreChecked(t *testing.T) {
+	t.Parallel()
+	a := build(t, hitch.Spec{Model: scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "over"}}})})
+	rt, _ := setup(t, a)
+	ctx := context.Background()
+	for _, id := range []string{"job\n42", "job\x1b[31m", "a b", "é", "a/b", strings.Repeat("x", 129)} {
+		_, err := rt.Start(ctx, a, "go", hitch.WithID(id), hitch.Detached())
+		if !errors.Is(err, hitch.ErrBadRunID) || strings.ContainsAny(err.Error(), "\n\x1b") {
+			t.Errorf("start %q: %v", id, err)
+		}
+		if _, err := rt.Get(ctx, id); !errors.Is(err, hitch.ErrNotFound) {
+			t.Errorf("%q was created: %v", id, err)
+		}
+	}
+	for _, id := range []string{"job-42", "tenant:a.b_c", strings.Repeat("x", 128), hitch.NewRunID()} {
+		if err := hitch.CheckRunID(id); err != nil {
+			t.Errorf("%q refused: %v", id, err)
+		}
+	}
+}

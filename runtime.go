@@ -234,8 +234,31 @@ type startOptions struct {
 	detached         bool
 }
 
+// MaxRunIDBytes bounds a run id.
+const MaxRunIDBytes = 128
+
+// ErrBadRunID: a run id outside the documented character set or length.
+var ErrBadRunID = errors.New("bad run id")
+
+// CheckRunID reports whether id can name a run: 1 to MaxRunIDBytes bytes of
+// ASCII letters, digits and the marks . _ : - (ids reach terminals, URLs
+// and web pages, so nothing else is allowed).
+func CheckRunID(id string) error {
+	if id == "" || len(id) > MaxRunIDBytes {
+		return fmt.Errorf("%w: %.40q is %d bytes long: want 1 to %d", ErrBadRunID, id, len(id), MaxRunIDBytes)
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == ':', c == '-':
+		default:
+			return fmt.Errorf("%w: %.40q has %q at byte %d: want letters, digits and . _ : -", ErrBadRunID, id, c, i)
+		}
+	}
+	return nil
+}
+
 // WithID gives the run a caller-chosen id, which makes a retried start
-// idempotent.
+// idempotent. The id must pass CheckRunID.
 func WithID(id string) StartOption { return func(p *startOptions) { p.id = id } }
 
 // WithInstructions adds the caller's layer of instructions to this run,
@@ -276,6 +299,9 @@ func (rt *Runtime) Start(ctx context.Context, agent *Agent, input string, opts .
 	}
 	if o.id == "" {
 		o.id = NewRunID()
+	}
+	if err := CheckRunID(o.id); err != nil {
+		return StartResult{}, fmt.Errorf("start: %w", err)
 	}
 	p := engine.StartParams{ID: o.id, Input: input, Instructions: o.instructions, Detached: o.detached}
 	res, err := rt.eng.Start(ctx, agent.eng, p)
