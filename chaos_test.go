@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,15 +19,18 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
-// The chaos test kills a process that drives many runs at random moments,
-// again and again, each new process recovering what the last one left,
-// then checks the invariants from the journals and the effects the tool
-// bodies recorded: no non-replayable body ran twice, every journal folds,
-// and every run ends exactly once.
+// The chaos test stops a process that drives many runs at random moments,
+// again and again — with SIGKILL, or gracefully with SIGTERM — each new
+// process recovering what the last one left, then checks the invariants
+// from the journals and the effects the tool bodies recorded: no
+// non-replayable body ran twice, every journal folds, every run ends exactly
+// once, and a graceful stop leaves no call started without its result (so
+// it causes no uncertain call).
 
 const (
 	chaosRuns   = 12
@@ -46,7 +50,7 @@ func chaosAgent(effects string) (*hitch.Agent, error) {
 			fmt.Fprintf(f, "%s %s %d %s\n", info.RunID, info.Call, info.Attempt, kind)
 			f.Close()
 			select { // long enough to be killed inside, sometimes
-			case <-time.After(time.Duration(rand.IntN(15)) * time.Millisecond):
+			case <-time.After(time.Duration(rand.IntN(40)) * time.Millisecond):
 			case <-ctx.Done():
 				return "", ctx.Err()
 			}
@@ -64,19 +68,22 @@ func chaosAgent(effects string) (*hitch.Agent, error) {
 	var turns []scripted.Turn
 	for range 3 {
 		turns = append(turns,
-			scripted.Turn{Calls: []scripted.Call{{Name: "effect"}}, Delay: 8 * time.Millisecond},
-			scripted.Turn{Calls: []scripted.Call{{Name: "lookup"}, {Name: "effect"}, {Name: "lookup"}}, Delay: 12 * time.Millisecond})
+			scripted.Turn{Calls: []scripted.Call{{Name: "effect"}}, Delay: 20 * time.Millisecond},
+			scripted.Turn{Calls: []scripted.Call{{Name: "lookup"}, {Name: "effect"}, {Name: "lookup"}}, Delay: 30 * time.Millisecond})
 	}
-	turns = append(turns, scripted.Turn{Text: "done", Delay: 6 * time.Millisecond})
+	turns = append(turns, scripted.Turn{Text: "done", Delay: 15 * time.Millisecond})
 	m := scripted.New("chaos", scripted.Script{Turns: turns})
 	return hitch.Build(hitch.Spec{Name: "chaos", Model: m, Tools: []tool.Tool{effect, lookup}, Policy: policy.AllowAll(),
 		Budget: &hitch.Budget{ToolCalls: 1000, ModelCalls: 1000}, Limits: hitch.Limits{ModelAttempts: 20}})
 }
 
 // chaosChild starts the runs (a repeated start is a no-op) and sweeps,
-// recovering whatever earlier processes left, until it is killed.
+// recovering whatever earlier processes left, until it is killed, or until
+// SIGTERM, when it drains and exits.
 func chaosChild(db, effects string) int {
 	ctx := context.Background()
+	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
+	defer stop()
 	a, err := chaosAgent(effects)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -99,8 +106,47 @@ func chaosChild(db, effects string) int {
 			return 1
 		}
 	}
-	_ = rt.Sweep(ctx, 10*time.Millisecond)
+	_ = rt.Sweep(sigCtx, 10*time.Millisecond)
+	dctx, cancel := context.WithTimeout(ctx, hitch.DefaultDrainWindow)
+	defer cancel()
+	if err := rt.Close(dctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	return 0
+}
+
+// danglingCalls counts calls of the runs whose start is journaled and
+// whose result (settled, failed or uncertain) is not.
+func danglingCalls(t *testing.T, db string) int {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	n := 0
+	for i := range chaosRuns {
+		es, err := st.JournalRead(context.Background(), store.JournalReadParams{RunID: fmt.Sprintf("chaos-%d", i), Limit: 10000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := map[string]bool{}
+		for _, e := range es {
+			var c struct{ Call string }
+			if json.Unmarshal(e.Data, &c) != nil {
+				continue
+			}
+			switch e.Kind {
+			case "call.started":
+				open[c.Call] = true
+			case "call.settled", "call.failed", "call.uncertain":
+				delete(open, c.Call)
+			}
+		}
+		n += len(open)
+	}
+	return n
 }
 
 func TestChaosKills(t *testing.T) {
@@ -110,6 +156,7 @@ func TestChaosKills(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db, effects := filepath.Join(dir, "chaos.db"), filepath.Join(dir, "effects.log")
+	graceful, gracefulDangling := 0, 0
 	for k := range chaosKills {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "HITCH_CRASH_MODE=chaos", "HITCH_CRASH_DB="+db, "HITCH_CRASH_EFFECTS="+effects)
@@ -125,9 +172,21 @@ func TestChaosKills(t *testing.T) {
 			_ = cmd.Process.Kill()
 			t.Fatalf("kill %d: the child did not start", k)
 		}
-		time.Sleep(time.Duration(10+rand.IntN(90)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
+		time.Sleep(time.Duration(10+rand.IntN(90)) * time.Millisecond) // a random moment, not a synchronisation
+		if k%2 == 0 {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+			continue
+		}
+		graceful++
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("stop %d: the child did not drain cleanly: %v", k, err)
+		}
+		if n := danglingCalls(t, db); n > 0 {
+			gracefulDangling += n
+			t.Errorf("stop %d: a graceful stop left %d call(s) started without a result", k, n)
+		}
 	}
 
 	// Finish in this process: recover, reconcile every uncertain call as
@@ -155,10 +214,26 @@ func TestChaosKills(t *testing.T) {
 			if run.Status != hitchtype.StatusWaiting {
 				break
 			}
+			reconciled := map[string]bool{}
+			var uncertain []string
 			for _, e := range journal(t, rt, id) {
 				var u struct{ Call string }
-				if e.Kind == "call.uncertain" && json.Unmarshal(e.Data, &u) == nil {
-					_ = rt.Reconcile(ctx, id, hitch.Reconciliation{Call: u.Call, Unconfirmed: true, By: "chaos"})
+				if json.Unmarshal(e.Data, &u) != nil {
+					continue
+				}
+				switch e.Kind {
+				case "call.uncertain":
+					uncertain = append(uncertain, u.Call)
+				case "call.reconciled":
+					reconciled[u.Call] = true
+				}
+			}
+			for _, call := range uncertain {
+				if reconciled[call] {
+					continue
+				}
+				if err := rt.Reconcile(ctx, id, hitch.Reconciliation{Call: call, Unconfirmed: true, By: "chaos"}); err != nil {
+					t.Fatalf("reconcile %s %s: %v", id, call, err)
 				}
 			}
 		}
@@ -217,6 +292,6 @@ func TestChaosKills(t *testing.T) {
 			t.Errorf("%s: budget charged %d tool calls for %d starts", id, used.ToolCalls, started)
 		}
 	}
-	t.Logf("%d runs, %d kills, %d bodies run, %d starts journaled, %d interrupted model calls, %d uncertain calls",
-		chaosRuns, chaosKills, len(strings.Split(strings.TrimSpace(string(b)), "\n")), toolCalls, interrupted, uncertain)
+	t.Logf("%d runs, %d stops (%d graceful, %d calls left without a result by them), %d bodies run, %d starts journaled, %d interrupted model calls, %d uncertain calls",
+		chaosRuns, chaosKills, graceful, gracefulDangling, len(strings.Split(strings.TrimSpace(string(b)), "\n")), toolCalls, interrupted, uncertain)
 }
