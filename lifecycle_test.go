@@ -482,3 +482,45 @@ func TestRunIDsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestStartGivesUpItsClaimWhenNoSlotFrees: with every runner slot busy, a
+// start waits for one only as long as its context lasts, and then gives the
+// lease it claimed back.
+func TestStartGivesUpItsClaimWhenNoSlotFrees(t *testing.T) {
+	t.Parallel()
+	entered, gate := make(chan struct{}, 4), make(chan struct{})
+	m := gatedModel{Model: scripted.New("m", scripted.Script{Repeat: true, Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "add", Args: `{"a":1,"b":2}`}}}, {Text: "over"}}}),
+		entered: entered, gate: gate}
+	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, nil)}})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, MaxRunners: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		close(gate)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rt.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	ctx := context.Background()
+	if _, err := rt.Start(ctx, a, "first", hitch.WithID("busy")); err != nil {
+		t.Fatal(err)
+	}
+	<-entered // the only slot is taken, by a model call that holds
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = rt.Start(short, a, "second", hitch.WithID("waiting"))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("start with no free slot: %v, want the context's error", err)
+	}
+	if leaseHeld(t, st, "waiting") {
+		t.Error("the start kept the lease it could not use")
+	}
+}
