@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -51,16 +50,13 @@ func (e *Engine) giveBack(l store.Lease) {
 	_ = e.release(ctx, l.Run.ID, l.Token)
 }
 
-// release gives a held lease back: the run stays as it is and becomes due.
+// release gives a held lease back: the run keeps its status and, running,
+// is due at once. A lease already taken or released is left alone.
 func (e *Engine) release(ctx context.Context, runID string, token int64) error {
-	run, err := e.cfg.Store.RunGet(ctx, runID)
-	if err != nil {
-		return err
-	}
-	if run.LeaseToken != token || run.LeaseOwner != e.cfg.Owner || run.Status.Terminal() {
+	_, err := e.cfg.Store.LeaseRelease(ctx, store.LeaseReleaseParams{RunID: runID, Owner: e.cfg.Owner, Token: token})
+	if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrEnded) {
 		return nil
 	}
-	_, err = e.cfg.Store.JournalAppend(ctx, store.JournalAppendParams{RunID: runID, Token: token, After: run.Position, Status: hitchtype.StatusQueued})
 	return err
 }
 
