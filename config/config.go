@@ -165,6 +165,9 @@ func IsProblem(err error) bool {
 // Parse reads and decodes a configuration file, strictly, without building
 // anything.
 func Parse(path string) (_ *File, _ *ast.File, err error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, nil, Problems{{File: path, What: "is a directory: want a YAML configuration file"}}
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read config: %w", err)

@@ -22,6 +22,12 @@ func newApprovals(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List approval requests waiting for an answer",
 		Args:  args(0, "no arguments"),
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("run") {
+				return checkID("--run", root)
+			}
+			return nil
+		},
 		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
 			pending, err := e.rt.PendingApprovals(ctx, root, 1000)
 			if err != nil {

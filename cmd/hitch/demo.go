@@ -80,9 +80,9 @@ func newDemo(g *globals) *cobra.Command {
 				err = answer(ctx, e, p.RunID, p.Call, approval.Credential{Name: "demo", Secret: "demo-secret"}, true, "")
 			}
 			if !g.json {
-				fmt.Fprintf(g.stdout, "\njournal: %s (run %s)\n", g.db, res.Run.ID)
+				fmt.Fprintf(g.stdout, "\njournal: %s (run %s)\n", e.path, res.Run.ID)
 				fmt.Fprintf(g.stdout, "look again with:\n  go run ./cmd/hitch runs show %s --db %s\n  go run ./cmd/hitch runs events %s --db %s\n",
-					res.Run.ID, g.db, res.Run.ID, g.db)
+					res.Run.ID, e.path, res.Run.ID, e.path)
 			}
 			return err
 		},

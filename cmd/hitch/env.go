@@ -22,26 +22,59 @@ import (
 type env struct {
 	g     *globals
 	store store.Store
+	path  string // the store's file
 	cfg   *config.Config
 	rt    *hitch.Runtime
 	out   *printer
 }
 
-// openStore opens the store alone, for commands that only read or record.
-func openStore(ctx context.Context, g *globals) (*env, error) {
-	path := g.db
-	if path == "" {
-		if f, _, err := config.Parse(g.config); err == nil && f.Store != "" {
-			path = filepath.Join(filepath.Dir(g.config), f.Store)
-		} else {
-			path = "hitch.db"
-		}
+// storePath is the SQLite file a command uses: --db, else the config's
+// store (relative to the config file), else hitch.db beside the config.
+// Without --db the config must exist and be sound: a broken one is an
+// error, never a silent fallback to another file.
+func storePath(g *globals) (string, error) {
+	if g.db != "" {
+		return g.db, nil
 	}
+	f, _, err := config.Parse(g.config)
+	if err != nil {
+		return "", configError(g, err)
+	}
+	if f.Store != "" {
+		return filepath.Join(filepath.Dir(g.config), f.Store), nil
+	}
+	return filepath.Join(filepath.Dir(g.config), "hitch.db"), nil
+}
+
+// configError turns a missing config file into a usage error that says
+// how to make one.
+func configError(g *globals, err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return usageError{fmt.Errorf("no configuration file %s: pass --config FILE (and --db FILE to read runs), "+
+			"or write an example here with `hitch demo --dir .`", g.config)}
+	}
+	return err
+}
+
+// openStore opens the store alone, for commands that only read. It never
+// creates a store: a missing file is an error.
+func openStore(ctx context.Context, g *globals) (*env, error) {
+	path, err := storePath(g)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("open store %s: no such file: no run has been started with it (see --db, or the config's store)", path)
+	}
+	return openStoreAt(ctx, g, path)
+}
+
+func openStoreAt(ctx context.Context, g *globals, path string) (*env, error) {
 	st, err := sqlite.Open(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	return &env{g: g, store: st, out: newPrinter(g.stdout, g.json)}, nil
+	return &env{g: g, store: st, path: path, out: newPrinter(g.stdout, g.json)}, nil
 }
 
 // openRuntime opens the store, loads the config and builds a runtime that
@@ -49,15 +82,13 @@ func openStore(ctx context.Context, g *globals) (*env, error) {
 func openRuntime(ctx context.Context, g *globals) (*env, error) {
 	cfg, err := config.Load(g.config, config.Options{})
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, usageError{fmt.Errorf("%w (pass --config)", err)}
-		}
-		return nil, err
+		return nil, configError(g, err)
 	}
-	if g.db == "" && cfg.File.Store != "" {
-		g.db = filepath.Join(filepath.Dir(cfg.Path), cfg.File.Store)
+	path := g.db
+	if path == "" {
+		path = filepath.Join(filepath.Dir(cfg.Path), or(cfg.File.Store, "hitch.db"))
 	}
-	e, err := openStore(ctx, g)
+	e, err := openStoreAt(ctx, g, path)
 	if err != nil {
 		_ = cfg.Close()
 		return nil, err

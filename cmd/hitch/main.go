@@ -59,7 +59,11 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
+	errT := &terminal{w: stderr}
+	outT := &terminal{w: stdout}
+	defer errT.flush()
+	defer outT.flush()
+	root := newRoot(stdout, outT, errT)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -69,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &se) {
 		return int(se)
 	}
-	fmt.Fprintln(stderr, "hitch:", err)
+	fmt.Fprintln(errT, "hitch:", err)
 	var ce *codeError
 	switch {
 	case errors.As(err, &ce):
@@ -99,8 +103,10 @@ type globals struct {
 	leaseTTL       time.Duration
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{stdout: stdout, stderr: stderr}
+// newRoot builds the command tree. Human output goes through term, which
+// escapes control characters; --json output goes to raw, exact.
+func newRoot(raw, term, stderr io.Writer) *cobra.Command {
+	g := &globals{stdout: term, stderr: stderr}
 	root := &cobra.Command{
 		Use:           "hitch",
 		Short:         "A durable runtime for LLM agents",
@@ -108,8 +114,14 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetOut(stdout)
+	root.SetOut(term)
 	root.SetErr(stderr)
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if g.json {
+			g.stdout = raw
+		}
+		return checkGlobals(g)
+	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.BoolVar(&g.json, "json", false, "print JSON instead of text")
@@ -121,6 +133,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newReconcile(g), newCancel(g), newBench(g), newModels(g), newApprovals(g), newWorkspace(g),
 		newMCP(g, os.Stdin),
 	)
+	groupsRefuseUnknown(root)
 	return root
 }
 

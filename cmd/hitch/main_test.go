@@ -9,9 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
 // hitch runs the CLI in this process and returns its exit code and output.
@@ -143,6 +146,11 @@ func TestUsageAndConfigErrorsExitTwo(t *testing.T) {
 	if !strings.Contains(errOut, "bad.yaml:4") || !strings.Contains(errOut, "polcy") {
 		t.Errorf("config error does not name file, line and field: %s", errOut)
 	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
 	code, _, errOut := cli(t, "runs", "show", "nope", "--db", filepath.Join(dir, "x.db"))
 	if code != exitNotFound {
 		t.Errorf("show of a missing run: exit %d (%s)", code, errOut)
@@ -162,10 +170,7 @@ func TestKilledRunIsRecoveredAndReconciled(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "hitch")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	files := map[string]string{
 		"hitch.yaml": `store: runs.db
 models:
@@ -237,5 +242,189 @@ agents:
 	code, _, errOut = cli(t, "run", "-c", cfg, "--id", "pay-1", "charge the card")
 	if code != exitOK || !strings.Contains(errOut, "already started, with the same input") {
 		t.Errorf("restart with the same id: exit %d (%s)", code, errOut)
+	}
+}
+
+// writeFiles writes files into a new folder and returns the folder.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// scriptedConfig is a config with one agent on a scripted model.
+func scriptedConfig(t *testing.T, script string) (dir, cfg string) {
+	t.Helper()
+	dir = writeFiles(t, map[string]string{
+		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
+			"agents:\n  - {name: ops, model: m, tools: [read], policy: allow_all, workspace: .}\n",
+		"script.yaml": script,
+	})
+	return dir, filepath.Join(dir, "hitch.yaml")
+}
+
+// cliWithin runs the CLI bounded by d, for commands that would otherwise
+// keep running.
+func cliWithin(t *testing.T, d time.Duration, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	code := run(ctx, args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestBadFlagsAndArgumentsExitTwo(t *testing.T) {
+	t.Parallel()
+	dir, cfg := scriptedConfig(t, "turns:\n  - text: hi\n")
+	db := filepath.Join(dir, "runs.db")
+	if code, out, errOut := cli(t, "run", "-c", cfg, "--id", "seed", "hi"); code != exitOK {
+		t.Fatalf("seed run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string // in the error
+	}{
+		{[]string{"nosuch"}, `unknown command "nosuch"`},
+		{[]string{"runs", "nosuch", "--db", db}, `unknown command "nosuch" for "hitch runs"`},
+		{[]string{"run", "-c", dir, "hi"}, "is a directory"},
+		{[]string{"worker", "-c", cfg, "--lease-ttl", "-1s"}, "--lease-ttl"},
+		{[]string{"worker", "-c", cfg, "--lease-ttl", "0"}, "--lease-ttl"},
+		{[]string{"worker", "-c", cfg, "--poll", "0"}, "--poll"},
+		{[]string{"runs", "list", "--db", db, "--limit", "-1"}, "--limit"},
+		{[]string{"runs", "list", "--db", db, "--limit", "1001"}, "--limit"},
+		{[]string{"runs", "events", "seed", "--db", db, "--after", "-5"}, "--after"},
+		{[]string{"run", "-c", cfg, "--id", strings.Repeat("a", 10000), "hi"}, "--id"},
+		{[]string{"run", "-c", cfg, "--id", "a\nb", "hi"}, "--id"},
+		{[]string{"run", "-c", cfg, "--id", "a\x1b[31mb", "hi"}, "--id"},
+		{[]string{"run", "-c", cfg, "--id", "", "hi"}, "--id"},
+		{[]string{"workspace", "grant", "seed", filepath.Join(dir, "missing"), "-c", cfg}, "missing"},
+		{[]string{"workspace", "grant", "seed", "relative/dir", "-c", cfg}, "absolute"},
+		{[]string{"run", "-c", cfg, ""}, "PROMPT"},
+		{[]string{"run", "-c", cfg, " \n\t"}, "PROMPT"},
+	} {
+		code, out, errOut := cliWithin(t, 5*time.Second, tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit %d, want %d with %q\n%s%s", tc.args, code, exitUsage, tc.want, out, errOut)
+		}
+		if strings.Contains(errOut, "\x1b") || strings.Contains(errOut, strings.Repeat("a", 200)) {
+			t.Errorf("%q: the error repeats the raw value: %q", tc.args, errOut)
+		}
+	}
+	// None of them started a run.
+	code, out, _ := cli(t, "runs", "list", "--db", db, "--json")
+	if code != exitOK || strings.Count(out, `"id"`) != 1 {
+		t.Errorf("runs list after refused starts: exit %d\n%s", code, out)
+	}
+}
+
+var built struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// binary builds the command once per test process and returns its path.
+func binary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "hitch-bin-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path = filepath.Join(dir, "hitch")
+		built.out, built.err = exec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("build: %v\n%s", built.err, built.out)
+	}
+	return built.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.path != "" {
+		os.RemoveAll(filepath.Dir(built.path))
+	}
+	os.Exit(code)
+}
+
+// inDir runs the real binary with dir as its working directory.
+func inDir(t *testing.T, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.Dir = dir
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errOut.String()
+}
+
+func TestMissingOrBrokenConfigIsAnError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	t.Parallel()
+	empty := t.TempDir()
+	for _, args := range [][]string{{"runs", "list"}, {"run", "hi"}, {"runs", "show", "x"}, {"approvals", "list"}, {"recover"}} {
+		code, out, errOut := inDir(t, empty, args...)
+		if code != exitUsage || !strings.Contains(errOut, "hitch demo --dir .") {
+			t.Errorf("%v with no config: exit %d, want %d and how to make one\n%s%s", args, code, exitUsage, out, errOut)
+		}
+	}
+	if names, _ := os.ReadDir(empty); len(names) != 0 {
+		t.Errorf("commands without a config left files behind: %v", names)
+	}
+
+	// A config naming another store: a broken one is an error, not a
+	// reason to read ./hitch.db.
+	dir, _ := scriptedConfig(t, "turns:\n  - text: hi\n")
+	if code, out, errOut := inDir(t, dir, "run", "--id", "r1", "hi"); code != exitOK {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs.db")); err != nil {
+		t.Fatalf("the run is not in the config's store: %v", err)
+	}
+	if code, out, _ := inDir(t, dir, "runs", "list"); code != exitOK || !strings.Contains(out, "r1") {
+		t.Fatalf("runs list: exit %d\n%s", code, out)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(dir, "hitch.yaml"))
+	if err := os.WriteFile(filepath.Join(dir, "hitch.yaml"), append(cfg, "bogus: 1\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"runs", "list"}, {"runs", "show", "r1"}, {"runs", "events", "r1"}} {
+		code, out, errOut := inDir(t, dir, args...)
+		if code != exitUsage || !strings.Contains(errOut, "bogus") {
+			t.Errorf("%v with a broken config: exit %d, want %d naming the problem\n%s%s", args, code, exitUsage, out, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "hitch.db")); err == nil {
+		t.Error("a command created hitch.db beside a config that names runs.db")
+	}
+	// --db needs no config.
+	if code, out, errOut := inDir(t, empty, "runs", "list", "--db", filepath.Join(dir, "runs.db")); code != exitOK || !strings.Contains(out, "r1") {
+		t.Errorf("runs list --db: exit %d\n%s%s", code, out, errOut)
+	}
+	// A read command never creates a store.
+	if code, _, _ := inDir(t, empty, "runs", "list", "--db", "new.db"); code != exitError {
+		t.Errorf("runs list of a missing store: exit %d, want %d", code, exitError)
+	}
+	if _, err := os.Stat(filepath.Join(empty, "new.db")); err == nil {
+		t.Error("runs list created the store it was asked to read")
 	}
 }

@@ -20,6 +20,14 @@ func newRun(g *globals) *cobra.Command {
 			"With --id the start is idempotent: the same id again starts nothing. With --detach the run is queued for a\n" +
 			"worker (hitch worker) and the command returns at once.",
 		Args: args(1, "one PROMPT argument (quote it)"),
+		PreRunE: func(cmd *cobra.Command, a []string) error {
+			if cmd.Flags().Changed("id") {
+				if err := checkID("--id", id); err != nil {
+					return err
+				}
+			}
+			return checkPrompt(a[0])
+		},
 		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
 			ag, err := e.cfg.Agent(agent)
 			if err != nil {

@@ -25,6 +25,9 @@ func newRuns(g *globals) *cobra.Command {
 		Short: "List runs, newest first",
 		Args:  args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkLimit(limit); err != nil {
+				return err
+			}
 			e, err := openStore(cmd.Context(), g)
 			if err != nil {
 				return err
@@ -79,6 +82,9 @@ func newRuns(g *globals) *cobra.Command {
 		Short: "Print a run's journal from an offset, optionally following it",
 		Args:  args(1, "one RUN id"),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if after < 0 {
+				return usageError{fmt.Errorf("--after %d: want 0 (from the start) or a position", after)}
+			}
 			ctx := cmd.Context()
 			e, err := openStore(ctx, g)
 			if err != nil {

@@ -23,6 +23,12 @@ func newWorker(g *globals) *cobra.Command {
 			"is parked and its lease given back, so another worker resumes it at once. A second signal abandons\n" +
 			"what is still running; those runs are recovered once their leases expire.",
 		Args: args(0, "no arguments"),
+		PreRunE: func(*cobra.Command, []string) error {
+			if poll <= 0 {
+				return usageError{fmt.Errorf("--poll %s: want more than 0", poll)}
+			}
+			return nil
+		},
 		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
 			// Count the signals here: the first ends ctx and starts the
 			// drain, the second cuts it short.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -45,6 +46,15 @@ func newWorkspace(g *globals) *cobra.Command {
 		var by string
 		c := &cobra.Command{
 			Use: use, Short: short, Args: args(2, "RUN and PATH"),
+			PreRunE: func(_ *cobra.Command, a []string) error {
+				if revoke {
+					if !filepath.IsAbs(a[1]) {
+						return usageError{fmt.Errorf("PATH %s: want the absolute path that was granted", printable(a[1]))}
+					}
+					return nil
+				}
+				return checkDir(a[1])
+			},
 			RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
 				var err error
 				if revoke {
