@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -163,31 +164,57 @@ func IsProblem(err error) bool {
 }
 
 // Parse reads and decodes a configuration file, strictly, without building
-// anything.
-func Parse(path string) (_ *File, _ *ast.File, err error) {
+// anything. Problems in the file come back as Problems, every one of them.
+func Parse(path string) (*File, *ast.File, error) {
+	f, tree, probs, err := parse(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(probs) > 0 {
+		return nil, nil, probs
+	}
+	return f, tree, nil
+}
+
+// parse reads and decodes a file. A file that cannot be read is err; one
+// that is not YAML is a single problem and no File; otherwise every
+// unknown key and badly typed value is a problem and the File holds the
+// rest, for the other checks to go on with.
+func parse(path string) (f *File, tree *ast.File, probs Problems, err error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return nil, nil, Problems{{File: path, What: "is a directory: want a YAML configuration file"}}
+		return nil, nil, Problems{{File: path, What: "is a directory: want a YAML configuration file"}}, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read config: %w", err)
+		return nil, nil, nil, fmt.Errorf("read config: %w", err)
 	}
 	// The YAML decoder can panic on some malformed input; a bad file must
 	// be an error that names it, never a crash.
 	defer func() {
 		if p := recover(); p != nil {
-			err = Problems{{File: path, What: fmt.Sprintf("cannot be read as a configuration: %v", p)}}
+			f, tree, err = nil, nil, nil
+			probs = Problems{{File: path, What: fmt.Sprintf("cannot be read as a configuration: %v", p)}}
 		}
 	}()
-	tree, err := parser.ParseBytes(b, 0)
+	tree, err = parser.ParseBytes(b, 0)
 	if err != nil {
-		return nil, nil, Problems{syntaxProblem(path, err)}
+		return nil, nil, Problems{syntaxProblem(path, err)}, nil
 	}
-	var f File
-	if err := yaml.UnmarshalWithOptions(b, &f, yaml.Strict()); err != nil {
-		return nil, nil, Problems{syntaxProblem(path, err)}
+	f = &File{}
+	if !hasAliases(tree) && len(tree.Docs) > 0 {
+		d := decoder{l: locator{path: path, tree: tree}}
+		d.decode(tree.Docs[0], reflect.ValueOf(f).Elem(), "")
+		if len(d.probs) > 0 {
+			return f, tree, d.probs, nil
+		}
 	}
-	return &f, tree, nil
+	// The strict decoder has the last word: it resolves aliases and merge
+	// keys, which the field-by-field one leaves alone.
+	var strict File
+	if err := yaml.UnmarshalWithOptions(b, &strict, yaml.Strict()); err != nil {
+		return nil, nil, Problems{syntaxProblem(path, err)}, nil
+	}
+	return &strict, tree, nil, nil
 }
 
 var lineInError = regexp.MustCompile(`\[(\d+):(\d+)\]`)

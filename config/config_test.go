@@ -209,3 +209,87 @@ agents:
 		}
 	}
 }
+
+func TestEveryProblemInOnePass(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown keys and ranges together", `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: helper
+    model: demo
+    policy: allow_all
+    bogus: 1
+    limits:
+      model_timeout: 500ms
+      approval_expiry: 9999h
+      tool_timeout: -1ns
+      tol_timeout: 5s
+`, []string{":8: agents[0].bogus", ":10: agents[0].limits.model_timeout", `"500ms": want 1s to 24h, or infinite`,
+			":11: agents[0].limits.approval_expiry", "want 1s to 8760h, or infinite", ":12: agents[0].limits.tool_timeout", `"-1ns"`,
+			":13: agents[0].limits.tol_timeout"}},
+		{"agents is not a list", `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents: 3
+`, []string{":4: agents", "want a list"}},
+		{"version is not a number", `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: helper
+    version: "x"
+    model: demo
+    policy: allow_all
+    limits: {tool_concurrency: 0}
+`, []string{":6: agents[0].version", "want a whole number", ":9: agents[0].limits.tool_concurrency"}},
+		{"overflow", `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: helper
+    model: demo
+    policy: allow_all
+    limits:
+      max_tool_result: 99999999999999999999999
+`, []string{":9: agents[0].limits.max_tool_result", "too large"}},
+		{"budgets that are not amounts", `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - {name: a, model: demo, policy: allow_all, budget: {usd: .nan}}
+  - {name: b, model: demo, policy: allow_all, budget: {usd: .inf}}
+  - {name: c, model: demo, policy: allow_all, budget: {usd: 1e-300}}
+  - {name: "bad name", model: demo, policy: allow_all, version: -1}
+`, []string{"agents[0].budget.usd", "agents[1].budget.usd", "agents[2].budget.usd", "agents[3].name", "agents[3].version"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": tc.yaml})
+			_, err := Load(path, Options{})
+			if err == nil || !IsProblem(err) {
+				t.Fatalf("err = %v", err)
+			}
+			msg := err.Error()
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error lacks %q:\n%s", w, msg)
+				}
+			}
+			for _, bad := range []string{"Infinite", "0m0s", "Go struct", "Go value"} {
+				if strings.Contains(msg, bad) {
+					t.Errorf("error speaks %q, not the file's terms:\n%s", bad, msg)
+				}
+			}
+			for _, line := range strings.Split(msg, "\n") {
+				if !strings.HasPrefix(line, path+":") {
+					t.Errorf("problem without a line: %q", line)
+				}
+			}
+		})
+	}
+}

@@ -5,9 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hitch-dev/hitch"
@@ -75,6 +78,10 @@ func (c *Config) Close() error {
 	return first
 }
 
+// namePattern is the runtime's rule for agent names, checked here so that
+// a bad name is reported with the file's other problems.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
 // providers build a model from its settings, by provider name.
 var providers = map[string]func(m Model, configPath string, getenv func(string) string) (model.Model, error){
 	"scripted": func(m Model, configPath string, _ func(string) string) (model.Model, error) {
@@ -122,9 +129,12 @@ func (m Model) KeyEnv() string {
 // Load reads, checks and builds a configuration file. Problems in the file
 // come back together as Problems, each naming the file, line and field.
 func Load(path string, opts Options) (*Config, error) {
-	f, tree, err := Parse(path)
+	f, tree, decodeProbs, err := parse(path)
 	if err != nil {
 		return nil, err
+	}
+	if f == nil {
+		return nil, decodeProbs
 	}
 	getenv := opts.Getenv
 	if getenv == nil {
@@ -164,6 +174,14 @@ func Load(path string, opts Options) (*Config, error) {
 			probs = append(probs, l.problem(field+".name", "%q is already the name of agents[%d]", a.Name, j))
 		}
 		index[a.Name] = i
+		var np []Problem
+		if !namePattern.MatchString(a.Name) {
+			np = append(np, l.problem(field+".name", "%q: want 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit", a.Name))
+		}
+		if a.Version < 0 {
+			np = append(np, l.problem(field+".version", "%d: want 1 or more (default 1)", a.Version))
+		}
+		probs = append(probs, np...)
 		spec := hitch.Spec{Name: a.Name, Version: a.Version, Instructions: a.Instructions, Description: a.Description}
 		if a.Model == "" {
 			probs = append(probs, l.problem(field+".model", "is required: name one of models"))
@@ -200,7 +218,7 @@ func Load(path string, opts Options) (*Config, error) {
 		lim, lp := limits(l, field+".limits", a.Limits)
 		probs = append(probs, lp...)
 		spec.Limits = lim
-		if len(pp) > 0 || len(tp) > 0 || len(lp) > 0 || len(ap) > 0 || len(bp) > 0 || spec.Model == nil {
+		if len(np) > 0 || len(pp) > 0 || len(tp) > 0 || len(lp) > 0 || len(ap) > 0 || len(bp) > 0 || spec.Model == nil {
 			continue
 		}
 		specs[i] = &spec
@@ -260,12 +278,33 @@ func Load(path string, opts Options) (*Config, error) {
 			cfg.Agents = append(cfg.Agents, a)
 		}
 	}
+	probs = merge(decodeProbs, probs)
 	if len(probs) > 0 {
 		_ = cfg.Close()
 		sort.SliceStable(probs, func(i, j int) bool { return probs[i].Line < probs[j].Line })
 		return nil, probs
 	}
 	return cfg, nil
+}
+
+// merge adds the problems the checks found to those decoding found,
+// leaving out the ones about a field decoding already refused (its zero
+// value stood in for it).
+func merge(decoded, checked Problems) Problems {
+	out := append(Problems(nil), decoded...)
+	for _, p := range checked {
+		covered := false
+		for _, d := range decoded {
+			if p.Field == d.Field || strings.HasPrefix(p.Field, d.Field+".") || strings.HasPrefix(p.Field, d.Field+"[") {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // tools builds an agent's tools: built-in ones on a sandbox confined to the
@@ -370,10 +409,18 @@ func budget(l locator, field string, y *Budget) (*hitch.Budget, []Problem) {
 	}
 	var probs []Problem
 	out := &hitch.Budget{Tokens: y.Tokens, USD: y.USD, ModelCalls: y.ModelCalls, ToolCalls: y.ToolCalls}
+	switch usd := y.USD; {
+	case math.IsNaN(usd) || math.IsInf(usd, 0):
+		probs = append(probs, l.problem(field+".usd", "%v: want 0 (no limit) or an amount such as 2.50", usd))
+	case usd > maxUSD:
+		probs = append(probs, l.problem(field+".usd", "%g: want at most %.0f", usd, float64(maxUSD)))
+	case usd > 0 && usd < minUSD:
+		probs = append(probs, l.problem(field+".usd", "%g: want 0 (no limit) or at least %g, a millionth of a dollar", usd, minUSD))
+	}
 	for _, c := range []struct {
 		key string
 		neg bool
-	}{{"tokens", y.Tokens < 0}, {"usd", y.USD < 0}, {"model_calls", y.ModelCalls < 0}, {"tool_calls", y.ToolCalls < 0}} {
+	}{{"tokens", y.Tokens < 0}, {"usd", y.USD < 0 && !math.IsInf(y.USD, 0)}, {"model_calls", y.ModelCalls < 0}, {"tool_calls", y.ToolCalls < 0}} {
 		if c.neg {
 			probs = append(probs, l.problem(field+"."+c.key, "want 0 (no limit) or more"))
 		}
@@ -388,12 +435,40 @@ func budget(l locator, field string, y *Budget) (*hitch.Budget, []Problem) {
 	return out, probs
 }
 
+// A budget in dollars is kept in millionths of a dollar.
+const (
+	minUSD = 1e-6
+	maxUSD = 1e9
+)
+
+// fmtDuration spells a duration as a file would: 24h, not 24h0m0s.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 func limits(l locator, field string, y Limits) (hitch.Limits, []Problem) {
 	var probs []Problem
-	dur := func(key, v string, infinite bool) time.Duration {
+	// dur reads a duration and checks it against the runtime's range,
+	// spelled as the file spells it.
+	dur := func(key, v string, lo, hi time.Duration, infinite bool) time.Duration {
 		d, err := duration(v, infinite)
-		if err != nil {
+		switch {
+		case err != nil:
 			probs = append(probs, l.problem(field+"."+key, "%v", err))
+		case v == "" || infinite && (v == "infinite" || v == "inf"):
+		case d < lo || d > hi:
+			or := ""
+			if infinite {
+				or = ", or infinite"
+			}
+			probs = append(probs, l.problem(field+"."+key, "%q: want %s to %s%s", v, fmtDuration(lo), fmtDuration(hi), or))
 		}
 		return d
 	}
@@ -411,15 +486,15 @@ func limits(l locator, field string, y Limits) (hitch.Limits, []Problem) {
 	}
 	out := hitch.Limits{
 		ModelAttempts:       num("model_attempts", y.ModelAttempts, 1, 10000),
-		RetryDelay:          dur("retry_delay", y.RetryDelay, false),
-		MaxRetryAfter:       dur("max_retry_after", y.MaxRetryAfter, false),
-		ModelTimeout:        dur("model_timeout", y.ModelTimeout, true),
-		PolicyTimeout:       dur("policy_timeout", y.PolicyTimeout, false),
-		ToolTimeout:         dur("tool_timeout", y.ToolTimeout, true),
+		RetryDelay:          dur("retry_delay", y.RetryDelay, time.Millisecond, time.Minute, false),
+		MaxRetryAfter:       dur("max_retry_after", y.MaxRetryAfter, 0, time.Hour, false),
+		ModelTimeout:        dur("model_timeout", y.ModelTimeout, time.Second, 24*time.Hour, true),
+		PolicyTimeout:       dur("policy_timeout", y.PolicyTimeout, time.Millisecond, time.Minute, false),
+		ToolTimeout:         dur("tool_timeout", y.ToolTimeout, time.Millisecond, 24*time.Hour, true),
 		ToolConcurrency:     num("tool_concurrency", y.ToolConcurrency, 1, 64),
 		MaxToolResult:       num("max_tool_result", y.MaxToolResult, 1, 64<<20),
-		CommandWait:         dur("command_wait", y.CommandWait, false),
-		ApprovalExpiry:      dur("approval_expiry", y.ApprovalExpiry, true),
+		CommandWait:         dur("command_wait", y.CommandWait, 0, time.Minute, false),
+		ApprovalExpiry:      dur("approval_expiry", y.ApprovalExpiry, time.Second, 365*24*time.Hour, true),
 		AnswerAttempts:      num("answer_attempts", y.AnswerAttempts, 1, 100),
 		MaxChildren:         num("max_children", y.MaxChildren, 1, 999),
 		MaxDepth:            num("max_depth", y.MaxDepth, 1, 16),
