@@ -127,6 +127,8 @@ func (e *env) settle(ctx context.Context, id string) error {
 
 func exitFor(run hitch.Run) error {
 	switch {
+	case run.Status == hitchtype.StatusCompleted && run.Outcome != nil && run.Outcome.Answer == "":
+		return silentExit(exitNoAnswer)
 	case run.Status == hitchtype.StatusCompleted:
 		return nil
 	case run.Status == hitchtype.StatusWaiting:

@@ -27,6 +27,7 @@ const (
 	exitNotDone  = 4 // the run ended but did not complete (failed, cancelled, ...)
 	exitRefused  = 5 // a command was refused (runner busy, not uncertain, ...)
 	exitNotFound = 6 // no such run
+	exitNoAnswer = 7 // the run completed without an answer (stop reason max_turns)
 )
 
 // exitError carries an exit code out of a command.

@@ -428,3 +428,22 @@ func TestMissingOrBrokenConfigIsAnError(t *testing.T) {
 		t.Error("runs list created the store it was asked to read")
 	}
 }
+
+func TestCompletionWithoutAnswerIsNotSuccess(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{
+		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
+			"agents:\n  - {name: ops, model: m, tools: [read], policy: allow_all, workspace: ., limits: {model_attempts: 2}}\n",
+		"script.yaml": "turns:\n  - calls: [{name: read, args: '{\"path\": \"script.yaml\"}'}]\nrepeat: true\n",
+	})
+	cfg := filepath.Join(dir, "hitch.yaml")
+	code, out, errOut := cli(t, "run", "-c", cfg, "--id", "loop", "go round")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitNoAnswer || !strings.Contains(lines[len(lines)-1], "max_turns") {
+		t.Fatalf("run: exit %d, want %d with the stop reason last\n%s%s", code, exitNoAnswer, out, errOut)
+	}
+	code, out, _ = cli(t, "run", "-c", cfg, "--id", "loop", "go round", "--json")
+	if code != exitNoAnswer || !strings.Contains(out, `"reason":"max_turns"`) {
+		t.Errorf("repeated run --json: exit %d\n%s", code, out)
+	}
+}

@@ -206,6 +206,12 @@ func (p *printer) outcome(run hitch.Run) {
 		fmt.Fprintf(p.w, "effects of unknown outcome: %s\n", strings.Join(o.Uncertain, ", "))
 	}
 	fmt.Fprintf(p.w, "turns %d, model attempts %d, tokens in %s out %s\n", o.Turns, o.Attempts, count(o.Usage.InputTokens), count(o.Usage.OutputTokens))
+	switch {
+	case run.Status == hitchtype.StatusCompleted && o.Answer == "":
+		fmt.Fprintf(p.w, "stopped: %s, without an answer\n", or(o.Reason, "no reason given"))
+	case o.Reason != "":
+		fmt.Fprintf(p.w, "stopped: %s\n", o.Reason)
+	}
 }
 
 // runJSON is the stable JSON shape of a run.
