@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -445,5 +446,92 @@ func TestCompletionWithoutAnswerIsNotSuccess(t *testing.T) {
 	code, out, _ = cli(t, "run", "-c", cfg, "--id", "loop", "go round", "--json")
 	if code != exitNoAnswer || !strings.Contains(out, `"reason":"max_turns"`) {
 		t.Errorf("repeated run --json: exit %d\n%s", code, out)
+	}
+}
+
+// evil is text that would drive a terminal if printed raw: colours, a
+// window title (OSC 0), a hyperlink (OSC 8), a C1 control sequence
+// introducer, carriage return, backspace, bell and a bidi override.
+const evil = "\x1b[31mred\x1b[0m \x1b]0;pwned\x07 \x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ \u009b2J \rover\bx\a \u202eabc"
+
+func TestHumanOutputEscapesControlCharacters(t *testing.T) {
+	t.Parallel()
+	answer := "first line\n\tindented " + evil
+	dir := writeFiles(t, map[string]string{
+		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
+			"agents:\n  - {name: ops, model: m, tools: [read], policy: allow_all, workspace: .}\n",
+		"script.yaml": "turns:\n  - text: " + strconv.Quote("look "+evil) + "\n    calls: [{name: read, args: '{\"path\": \"evil.txt\"}'}]\n" +
+			"  - text: " + strconv.Quote(answer) + "\n",
+		"evil.txt": "file says " + evil + " \xff\xfe bytes\n",
+	})
+	cfg := filepath.Join(dir, "hitch.yaml")
+	raw := func(name, s string, shown ...bool) {
+		t.Helper()
+		for _, c := range []string{"\x1b", "\x07", "\x08", "\r", "\u009b", "\u202e", "\xff"} {
+			if strings.Contains(s, c) {
+				t.Errorf("%s prints %q raw:\n%s", name, c, s)
+			}
+		}
+		if len(shown) == 0 && !strings.Contains(s, `\x1b]0;pwned\x07`) {
+			t.Errorf("%s does not show the escape sequence escaped:\n%s", name, s)
+		}
+	}
+	code, out, errOut := cli(t, "run", "-c", cfg, "--id", "e1", "go")
+	if code != exitOK {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	raw("run", out)
+	if !strings.Contains(out, "answer: first line\n\tindented ") {
+		t.Errorf("the answer's newline and tab are not kept as layout:\n%s", out)
+	}
+	for _, args := range [][]string{{"runs", "show", "e1"}, {"runs", "events", "e1"}} {
+		code, out, _ := cli(t, append(args, "-c", cfg)...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		raw(args[1], out)
+	}
+	// An id from the command line is escaped in errors too.
+	_, _, errOut = cli(t, "runs", "show", "x\x1b]0;pwned\x07", "-c", cfg)
+	raw("an error", errOut, false)
+
+	// --json keeps the exact text.
+	code, out, _ = cli(t, "runs", "show", "e1", "-c", cfg, "--json")
+	var shown struct {
+		Run struct {
+			Outcome struct{ Answer string }
+		}
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &shown) != nil || shown.Run.Outcome.Answer != answer {
+		t.Errorf("runs show --json: exit %d, answer %q, want %q", code, shown.Run.Outcome.Answer, answer)
+	}
+}
+
+func TestEscape(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"plain ünïcode 日本": "plain ünïcode 日本",
+		"a\nb\tc":          "a\nb\tc",
+		"\x1b[2J":          `\x1b[2J`,
+		"\u009b\u202e":     `\u009b\u202e`,
+		"\xff\r\x7f":       `\xff\r\x7f`,
+	} {
+		if got := escape(in, true); got != want {
+			t.Errorf("escape(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := printable("a\nb"); got != `a\nb` {
+		t.Errorf("printable keeps a newline: %q", got)
+	}
+	// A character split across writes is held back, not mangled.
+	var b bytes.Buffer
+	term := &terminal{w: &b}
+	s := "日本\x1b"
+	for i := range len(s) {
+		term.Write([]byte{s[i]})
+	}
+	term.flush()
+	if b.String() != `日本\x1b` {
+		t.Errorf("split writes: %q", b.String())
 	}
 }
