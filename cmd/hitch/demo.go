@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hitch-dev/hitch"
+
 	"github.com/hitch-dev/hitch/approval"
 )
 
@@ -60,7 +62,9 @@ func newDemo(g *globals) *cobra.Command {
 			if !g.json {
 				fmt.Fprintf(g.stdout, "hitch demo: agent %q fixes a typo in %s\n\n", ag.Name(), filepath.Join(dir, "workspace", "notes.md"))
 			}
-			res, err := e.rt.Start(ctx, ag, "Fix the spelling mistakes in the notes in this workspace.")
+			id := hitch.NewRunID()
+			e.out.following(id)
+			res, err := e.rt.Start(ctx, ag, "Fix the spelling mistakes in the notes in this workspace.", hitch.WithID(id))
 			if err != nil {
 				return err
 			}

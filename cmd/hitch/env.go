@@ -117,12 +117,34 @@ func (e *env) close() {
 // settle waits for a run to end or park, prints its outcome, and turns its
 // status into the exit code.
 func (e *env) settle(ctx context.Context, id string) error {
+	e.out.following(id)
 	run, err := e.rt.Await(ctx, id)
 	if err != nil {
 		return err
 	}
 	e.out.outcome(run)
 	return exitFor(run)
+}
+
+// exitForAll is the exit code of a command that drove several runs: the
+// most pressing of theirs — a parked run (it needs a person) before one
+// that did not complete, before one that completed without an answer.
+func exitForAll(runs []hitch.Run) error {
+	worst := 0
+	rank := map[int]int{exitOK: 0, exitNoAnswer: 1, exitNotDone: 2, exitWaiting: 3}
+	for _, r := range runs {
+		code := exitOK
+		if se, ok := exitFor(r).(silentExit); ok {
+			code = int(se)
+		}
+		if rank[code] > rank[worst] {
+			worst = code
+		}
+	}
+	if worst == exitOK {
+		return nil
+	}
+	return silentExit(worst)
 }
 
 func exitFor(run hitch.Run) error {

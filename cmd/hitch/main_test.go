@@ -218,11 +218,16 @@ agents:
 	_ = cmd.Wait()
 
 	code, out, errOut := cli(t, "recover", "-c", cfg, "--wait", "2s")
-	if code != exitOK {
-		t.Fatalf("recover: exit %d\n%s\n%s", code, out, errOut)
+	if code != exitWaiting {
+		t.Fatalf("recover of a run that parks: exit %d, want %d\n%s\n%s", code, exitWaiting, out, errOut)
 	}
 	if !strings.Contains(out, "t1c1 OUTCOME UNKNOWN") {
 		t.Errorf("recover did not report the uncertain call:\n%s", out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line != "" && !strings.HasPrefix(line, "pay-1 ") && !strings.HasPrefix(line, "run pay-1") && !strings.HasPrefix(line, "the run is parked") {
+			t.Errorf("recover prints a line without its run id: %q", line)
+		}
 	}
 	code, out, _ = cli(t, "runs", "show", "pay-1", "-c", cfg)
 	if code != exitOK || !strings.Contains(out, "waiting") || !strings.Contains(out, "uncertain") {
@@ -243,6 +248,10 @@ agents:
 	code, _, errOut = cli(t, "run", "-c", cfg, "--id", "pay-1", "charge the card")
 	if code != exitOK || !strings.Contains(errOut, "already started, with the same input") {
 		t.Errorf("restart with the same id: exit %d (%s)", code, errOut)
+	}
+	code, _, errOut = cli(t, "run", "-c", cfg, "--id", "pay-1", "charge it twice")
+	if code != exitRefused || strings.Contains(errOut, "following it") {
+		t.Errorf("restart with another input: exit %d, want %d and no word of following it (%s)", code, exitRefused, errOut)
 	}
 }
 
@@ -443,6 +452,9 @@ func TestCompletionWithoutAnswerIsNotSuccess(t *testing.T) {
 	if code != exitNoAnswer || !strings.Contains(lines[len(lines)-1], "max_turns") {
 		t.Fatalf("run: exit %d, want %d with the stop reason last\n%s%s", code, exitNoAnswer, out, errOut)
 	}
+	if strings.Contains(out, "turn 2, attempt 2") || !strings.Contains(out, "turn 2 (model attempt 2 of this run)") {
+		t.Errorf("attempts are not said to count per run:\n%s", out)
+	}
 	code, out, _ = cli(t, "run", "-c", cfg, "--id", "loop", "go round", "--json")
 	if code != exitNoAnswer || !strings.Contains(out, `"reason":"max_turns"`) {
 		t.Errorf("repeated run --json: exit %d\n%s", code, out)
@@ -533,5 +545,51 @@ func TestEscape(t *testing.T) {
 	term.flush()
 	if b.String() != `日本\x1b` {
 		t.Errorf("split writes: %q", b.String())
+	}
+}
+
+func TestParentAndChildLinesNameTheirRun(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{
+		"hitch.yaml": `store: runs.db
+models:
+  boss: {provider: scripted, script: boss.yaml}
+  kid: {provider: scripted, script: kid.yaml}
+agents:
+  - {name: boss, model: boss, policy: allow_all, sub_agents: [researcher]}
+  - {name: researcher, description: Finds facts., model: kid, policy: allow_all}
+`,
+		"boss.yaml": "turns:\n  - calls: [{name: researcher, args: '{\"prompt\": \"find it\"}'}]\n  - text: it is 42\n",
+		"kid.yaml":  "turns:\n  - text: 42\n",
+	})
+	code, out, errOut := cli(t, "run", "-c", filepath.Join(dir, "hitch.yaml"), "--agent", "boss", "--id", "fam", "find the answer")
+	if code != exitOK {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	_, list, _ := cli(t, "runs", "list", "-c", filepath.Join(dir, "hitch.yaml"), "--json")
+	var kid string
+	for _, l := range strings.Split(strings.TrimSpace(list), "\n") {
+		var r struct {
+			ID       string `json:"id"`
+			ParentID string `json:"parent_id"`
+		}
+		if json.Unmarshal([]byte(l), &r) == nil && r.ParentID == "fam" {
+			kid = r.ID
+		}
+	}
+	if kid == "" {
+		t.Fatalf("no child run:\n%s", list)
+	}
+	kids := 0
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, kid+" ") {
+			kids++
+		}
+		if strings.Contains(line, "reply: 42") && !strings.HasPrefix(line, kid+" ") {
+			t.Errorf("a child's line does not name its run %s: %q", kid, line)
+		}
+	}
+	if kids < 3 {
+		t.Errorf("%d child lines name the child:\n%s", kids, out)
 	}
 }

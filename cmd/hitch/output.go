@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -22,11 +23,34 @@ type printer struct {
 
 	mu    sync.Mutex
 	calls map[string]string // call key → "name args", from replies seen
-	turns map[string]int    // replies seen per run
+	// follow is the run a command follows: its lines go unmarked. Lines
+	// of any other run (a sub-agent, or every run when follow is empty)
+	// start with their run id.
+	follow string
+	seen   map[string]bool // runs with a printed entry, in order of ids
 }
 
 func newPrinter(w io.Writer, asJSON bool) *printer {
-	return &printer{w: w, json: asJSON, calls: map[string]string{}, turns: map[string]int{}}
+	return &printer{w: w, json: asJSON, calls: map[string]string{}, seen: map[string]bool{}}
+}
+
+// following sets the run whose lines go unmarked.
+func (p *printer) following(id string) {
+	p.mu.Lock()
+	p.follow = id
+	p.mu.Unlock()
+}
+
+// driven returns the runs whose entries were printed.
+func (p *printer) driven() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := make([]string, 0, len(p.seen))
+	for id := range p.seen {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // event prints progress as it is made durable.
@@ -43,6 +67,7 @@ func (p *printer) event(ev hitch.Event) {
 
 // entry prints one journal entry.
 func (p *printer) entry(e store.Entry) {
+	p.seen[e.RunID] = true
 	if p.json {
 		line := struct {
 			Run  string          `json:"run"`
@@ -63,6 +88,9 @@ func (p *printer) entry(e store.Entry) {
 
 func (p *printer) describe(e store.Entry) string {
 	prefix := fmt.Sprintf("%4d ", e.Pos)
+	if p.follow == "" || e.RunID != p.follow {
+		prefix = printable(e.RunID) + " " + prefix
+	}
 	switch e.Kind {
 	case hitchtype.KindRunStarted:
 		var d hitchtype.RunStarted
@@ -75,11 +103,14 @@ func (p *printer) describe(e store.Entry) string {
 	case hitchtype.KindModelAttempt:
 		var d hitchtype.ModelAttempt
 		_ = json.Unmarshal(e.Data, &d)
-		return prefix + fmt.Sprintf("model: turn %d, attempt %d", d.Turn, d.Attempt)
+		s := prefix + fmt.Sprintf("model: turn %d (model attempt %d of this run)", d.Turn, d.Attempt)
+		if d.Purpose != "" {
+			s += ", for " + d.Purpose
+		}
+		return s
 	case hitchtype.KindModelReply:
 		var d hitchtype.ModelReply
 		_ = json.Unmarshal(e.Data, &d)
-		p.turns[e.RunID]++
 		var names []string
 		for i, c := range d.Reply.ToolCalls {
 			key := fmt.Sprintf("t%dc%d", d.Turn, i+1)
@@ -212,6 +243,33 @@ func (p *printer) outcome(run hitch.Run) {
 	case o.Reason != "":
 		fmt.Fprintf(p.w, "stopped: %s\n", o.Reason)
 	}
+}
+
+// summary prints one line per run for a command that drove several:
+// its id first, then where it stands.
+func (p *printer) summary(run hitch.Run) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		b, _ := json.Marshal(runJSON(run))
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	s := fmt.Sprintf("%s %s", printable(run.ID), run.Status)
+	if o := run.Outcome; o != nil {
+		switch {
+		case run.Status == hitchtype.StatusCompleted && o.Answer == "":
+			s += fmt.Sprintf(": stopped at %s, without an answer", or(o.Reason, "no reason given"))
+		case o.Error != "":
+			s += ": " + clip(o.Error, 160)
+		case o.Reason != "":
+			s += ": stopped at " + o.Reason
+		}
+	}
+	if run.Status == hitchtype.StatusWaiting {
+		s += fmt.Sprintf(" (hitch runs show %s says on what)", printable(run.ID))
+	}
+	fmt.Fprintln(p.w, s)
 }
 
 // runJSON is the stable JSON shape of a run.

@@ -34,10 +34,11 @@ func newRun(g *globals) *cobra.Command {
 				return usageError{err}
 			}
 			warnMissingKey(g, e, ag.Name())
-			opts := []hitch.StartOption{}
-			if id != "" {
-				opts = append(opts, hitch.WithID(id))
+			if id == "" {
+				id = hitch.NewRunID()
 			}
+			e.out.following(id)
+			opts := []hitch.StartOption{hitch.WithID(id)}
 			if detach {
 				opts = append(opts, hitch.Detached())
 			}
@@ -49,16 +50,12 @@ func newRun(g *globals) *cobra.Command {
 				return err
 			}
 			if !res.Created {
-				same := "the same input"
-				if !res.SameInput {
-					same = "a different input"
-				}
-				if !g.json {
-					fmt.Fprintf(g.stderr, "run %s was already started, with %s; following it\n", res.Run.ID, same)
-				}
 				if !res.SameInput {
 					e.out.outcome(res.Run)
-					return withCode(exitRefused, fmt.Errorf("run %s already exists with a different input", res.Run.ID))
+					return withCode(exitRefused, fmt.Errorf("run %s already exists with a different input; nothing was started", res.Run.ID))
+				}
+				if !g.json {
+					fmt.Fprintf(g.stderr, "run %s was already started, with the same input; following it\n", res.Run.ID)
 				}
 			}
 			if detach {

@@ -101,6 +101,7 @@ func newRuns(g *globals) *cobra.Command {
 }
 
 func followJournal(ctx context.Context, e *env, id string, after int64, follow bool) error {
+	e.out.following(id)
 	if _, err := e.store.RunGet(ctx, id); err != nil {
 		return notFound(err)
 	}

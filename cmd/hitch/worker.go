@@ -113,7 +113,16 @@ func newRecover(g *globals) *cobra.Command {
 			if !g.json {
 				fmt.Fprintf(g.stderr, "recovered %d run(s)\n", total)
 			}
-			return nil
+			var runs []hitch.Run
+			for _, id := range e.out.driven() {
+				r, err := e.rt.Get(ctx, id)
+				if err != nil {
+					return err
+				}
+				e.out.summary(r)
+				runs = append(runs, r)
+			}
+			return exitForAll(runs)
 		}),
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 0, "keep looking for due runs this long (leases last 30s)")
