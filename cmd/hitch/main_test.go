@@ -593,3 +593,55 @@ agents:
 		t.Errorf("%d child lines name the child:\n%s", kids, out)
 	}
 }
+
+func TestJSONOutput(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{
+		"hitch.yaml": "store: runs.db\nprices: {scripted/script: {input: 1, output: 2}}\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
+			"agents:\n  - {name: ops, model: m, policy: allow_all, budget: {tokens: 100000, usd: 2.5}}\n",
+		"script.yaml": "turns:\n  - text: done\n",
+	})
+	cfg := filepath.Join(dir, "hitch.yaml")
+	last := func(out string) map[string]any {
+		t.Helper()
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var v map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &v); err != nil {
+			t.Fatalf("last line is not JSON: %v\n%s", err, out)
+		}
+		return v
+	}
+	code, out, _ := cli(t, "run", "-c", cfg, "--id", "j1", "go", "--json")
+	if v := last(out); code != exitOK || v["created"] != true {
+		t.Errorf("first start: exit %d, %v", code, v)
+	}
+	code, out, _ = cli(t, "run", "-c", cfg, "--id", "j1", "go", "--json")
+	if v := last(out); code != exitOK || v["created"] != false || v["same_input"] != true || v["status"] != "completed" {
+		t.Errorf("repeated start: exit %d, %v", code, v)
+	}
+	code, out, _ = cli(t, "run", "-c", cfg, "--id", "j1", "another", "--json")
+	if v := last(out); code != exitRefused || v["created"] != false || v["same_input"] != false {
+		t.Errorf("start with another input: exit %d, %v", code, v)
+	}
+
+	code, out, _ = cli(t, "runs", "show", "j1", "-c", cfg, "--json")
+	v := last(out)
+	if code != exitOK {
+		t.Fatalf("runs show: exit %d", code)
+	}
+	fam, _ := v["family"].(map[string]any)
+	if fam == nil || fam["runs"] != 1.0 || fam["usage"] == nil {
+		t.Errorf("runs show --json lacks family totals: %s", out)
+	}
+	bud, _ := v["budget"].(map[string]any)
+	if lim, _ := bud["limits"].(map[string]any); lim == nil || lim["tokens"] != 100000.0 || lim["usd"] != 2.5 || bud["used"] == nil {
+		t.Errorf("runs show --json lacks the budget: %s", out)
+	}
+	if calls, ok := v["calls"].([]any); !ok || len(calls) != 0 {
+		t.Errorf("runs show --json: calls = %#v, want []", v["calls"])
+	}
+	code, out, _ = cli(t, "workspace", "list", "j1", "-c", cfg, "--json")
+	if code != exitOK || strings.TrimSpace(out) != "[]" {
+		t.Errorf("workspace list --json of none: exit %d, %q", code, out)
+	}
+}

@@ -28,6 +28,14 @@ type printer struct {
 	// start with their run id.
 	follow string
 	seen   map[string]bool // runs with a printed entry, in order of ids
+	start  *hitch.StartResult
+}
+
+// started records what a start did, for the JSON of its run.
+func (p *printer) started(res hitch.StartResult) {
+	p.mu.Lock()
+	p.start = &res
+	p.mu.Unlock()
 }
 
 func newPrinter(w io.Writer, asJSON bool) *printer {
@@ -215,7 +223,15 @@ func (p *printer) outcome(run hitch.Run) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
-		b, _ := json.Marshal(runJSON(run))
+		v := runJSON(run)
+		if p.start != nil && p.start.Run.ID == run.ID {
+			created, same := p.start.Created, p.start.SameInput
+			v.StartCreated = &created
+			if !created {
+				v.SameInput = &same
+			}
+		}
+		b, _ := json.Marshal(v)
 		fmt.Fprintf(p.w, "%s\n", b)
 		return
 	}
@@ -272,21 +288,28 @@ func (p *printer) summary(run hitch.Run) {
 	fmt.Fprintln(p.w, s)
 }
 
-// runJSON is the stable JSON shape of a run.
-func runJSON(run hitch.Run) any {
-	return struct {
-		ID       string           `json:"id"`
-		RootID   string           `json:"root_id"`
-		ParentID string           `json:"parent_id,omitempty"`
-		Agent    string           `json:"agent"`
-		Version  int              `json:"version"`
-		Status   hitchtype.Status `json:"status"`
-		Position int64            `json:"position"`
-		Outcome  *hitch.Outcome   `json:"outcome,omitempty"`
-		Created  string           `json:"created_at"`
-		Updated  string           `json:"updated_at"`
-	}{run.ID, run.RootID, run.ParentID, run.Agent, run.Version, run.Status, run.Position, run.Outcome,
-		run.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), run.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
+// runView is the stable JSON shape of a run.
+type runView struct {
+	ID       string           `json:"id"`
+	RootID   string           `json:"root_id"`
+	ParentID string           `json:"parent_id,omitempty"`
+	Agent    string           `json:"agent"`
+	Version  int              `json:"version"`
+	Status   hitchtype.Status `json:"status"`
+	Position int64            `json:"position"`
+	Outcome  *hitch.Outcome   `json:"outcome,omitempty"`
+	Created  string           `json:"created_at"`
+	Updated  string           `json:"updated_at"`
+	// For the run a start followed: whether the start created it, and
+	// when it did not, whether the existing run had the same input.
+	StartCreated *bool `json:"created,omitempty"`
+	SameInput    *bool `json:"same_input,omitempty"`
+}
+
+func runJSON(run hitch.Run) runView {
+	return runView{ID: run.ID, RootID: run.RootID, ParentID: run.ParentID, Agent: run.Agent, Version: run.Version,
+		Status: run.Status, Position: run.Position, Outcome: run.Outcome,
+		Created: run.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), Updated: run.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
 }
 
 func count(v *int64) string {

@@ -49,6 +49,7 @@ func newRun(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			e.out.started(res)
 			if !res.Created {
 				if !res.SameInput {
 					e.out.outcome(res.Run)

@@ -153,11 +153,32 @@ func showRun(ctx context.Context, g *globals, id string) error {
 	if err != nil {
 		return err
 	}
+	rt, err := hitch.Open(hitch.Config{Store: e.store})
+	if err != nil {
+		return err
+	}
+	fam, err := rt.FamilyUsage(ctx, run.RootID)
+	if err != nil {
+		return err
+	}
+	limits, used, hasBudget, err := e.store.BudgetGet(ctx, run.RootID)
+	if err != nil {
+		return err
+	}
 	if g.json {
-		b, _ := json.Marshal(struct {
-			Run   any        `json:"run"`
-			Calls []callView `json:"calls"`
-		}{runJSON(run), calls})
+		view := struct {
+			Run    runView      `json:"run"`
+			Calls  []callView   `json:"calls"`
+			Family familyView   `json:"family"`
+			Budget *budgetsView `json:"budget,omitempty"`
+		}{runJSON(run), calls, familyView{fam.Runs, fam.Usage, fam.CostUSD}, nil}
+		if view.Calls == nil {
+			view.Calls = []callView{}
+		}
+		if hasBudget {
+			view.Budget = &budgetsView{budgetJSON(limits), budgetJSON(used)}
+		}
+		b, _ := json.Marshal(view)
 		fmt.Fprintf(g.stdout, "%s\n", b)
 		return nil
 	}
@@ -179,14 +200,10 @@ func showRun(ctx context.Context, g *globals, id string) error {
 			count(o.Usage.InputTokens), count(o.Usage.OutputTokens), count(o.Usage.CachedInputTokens))
 		fmt.Fprintf(w, "cost     %s\n", usd(o.CostUSD))
 	}
-	rt, err := hitch.Open(hitch.Config{Store: e.store})
-	if err != nil {
-		return err
-	}
-	if fam, err := rt.FamilyUsage(ctx, run.RootID); err == nil && fam.Runs > 1 {
+	if fam.Runs > 1 {
 		fmt.Fprintf(w, "family   %d runs, tokens in %s, out %s, cost %s\n", fam.Runs, count(fam.Usage.InputTokens), count(fam.Usage.OutputTokens), usd(fam.CostUSD))
 	}
-	if limits, used, ok, err := e.store.BudgetGet(ctx, run.RootID); err == nil && ok {
+	if hasBudget {
 		fmt.Fprintf(w, "budget   %s\n", budgetLine(limits, used))
 	}
 	if len(calls) > 0 {
@@ -246,6 +263,31 @@ func budgetLine(limits, used store.Budget) string {
 		parts = append(parts, fmt.Sprintf("wall time %s", time.Duration(limits.WallMS)*time.Millisecond))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// familyView is a family's totals as `runs show --json` reports them.
+type familyView struct {
+	Runs    int         `json:"runs"`
+	Usage   hitch.Usage `json:"usage"`
+	CostUSD *float64    `json:"cost_usd"`
+}
+
+// budgetsView is a family budget's limits and what was used of them.
+type budgetsView struct {
+	Limits budgetView `json:"limits"`
+	Used   budgetView `json:"used"`
+}
+
+type budgetView struct {
+	Tokens     int64   `json:"tokens"`
+	USD        float64 `json:"usd"`
+	ModelCalls int64   `json:"model_calls"`
+	ToolCalls  int64   `json:"tool_calls"`
+	WallMS     int64   `json:"wall_ms"`
+}
+
+func budgetJSON(b store.Budget) budgetView {
+	return budgetView{Tokens: b.Tokens, USD: float64(b.MicroUSD) / 1e6, ModelCalls: b.ModelCalls, ToolCalls: b.ToolCalls, WallMS: b.WallMS}
 }
 
 // callView is one call as `runs show` reports it.

@@ -25,6 +25,9 @@ func newWorkspace(g *globals) *cobra.Command {
 				return notFound(err)
 			}
 			if g.json {
+				if roots == nil {
+					roots = []string{}
+				}
 				b, _ := json.Marshal(roots)
 				fmt.Fprintf(g.stdout, "%s\n", b)
 				return nil
