@@ -98,6 +98,7 @@ func isUsage(err error) bool {
 // globals are the flags every command shares.
 type globals struct {
 	stdout, stderr io.Writer
+	raw            io.Writer // standard output unescaped, for protocols
 	json           bool
 	db             string
 	config         string
@@ -107,7 +108,7 @@ type globals struct {
 // newRoot builds the command tree. Human output goes through term, which
 // escapes control characters; --json output goes to raw, exact.
 func newRoot(raw, term, stderr io.Writer) *cobra.Command {
-	g := &globals{stdout: term, stderr: stderr}
+	g := &globals{stdout: term, stderr: stderr, raw: raw}
 	root := &cobra.Command{
 		Use:           "hitch",
 		Short:         "A durable runtime for LLM agents",

@@ -36,10 +36,11 @@ func newMCP(g *globals, stdin io.Reader) *cobra.Command {
 				}
 				cred = &c
 			}
-			out := g.stdout
+			out := g.raw // the protocol is JSON, written exactly
+			prev := g.stdout
 			g.stdout = io.Discard // the runtime's progress must not reach the protocol stream
 			e, err := openRuntime(ctx, g)
-			g.stdout = out
+			g.stdout = prev
 			if err != nil {
 				return err
 			}
