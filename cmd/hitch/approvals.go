@@ -103,7 +103,7 @@ func newAnswer(g *globals, approve bool) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			e, err := openRuntime(ctx, g)
+			e, err := openRuntime(ctx, g, false)
 			if err != nil {
 				return err
 			}

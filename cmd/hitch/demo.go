@@ -50,7 +50,7 @@ func newDemo(g *globals) *cobra.Command {
 			}
 			g.config = filepath.Join(dir, "hitch.yaml")
 			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g)
+			e, err := openRuntime(ctx, g, true)
 			if err != nil {
 				return err
 			}

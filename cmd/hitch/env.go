@@ -63,10 +63,19 @@ func openStore(ctx context.Context, g *globals) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("open store %s: no such file: no run has been started with it (see --db, or the config's store)", path)
+	if err := mustExist(path); err != nil {
+		return nil, err
 	}
 	return openStoreAt(ctx, g, path)
+}
+
+// mustExist refuses a store file that is not there, for the commands that
+// act on runs already started.
+func mustExist(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("open store %s: no such file: no run has been started with it (see --db, or the config's store)", path)
+	}
+	return nil
 }
 
 func openStoreAt(ctx context.Context, g *globals, path string) (*env, error) {
@@ -78,8 +87,9 @@ func openStoreAt(ctx context.Context, g *globals, path string) (*env, error) {
 }
 
 // openRuntime opens the store, loads the config and builds a runtime that
-// prints progress.
-func openRuntime(ctx context.Context, g *globals) (*env, error) {
+// prints progress. Only a command that starts or drives runs (create)
+// may create the store.
+func openRuntime(ctx context.Context, g *globals, create bool) (*env, error) {
 	cfg, err := config.Load(g.config, config.Options{})
 	if err != nil {
 		return nil, configError(g, err)
@@ -87,6 +97,12 @@ func openRuntime(ctx context.Context, g *globals) (*env, error) {
 	path := g.db
 	if path == "" {
 		path = filepath.Join(filepath.Dir(cfg.Path), or(cfg.File.Store, "hitch.db"))
+	}
+	if !create {
+		if err := mustExist(path); err != nil {
+			_ = cfg.Close()
+			return nil, err
+		}
 	}
 	e, err := openStoreAt(ctx, g, path)
 	if err != nil {
@@ -169,11 +185,21 @@ func notFound(err error) error {
 }
 
 // withRuntime wraps a command's body with the runtime it needs, opened
-// from the config and closed when the body returns.
+// from the config and closed when the body returns. The store must exist.
 func withRuntime(g *globals, fn func(ctx context.Context, e *env, args []string) error) func(*cobra.Command, []string) error {
+	return runtimeFor(g, false, fn)
+}
+
+// withNewRuntime is withRuntime for commands that start or drive runs:
+// they create the store when it is not there yet.
+func withNewRuntime(g *globals, fn func(ctx context.Context, e *env, args []string) error) func(*cobra.Command, []string) error {
+	return runtimeFor(g, true, fn)
+}
+
+func runtimeFor(g *globals, create bool, fn func(ctx context.Context, e *env, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, a []string) error {
 		ctx := cmd.Context()
-		e, err := openRuntime(ctx, g)
+		e, err := openRuntime(ctx, g, create)
 		if err != nil {
 			return err
 		}

@@ -645,3 +645,26 @@ func TestJSONOutput(t *testing.T) {
 		t.Errorf("workspace list --json of none: exit %d, %q", code, out)
 	}
 }
+
+func TestOnlyStartingCommandsCreateTheStore(t *testing.T) {
+	t.Parallel()
+	dir, cfg := scriptedConfig(t, "turns:\n  - text: hi\n")
+	for _, args := range [][]string{
+		{"approvals", "list"}, {"approvals", "show", "r", "t1c1"}, {"cancel", "r"}, {"recover"},
+		{"workspace", "list", "r"}, {"reconcile", "r", "t1c1", "--unconfirmed"},
+	} {
+		code, out, errOut := cli(t, append(args, "-c", cfg)...)
+		if code != exitError || !strings.Contains(errOut, "no run has been started") {
+			t.Errorf("%v without a store: exit %d, want %d\n%s%s", args, code, exitError, out, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "runs.db")); err == nil {
+			t.Fatalf("%v created the store", args)
+		}
+	}
+	if code, _, _ := cli(t, "run", "-c", cfg, "hi"); code != exitOK {
+		t.Fatalf("run: exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs.db")); err != nil {
+		t.Errorf("run did not create the store: %v", err)
+	}
+}

@@ -39,7 +39,7 @@ func newMCP(g *globals, stdin io.Reader) *cobra.Command {
 			out := g.raw // the protocol is JSON, written exactly
 			prev := g.stdout
 			g.stdout = io.Discard // the runtime's progress must not reach the protocol stream
-			e, err := openRuntime(ctx, g)
+			e, err := openRuntime(ctx, g, true)
 			g.stdout = prev
 			if err != nil {
 				return err

@@ -28,7 +28,7 @@ func newRun(g *globals) *cobra.Command {
 			}
 			return checkPrompt(a[0])
 		},
-		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
+		RunE: withNewRuntime(g, func(ctx context.Context, e *env, a []string) error {
 			ag, err := e.cfg.Agent(agent)
 			if err != nil {
 				return usageError{err}
@@ -107,7 +107,7 @@ func newReconcile(g *globals) *cobra.Command {
 				return usageError{fmt.Errorf("give exactly one of --output TEXT or --unconfirmed")}
 			}
 			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g)
+			e, err := openRuntime(ctx, g, false)
 			if err != nil {
 				return err
 			}

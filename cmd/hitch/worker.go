@@ -29,7 +29,7 @@ func newWorker(g *globals) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
+		RunE: withNewRuntime(g, func(ctx context.Context, e *env, _ []string) error {
 			// Count the signals here: the first ends ctx and starts the
 			// drain, the second cuts it short.
 			sigs := make(chan os.Signal, 2)
