@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hitch-dev/hitch"
 	"github.com/spf13/cobra"
 )
 
@@ -16,18 +17,11 @@ const minLeaseTTL = 10 * time.Millisecond
 // maxListLimit is the most rows one list command prints.
 const maxListLimit = 1000
 
-// checkID refuses a run id the runtime would not accept: 1–128 bytes of
-// letters, digits and "._:-". The value is never echoed raw.
+// checkID refuses a run id the runtime would not accept (hitch.CheckRunID),
+// as a usage error. The value is never echoed raw.
 func checkID(flag, id string) error {
-	if len(id) < 1 || len(id) > 128 {
-		return usageError{fmt.Errorf("%s: want 1–128 bytes of letters, digits and ._:- (got %d bytes)", flag, len(id))}
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:-", c) >= 0 {
-			continue
-		}
-		return usageError{fmt.Errorf("%s %s: byte %d is %s; want letters, digits and ._:- only", flag, printable(id), i+1, printable(string(c)))}
+	if err := hitch.CheckRunID(id); err != nil {
+		return usageError{fmt.Errorf("%s: %w", flag, err)}
 	}
 	return nil
 }

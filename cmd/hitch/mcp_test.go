@@ -22,10 +22,7 @@ func TestMCPServesTheConfigsAgents(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "hitch")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	files := map[string]string{
 		"hitch.yaml": `store: runs.db
 models:

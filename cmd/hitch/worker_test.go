@@ -3,44 +3,21 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// built is the hitch binary, built once for the worker tests.
-var built struct {
-	once sync.Once
-	bin  string
-	err  error
-}
-
 // workerSetup builds hitch and writes a config whose one tool call holds
 // until a file named "go" appears in the workspace.
 func workerSetup(t *testing.T) (bin, dir, cfg string) {
 	t.Helper()
-	built.once.Do(func() {
-		d, err := os.MkdirTemp("", "hitch-worker-test-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.bin = filepath.Join(d, "hitch")
-		if out, err := exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("build: %v\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	bin, dir = built.bin, t.TempDir()
+	bin, dir = binary(t), t.TempDir()
 	files := map[string]string{
 		"hitch.yaml": `store: runs.db
 models:
