@@ -125,6 +125,18 @@ type Store interface {
 	Close() error
 }
 
+// Notifier is implemented by a Store that can tell a node when work may
+// have become due (a run created, released or woken, a cancel requested),
+// so an idle node claims at once instead of at its next poll. It is
+// optional: a node type-asserts for it and polls without it.
+type Notifier interface {
+	// Wake returns a channel that receives when work may be due. Wakes
+	// coalesce (one receive may stand for many events) and are hints: a
+	// claim after one may find nothing. The channel is the same on every
+	// call and meant for one receiver; it is never closed.
+	Wake() <-chan struct{}
+}
+
 // Budget is a family's limits, or its use. In limits, a zero counter is
 // unlimited.
 type Budget struct {

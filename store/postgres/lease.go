@@ -1,0 +1,170 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hitch-dev/hitch/store"
+)
+
+// leaseSet is the SET list of a claim: $2 owner, $3 TTL in microseconds.
+const leaseSet = `status = 'running', wake_at = NULL, lease_owner = $2, lease_token = lease_token + 1,
+	lease_expires = ` + nowSQL + ` + $3 * interval '1 microsecond', updated_at = ` + nowSQL
+
+// claimDueSQL claims up to $4 due runs, oldest first. FOR UPDATE SKIP
+// LOCKED makes concurrent claimers pass over each other's rows instead of
+// waiting for them, and re-checks each row it locks against the committed
+// version, so no run is claimed twice.
+const claimDueSQL = `
+WITH due AS (
+	SELECT seq FROM hitch_runs
+	WHERE (status IN ('queued', 'running') AND (lease_expires IS NULL OR lease_expires <= ` + nowSQL + `))
+		OR (status = 'waiting' AND wake_at <= ` + nowSQL + `)
+	ORDER BY seq
+	LIMIT $4
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE hitch_runs AS r SET ` + leaseSet + `
+FROM due WHERE r.seq = due.seq
+RETURNING r.seq, r.id, r.root_id, r.parent_id, r.depth, r.agent, r.version, r.input_hash, r.status, r.position,
+	r.lease_owner, r.lease_token, r.lease_expires, r.wake_at, r.cancel_requested, r.outcome, r.created_at, r.updated_at`
+
+// claimOneSQL claims one run by id when it is not terminal and holds no
+// live lease.
+const claimOneSQL = `
+UPDATE hitch_runs SET ` + leaseSet + `
+WHERE id = $4 AND status IN ('queued', 'running', 'waiting')
+	AND (lease_owner = '' OR lease_expires IS NULL OR lease_expires <= ` + nowSQL + `)
+RETURNING ` + runCols
+
+// LeaseClaim leases due runs, or one run by ID, to p.Owner for p.TTL. Due
+// runs are claimed oldest first (in creation order).
+func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]store.Lease, error) {
+	if err := validateClaim(p); err != nil {
+		return nil, fmt.Errorf("lease claim: %w", err)
+	}
+	if p.RunID != "" {
+		l, err := s.claimOne(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("lease claim %q: %w", p.RunID, err)
+		}
+		return []store.Lease{l}, nil
+	}
+	var leases []store.Lease
+	err := s.retry(ctx, func() error {
+		leases = leases[:0]
+		rows, err := s.pool.Query(ctx, claimDueSQL, s.clockArg(), p.Owner, p.TTL.Microseconds(), max(p.Limit, 1))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var claimed []row
+		for rows.Next() {
+			r, err := scanRun(rows)
+			if err != nil {
+				return err
+			}
+			claimed = append(claimed, r)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		slices.SortFunc(claimed, func(a, b row) int { return cmp.Compare(a.seq, b.seq) })
+		for _, r := range claimed {
+			leases = append(leases, lease(r.run))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lease claim: %w", err)
+	}
+	return leases, nil
+}
+
+// claimOne claims a run by id in one statement; when it matches nothing,
+// the run is read to say why. A read that finds the run claimable after
+// all (its lease ran out in between) tries again.
+func (s *Store) claimOne(ctx context.Context, p store.LeaseClaimParams) (store.Lease, error) {
+	var l store.Lease
+	err := s.retry(ctx, func() error {
+		for try := 0; ; try++ {
+			now := s.clockArg()
+			r, err := scanRun(s.pool.QueryRow(ctx, claimOneSQL, now, p.Owner, p.TTL.Microseconds(), p.RunID))
+			if err == nil {
+				l = lease(r.run)
+				return nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			var live bool
+			r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+`, coalesce(lease_expires > `+nowSQL+`, false) FROM hitch_runs WHERE id = $2`,
+				now, p.RunID), &live)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				return store.ErrNotFound
+			case err != nil:
+				return err
+			case r.run.Status.Terminal():
+				return fmt.Errorf("%w (status %s)", store.ErrEnded, r.run.Status)
+			case r.run.LeaseOwner != "" && live:
+				return &store.LeaseHeldError{RunID: r.run.ID, Owner: r.run.LeaseOwner, ExpiresAt: r.run.LeaseExpires}
+			case try >= maxTries:
+				return fmt.Errorf("%w (the run changed under %d claims)", store.ErrConflict, maxTries)
+			}
+		}
+	})
+	return l, err
+}
+
+func lease(r store.Run) store.Lease {
+	return store.Lease{Run: r, Token: r.LeaseToken, ExpiresAt: r.LeaseExpires}
+}
+
+func validateClaim(p store.LeaseClaimParams) error {
+	if err := errors.Join(checkName("owner", p.Owner, true), checkName("run id", p.RunID, false)); err != nil {
+		return err
+	}
+	return checkTTLAndLimit(p.TTL, p.Limit)
+}
+
+// renewSQL extends a held lease from now; it matches nothing when the token
+// or owner is not current or the run has ended.
+const renewSQL = `
+UPDATE hitch_runs SET lease_expires = ` + nowSQL + ` + $5 * interval '1 microsecond', updated_at = ` + nowSQL + `
+WHERE id = $2 AND lease_owner = $3 AND lease_token = $4 AND status IN ('queued', 'running', 'waiting')
+RETURNING ` + runCols
+
+// LeaseRenew extends a held lease by p.TTL from now.
+func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Run, error) {
+	if err := errors.Join(checkName("run id", p.RunID, true), checkName("owner", p.Owner, true),
+		checkTTLAndLimit(p.TTL, 0)); err != nil {
+		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
+	}
+	var run store.Run
+	err := s.retry(ctx, func() error {
+		r, err := scanRun(s.pool.QueryRow(ctx, renewSQL, s.clockArg(), p.RunID, p.Owner, p.Token, p.TTL.Microseconds()))
+		if errors.Is(err, pgx.ErrNoRows) {
+			if r, err = s.getRow(ctx, s.pool, p.RunID); err != nil {
+				return err
+			}
+			cur := r.run
+			if cur.Status.Terminal() {
+				return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
+			}
+			return fmt.Errorf("%w (token %d owned by %q, current token %d owned by %q)",
+				store.ErrFenced, p.Token, p.Owner, cur.LeaseToken, cur.LeaseOwner)
+		}
+		run = r.run
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
+	}
+	return run, nil
+}

@@ -1,0 +1,324 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+
+	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/store/postgres"
+	"github.com/hitch-dev/hitch/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testURL is the database the tests use, from HITCH_TEST_POSTGRES; without
+// it the test is skipped.
+func testURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("HITCH_TEST_POSTGRES")
+	if u == "" {
+		t.Skip("HITCH_TEST_POSTGRES is not set: set it to a postgres:// URL of a database the tests may create schemas in")
+	}
+	return u
+}
+
+// newSchema returns the name of a schema of the test's own, which is
+// dropped with everything in it when the test ends. It is not created:
+// Open creates it.
+func newSchema(t testing.TB) string {
+	t.Helper()
+	url := testURL(t)
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "hitch_test_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// open opens a store in a fresh schema; the caller closes it.
+func open(t testing.TB, opts ...postgres.Option) *postgres.Store {
+	t.Helper()
+	return openIn(t, newSchema(t), opts...)
+}
+
+func openIn(t testing.TB, schema string, opts ...postgres.Option) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), testURL(t), append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
+}
+
+func entry() []store.EntryInput {
+	return []store.EntryInput{{Kind: "k", Data: []byte(`{"x":1}`)}}
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	ctx, url, schema := t.Context(), testURL(t), newSchema(t)
+	ms, err := postgres.Migrate(ctx, url, true, postgres.WithSchema(schema))
+	if err != nil || len(ms) != postgres.SchemaVersion || ms[0].Version != 1 {
+		t.Fatalf("dry run: %v %+v, want all %d migrations", err, ms, postgres.SchemaVersion)
+	}
+	// A dry run writes nothing: not even the schema.
+	if _, err := postgres.Open(ctx, url, postgres.WithSchema(schema), postgres.WithAutoMigrate(false)); err == nil ||
+		!strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("open after a dry run: %v, want the schema missing", err)
+	}
+	if ms, err = postgres.Migrate(ctx, url, false, postgres.WithSchema(schema)); err != nil || len(ms) != postgres.SchemaVersion {
+		t.Fatalf("migrate: %v %+v", err, ms)
+	}
+	if ms, err = postgres.Migrate(ctx, url, false, postgres.WithSchema(schema)); err != nil || len(ms) != 0 {
+		t.Fatalf("migrate again: %v %+v, want nothing to do", err, ms)
+	}
+	s := openIn(t, schema, postgres.WithAutoMigrate(false))
+	defer s.Close()
+	if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: "r", Agent: "a", Entries: entry()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := postgres.Open(t.Context(), testURL(t), postgres.WithSchema(schema))
+			if err == nil {
+				err = s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent open: %v", err)
+		}
+	}
+}
+
+func TestRefuseNewerSchema(t *testing.T) {
+	t.Parallel()
+	ctx, url, schema := t.Context(), testURL(t), newSchema(t)
+	openIn(t, schema).Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "hitch_migrations"}.Sanitize()+
+		` (version, name) VALUES ($1, 'from_the_future')`, postgres.SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range [][]postgres.Option{{}, {postgres.WithAutoMigrate(false)}} {
+		s, err := postgres.Open(ctx, url, append(opts, postgres.WithSchema(schema))...)
+		if err == nil {
+			s.Close()
+			t.Fatal("open of a newer schema succeeded")
+		}
+		if !strings.Contains(err.Error(), "newer than this build") || !strings.Contains(err.Error(), schema) {
+			t.Fatalf("error %q does not say the schema is newer", err)
+		}
+	}
+	if _, err := postgres.Migrate(ctx, url, true, postgres.WithSchema(schema)); err == nil {
+		t.Fatal("dry-run migration of a newer schema succeeded")
+	}
+}
+
+func TestRefuseOlderSchemaWithoutAutoMigrate(t *testing.T) {
+	t.Parallel()
+	ctx, url, schema := t.Context(), testURL(t), newSchema(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := postgres.Open(ctx, url, postgres.WithSchema(schema), postgres.WithAutoMigrate(false))
+	if err == nil {
+		s.Close()
+		t.Fatal("open of an unmigrated schema succeeded")
+	}
+	if !strings.Contains(err.Error(), "older than this build") || !strings.Contains(err.Error(), "migrat") {
+		t.Fatalf("error %q does not ask for a migration", err)
+	}
+}
+
+func TestSchemasAreSeparate(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	a, b := open(t), open(t)
+	defer a.Close()
+	defer b.Close()
+	if _, _, err := a.RunCreate(ctx, store.RunCreateParams{ID: "r", Agent: "a", Entries: entry()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.RunGet(ctx, "r"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("run of schema a seen in schema b: %v", err)
+	}
+	if _, created, err := b.RunCreate(ctx, store.RunCreateParams{ID: "r", Agent: "b", Entries: entry()}); err != nil || !created {
+		t.Fatalf("same id in another schema: created=%v %v", created, err)
+	}
+}
+
+func TestOpenBadOptions(t *testing.T) {
+	t.Parallel()
+	url := testURL(t)
+	for _, tc := range []struct {
+		opt  postgres.Option
+		want string
+	}{
+		{postgres.WithSchema(""), "WithSchema"},
+		{postgres.WithSchema(strings.Repeat("s", 64)), "WithSchema"},
+		{postgres.WithMaxConns(0), "WithMaxConns"},
+		{postgres.WithMaxConns(postgres.MaxConns + 1), "WithMaxConns"},
+		{postgres.WithPollInterval(0), "WithPollInterval"},
+		{postgres.WithPollInterval(2 * time.Hour), "WithPollInterval"},
+	} {
+		s, err := postgres.Open(t.Context(), url, tc.opt)
+		if err == nil {
+			s.Close()
+			t.Fatalf("open with a bad %s succeeded", tc.want)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("error %q does not name %s", err, tc.want)
+		}
+	}
+	if _, err := postgres.Open(t.Context(), "postgres://%zz"); err == nil || !strings.Contains(err.Error(), "connection string") {
+		t.Fatalf("open of a bad URL: %v", err)
+	}
+}
+
+func TestClock(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2030, 1, 2, 3, 4, 5, 678901234, time.FixedZone("X", 3600))
+	s := open(t, postgres.WithClock(func() time.Time { return at }))
+	defer s.Close()
+	want := time.Date(2030, 1, 2, 2, 4, 5, 678901000, time.UTC)
+	now, err := s.Now(t.Context())
+	if err != nil || !now.Equal(want) || now.Location() != time.UTC {
+		t.Fatalf("now %v %v, want %v in UTC", now, err, want)
+	}
+	run, _, err := s.RunCreate(t.Context(), store.RunCreateParams{ID: "r", Agent: "a", Entries: entry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := s.LeaseClaim(t.Context(), store.LeaseClaimParams{Owner: "o", TTL: time.Minute, Limit: 1})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("claim: %v %v", err, ls)
+	}
+	es, err := s.JournalRead(t.Context(), store.JournalReadParams{RunID: "r"})
+	if err != nil || len(es) != 1 {
+		t.Fatal(err)
+	}
+	if !run.CreatedAt.Equal(want) || !es[0].At.Equal(want) || !ls[0].ExpiresAt.Equal(want.Add(time.Minute)) {
+		t.Fatalf("created %v, entry at %v, lease until %v; want %v and a minute later", run.CreatedAt, es[0].At,
+			ls[0].ExpiresAt, want)
+	}
+}
+
+// TestDatabaseClock checks that, without WithClock, the store's clock is
+// the database's and not the process's.
+func TestDatabaseClock(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	defer s.Close()
+	conn, err := pgx.Connect(t.Context(), testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	var before, after time.Time
+	if err := conn.QueryRow(t.Context(), `SELECT clock_timestamp()`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	now, err := s.Now(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(t.Context(), `SELECT clock_timestamp()`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if now.Before(before.Truncate(time.Microsecond)) || now.After(after) {
+		t.Fatalf("store clock %v outside the database's [%v, %v]", now, before, after)
+	}
+}
+
+func TestClosed(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if _, err := s.RunGet(t.Context(), "r"); !errors.Is(err, postgres.ErrClosed) {
+		t.Fatalf("read after close: %v", err)
+	}
+	if _, _, err := s.RunCreate(t.Context(), store.RunCreateParams{ID: "r", Agent: "a", Entries: entry()}); !errors.Is(err, postgres.ErrClosed) {
+		t.Fatalf("write after close: %v", err)
+	}
+}
+
+// TestTwoNodes runs two stores (two pools, as two nodes would) on one
+// schema: a run claimed by one is fenced off from the other.
+func TestTwoNodes(t *testing.T) {
+	t.Parallel()
+	ctx, schema := t.Context(), newSchema(t)
+	a, b := openIn(t, schema), openIn(t, schema)
+	defer a.Close()
+	defer b.Close()
+	if _, _, err := a.RunCreate(ctx, store.RunCreateParams{ID: "r", Agent: "a", Entries: entry()}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := b.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "b", TTL: time.Hour})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("claim on b: %v %v", err, ls)
+	}
+	if ls, err := a.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "a", TTL: time.Hour}); err != nil || len(ls) != 0 {
+		t.Fatalf("claim on a: %v %v, want nothing", err, ls)
+	}
+	_, err = a.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "a", TTL: time.Hour, RunID: "r"})
+	var held *store.LeaseHeldError
+	if !errors.As(err, &held) || held.Owner != "b" {
+		t.Fatalf("claim by id on a: %v", err)
+	}
+	if _, err := a.JournalAppend(ctx, store.JournalAppendParams{RunID: "r", Token: ls[0].Token, After: 1,
+		Entries: entry(), Status: hitchtype.StatusCompleted}); err != nil {
+		t.Fatalf("append with b's token through a: %v", err)
+	}
+}

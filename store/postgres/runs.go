@@ -1,0 +1,238 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/store"
+)
+
+// runCols are a run's columns, in the order scanRun reads them.
+const runCols = `seq, id, root_id, parent_id, depth, agent, version, input_hash, status, position,
+	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at`
+
+// row is a runs row: the run plus its internal key.
+type row struct {
+	seq int64
+	run store.Run
+}
+
+// scanRun reads runCols, then extra columns into extra.
+func scanRun(sc pgx.Row, extra ...any) (row, error) {
+	var (
+		r                    row
+		status               string
+		leaseExpires, wakeAt *time.Time
+		outcome              *string
+	)
+	err := sc.Scan(append([]any{&r.seq, &r.run.ID, &r.run.RootID, &r.run.ParentID, &r.run.Depth, &r.run.Agent,
+		&r.run.Version, &r.run.InputHash, &status, &r.run.Position, &r.run.LeaseOwner,
+		&r.run.LeaseToken, &leaseExpires, &wakeAt, &r.run.CancelRequested, &outcome, &r.run.CreatedAt, &r.run.UpdatedAt},
+		extra...)...)
+	if err != nil {
+		return row{}, err
+	}
+	r.run.Status = hitchtype.Status(status)
+	r.run.LeaseExpires = utc(leaseExpires)
+	r.run.WakeAt = utc(wakeAt)
+	if outcome != nil {
+		r.run.Outcome = json.RawMessage(*outcome)
+	}
+	r.run.CreatedAt = r.run.CreatedAt.UTC()
+	r.run.UpdatedAt = r.run.UpdatedAt.UTC()
+	return r, nil
+}
+
+func utc(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// nullTime stores the zero time as NULL.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// entryArrays splits entries into kinds and data, for unnest.
+func entryArrays(es []store.EntryInput) (kinds, data []string) {
+	kinds, data = make([]string, len(es)), make([]string, len(es))
+	for i, e := range es {
+		kinds[i], data[i] = e.Kind, string(e.Data)
+	}
+	return kinds, data
+}
+
+// createSQL inserts the run, its entries and its budget in one statement;
+// it returns no row when the id is taken.
+const createSQL = `
+WITH r AS (
+	INSERT INTO hitch_runs (id, root_id, parent_id, depth, agent, version, input_hash, status, position,
+		created_at, updated_at)
+	VALUES ($2, $3, $4, $5, $6, $7, $8, 'queued', cardinality($9::text[]), ` + nowSQL + `, ` + nowSQL + `)
+	ON CONFLICT (id) DO NOTHING
+	RETURNING ` + runCols + `
+), j AS (
+	INSERT INTO hitch_journal (run_seq, pos, kind, at, data)
+	SELECT r.seq, e.ord, e.kind, r.created_at, e.data::json
+	FROM r, unnest($9::text[], $10::text[]) WITH ORDINALITY AS e (kind, data, ord)
+), b AS (
+	INSERT INTO hitch_budgets (root_seq, limit_tokens, limit_micro_usd, limit_model_calls, limit_tool_calls, limit_wall_ms)
+	SELECT r.seq, $12, $13, $14, $15, $16 FROM r WHERE $11::boolean
+)
+SELECT ` + runCols + ` FROM r`
+
+// RunCreate creates a queued run with its first journal entries, or returns
+// the existing run with created=false when the ID is taken.
+func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.Run, bool, error) {
+	if err := validateCreate(&p); err != nil {
+		return store.Run{}, false, fmt.Errorf("run create: %w", err)
+	}
+	kinds, data := entryArrays(p.Entries)
+	var b store.Budget
+	withBudget := p.Budget != nil && p.ParentID == ""
+	if withBudget {
+		b = *p.Budget
+	}
+	var (
+		run     store.Run
+		created bool
+	)
+	err := s.retry(ctx, func() error {
+		r, err := scanRun(s.pool.QueryRow(ctx, createSQL, s.clockArg(), p.ID, p.RootID, p.ParentID, p.Depth, p.Agent,
+			p.Version, p.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS))
+		if err == nil {
+			run, created = r.run, true
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		// The id is taken. ON CONFLICT waited for its writer to commit, so
+		// this statement sees the run.
+		r, err = s.getRow(ctx, s.pool, p.ID)
+		run, created = r.run, false
+		return err
+	})
+	if err != nil {
+		return store.Run{}, false, fmt.Errorf("run create %q: %w", p.ID, err)
+	}
+	return run, created, nil
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func (s *Store) getRow(ctx context.Context, q querier, id string) (row, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runCols+` FROM hitch_runs WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return row{}, store.ErrNotFound
+	}
+	return r, err
+}
+
+// RunGet returns one run, or store.ErrNotFound.
+func (s *Store) RunGet(ctx context.Context, id string) (store.Run, error) {
+	if s.closed.Load() {
+		return store.Run{}, ErrClosed
+	}
+	r, err := s.getRow(ctx, s.pool, id)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("run get %q: %w", id, err)
+	}
+	return r.run, nil
+}
+
+// RunList returns runs newest first (by creation time, then creation order).
+func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	limit := p.Limit
+	switch {
+	case limit == 0:
+		limit = defaultListLimit
+	case limit < 0 || limit > MaxListLimit:
+		return nil, fmt.Errorf("run list: limit %d is outside 0..%d", p.Limit, MaxListLimit)
+	}
+	var statuses []string
+	for _, st := range slices.Compact(slices.Sorted(slices.Values(p.Statuses))) {
+		if !st.Valid() {
+			return nil, fmt.Errorf("run list: unknown status %q", st)
+		}
+		statuses = append(statuses, string(st))
+	}
+	where, args := []string{"true"}, []any{limit}
+	if len(statuses) > 0 {
+		args = append(args, statuses)
+		where = append(where, fmt.Sprintf("status = ANY ($%d::text[])", len(args)))
+	}
+	if p.ParentID != "" {
+		args = append(args, p.ParentID)
+		where = append(where, fmt.Sprintf("parent_id = $%d", len(args)))
+	}
+	if p.RootID != "" {
+		args = append(args, p.RootID)
+		where = append(where, fmt.Sprintf("root_id = $%d", len(args)))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM hitch_runs WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY created_at DESC, seq DESC LIMIT $1`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("run list: %w", err)
+	}
+	defer rows.Close()
+	runs := make([]store.Run, 0, min(limit, 16))
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("run list: %w", err)
+		}
+		runs = append(runs, r.run)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("run list: %w", err)
+	}
+	return runs, nil
+}
+
+// cancelSQL records a cancel request and makes a waiting run due now. It
+// changes nothing (and returns no row) on a terminal run, or when the
+// request is already recorded and nothing is left to wake.
+const cancelSQL = `
+UPDATE hitch_runs SET cancel_requested = true,
+	wake_at = CASE WHEN status = 'waiting' AND (wake_at IS NULL OR wake_at > ` + nowSQL + `)
+		THEN ` + nowSQL + ` ELSE wake_at END,
+	updated_at = ` + nowSQL + `
+WHERE id = $2 AND status IN ('queued', 'running', 'waiting')
+	AND (NOT cancel_requested OR (status = 'waiting' AND (wake_at IS NULL OR wake_at > ` + nowSQL + `)))
+RETURNING ` + runCols
+
+// RunRequestCancel records a cancel request; a waiting run becomes due now.
+func (s *Store) RunRequestCancel(ctx context.Context, id string) (store.Run, error) {
+	var run store.Run
+	err := s.retry(ctx, func() error {
+		r, err := scanRun(s.pool.QueryRow(ctx, cancelSQL, s.clockArg(), id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			r, err = s.getRow(ctx, s.pool, id) // ended, missing, or nothing to change
+		}
+		run = r.run
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("run request cancel %q: %w", id, err)
+	}
+	return run, nil
+}
