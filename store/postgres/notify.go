@@ -73,11 +73,11 @@ func (s *Store) listenLoop(ctx context.Context) {
 	defer s.wg.Done()
 	backoff := minBackoff
 	for {
-		err := s.listen(ctx, func() { backoff = minBackoff })
+		// A failed listen is retried; polling covers the gap.
+		_ = s.listen(ctx, func() { backoff = minBackoff })
 		if ctx.Err() != nil {
 			return
 		}
-		s.listenErr.Store(&err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -93,7 +93,9 @@ func (s *Store) listenLoop(ctx context.Context) {
 // connection fails or ctx ends.
 func (s *Store) listen(ctx context.Context, connected func()) error {
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	conn, err := pgx.ConnectConfig(cctx, s.connCf)
+	cc := s.connCf.Copy()
+	cc.RuntimeParams["application_name"] = "hitch wake " + s.schema
+	conn, err := pgx.ConnectConfig(cctx, cc)
 	if err == nil {
 		if _, err = conn.Exec(cctx, "LISTEN "+wakeChannel); err != nil {
 			_ = conn.Close(context.Background())

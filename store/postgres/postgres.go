@@ -39,7 +39,6 @@ type Store struct {
 	wake       chan struct{} // capacity 1: wakes coalesce
 	stop       chan struct{} // closed by Close
 	wg         sync.WaitGroup
-	listenErr  atomic.Pointer[error] // the listener's last error, for tests
 	once       sync.Once
 }
 
