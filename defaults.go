@@ -69,6 +69,8 @@ var Defaults = []Default{
 	{"SQLite: appends committed in one transaction", "sqlite.WithBatchSize", "64", "1–1024"},
 	{"SQLite: queued writes", "sqlite.WithQueueSize", "1024", "1–65536"},
 	{"SQLite: busy timeout", "sqlite.WithBusyTimeout", "5s", "0–10m"},
+	{"PostgreSQL: wake poll interval (the fallback to LISTEN/NOTIFY)", "postgres.WithPollInterval", "1s", "1ms–1h"},
+	{"PostgreSQL: connections per store (plus one for LISTEN)", "postgres.WithMaxConns", "max(4, CPUs)", "1–1000"},
 	{"read tool: lines / bytes per call", "builtin.ReadMaxLines / ReadMaxBytes", "2000 lines / 50 KiB", "fixed"},
 	{"bash tool: output kept (the last lines)", "builtin.BashMaxLines / BashMaxBytes", "2000 lines / 50 KiB", "fixed"},
 	{"bash tool: command timeout", "bash's timeout argument", "2m", "up to 10m; a timeout exits 124"},
