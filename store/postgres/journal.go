@@ -61,20 +61,88 @@ func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) 
 		o := string(p.Outcome)
 		outcome = &o
 	}
+	args := []any{s.clockArg(), p.RunID, p.Token, p.After, status, nullTime(p.WakeAt), outcome, kinds, data}
 	var run store.Run
-	err := s.retry(ctx, func() error {
-		r, err := scanRun(s.pool.QueryRow(ctx, appendSQL, s.clockArg(), p.RunID, p.Token, p.After, status,
-			nullTime(p.WakeAt), outcome, kinds, data))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return s.refusal(ctx, s.pool, p)
-		}
-		run = r.run
-		return err
-	})
+	var err error
+	if p.Charge == nil && !p.Status.Terminal() {
+		// The common case: one statement, no transaction.
+		err = s.retry(ctx, func() error {
+			r, err := scanRun(s.pool.QueryRow(ctx, appendSQL, args...))
+			if errors.Is(err, pgx.ErrNoRows) {
+				return s.refusal(ctx, s.pool, p)
+			}
+			run = r.run
+			return err
+		})
+	} else {
+		err = s.inTx(ctx, func(tx pgx.Tx) error {
+			r, err := scanRun(tx.QueryRow(ctx, appendSQL, args...))
+			if errors.Is(err, pgx.ErrNoRows) {
+				return s.refusal(ctx, tx, p)
+			}
+			if err != nil {
+				return err
+			}
+			run = r.run
+			if p.Charge != nil {
+				if err := chargeAppend(ctx, tx, r.run, *p.Charge); err != nil {
+					return err
+				}
+			}
+			if p.Status.Terminal() {
+				return endFamily(ctx, tx, r.run)
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		return store.Run{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
 	}
 	return run, nil
+}
+
+// chargeAppend charges the budget of run's family inside the append's
+// transaction; a refusal rolls the append back with it.
+func chargeAppend(ctx context.Context, tx pgx.Tx, run store.Run, c store.BudgetCharge) error {
+	if c.RootID != "" && c.RootID != run.RootID {
+		return fmt.Errorf("charge: root id %q is not the run's root %q", c.RootID, run.RootID)
+	}
+	c.RootID = run.RootID
+	_, err := charge(ctx, tx, c)
+	return err
+}
+
+// endChildrenSQL asks every live direct child of an ending run to cancel
+// and makes a waiting one due now (the same change as a cancel request).
+// $1 is the end's time.
+const endChildrenSQL = `
+UPDATE hitch_runs SET cancel_requested = true,
+	wake_at = CASE WHEN status = 'waiting' AND (wake_at IS NULL OR wake_at > $1::timestamptz) THEN $1::timestamptz ELSE wake_at END,
+	updated_at = $1::timestamptz
+WHERE parent_id = $2 AND status IN ('queued', 'running', 'waiting')
+	AND (NOT cancel_requested OR (status = 'waiting' AND (wake_at IS NULL OR wake_at > $1::timestamptz)))`
+
+// wakeParentSQL makes a waiting parent due now, unless it is due earlier.
+const wakeParentSQL = `
+UPDATE hitch_runs SET wake_at = $1::timestamptz, updated_at = $1::timestamptz
+WHERE id = $2 AND status = 'waiting' AND (wake_at IS NULL OR wake_at > $1::timestamptz)`
+
+// endFamily carries a run's end to its family, in the append's
+// transaction: its live children are asked to cancel, its waiting parent
+// is woken. Rows are locked run first, then children, then parent; a
+// deadlock with a child ending at the same moment is broken by PostgreSQL
+// and the transaction is tried again.
+func endFamily(ctx context.Context, tx pgx.Tx, run store.Run) error {
+	at := run.UpdatedAt
+	if _, err := tx.Exec(ctx, endChildrenSQL, at, run.ID); err != nil {
+		return fmt.Errorf("cancel children: %w", err)
+	}
+	if run.ParentID != "" {
+		if _, err := tx.Exec(ctx, wakeParentSQL, at, run.ParentID); err != nil {
+			return fmt.Errorf("wake parent: %w", err)
+		}
+	}
+	return nil
 }
 
 // refusal reads a run to say why an append matched nothing.

@@ -168,3 +168,44 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 	}
 	return run, nil
 }
+
+// releaseSQL gives a held lease back: the lease is cleared, the status and
+// the token stay.
+const releaseSQL = `
+UPDATE hitch_runs SET lease_owner = '', lease_expires = NULL, updated_at = ` + nowSQL + `
+WHERE id = $2 AND lease_owner = $3 AND lease_token = $4 AND status IN ('queued', 'running', 'waiting')
+RETURNING ` + runCols
+
+// LeaseRelease gives a lease back before it expires, so that another node
+// claims the run at once. Releasing an already released lease again (same
+// token) returns the run and nil.
+func (s *Store) LeaseRelease(ctx context.Context, p store.LeaseReleaseParams) (store.Run, error) {
+	if err := errors.Join(checkName("run id", p.RunID, true), checkName("owner", p.Owner, true)); err != nil {
+		return store.Run{}, fmt.Errorf("lease release %q: %w", p.RunID, err)
+	}
+	var run store.Run
+	err := s.retry(ctx, func() error {
+		r, err := scanRun(s.pool.QueryRow(ctx, releaseSQL, s.clockArg(), p.RunID, p.Owner, p.Token))
+		if errors.Is(err, pgx.ErrNoRows) {
+			if r, err = s.getRow(ctx, s.pool, p.RunID); err != nil {
+				return err
+			}
+			cur := r.run
+			switch {
+			case cur.Status.Terminal():
+				return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
+			case cur.LeaseToken == p.Token && cur.LeaseOwner == "":
+				run = cur // released before: nothing to do
+				return nil
+			}
+			return fmt.Errorf("%w (token %d owned by %q, current token %d owned by %q)",
+				store.ErrFenced, p.Token, p.Owner, cur.LeaseToken, cur.LeaseOwner)
+		}
+		run = r.run
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("lease release %q: %w", p.RunID, err)
+	}
+	return run, nil
+}

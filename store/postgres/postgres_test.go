@@ -79,6 +79,15 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
 }
 
+// The suite once more on a clock it drives, passed to every statement in
+// place of database time.
+func TestConformanceWithClock(t *testing.T) {
+	t.Parallel()
+	storetest.RunWithClock(t, func(t *testing.T, now func() time.Time) store.Store {
+		return open(t, postgres.WithClock(now))
+	})
+}
+
 func entry() []store.EntryInput {
 	return []store.EntryInput{{Kind: "k", Data: []byte(`{"x":1}`)}}
 }

@@ -73,7 +73,7 @@ CREATE TRIGGER hitch_runs_wake_insert AFTER INSERT ON hitch_runs
 
 CREATE TRIGGER hitch_runs_wake_update AFTER UPDATE ON hitch_runs
     FOR EACH ROW
-    WHEN ((NEW.lease_owner = '' AND (NEW.status = 'queued' OR (NEW.status = 'waiting' AND NEW.wake_at IS NOT NULL))
+    WHEN ((NEW.lease_owner = '' AND (NEW.status IN ('queued', 'running') OR (NEW.status = 'waiting' AND NEW.wake_at IS NOT NULL))
            AND (OLD.status IS DISTINCT FROM NEW.status OR OLD.lease_owner <> NEW.lease_owner
                 OR OLD.wake_at IS DISTINCT FROM NEW.wake_at))
           OR (NEW.cancel_requested AND NOT OLD.cancel_requested))
