@@ -66,6 +66,15 @@ func TestWakeOnNotify(t *testing.T) {
 		Entries: entry(), Status: hitchtype.StatusQueued}); err != nil {
 		t.Fatal(err)
 	}
+	awaitWake(t, w, "a run was yielded")
+
+	ls, err = other.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "o", TTL: time.Hour, Limit: 1})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("claim: %v %v", err, ls)
+	}
+	if _, err := other.LeaseRelease(ctx, store.LeaseReleaseParams{RunID: "r", Owner: "o", Token: ls[0].Token}); err != nil {
+		t.Fatal(err)
+	}
 	awaitWake(t, w, "a lease was released")
 
 	// A listener whose connection dies reconnects, wakes (what was sent

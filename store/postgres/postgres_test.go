@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -329,5 +331,56 @@ func TestTwoNodes(t *testing.T) {
 	if _, err := a.JournalAppend(ctx, store.JournalAppendParams{RunID: "r", Token: ls[0].Token, After: 1,
 		Entries: entry(), Status: hitchtype.StatusCompleted}); err != nil {
 		t.Fatalf("append with b's token through a: %v", err)
+	}
+}
+
+// TestFamilyEndsAtOnce ends a parent and all its children at the same
+// moment, from many connections: the ends lock rows in different orders
+// (a parent locks its children, a child its parent), and whatever
+// PostgreSQL aborts to break a deadlock is tried again, so every end
+// succeeds.
+func TestFamilyEndsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t, postgres.WithMaxConns(16))
+	defer s.Close()
+	const kids = 12
+	for round := range 3 {
+		root := fmt.Sprint("root", round)
+		if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: root, Agent: "a", Entries: entry()}); err != nil {
+			t.Fatal(err)
+		}
+		var leases []store.Lease
+		for i := range kids {
+			id := fmt.Sprintf("%s-kid%d", root, i)
+			if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: id, RootID: root, ParentID: root, Depth: 1,
+				Agent: "a", Entries: entry()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ls, err := s.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "o", TTL: time.Hour, Limit: kids + 1})
+		if err != nil || len(ls) != kids+1 {
+			t.Fatalf("claim: %v, %d leases", err, len(ls))
+		}
+		leases = append(leases, ls...)
+		var wg sync.WaitGroup
+		errs := make(chan error, len(leases))
+		start := make(chan struct{})
+		for _, l := range leases {
+			wg.Go(func() {
+				<-start
+				_, err := s.JournalAppend(ctx, store.JournalAppendParams{RunID: l.Run.ID, Token: l.Token, After: 1,
+					Entries: entry(), Status: hitchtype.StatusCompleted})
+				errs <- err
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
 	}
 }
