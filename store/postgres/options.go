@@ -25,7 +25,9 @@ type Option func(*config)
 
 type config struct {
 	schema       string
+	schemaSet    bool
 	maxConns     int // 0: the URL's pool_max_conns, or pgxpool's default
+	maxConnsSet  bool
 	autoMigrate  bool
 	pollOnly     bool
 	pollInterval time.Duration
@@ -38,9 +40,11 @@ func defaultConfig() config {
 
 func (c config) validate() error {
 	switch {
+	case c.schemaSet && c.schema == "":
+		return fmt.Errorf("WithSchema: the name is empty")
 	case len(c.schema) > maxSchemaBytes:
 		return fmt.Errorf("WithSchema: %q is longer than %d bytes", c.schema, maxSchemaBytes)
-	case c.maxConns < 0 || c.maxConns > MaxConns:
+	case c.maxConnsSet && (c.maxConns < 1 || c.maxConns > MaxConns):
 		return fmt.Errorf("WithMaxConns: %d is outside 1..%d", c.maxConns, MaxConns)
 	case c.pollInterval < MinPollInterval || c.pollInterval > MaxPollInterval:
 		return fmt.Errorf("WithPollInterval: %v is outside %v..%v", c.pollInterval, MinPollInterval, MaxPollInterval)
@@ -58,24 +62,14 @@ func (c config) validate() error {
 // when it does not exist. Default: the connection's own search_path (for
 // most roles, public).
 func WithSchema(name string) Option {
-	return func(c *config) {
-		c.schema = name
-		if name == "" {
-			c.schema = "\x00" // refused by validate: an explicit empty name is a mistake
-		}
-	}
+	return func(c *config) { c.schema, c.schemaSet = name, true }
 }
 
 // WithMaxConns bounds the store's connection pool (the listener of Wake
 // uses one more connection of its own). Default: the URL's pool_max_conns,
 // else pgxpool's default of max(4, number of CPUs). Range 1..1000.
 func WithMaxConns(n int) Option {
-	return func(c *config) {
-		c.maxConns = n
-		if n == 0 {
-			c.maxConns = -1
-		}
-	}
+	return func(c *config) { c.maxConns, c.maxConnsSet = n, true }
 }
 
 // WithAutoMigrate says whether Open brings the schema up to date. With

@@ -205,9 +205,11 @@ func TestSchemasAreSeparate(t *testing.T) {
 	}
 }
 
+// TestOpenBadOptions needs no database: options are checked before
+// connecting.
 func TestOpenBadOptions(t *testing.T) {
 	t.Parallel()
-	url := testURL(t)
+	url := "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"
 	for _, tc := range []struct {
 		opt  postgres.Option
 		want string
