@@ -344,6 +344,10 @@ var (
 	ErrEnded    = errors.New("run has ended")
 	ErrFenced   = errors.New("lease token is stale")
 	ErrConflict = errors.New("journal position conflict")
+	// ErrCorrupt reports stored data that breaks the store's own
+	// invariants, such as a journal with a missing position. It is never
+	// the caller's fault, and retrying does not help.
+	ErrCorrupt = errors.New("store is corrupt")
 )
 
 // LeaseHeldError reports a live lease on a run that was claimed by ID.
