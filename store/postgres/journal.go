@@ -171,12 +171,12 @@ func refused(cur store.Run, p store.JournalAppendParams) error {
 	return nil
 }
 
-// journalReadSQL reads entries in one statement, so the run's existence
-// and its entries come from one snapshot: a missing run gives no row, a run
-// with nothing after the offset a single row of NULLs.
+// journalReadSQL reads entries in one statement, so the run's existence,
+// its length and its entries come from one snapshot: a missing run gives no
+// row, a run with nothing after the offset a single row of NULL entries.
 const journalReadSQL = `
-SELECT j.pos, j.kind, j.at, j.data::text
-FROM (SELECT seq FROM hitch_runs WHERE id = $1) AS r
+SELECT r.position, j.pos, j.kind, j.at, j.data::text
+FROM (SELECT seq, position FROM hitch_runs WHERE id = $1) AS r
 LEFT JOIN LATERAL (
 	SELECT pos, kind, at, data FROM hitch_journal
 	WHERE run_seq = r.seq AND pos > $2 ORDER BY pos LIMIT $3
@@ -205,6 +205,7 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	}
 	defer rows.Close()
 	found := false
+	var length int64
 	entries := make([]store.Entry, 0, min(limit, 64))
 	for rows.Next() {
 		found = true
@@ -213,7 +214,7 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 			kind, data *string
 			at         *time.Time
 		)
-		if err := rows.Scan(&pos, &kind, &at, &data); err != nil {
+		if err := rows.Scan(&length, &pos, &kind, &at, &data); err != nil {
 			return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
 		}
 		if pos == nil {
@@ -227,5 +228,25 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	if !found {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, store.ErrNotFound)
 	}
+	if err := whole(entries, p.After, length, limit); err != nil {
+		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
+	}
 	return entries, nil
+}
+
+// whole checks that entries hold every position from after+1 up to the
+// journal's length, as far as limit reaches. A gap means a row was lost
+// behind the store's back (a manual DELETE, a bad restore): answering
+// without it would let a runner rebuild a wrong state.
+func whole(entries []store.Entry, after, length int64, limit int) error {
+	for i, e := range entries {
+		if want := after + 1 + int64(i); e.Pos != want {
+			return fmt.Errorf("%w: position %d is missing from the journal (the next stored is %d)", store.ErrCorrupt, want, e.Pos)
+		}
+	}
+	if want := min(max(length-after, 0), int64(limit)); int64(len(entries)) < want {
+		return fmt.Errorf("%w: position %d is missing from the journal of length %d", store.ErrCorrupt,
+			after+int64(len(entries))+1, length)
+	}
+	return nil
 }

@@ -386,3 +386,47 @@ func TestFamilyEndsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestJournalGap deletes journal rows behind the store's back: a read that
+// should hold a missing position is refused with store.ErrCorrupt, naming
+// the run, and reads that do not reach the gap still answer.
+func TestJournalGap(t *testing.T) {
+	t.Parallel()
+	ctx, schema := t.Context(), newSchema(t)
+	s := openIn(t, schema)
+	defer s.Close()
+	if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: "r", Agent: "a", Entries: []store.EntryInput{
+		{Kind: "k", Data: []byte(`1`)}, {Kind: "k", Data: []byte(`2`)}, {Kind: "k", Data: []byte(`3`)},
+		{Kind: "k", Data: []byte(`4`)}, {Kind: "k", Data: []byte(`5`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DELETE FROM `+pgx.Identifier{schema, "hitch_journal"}.Sanitize()+` WHERE pos IN (2, 5)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		after   int64
+		limit   int
+		corrupt bool
+	}{
+		{0, 0, true},  // 2 is missing
+		{0, 1, false}, // reads 1 only
+		{1, 0, true},
+		{2, 2, false}, // 3 and 4
+		{2, 0, true},  // 5, the last, is missing
+		{4, 0, true},
+		{5, 0, false}, // nothing after the end
+	} {
+		es, err := s.JournalRead(ctx, store.JournalReadParams{RunID: "r", After: tc.after, Limit: tc.limit})
+		if tc.corrupt != errors.Is(err, store.ErrCorrupt) || (err != nil && !strings.Contains(err.Error(), `"r"`)) {
+			t.Fatalf("read after %d limit %d: %v (%d entries), corrupt=%v wanted", tc.after, tc.limit, err, len(es), tc.corrupt)
+		}
+		if !tc.corrupt && err != nil {
+			t.Fatalf("read after %d limit %d: %v", tc.after, tc.limit, err)
+		}
+	}
+}
