@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +17,7 @@ import (
 	"github.com/hitch-dev/hitch/config"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/store/postgres"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
@@ -28,22 +32,64 @@ type env struct {
 	out   *printer
 }
 
-// storePath is the SQLite file a command uses: --db, else the config's
-// store (relative to the config file), else hitch.db beside the config.
-// Without --db the config must exist and be sound: a broken one is an
-// error, never a silent fallback to another file.
+// storePath is the store a command uses: --db, else $HITCH_DATABASE_URL,
+// else the config's store (a file relative to the config file, or a
+// PostgreSQL URL), else hitch.db beside the config. Without --db the
+// config must exist and be sound: a broken one is an error, never a silent
+// fallback to another file.
 func storePath(g *globals) (string, error) {
 	if g.db != "" {
 		return g.db, nil
+	}
+	if u := os.Getenv(databaseURLEnv); u != "" {
+		return u, nil
 	}
 	f, _, err := config.Parse(g.config)
 	if err != nil {
 		return "", configError(g, err)
 	}
-	if f.Store != "" {
-		return filepath.Join(filepath.Dir(g.config), f.Store), nil
+	return storeIn(g.config, f.Store), nil
+}
+
+// databaseURLEnv names the variable that points every command at a store,
+// typically a PostgreSQL URL shared by several nodes.
+const databaseURLEnv = "HITCH_DATABASE_URL"
+
+// storeIn resolves a config's store setting against the config file.
+func storeIn(configPath, store string) string {
+	if isPostgres(store) {
+		return store
 	}
-	return filepath.Join(filepath.Dir(g.config), "hitch.db"), nil
+	return filepath.Join(filepath.Dir(configPath), or(store, "hitch.db"))
+}
+
+func isPostgres(loc string) bool {
+	return strings.HasPrefix(loc, "postgres://") || strings.HasPrefix(loc, "postgresql://")
+}
+
+// postgresOptions takes hitch's own settings out of a PostgreSQL URL's
+// query (schema, poll_only); the rest, pool_max_conns included, is pgx's.
+func postgresOptions(loc string, create bool) (string, []postgres.Option, error) {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return "", nil, usageError{fmt.Errorf("store URL: %w", err)}
+	}
+	q := u.Query()
+	opts := []postgres.Option{postgres.WithAutoMigrate(create)}
+	if s := q.Get("schema"); s != "" {
+		opts = append(opts, postgres.WithSchema(s))
+	}
+	if p := q.Get("poll_only"); p != "" {
+		on, err := strconv.ParseBool(p)
+		if err != nil {
+			return "", nil, usageError{fmt.Errorf("store URL: poll_only=%s: want true or false", p)}
+		}
+		opts = append(opts, postgres.WithPollOnly(on))
+	}
+	q.Del("schema")
+	q.Del("poll_only")
+	u.RawQuery = q.Encode()
+	return u.String(), opts, nil
 }
 
 // configError turns a missing config file into a usage error that says
@@ -66,22 +112,39 @@ func openStore(ctx context.Context, g *globals) (*env, error) {
 	if err := mustExist(path); err != nil {
 		return nil, err
 	}
-	return openStoreAt(ctx, g, path)
+	return openStoreAt(ctx, g, path, false)
 }
 
 // mustExist refuses a store file that is not there, for the commands that
 // act on runs already started.
 func mustExist(path string) error {
+	if isPostgres(path) {
+		return nil
+	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("open store %s: no such file: no run has been started with it (see --db, or the config's store)", path)
 	}
 	return nil
 }
 
-func openStoreAt(ctx context.Context, g *globals, path string) (*env, error) {
-	st, err := sqlite.Open(ctx, path)
-	if err != nil {
-		return nil, err
+// openStoreAt opens a SQLite file or a PostgreSQL database. Only a
+// command that may create the store migrates a PostgreSQL schema; the
+// others refuse one that is behind (see hitch migrate).
+func openStoreAt(ctx context.Context, g *globals, path string, create bool) (*env, error) {
+	var st store.Store
+	if isPostgres(path) {
+		conn, opts, err := postgresOptions(path, create)
+		if err != nil {
+			return nil, err
+		}
+		if st, err = postgres.Open(ctx, conn, opts...); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if st, err = sqlite.Open(ctx, path); err != nil {
+			return nil, err
+		}
 	}
 	return &env{g: g, store: st, path: path, out: newPrinter(g.stdout, g.json)}, nil
 }
@@ -96,7 +159,10 @@ func openRuntime(ctx context.Context, g *globals, create bool) (*env, error) {
 	}
 	path := g.db
 	if path == "" {
-		path = filepath.Join(filepath.Dir(cfg.Path), or(cfg.File.Store, "hitch.db"))
+		path = os.Getenv(databaseURLEnv)
+	}
+	if path == "" {
+		path = storeIn(cfg.Path, cfg.File.Store)
 	}
 	if !create {
 		if err := mustExist(path); err != nil {
@@ -104,7 +170,7 @@ func openRuntime(ctx context.Context, g *globals, create bool) (*env, error) {
 			return nil, err
 		}
 	}
-	e, err := openStoreAt(ctx, g, path)
+	e, err := openStoreAt(ctx, g, path, create)
 	if err != nil {
 		_ = cfg.Close()
 		return nil, err
