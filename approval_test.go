@@ -168,8 +168,10 @@ func TestPolicyIsAskedAgainAtTheAnswer(t *testing.T) {
 	rt, _ := setup(t, a)
 	ctx := context.Background()
 	run := runToRest(t, rt, a, "pay")
-	if err := rt.Approve(ctx, run.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments")); err != nil {
-		t.Fatal(err)
+	// The grant is recorded, but the denial is the answer's result.
+	err := rt.Approve(ctx, run.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments"))
+	if !errors.Is(err, hitch.ErrDeniedAtAnswer) || !strings.Contains(err.Error(), "card frozen meanwhile") {
+		t.Fatalf("approve: %v, want ErrDeniedAtAnswer", err)
 	}
 	run, _ = rt.Await(ctx, run.ID)
 	if run.Status != hitchtype.StatusCompleted || charges.Load() != 0 || asked.Load() != 2 {

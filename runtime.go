@@ -55,6 +55,10 @@ var (
 	// ErrApprovalExpired: the approval request passed its deadline; a late
 	// answer is refused.
 	ErrApprovalExpired = engine.ErrApprovalExpired
+	// ErrDeniedAtAnswer: the grant was recorded, but the policy, asked
+	// again at the answer, denied the call; the model is told and the run
+	// goes on without it.
+	ErrDeniedAtAnswer = engine.ErrDeniedAtAnswer
 )
 
 // PendingApproval is an approval request waiting for an answer.
@@ -356,11 +360,13 @@ func (rt *Runtime) Reconcile(ctx context.Context, runID string, rec Reconciliati
 }
 
 // Approve grants a pending approval request with a proof from the agent's
-// approvers (approval.Approvers.Check). The policy is asked again first; a
-// grant is durable, so the call is dispatched even after a crash, without
-// asking again. Refusals: approval.ErrNoApprovers and the proof errors of
-// the approval package, ErrApprovalExpired, ErrAnswered, ErrNoApproval,
-// ErrRunnerBusy.
+// approvers (approval.Approvers.Check). The policy is asked the decision's
+// question again first (a sub-agent start as a start, a tool call as a
+// call); a grant is durable, so the call is dispatched even after a crash,
+// without asking again. A denial at the answer is recorded, the model is
+// told, and Approve returns ErrDeniedAtAnswer. Refusals:
+// approval.ErrNoApprovers and the proof errors of the approval package,
+// ErrApprovalExpired, ErrAnswered, ErrNoApproval, ErrRunnerBusy.
 func (rt *Runtime) Approve(ctx context.Context, runID, call string, proof approval.Proof) error {
 	return rt.answer(ctx, runID, call, true, proof, "")
 }

@@ -3,6 +3,7 @@ package hitch_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -217,4 +218,45 @@ func mustOutcome(t *testing.T, rt *hitch.Runtime, id string) *hitch.Outcome {
 		t.Fatalf("run %s: %+v %v", id, r, err)
 	}
 	return r.Outcome
+}
+
+// TestApprovedDelegationIsAskedAsADelegation: the policy is asked the same
+// question at the approval answer as at the decision, so a policy that
+// tells a sub-agent start from a tool call lets the approved child start.
+func TestApprovedDelegationIsAskedAsADelegation(t *testing.T) {
+	t.Parallel()
+	approvers := members(t)
+	kid := child(t, hitch.Spec{Model: scripted.New("kid", scripted.Script{Turns: []scripted.Turn{{Text: "found"}}})})
+	var kinds []policy.ActionKind
+	var mu sync.Mutex
+	pol := policy.Func(func(_ context.Context, a policy.Action) (policy.Decision, error) {
+		mu.Lock()
+		kinds = append(kinds, a.Kind)
+		mu.Unlock()
+		if a.Kind == policy.StartAgent {
+			return policy.Decision{Verdict: policy.RequireApproval, Requirement: "payments"}, nil
+		}
+		return policy.Decision{Verdict: policy.Deny, Reason: "no tools here"}, nil
+	})
+	boss := build(t, hitch.Spec{Name: "boss", Model: scripted.New("boss", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{delegate("look")}}, {Text: "done"},
+	}}), SubAgents: []*hitch.Agent{kid}, Policy: pol, Approvers: approvers})
+	rt, st := setup(t, boss)
+	ctx := context.Background()
+	run := runToRest(t, rt, boss, "go")
+	if err := rt.Approve(ctx, run.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments")); err != nil {
+		t.Fatal(err)
+	}
+	run, _ = rt.Await(ctx, run.ID)
+	if run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("status %s", run.Status)
+	}
+	if k, err := st.RunGet(ctx, run.ID+".t1c1"); err != nil || k.Status != hitchtype.StatusCompleted {
+		t.Fatalf("the approved child did not run: %+v %v\n%s", k, err, strings.Join(told(journal(t, rt, run.ID)), "\n"))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(kinds) != 2 || kinds[0] != policy.StartAgent || kinds[1] != policy.StartAgent {
+		t.Errorf("the policy was asked %v, want start_agent twice", kinds)
+	}
 }

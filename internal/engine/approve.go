@@ -17,6 +17,7 @@ var (
 	ErrNoApproval       = errors.New("the call does not wait for an approval")
 	ErrAnswered         = errors.New("the approval request was already answered")
 	ErrApprovalExpired  = errors.New("the approval request has expired")
+	ErrDeniedAtAnswer   = errors.New("the policy denied the call at approval time")
 	errAnswerNotApplied = errors.New("answer not applied")
 )
 
@@ -34,7 +35,9 @@ type ApprovalAnswerParams struct {
 // AnswerApproval grants or rejects a pending approval request and drives
 // the run on in the background. A request past its deadline is recorded as
 // expired (the model is told) and the answer is refused with
-// ErrApprovalExpired. The policy is asked again before a grant takes effect.
+// ErrApprovalExpired. The policy is asked again, the same question as at the
+// decision, before a grant takes effect; a denial then is recorded (the
+// model is told) and returned as ErrDeniedAtAnswer.
 func (e *Engine) AnswerApproval(ctx context.Context, runID string, p ApprovalAnswerParams, wait time.Duration) error {
 	st, err := e.foldRun(ctx, runID)
 	if err != nil {
@@ -77,11 +80,10 @@ func (e *Engine) AnswerApproval(ctx context.Context, runID string, p ApprovalAns
 		// The world may have changed since the request: ask the policy
 		// again. A denial now wins; another approval verdict is satisfied
 		// by this one.
-		args := json.RawMessage(c.call.Arguments)
-		if !json.Valid(args) {
-			args = json.RawMessage("{}")
-		}
-		d, err := r.ask(policy.Action{Kind: policy.CallTool, RunID: r.runID, Agent: r.agent.Name, Tool: c.call.Name, Arguments: args})
+		// A call with arguments that are not JSON is rejected before it
+		// can wait for an approval.
+		action, _ := r.action(c)
+		d, err := r.ask(action)
 		if err != nil {
 			reply := fmt.Errorf("%w: no policy decision at approval time (fail closed): %v", errAnswerNotApplied, err)
 			return reply, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "policy",
@@ -94,6 +96,9 @@ func (e *Engine) AnswerApproval(ctx context.Context, runID string, p ApprovalAns
 				reason = "no reason given"
 			}
 			err := r.commit(grant, entry(KindCallDecided, CallDecided{Call: c.key, Verdict: policy.Deny, Reason: "at approval time: " + reason}))
+			if err == nil {
+				return fmt.Errorf("%w: %s: %s", ErrDeniedAtAnswer, p.Call, reason), nil
+			}
 			return err, err
 		}
 		err = r.commit(grant)

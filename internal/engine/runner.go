@@ -537,24 +537,19 @@ func (r *runner) decide(c *callState) (ended bool, err error) {
 			Error: fmt.Sprintf("there is no tool named %q; the tools are: %s", c.call.Name, strings.Join(r.agent.names, ", "))}))
 		return false, nil
 	}
-	args := strings.TrimSpace(c.call.Arguments)
-	if args == "" {
-		args = "{}"
-	}
-	if !json.Valid([]byte(args)) {
+	action, ok := r.action(c)
+	if !ok {
 		r.stage(entry(KindCallRejected, CallRejected{Call: c.key,
 			Error: fmt.Sprintf("the arguments for %s are not valid JSON: %.200q", c.call.Name, c.call.Arguments)}))
 		return false, nil
 	}
-	kind := policy.CallTool
-	if r.agent.children[c.call.Name] != nil {
+	if action.Kind == policy.StartAgent {
 		if why := r.checkDelegation(c); why != "" {
 			r.stage(entry(KindCallRejected, CallRejected{Call: c.key, Error: why}))
 			return false, nil
 		}
-		kind = policy.StartAgent
 	}
-	d, err := r.ask(policy.Action{Kind: kind, RunID: r.runID, Agent: r.agent.Name, Tool: c.call.Name, Arguments: json.RawMessage(args)})
+	d, err := r.ask(action)
 	if err != nil {
 		if r.lost() {
 			return false, context.Cause(r.ctx)
@@ -582,6 +577,24 @@ func (r *runner) decide(c *callState) (ended bool, err error) {
 	}
 	r.stage(entry(KindCallDecided, dec))
 	return false, nil
+}
+
+// action is the question the policy is asked about c, the same at the
+// decision and at an approval answer. ok is false when the arguments are
+// not JSON.
+func (r *runner) action(c *callState) (a policy.Action, ok bool) {
+	args := strings.TrimSpace(c.call.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	if !json.Valid([]byte(args)) {
+		return a, false
+	}
+	kind := policy.CallTool
+	if r.agent.children[c.call.Name] != nil {
+		kind = policy.StartAgent
+	}
+	return policy.Action{Kind: kind, RunID: r.runID, Agent: r.agent.Name, Tool: c.call.Name, Arguments: json.RawMessage(args)}, true
 }
 
 // expireApprovals rejects, as expired, approval requests past their
