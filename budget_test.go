@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,16 +77,27 @@ func TestTokenBudgets(t *testing.T) {
 	})
 	t.Run("unverifiable", func(t *testing.T) {
 		t.Parallel()
-		m := scripted.New("mute", scripted.Script{Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "add", Args: `{"a":1,"b":1}`}}, NoUsage: true}, {Text: "x"}}})
-		for _, spec := range []hitch.Spec{
-			{Model: m, Tools: []tool.Tool{addTool(t, nil)}, Limits: hitch.Limits{MaxTokens: 1000}},
-			{Model: m, Tools: []tool.Tool{addTool(t, nil)}, Budget: &hitch.Budget{Tokens: 1000}},
+		// A reply without usage ends the run at once, per run as per
+		// family: its tool calls do not run, and a final text does not
+		// complete.
+		calling := scripted.Script{Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "add", Args: `{"a":1,"b":1}`}}, NoUsage: true}, {Text: "x"}}}
+		final := scripted.Script{Turns: []scripted.Turn{{Text: "x", NoUsage: true}}}
+		for i, tc := range []struct {
+			script scripted.Script
+			lim    hitch.Limits
+			budget *hitch.Budget
+		}{
+			{calling, hitch.Limits{MaxTokens: 1000}, nil},
+			{calling, hitch.Limits{}, &hitch.Budget{Tokens: 1000}},
+			{final, hitch.Limits{MaxTokens: 1000}, nil},
+			{final, hitch.Limits{}, &hitch.Budget{Tokens: 1000}},
 		} {
-			a := build(t, spec)
+			var calls atomic.Int64
+			a := build(t, hitch.Spec{Model: scripted.New("mute", tc.script), Tools: []tool.Tool{addTool(t, &calls)}, Limits: tc.lim, Budget: tc.budget})
 			rt, _ := setup(t, a)
 			run := runToRest(t, rt, a, "go")
-			if run.Status != hitchtype.StatusFailed || run.Outcome.Reason != "budget_unverifiable" {
-				t.Fatalf("%s %+v", run.Status, run.Outcome)
+			if run.Status != hitchtype.StatusFailed || run.Outcome.Reason != "budget_unverifiable" || calls.Load() != 0 {
+				t.Errorf("case %d: %s %+v, %d tool calls ran", i, run.Status, run.Outcome, calls.Load())
 			}
 		}
 	})

@@ -107,9 +107,14 @@ func (r *runner) beforeModel(req *model.Request) (res store.Budget, ended bool, 
 }
 
 // afterReply settles a reservation to what the reply really cost. A reply
-// without usage under a token or USD budget ends the run: the budget can
-// no longer be kept.
+// without usage under a token or USD budget, the run's own or the
+// family's, ends the run before anything acts on it: the budget can no
+// longer be kept.
 func (r *runner) afterReply(res store.Budget, usage *model.Usage) (ended bool, err error) {
+	if r.agent.Limits.MaxTokens > 0 && (usage == nil || usage.InputTokens == nil || usage.OutputTokens == nil) {
+		return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "budget_unverifiable",
+			Error: "a token budget is set and a model reply did not report its usage, so the budget cannot be kept"})
+	}
 	if !r.fam.ok {
 		return false, nil
 	}
