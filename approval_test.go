@@ -3,6 +3,7 @@ package hitch_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -190,12 +192,12 @@ func TestExpiredApprovals(t *testing.T) {
 			var charges atomic.Int64
 			approvers := members(t)
 			a := payAgent(t, &charges, approvers, nil, hitch.Limits{ApprovalExpiry: time.Second})
-			rt, _ := setup(t, a)
+			rt, _, clk := setupAhead(t, a)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			run := runToRest(t, rt, a, "pay")
+			clk.advance(2 * time.Second) // past the store-clock deadline
 			p := proof(t, approvers, "alice", "a-secret", "payments")
-			time.Sleep(1100 * time.Millisecond) // past the store-clock deadline
 			switch toucher {
 			case "sweeper":
 				for n := 0; n == 0; {
@@ -258,7 +260,7 @@ func TestSweeperDrivesQueuedRunsAndDeadlines(t *testing.T) {
 	t.Parallel()
 	var charges atomic.Int64
 	a := payAgent(t, &charges, members(t), nil, hitch.Limits{ApprovalExpiry: time.Second})
-	rt, st := setup(t, a)
+	rt, st, clk := setupAhead(t, a)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, err := rt.Start(ctx, a, "pay", hitch.Detached())
@@ -268,10 +270,15 @@ func TestSweeperDrivesQueuedRunsAndDeadlines(t *testing.T) {
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	swept := make(chan error, 1)
 	go func() { swept <- rt.Sweep(sweepCtx, 10*time.Millisecond) }()
+	advanced := false
 	for {
 		r, err := st.RunGet(ctx, res.Run.ID)
 		if err != nil || ctx.Err() != nil {
 			t.Fatal(err, ctx.Err())
+		}
+		if r.Status == hitchtype.StatusWaiting && !advanced {
+			clk.advance(2 * time.Second) // past the deadline; the sweeper acts on it
+			advanced = true
 		}
 		if r.Status.Terminal() {
 			if r.Status != hitchtype.StatusCompleted || !strings.Contains(kinds(journal(t, rt, r.ID)), "approval.expired") {
@@ -287,5 +294,92 @@ func TestSweeperDrivesQueuedRunsAndDeadlines(t *testing.T) {
 	}
 	if charges.Load() != 0 {
 		t.Error("the expired call ran")
+	}
+}
+
+// aheadClock is a store clock a test moves ahead of the real one.
+type aheadClock struct{ offset atomic.Int64 }
+
+func (c *aheadClock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *aheadClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// setupAhead is setup on a store whose clock the test moves ahead of the
+// real one.
+func setupAhead(t *testing.T, agents ...*hitch.Agent) (*hitch.Runtime, store.Store, *aheadClock) {
+	t.Helper()
+	c := &aheadClock{}
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: agents, CancelPoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rt.Close(ctx); err != nil {
+			t.Errorf("close runtime: %v", err)
+		}
+		if err := st.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return rt, st, c
+}
+
+// TestExpiryIsJudgedByTheStoreClock: once a request's deadline passes it
+// is no longer listed as pending, even before the lapse is journaled; a
+// late answer is refused as expired, before and after the lapse is
+// recorded; and a request rejected in time stays rejected after its
+// deadline.
+func TestExpiryIsJudgedByTheStoreClock(t *testing.T) {
+	t.Parallel()
+	var charges atomic.Int64
+	approvers := members(t)
+	a := payAgent(t, &charges, approvers, nil, hitch.Limits{})
+	rt, _, clk := setupAhead(t, a)
+	ctx := context.Background()
+	p := proof(t, approvers, "alice", "a-secret", "payments")
+	late := runToRest(t, rt, a, "pay")
+	rejected := runToRest(t, rt, a, "pay")
+	if err := rt.Reject(ctx, rejected.ID, "t1c1", p, "no"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Await(ctx, rejected.ID); err != nil {
+		t.Fatal(err)
+	}
+	if req, err := rt.ApprovalRequest(ctx, late.ID, "t1c1"); err != nil || req.Requirement != "payments" {
+		t.Fatalf("request before the deadline: %+v %v", req, err)
+	}
+
+	clk.advance(7*24*time.Hour + time.Second)
+	p = proof(t, approvers, "alice", "a-secret", "payments") // proofs are judged by the store clock too
+	if pending, err := rt.PendingApprovals(ctx, late.ID, 0); err != nil || len(pending) != 0 {
+		t.Errorf("pending after the deadline, lapse not yet journaled: %+v %v", pending, err)
+	}
+	if _, err := rt.ApprovalRequest(ctx, late.ID, "t1c1"); !errors.Is(err, hitch.ErrApprovalExpired) {
+		t.Errorf("request after the deadline: %v", err)
+	}
+	for i := range 2 { // the first records the lapse, the second finds it recorded
+		if err := rt.Approve(ctx, late.ID, "t1c1", p); !errors.Is(err, hitch.ErrApprovalExpired) {
+			t.Errorf("late approve %d: %v", i, err)
+		}
+	}
+	run, err := rt.Await(ctx, late.ID)
+	if err != nil || run.Status != hitchtype.StatusCompleted || !strings.Contains(kinds(journal(t, rt, late.ID)), "approval.expired") {
+		t.Errorf("late: %s %v: %s", run.Status, err, kinds(journal(t, rt, late.ID)))
+	}
+	if _, err := rt.ApprovalRequest(ctx, late.ID, "t1c1"); !errors.Is(err, hitch.ErrApprovalExpired) {
+		t.Errorf("request after the lapse is journaled: %v", err)
+	}
+	for _, err := range []error{rt.Approve(ctx, rejected.ID, "t1c1", p), func() error { _, err := rt.ApprovalRequest(ctx, rejected.ID, "t1c1"); return err }()} {
+		if !errors.Is(err, hitch.ErrAnswered) || errors.Is(err, hitch.ErrApprovalExpired) {
+			t.Errorf("rejected in time, asked after the deadline: %v", err)
+		}
+	}
+	if charges.Load() != 0 {
+		t.Errorf("%d charges", charges.Load())
 	}
 }

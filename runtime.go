@@ -442,6 +442,20 @@ func (rt *Runtime) PendingApprovals(ctx context.Context, rootID string, limit in
 	return rt.eng.PendingApprovals(ctx, rootID, limit)
 }
 
+// ApprovalRequest returns one approval request while it waits for an
+// answer. A request past its deadline by the store's clock gives
+// ErrApprovalExpired (even before a runner records the lapse); one
+// answered gives ErrAnswered (a rejection stays a rejection after the
+// deadline); ErrNoApproval, ErrUnknownCall, ErrNotFound and ErrEnded as
+// for Approve.
+func (rt *Runtime) ApprovalRequest(ctx context.Context, runID, call string) (PendingApproval, error) {
+	p, err := rt.eng.ApprovalRequest(ctx, runID, call)
+	if err != nil {
+		return PendingApproval{}, fmt.Errorf("approval request %s %s: %w", runID, call, err)
+	}
+	return p, nil
+}
+
 func (rt *Runtime) commandWait(ctx context.Context, runID string) time.Duration {
 	if r, err := rt.cfg.Store.RunGet(ctx, runID); err == nil {
 		if a, ok := rt.agents[agentKey(r.Agent, r.Version)]; ok {

@@ -142,7 +142,7 @@ func answer(ctx context.Context, e *env, runID, call string, cred approval.Crede
 		err = e.rt.Reject(ctx, runID, call, proof, reason)
 	}
 	if err != nil {
-		if isRefusal(err) || errors.Is(err, hitch.ErrApprovalExpired) || errors.Is(err, hitch.ErrAnswered) {
+		if isRefusal(err) || errors.Is(err, hitch.ErrApprovalExpired) || errors.Is(err, hitch.ErrAnswered) || errors.Is(err, hitch.ErrDeniedAtAnswer) {
 			return withCode(exitRefused, err)
 		}
 		return notFound(err)
@@ -151,19 +151,14 @@ func answer(ctx context.Context, e *env, runID, call string, cred approval.Crede
 }
 
 func findPending(ctx context.Context, e *env, runID, call string) (hitch.PendingApproval, error) {
-	if _, err := e.rt.Get(ctx, runID); err != nil {
-		return hitch.PendingApproval{}, notFound(err)
+	p, err := e.rt.ApprovalRequest(ctx, runID, call)
+	if errors.Is(err, hitch.ErrNotFound) {
+		return p, notFound(err)
 	}
-	pending, err := e.rt.PendingApprovals(ctx, "", 1000)
 	if err != nil {
-		return hitch.PendingApproval{}, err
+		return p, withCode(exitRefused, err)
 	}
-	for _, p := range pending {
-		if p.RunID == runID && p.Call == call {
-			return p, nil
-		}
-	}
-	return hitch.PendingApproval{}, withCode(exitRefused, fmt.Errorf("run %s has no approval request %s waiting (see hitch approvals list)", runID, call))
+	return p, nil
 }
 
 func expires(t *time.Time) string {

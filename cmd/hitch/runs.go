@@ -308,6 +308,10 @@ func callsOf(ctx context.Context, st store.Store, id string) ([]callView, error)
 			views[i].State, views[i].Detail = state, detail
 		}
 	}
+	now, err := st.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
 	after := int64(0)
 	for {
 		es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: id, After: after})
@@ -334,10 +338,22 @@ func callsOf(ctx context.Context, st store.Store, id string) ([]callView, error)
 				case "deny":
 					set(d.Call, "denied", d.Reason)
 				case "approval":
-					set(d.Call, "needs approval", d.Requirement)
+					if d.ExpiresAt != nil && !now.Before(*d.ExpiresAt) {
+						set(d.Call, "expired", "approval deadline "+d.ExpiresAt.UTC().Format(time.RFC3339))
+					} else {
+						set(d.Call, "needs approval", d.Requirement)
+					}
 				default:
 					set(d.Call, "allowed", "")
 				}
+			case hitchtype.KindApprovalGrant, hitchtype.KindApprovalDeny:
+				var d hitchtype.ApprovalAnswer
+				_ = json.Unmarshal(e.Data, &d)
+				set(d.Call, map[string]string{hitchtype.KindApprovalGrant: "approved", hitchtype.KindApprovalDeny: "rejected"}[e.Kind], d.By)
+			case hitchtype.KindApprovalLapse:
+				var d hitchtype.ApprovalExpired
+				_ = json.Unmarshal(e.Data, &d)
+				set(d.Call, "expired", "approval deadline "+d.ExpiredAt.UTC().Format(time.RFC3339))
 			case hitchtype.KindCallRejected:
 				var d hitchtype.CallRejected
 				_ = json.Unmarshal(e.Data, &d)

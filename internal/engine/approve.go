@@ -113,17 +113,16 @@ func checkApproval(st *state, call string, now time.Time) (c *callState, expired
 	switch {
 	case c == nil:
 		return nil, false, fmt.Errorf("%w: %s", ErrUnknownCall, call)
-	case c.decision.Verdict != policy.RequireApproval:
+	case c.approval == "":
 		return nil, false, fmt.Errorf("%w: %s", ErrNoApproval, call)
-	case c.approval == "granted" || c.done:
-		if c.done && c.approval == "" && c.isError && c.expires != nil && !now.Before(*c.expires) {
-			return c, false, fmt.Errorf("%w: %s", ErrApprovalExpired, call)
-		}
-		return nil, false, fmt.Errorf("%w: %s", ErrAnswered, call)
+	case c.approval == approvalExpired:
+		return nil, false, fmt.Errorf("%w: %s (deadline %s)", ErrApprovalExpired, call, c.expires.UTC().Format(time.RFC3339))
+	case c.approval != approvalPending || c.done:
+		return nil, false, fmt.Errorf("%w: %s (%s)", ErrAnswered, call, c.approval)
 	case st.ended != nil:
 		return nil, false, fmt.Errorf("%w: the run has ended", store.ErrEnded)
 	}
-	return c, c.expires != nil && !now.Before(*c.expires), nil
+	return c, c.overdue(now), nil
 }
 
 // foldRun reads and folds a journal without taking the lease.
@@ -145,6 +144,10 @@ func (e *Engine) PendingApprovals(ctx context.Context, rootID string, limit int)
 	if err != nil {
 		return nil, err
 	}
+	now, err := e.cfg.Store.Now(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read store clock: %w", err)
+	}
 	var out []PendingApproval
 	for _, run := range runs {
 		if rootID != "" && run.RootID != rootID {
@@ -154,14 +157,46 @@ func (e *Engine) PendingApprovals(ctx context.Context, rootID string, limit int)
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range st.pendingApprovals() {
-			args := json.RawMessage(c.call.Arguments)
-			if !json.Valid(args) {
-				args, _ = json.Marshal(c.call.Arguments)
-			}
-			out = append(out, PendingApproval{RunID: run.ID, RootID: run.RootID, Agent: run.Agent, Call: c.key, Tool: c.call.Name,
-				Arguments: args, Requirement: c.decision.Requirement, Reason: c.decision.Reason, ExpiresAt: c.expires})
+		for _, c := range st.pendingApprovals(now) {
+			out = append(out, pendingOf(run, c))
 		}
 	}
 	return out, nil
+}
+
+// ApprovalRequest returns one call's approval request while it waits for
+// an answer. It gives ErrApprovalExpired for a request past its deadline
+// by the store's clock (whether or not the lapse is journaled yet),
+// ErrAnswered for one granted or rejected, ErrNoApproval for a call that
+// never needed one, ErrUnknownCall, and store.ErrEnded.
+func (e *Engine) ApprovalRequest(ctx context.Context, runID, call string) (PendingApproval, error) {
+	run, err := e.cfg.Store.RunGet(ctx, runID)
+	if err != nil {
+		return PendingApproval{}, err
+	}
+	st, err := e.foldRun(ctx, runID)
+	if err != nil {
+		return PendingApproval{}, err
+	}
+	now, err := e.cfg.Store.Now(ctx)
+	if err != nil {
+		return PendingApproval{}, fmt.Errorf("read store clock: %w", err)
+	}
+	c, expired, err := checkApproval(st, call, now)
+	switch {
+	case err != nil:
+		return PendingApproval{}, err
+	case expired:
+		return PendingApproval{}, fmt.Errorf("%w: %s (deadline %s)", ErrApprovalExpired, call, c.expires.UTC().Format(time.RFC3339))
+	}
+	return pendingOf(run, c), nil
+}
+
+func pendingOf(run store.Run, c *callState) PendingApproval {
+	args := json.RawMessage(c.call.Arguments)
+	if !json.Valid(args) {
+		args, _ = json.Marshal(c.call.Arguments)
+	}
+	return PendingApproval{RunID: run.ID, RootID: run.RootID, Agent: run.Agent, Call: c.key, Tool: c.call.Name,
+		Arguments: args, Requirement: c.decision.Requirement, Reason: c.decision.Reason, ExpiresAt: c.expires}
 }

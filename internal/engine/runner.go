@@ -434,7 +434,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 				continue
 			}
 		}
-		if c.decision.Verdict == policy.RequireApproval && c.approval != "granted" {
+		if c.decision.Verdict == policy.RequireApproval && c.approval != approvalGranted {
 			approvals = append(approvals, c.key)
 			break // later calls wait for this one, to keep the reply's order
 		}
@@ -459,7 +459,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 				return ended, err
 			}
 			if !run {
-				if c.approval == "pending" { // held for a person
+				if c.approval == approvalPending { // held for a person
 					approvals = append(approvals, c.key)
 					break
 				}
@@ -511,7 +511,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 	}
 	if len(approvals) > 0 {
 		var wake time.Time
-		for _, c := range r.st.pendingApprovals() {
+		for _, c := range r.st.pendingApprovals(time.Time{}) {
 			if c.expires != nil && (wake.IsZero() || c.expires.Before(wake)) {
 				wake = *c.expires
 			}
@@ -601,7 +601,7 @@ func (r *runner) action(c *callState) (a policy.Action, ok bool) {
 // deadline by the store's clock.
 func (r *runner) expireApprovals() error {
 	var now time.Time
-	for _, c := range r.st.pendingApprovals() {
+	for _, c := range r.st.pendingApprovals(time.Time{}) {
 		if c.expires == nil {
 			continue
 		}
@@ -611,7 +611,7 @@ func (r *runner) expireApprovals() error {
 				return fmt.Errorf("read store clock: %w", err)
 			}
 		}
-		if !now.Before(*c.expires) {
+		if c.overdue(now) {
 			r.stage(entry(KindApprovalLapse, ApprovalExpired{Call: c.key, ExpiredAt: *c.expires}))
 		}
 	}

@@ -27,7 +27,8 @@ type callState struct {
 	uncertain  bool // uncertain and not (yet) reconciled
 	reconciled bool
 	reason     string
-	// approval is "pending" or "granted" for a call that needs one.
+	// approval is the state of a call's approval request: "" (none),
+	// pending, granted, rejected or expired.
 	approval string
 	expires  *time.Time
 	// hooked is set once the pre-tool hook gave its verdict; runArgs are
@@ -204,9 +205,13 @@ func (s *state) apply(e store.Entry) error {
 		if err != nil {
 			return err
 		}
-		c.decided, c.decision = true, d
+		c.decided = true
+		if d.Verdict != policy.Deny || c.approval == "" {
+			// A denial at an approval answer keeps the request on record.
+			c.decision = d
+		}
 		if d.Verdict == policy.RequireApproval {
-			c.approval, c.expires = "pending", d.ExpiresAt
+			c.approval, c.expires = approvalPending, d.ExpiresAt
 		}
 		if d.Verdict == policy.Deny {
 			c.done, c.isError = true, true
@@ -303,9 +308,9 @@ func (s *state) apply(e store.Entry) error {
 			return err
 		}
 		if e.Kind == KindApprovalGrant {
-			c.approval = "granted"
+			c.approval = approvalGranted
 		} else {
-			c.approval = ""
+			c.approval = approvalRejected
 			c.done, c.isError = true, true
 			c.result = fmt.Sprintf("approval rejected by %s, so the call did not run", a.By)
 			if a.Reason != "" {
@@ -321,7 +326,7 @@ func (s *state) apply(e store.Entry) error {
 		if err != nil {
 			return err
 		}
-		c.approval = ""
+		c.approval = approvalExpired
 		c.done, c.isError = true, true
 		c.result = fmt.Sprintf("the approval request expired at %s with no answer, so the call did not run", a.ExpiredAt.UTC().Format(time.RFC3339))
 	case KindRootGranted, KindRootRevoked:
@@ -414,18 +419,33 @@ func (s *state) uncertainCalls() []string {
 	return keys
 }
 
-// pendingApprovals lists calls waiting for an answer.
-func (s *state) pendingApprovals() []*callState {
+// pendingApprovals lists calls waiting for an answer. At a non-zero now,
+// requests past their deadline are left out: they have expired, whether
+// or not the lapse is journaled yet.
+func (s *state) pendingApprovals(now time.Time) []*callState {
 	var out []*callState
 	for _, t := range s.turns {
 		for _, c := range t.calls {
-			if c.approval == "pending" && !c.done {
+			if c.approval == approvalPending && !c.done && (now.IsZero() || !c.overdue(now)) {
 				out = append(out, c)
 			}
 		}
 	}
 	return out
 }
+
+// overdue reports a request past its deadline at now.
+func (c *callState) overdue(now time.Time) bool {
+	return c.expires != nil && !now.Before(*c.expires)
+}
+
+// The states of an approval request.
+const (
+	approvalPending  = "pending"
+	approvalGranted  = "granted"
+	approvalRejected = "rejected"
+	approvalExpired  = "expired"
+)
 
 // fold replays entries into a fresh state.
 func fold(entries []store.Entry) (*state, error) {
