@@ -59,6 +59,9 @@ var (
 	// again at the answer, denied the call; the model is told and the run
 	// goes on without it.
 	ErrDeniedAtAnswer = engine.ErrDeniedAtAnswer
+	// ErrCorrupt: a run's journal has a missing position, so it is not
+	// replayed.
+	ErrCorrupt = engine.ErrCorrupt
 )
 
 // PendingApproval is an approval request waiting for an answer.

@@ -103,6 +103,9 @@ func (r *runner) run(prepare func(*runner) error) error {
 	if err != nil {
 		return fmt.Errorf("fold journal of %s: %w", r.runID, err)
 	}
+	if st.pos != r.row.Position {
+		return fmt.Errorf("fold journal of %s: %w: it ends at position %d, the run's position is %d", r.runID, ErrCorrupt, st.pos, r.row.Position)
+	}
 	r.st, r.durable = st, st.pos
 	agent, ok := r.e.cfg.Agents(st.started.Agent, st.started.Version)
 	if !ok {

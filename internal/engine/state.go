@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,10 @@ import (
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
 )
+
+// ErrCorrupt: a journal is not whole (a position is missing or out of
+// order), so it is not replayed.
+var ErrCorrupt = errors.New("journal is corrupt")
 
 // callState is one tool call's lifecycle as the journal tells it.
 type callState struct {
@@ -114,6 +119,11 @@ func (s *state) findCall(key string) *callState {
 
 // apply folds one durable entry into the state.
 func (s *state) apply(e store.Entry) error {
+	if e.Pos != s.pos+1 {
+		// A missing or repeated position means entries were lost: replaying
+		// the rest would rebuild a history that never happened.
+		return fmt.Errorf("%w: entry at position %d follows position %d (want %d)", ErrCorrupt, e.Pos, s.pos, s.pos+1)
+	}
 	s.pos = e.Pos
 	decode := func(v any) error {
 		if err := json.Unmarshal(e.Data, v); err != nil {
