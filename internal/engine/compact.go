@@ -42,7 +42,13 @@ func (r *runner) maybeCompact(req *model.Request) (compacted bool, err error) {
 		return false, err
 	}
 	reply, err := r.generate(sreq, false)
-	if r.lost() || r.cancelled.Load() {
+	if r.lost() {
+		return false, nil
+	}
+	if r.cancelled.Load() {
+		if err == nil && reply.Text != "" {
+			r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, Summary: reply.Text, Usage: reply.Usage}))
+		}
 		return false, nil
 	}
 	if err != nil || reply.Text == "" {

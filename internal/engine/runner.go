@@ -330,8 +330,17 @@ func (r *runner) callModel() error {
 		return err
 	}
 	reply, err := r.generate(req, true)
-	if r.lost() || r.cancelled.Load() {
-		return nil // the step loop finalizes or returns
+	if r.lost() {
+		return nil // the step loop returns; recovery records the gap
+	}
+	if r.cancelled.Load() {
+		// The step loop finalizes. A reply that made it in is kept, so
+		// its usage is counted; without one, finish records the attempt
+		// as interrupted.
+		if err == nil {
+			r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply}))
+		}
+		return nil
 	}
 	if err != nil {
 		r.stage(entry(KindModelFailed, ModelFailed{Attempt: attempt, Kind: model.KindOf(err), Message: err.Error(),
@@ -830,6 +839,10 @@ func (r *runner) park(w RunWaiting) error {
 // finish ends the run with o. Calls started and not settled are recorded as
 // uncertain first, so the outcome says which effects are unknown.
 func (r *runner) finish(o Outcome) error {
+	if r.st.inFlight {
+		// A generation abandoned at the end counts, as unreported.
+		r.stage(entry(KindModelLost, ModelInterrupted{Attempt: r.st.attempts}))
+	}
 	for _, t := range r.st.turns {
 		for _, c := range t.calls {
 			if c.started > 0 && !c.done && !c.uncertain {
