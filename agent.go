@@ -3,6 +3,7 @@ package hitch
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -113,11 +114,16 @@ func AnswerOf[T any]() *Answer {
 // and unwrapped before it is stored.
 func AnswerSchema(schema json.RawMessage) *Answer { return &Answer{schema: schema} }
 
-// DecodeAnswer decodes a completed run's typed answer into T.
+// DecodeAnswer decodes a completed run's typed answer into T. A run that
+// stopped at max_turns has no final answer (its Answer is the last reply's
+// text) and gives an error.
 func DecodeAnswer[T any](run Run) (T, error) {
 	var v T
-	if run.Outcome == nil || run.Status != "completed" {
+	if run.Outcome == nil || run.Status != hitchtype.StatusCompleted {
 		return v, fmt.Errorf("decode answer of %s: the run has not completed (%s)", run.ID, run.Status)
+	}
+	if run.Outcome.Reason == "max_turns" {
+		return v, fmt.Errorf("decode answer of %s: the run stopped at max_turns before a final answer", run.ID)
 	}
 	if err := json.Unmarshal([]byte(run.Outcome.Answer), &v); err != nil {
 		return v, fmt.Errorf("decode answer of %s: %w", run.ID, err)
@@ -249,10 +255,23 @@ func Build(spec Spec) (*Agent, error) {
 	}
 	var budget *store.Budget
 	if b := spec.Budget; b != nil {
-		if b.Tokens < 0 || b.USD < 0 || b.ModelCalls < 0 || b.ToolCalls < 0 || b.WallTime < 0 {
-			bad("Budget", "%+v: every limit is 0 (none) or more", *b)
+		for _, c := range []struct {
+			field string
+			v     int64
+		}{{"Tokens", b.Tokens}, {"ModelCalls", b.ModelCalls}, {"ToolCalls", b.ToolCalls}} {
+			if c.v < 0 {
+				bad("Budget."+c.field, "%d: want 0 (none) or more", c.v)
+			}
 		}
-		budget = &store.Budget{Tokens: b.Tokens, MicroUSD: int64(b.USD * 1e6), ModelCalls: b.ModelCalls, ToolCalls: b.ToolCalls, WallMS: b.WallTime.Milliseconds()}
+		// The store keeps micro-USD and milliseconds: a smaller non-zero
+		// limit would round to 0, which means none.
+		if math.IsNaN(b.USD) || math.IsInf(b.USD, 0) || b.USD < 0 || (b.USD > 0 && b.USD < 1e-6) || b.USD > math.MaxInt64/1e6 {
+			bad("Budget.USD", "%v: want 0 (none) or from 0.000001 to %g", b.USD, float64(math.MaxInt64/1e6))
+		}
+		if b.WallTime < 0 || (b.WallTime > 0 && b.WallTime < time.Millisecond) {
+			bad("Budget.WallTime", "%s: want 0 (none) or 1ms or more", b.WallTime)
+		}
+		budget = &store.Budget{Tokens: b.Tokens, MicroUSD: int64(math.Round(b.USD * 1e6)), ModelCalls: b.ModelCalls, ToolCalls: b.ToolCalls, WallMS: b.WallTime.Milliseconds()}
 	}
 	if l.MaxTokens < 0 {
 		bad("Limits.MaxTokens", "%d: want 0 (none) or more", l.MaxTokens)

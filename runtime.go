@@ -612,9 +612,36 @@ func (rt *Runtime) FamilyUsage(ctx context.Context, rootID string) (FamilyUsage,
 }
 
 // FamilyBudget returns a root run's budget limits and what its family has
-// used; ok is false when it has none.
-func (rt *Runtime) FamilyBudget(ctx context.Context, rootID string) (limits, used store.Budget, ok bool, err error) {
-	return rt.cfg.Store.BudgetGet(ctx, rootID)
+// used, in the units of Spec.Budget; ok is false when it has none. The
+// wall time used runs from the root's start to the store's clock now, or
+// to the root's end.
+func (rt *Runtime) FamilyBudget(ctx context.Context, rootID string) (limits, used Budget, ok bool, err error) {
+	l, u, ok, err := rt.cfg.Store.BudgetGet(ctx, rootID)
+	if err != nil || !ok {
+		if err != nil {
+			err = fmt.Errorf("family budget of %s: %w", rootID, err)
+		}
+		return limits, used, ok, err
+	}
+	root, err := rt.cfg.Store.RunGet(ctx, rootID)
+	if err != nil {
+		return limits, used, ok, fmt.Errorf("family budget of %s: %w", rootID, err)
+	}
+	end := root.UpdatedAt
+	if !root.Status.Terminal() {
+		if end, err = rt.cfg.Store.Now(ctx); err != nil {
+			return limits, used, ok, fmt.Errorf("family budget of %s: read store clock: %w", rootID, err)
+		}
+	}
+	used = budgetOf(u)
+	used.WallTime = max(end.Sub(root.CreatedAt), 0)
+	return budgetOf(l), used, true, nil
+}
+
+// budgetOf speaks a stored budget in the units of Spec.Budget.
+func budgetOf(b store.Budget) Budget {
+	return Budget{Tokens: b.Tokens, USD: float64(b.MicroUSD) / 1e6, ModelCalls: b.ModelCalls, ToolCalls: b.ToolCalls,
+		WallTime: time.Duration(b.WallMS) * time.Millisecond}
 }
 
 // Journal returns a run's entries after position after, at most limit.
