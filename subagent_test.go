@@ -260,3 +260,49 @@ func TestApprovedDelegationIsAskedAsADelegation(t *testing.T) {
 		t.Errorf("the policy was asked %v, want start_agent twice", kinds)
 	}
 }
+
+// TestParentWaitingOnAChildWritesNothingWhileItWaits: a child parks on an
+// approval for a week; its parent, woken meanwhile by every backstop, adds
+// nothing to its journal, and completes when the child's request expires
+// and the child ends.
+func TestParentWaitingOnAChildWritesNothingWhileItWaits(t *testing.T) {
+	t.Parallel()
+	kid := child(t, hitch.Spec{Model: scripted.New("kid", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{{Name: "charge"}}}, {Text: "gave up"},
+	}}), Tools: []tool.Tool{tool.MustNew("charge", "Charges.", func(context.Context, struct{}) (string, error) { return "ok", nil })},
+		Policy: payPolicy})
+	boss := build(t, hitch.Spec{Name: "boss", Model: scripted.New("boss", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{delegate("charge")}}, {Text: "done"},
+	}}), SubAgents: []*hitch.Agent{kid}})
+	rt, st, clk := setupAhead(t, boss)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	run := runToRest(t, rt, boss, "go")
+	if k, _ := st.RunGet(ctx, run.ID+".t1c1"); run.Status != hitchtype.StatusWaiting || k.Status != hitchtype.StatusWaiting {
+		t.Fatalf("parent %s, child %s", run.Status, k.Status)
+	}
+	parked := run.Position
+	for range 40 {
+		clk.advance(time.Minute)
+		if _, err := rt.Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, _ := rt.Get(ctx, run.ID); r.Position != parked || r.Status != hitchtype.StatusWaiting {
+		t.Fatalf("the waiting parent wrote %d entries: %s", r.Position-parked, kinds(journal(t, rt, run.ID)[parked:]))
+	}
+	clk.advance(7 * 24 * time.Hour)
+	if _, err := rt.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run, err := rt.Await(ctx, run.ID)
+	if err != nil || run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("parent after the child's request expired: %s %v", run.Status, err)
+	}
+	if n := strings.Count(kinds(journal(t, rt, run.ID)), "run.waiting"); n != 1 {
+		t.Errorf("%d run.waiting entries, want 1", n)
+	}
+}

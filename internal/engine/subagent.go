@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
@@ -141,8 +142,13 @@ func (r *runner) waitForChildren(calls []string) error {
 	if err != nil {
 		return fmt.Errorf("read store clock: %w", err)
 	}
-	if err := r.write(store.JournalAppendParams{Status: hitchtype.StatusWaiting, WakeAt: now.Add(childPoll)},
-		entry(KindRunWaiting, RunWaiting{Reason: "children", Calls: calls})); err != nil {
+	var why []store.EntryInput
+	if w := r.st.waiting; len(r.pending) > 0 || w == nil || w.Reason != "children" || !slices.Equal(w.Calls, calls) {
+		// Woken with nothing new, the run parks again without a word: a
+		// week-long wait must not grow the journal.
+		why = append(why, entry(KindRunWaiting, RunWaiting{Reason: "children", Calls: calls}))
+	}
+	if err := r.write(store.JournalAppendParams{Status: hitchtype.StatusWaiting, WakeAt: now.Add(childPoll)}, why...); err != nil {
 		return err
 	}
 	for _, key := range calls {
