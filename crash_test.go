@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(chaosChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	} else if mode == "drain" {
 		os.Exit(drainChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
+	} else if mode == "replay" {
+		os.Exit(replayChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	} else if mode == "family" {
 		os.Exit(familyChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	} else if mode != "" {
