@@ -387,7 +387,8 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 		if due, err := e.due(ctx, run); err != nil {
 			return store.Run{}, err
 		} else if due {
-			if err := e.Drive(ctx, runID); err == nil {
+			// Claimed here, or by someone else just now: look again.
+			if err := e.Drive(ctx, runID); err == nil || errors.As(err, new(*store.LeaseHeldError)) {
 				continue
 			}
 		}

@@ -810,7 +810,8 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 		return nil
 	}
 	p.RunID, p.Token, p.After, p.Entries = r.runID, r.token, r.durable, r.pending
-	if _, err := r.e.cfg.Store.JournalAppend(r.ctx, p); err != nil {
+	run, err := r.e.cfg.Store.JournalAppend(r.ctx, p)
+	if err != nil {
 		if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrEnded) {
 			r.end(fmt.Errorf("%w: %w", errFenced, err))
 		}
@@ -827,6 +828,11 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 			out[i] = store.Entry{RunID: r.runID, Pos: first + int64(i), Kind: e.Kind, Data: e.Data}
 		}
 		f(r.runID, out)
+	}
+	if run.Status == hitchtype.StatusWaiting && (run.CancelRequested || r.cancelled.Load()) {
+		// A cancel requested while the run parked: act on it now rather
+		// than at the wake time.
+		go r.e.redrive(r.runID)
 	}
 	return nil
 }
@@ -858,12 +864,20 @@ func (r *runner) finish(o Outcome) error {
 			o.CostUSD = &usd
 		}
 	}
+	// Children still going are cancelled durably before the end is
+	// written, so no crash after it can leave them running.
+	kids := r.liveChildren()
+	for _, id := range kids {
+		if _, err := r.e.cfg.Store.RunRequestCancel(r.ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("cancel sub-agent run %s: %w", id, err)
+		}
+	}
 	e := entry(KindRunEnded, o)
 	if err := r.write(store.JournalAppendParams{Status: o.Status, Outcome: e.Data}, e); err != nil {
 		return err
 	}
-	if o.Status == hitchtype.StatusCancelled {
-		r.cancelChildren()
+	for _, id := range kids {
+		r.e.nudgeCancelled(id)
 	}
 	if r.row.ParentID != "" {
 		go r.e.wake(r.row.ParentID)

@@ -161,19 +161,31 @@ func (r *runner) waitForChildren(calls []string) error {
 	return nil
 }
 
-// cancelChildren asks every child still going to cancel.
-func (r *runner) cancelChildren() {
+// liveChildren lists the runs of sub-agent calls started and not settled.
+func (r *runner) liveChildren() []string {
+	var ids []string
 	for _, t := range r.st.turns {
 		for _, c := range t.calls {
-			if r.agent.children[c.call.Name] == nil || c.started == 0 || c.done {
-				continue
-			}
-			id := childID(r.runID, c.key)
-			if run, err := r.e.cfg.Store.RunRequestCancel(r.ctx, id); err == nil && !run.Status.Terminal() {
-				go r.e.wake(id)
+			if r.agent.children[c.call.Name] != nil && c.started > 0 && !c.done {
+				ids = append(ids, childID(r.runID, c.key))
 			}
 		}
 	}
+	return ids
+}
+
+// nudgeCancelled makes a run whose cancel is durably requested act on it
+// now: its local runner at once, or a runner claimed here. Elsewhere, the
+// request is found by the run's own runner or the sweeper.
+func (e *Engine) nudgeCancelled(runID string) {
+	e.mu.Lock()
+	r := e.active[runID]
+	e.mu.Unlock()
+	if r != nil {
+		r.requestCancel()
+		return
+	}
+	go e.wake(runID)
 }
 
 // wake drives a run that may be waiting, if no live runner holds it.
@@ -191,6 +203,18 @@ func (e *Engine) wake(runID string) {
 		return
 	}
 	_ = e.Drive(ctx, runID)
+}
+
+// redrive claims and drives a parked run that has work at once.
+func (e *Engine) redrive(runID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e.mu.Lock()
+	closing := e.closing
+	e.mu.Unlock()
+	if !closing {
+		_ = e.Drive(ctx, runID)
+	}
 }
 
 // specOf declares a child to the model.
