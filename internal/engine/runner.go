@@ -864,14 +864,11 @@ func (r *runner) finish(o Outcome) error {
 			o.CostUSD = &usd
 		}
 	}
-	// Children still going are cancelled durably before the end is
-	// written, so no crash after it can leave them running.
+	// The terminal append itself requests the cancel of every live child
+	// and makes a waiting parent due, in one transaction (the store's
+	// contract), so no crash after it can leave a child running or a
+	// parent asleep. Runners here are told at once.
 	kids := r.liveChildren()
-	for _, id := range kids {
-		if _, err := r.e.cfg.Store.RunRequestCancel(r.ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("cancel sub-agent run %s: %w", id, err)
-		}
-	}
 	e := entry(KindRunEnded, o)
 	if err := r.write(store.JournalAppendParams{Status: o.Status, Outcome: e.Data}, e); err != nil {
 		return err

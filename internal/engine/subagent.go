@@ -14,10 +14,12 @@ import (
 	"github.com/hitch-dev/hitch/tool"
 )
 
-// childPoll bounds how long a parent waiting for its children sleeps
-// without being woken: a backstop for a child whose process died between
-// its end and waking the parent.
-const childPoll = 30 * time.Second
+// childPoll bounds how long a parent waiting for its children sleeps. A
+// child's terminal append makes its waiting parent due; this backstop
+// covers a child that ended while its parent was still parking, when the
+// parent's process died before it looked again. A parent woken with
+// nothing new parks again without a journal entry.
+const childPoll = 5 * time.Minute
 
 // subAgentTool declares a sub-agent to the model like a tool. Its body is
 // never called: the runner starts a child run instead.
