@@ -2,6 +2,9 @@ package hitch_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -12,6 +15,7 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
@@ -139,5 +143,142 @@ func TestWallTimeBudget(t *testing.T) {
 	run := runToRest(t, rt, a, "go")
 	if run.Status != hitchtype.StatusBudgetExhausted || run.Outcome.Reason != "wall_time" || run.Outcome.Attempts != 1 {
 		t.Fatalf("%s %+v", run.Status, run.Outcome)
+	}
+}
+
+// journalCharged is what a family's journals say its budget was charged:
+// one model call per model.attempt and its tokens (the reply's usage, or
+// the attempt's reservation when no reply with usage was journaled), one
+// tool call per call.started.
+func journalCharged(t *testing.T, rt *hitch.Runtime, st store.Store, rootID string) hitch.Budget {
+	t.Helper()
+	runs, err := st.RunList(context.Background(), store.RunListParams{RootID: rootID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b hitch.Budget
+	for _, run := range runs {
+		reserved := map[int]int64{}
+		for _, e := range journal(t, rt, run.ID) {
+			switch e.Kind {
+			case hitchtype.KindModelAttempt:
+				var a hitchtype.ModelAttempt
+				mustDecode(t, e, &a)
+				b.ModelCalls++
+				reserved[a.Attempt] = a.ReservedTokens
+			case hitchtype.KindModelReply:
+				var r hitchtype.ModelReply
+				mustDecode(t, e, &r)
+				if u := r.Reply.Usage; u != nil && u.InputTokens != nil && u.OutputTokens != nil {
+					reserved[r.Attempt] = *u.InputTokens + *u.OutputTokens
+				}
+			case hitchtype.KindCompacted:
+				var c hitchtype.Compacted
+				mustDecode(t, e, &c)
+				if u := c.Usage; u != nil && u.InputTokens != nil && u.OutputTokens != nil {
+					reserved[c.Attempt] = *u.InputTokens + *u.OutputTokens
+				}
+			case hitchtype.KindCallStarted:
+				b.ToolCalls++
+			}
+		}
+		for _, n := range reserved {
+			b.Tokens += n
+		}
+	}
+	return b
+}
+
+func mustDecode(t *testing.T, e store.Entry, v any) {
+	t.Helper()
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		t.Fatalf("entry %d of %s: %v", e.Pos, e.RunID, err)
+	}
+}
+
+// chargesChild runs one budgeted run whose first policy decision never
+// comes: the process is killed after the model's reply arrived and before
+// it was journaled.
+func chargesChild(db string) int {
+	ctx := context.Background()
+	a, err := chargesAgent(policy.Func(func(context.Context, policy.Action) (policy.Decision, error) {
+		fmt.Println("IN_POLICY")
+		select {}
+	}))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, LeaseTTL: crashLeaseTTL})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if _, err := rt.Start(ctx, a, "add 1 and 1", hitch.WithID("charged")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	select {}
+}
+
+func chargesAgent(pol policy.Policy) (*hitch.Agent, error) {
+	add, err := tool.New("add", "Adds.", func(_ context.Context, in addArgs) (int, error) { return in.A + in.B, nil })
+	if err != nil {
+		return nil, err
+	}
+	return hitch.Build(hitch.Spec{Name: "charged", Tools: []tool.Tool{add}, Policy: pol,
+		Budget: &hitch.Budget{Tokens: 100000, ModelCalls: 10, ToolCalls: 10},
+		Model: scripted.New("charged", scripted.Script{Turns: []scripted.Turn{
+			{Text: "let me add these two numbers with the tool", Calls: []scripted.Call{{Name: "add", Args: `{"a":1,"b":1}`}}}, {Text: "2"}}})})
+}
+
+// TestBudgetChargesFollowTheJournal kills a process after a model reply
+// arrived and before it was journaled, recovers the run elsewhere, and
+// checks that the family's stored use is exactly what the journal says
+// was charged: the lost reply's settlement is not counted, the
+// re-issued call is.
+func TestBudgetChargesFollowTheJournal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash tests start processes")
+	}
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "charges.db")
+	killChildAt(t, "charges", "IN_POLICY", db, "", 1)
+	a, err := chargesAgent(policy.AllowAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := sqlite.Open(ctx, db, sqlite.WithClock(func() time.Time { return time.Now().Add(time.Minute) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	if n, err := rt.Recover(ctx); n != 1 || err != nil {
+		t.Fatalf("recovered %d: %v", n, err)
+	}
+	run, err := rt.Await(ctx, "charged")
+	if err != nil || run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("%+v %v", run, err)
+	}
+	_, used, _, err := rt.FamilyBudget(ctx, "charged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := journalCharged(t, rt, st, "charged")
+	used.WallTime = 0
+	if used != want || want.ModelCalls != 3 || want.ToolCalls != 1 {
+		t.Errorf("stored use %+v, the journal says %+v (want 3 model calls, 1 tool call)", used, want)
 	}
 }

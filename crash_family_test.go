@@ -74,7 +74,8 @@ func familyChild(db, effects string) int {
 // TestCrashInsideAChildRun kills the process while a sub-agent's tool body
 // runs. The family recovers in another process: the child's interrupted
 // effect is uncertain, reconciling it lets the child and then its parent
-// complete, and the family budget counts every reservation exactly once.
+// complete, and the family's stored use is what its journals say was
+// charged.
 func TestCrashInsideAChildRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash tests start processes")
@@ -114,9 +115,12 @@ func TestCrashInsideAChildRun(t *testing.T) {
 		t.Errorf("the effect ran %d times", strings.Count(string(b), "effect"))
 	}
 	// boss: 2 model calls, 1 sub-agent start; kid: 2 model calls, 1 body.
+	// The stored use is exactly what the family's journals say was charged.
 	_, used, _, err := rt.FamilyBudget(ctx, "fam")
-	if err != nil || used.ModelCalls != 4 || used.ToolCalls != 2 {
-		t.Errorf("family use %+v (%v), want 4 model calls and 2 tool calls", used, err)
+	want := journalCharged(t, rt, st, "fam")
+	used.WallTime = 0
+	if err != nil || used != want || used.ModelCalls != 4 || used.ToolCalls != 2 {
+		t.Errorf("family use %+v (%v); the journals say %+v, want 4 model calls and 2 tool calls", used, err, want)
 	}
 	for _, id := range []string{"fam", "fam.t1c1"} {
 		if n := strings.Count(kinds(journal(t, rt, id)), "run.ended"); n != 1 {

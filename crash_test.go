@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(chaosChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	} else if mode == "drain" {
 		os.Exit(drainChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
+	} else if mode == "charges" {
+		os.Exit(chargesChild(os.Getenv("HITCH_CRASH_DB")))
 	} else if mode == "ended" {
 		os.Exit(endedChild(os.Getenv("HITCH_CRASH_DB")))
 	} else if mode == "replay" {

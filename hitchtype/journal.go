@@ -66,6 +66,12 @@ type ModelAttempt struct {
 	Turn    int `json:"turn"`
 	// Purpose is "compaction" for a call that summarizes the history.
 	Purpose string `json:"purpose,omitempty"`
+	// ReservedTokens and ReservedMicroUSD are what the family budget was
+	// charged for this attempt with its append (an estimate of the input);
+	// the append of its reply settles the charge to the reply's usage. An
+	// attempt with no reply keeps its reservation.
+	ReservedTokens   int64 `json:"reserved_tokens,omitempty"`
+	ReservedMicroUSD int64 `json:"reserved_micro_usd,omitempty"`
 }
 
 // ModelReply is a model's complete reply to one attempt.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
@@ -69,9 +70,16 @@ func (r *runner) checkWall() (ended bool, err error) {
 	return false, nil
 }
 
-// beforeModel checks the run's own token budget and reserves the family's
-// share of a model call: one call, the request's estimated input tokens
-// and their price. It returns the reservation to settle later.
+// Every family charge rides on the append that journals the work it pays
+// for: a model attempt, a tool body's start, a sub-agent's start. Its
+// settlement rides on the append that journals the result. A retried or
+// refused append therefore never counts twice, and a journaled charge is
+// never lost.
+
+// beforeModel checks the run's own token budget and the family's wall
+// time, and prices the family's reservation for a model call: one call,
+// the request's estimated input tokens and their price. The reservation
+// is charged by reserve with the attempt's entry.
 func (r *runner) beforeModel(req *model.Request) (res store.Budget, ended bool, err error) {
 	lim, u := r.agent.Limits, r.st.usage
 	if lim.MaxTokens > 0 && u.Generations > 0 {
@@ -99,14 +107,41 @@ func (r *runner) beforeModel(req *model.Request) (res store.Budget, ended bool, 
 		}
 		res.MicroUSD = micro
 	}
-	if _, err := r.e.cfg.Store.BudgetCharge(r.ctx, store.BudgetChargeParams{RootID: r.row.RootID, Charge: res}); err != nil {
-		ended, err := r.budgetError(err)
-		return res, ended, err
-	}
 	return res, false, nil
 }
 
-// afterReply settles a reservation to what the reply really cost. A reply
+// reserve commits the staged entries and e, charging res to the family
+// budget in the same append. A reservation past a limit writes nothing:
+// e is taken back out of the state and the run ends budget_exhausted.
+func (r *runner) reserve(res store.Budget, e store.EntryInput) (ended bool, err error) {
+	if !r.fam.ok || res == (store.Budget{}) {
+		return false, r.commit(e)
+	}
+	before := slices.Clone(r.pending)
+	err = r.write(store.JournalAppendParams{Charge: &store.BudgetCharge{Charge: res}}, e)
+	var be *store.BudgetExhaustedError
+	if !errors.As(err, &be) {
+		return false, err
+	}
+	// Nothing was written: rebuild the state from the journal and stage
+	// again what was staged before e.
+	entries, err := readAll(r.ctx, r.e.cfg.Store, r.runID)
+	if err != nil {
+		return false, fmt.Errorf("read journal: %w", err)
+	}
+	st, err := fold(entries)
+	if err != nil {
+		return false, fmt.Errorf("fold journal of %s: %w", r.runID, err)
+	}
+	r.st, r.pending = st, nil
+	for _, e := range before {
+		r.stage(e)
+	}
+	return r.budgetError(be)
+}
+
+// afterReply settles a reservation to what the reply really cost; the
+// settlement rides on the next append, which journals the reply. A reply
 // without usage under a token or USD budget, the run's own or the
 // family's, ends the run before anything acts on it: the budget can no
 // longer be kept.
@@ -115,44 +150,42 @@ func (r *runner) afterReply(res store.Budget, usage *model.Usage) (ended bool, e
 		return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "budget_unverifiable",
 			Error: "a token budget is set and a model reply did not report its usage, so the budget cannot be kept"})
 	}
-	if !r.fam.ok {
-		return false, nil
+	if ok, why := r.settleModel(res, usage); !ok {
+		return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "budget_unverifiable", Error: why})
+	}
+	return false, nil
+}
+
+// settleModel adds the settlement of a model reservation to the next
+// append. ok is false when a limited counter cannot be settled (the reply
+// reported no usage, or its cost is unknown); the reservation then stands.
+func (r *runner) settleModel(res store.Budget, usage *model.Usage) (ok bool, why string) {
+	if !r.fam.ok || res == (store.Budget{}) {
+		return true, ""
 	}
 	needs := r.fam.limits.Tokens > 0 || r.fam.limits.MicroUSD > 0
 	if usage == nil || usage.InputTokens == nil || usage.OutputTokens == nil {
-		if needs {
-			return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "budget_unverifiable",
-				Error: "the family has a token or USD budget and a model reply did not report its usage"})
-		}
-		return false, nil
+		return !needs, "the family has a token or USD budget and a model reply did not report its usage"
 	}
 	actual := store.Budget{Tokens: *usage.InputTokens + *usage.OutputTokens}
 	if r.fam.limits.MicroUSD > 0 {
 		micro, known := r.microUSD(usage)
 		if !known {
-			return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "budget_unverifiable",
-				Error: "the family has a USD budget and a reply's cost is unknown"})
+			return false, "the family has a USD budget and a reply's cost is unknown"
 		}
 		actual.MicroUSD = micro
 	}
-	adjust := store.Budget{Tokens: actual.Tokens - res.Tokens, MicroUSD: actual.MicroUSD - res.MicroUSD}
-	_, err = r.e.cfg.Store.BudgetCharge(r.ctx, store.BudgetChargeParams{RootID: r.row.RootID, Adjust: adjust})
-	return false, err
+	r.adjust.Tokens += actual.Tokens - res.Tokens
+	r.adjust.MicroUSD += actual.MicroUSD - res.MicroUSD
+	return true, ""
 }
 
-// beforeTool reserves one tool call (a body run, or a sub-agent start).
-func (r *runner) beforeTool() (ended bool, err error) {
-	if ended, err := r.checkWall(); ended || err != nil {
-		return ended, err
-	}
+// toolCharge is the reservation of one tool body run or sub-agent start.
+func (r *runner) toolCharge() store.Budget {
 	if !r.fam.ok {
-		return false, nil
+		return store.Budget{}
 	}
-	_, err = r.e.cfg.Store.BudgetCharge(r.ctx, store.BudgetChargeParams{RootID: r.row.RootID, Charge: store.Budget{ToolCalls: 1}})
-	if err != nil {
-		return r.budgetError(err)
-	}
-	return false, nil
+	return store.Budget{ToolCalls: 1}
 }
 
 func (r *runner) microUSD(u *model.Usage) (int64, bool) {

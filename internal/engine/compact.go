@@ -38,9 +38,11 @@ func (r *runner) maybeCompact(req *model.Request) (compacted bool, err error) {
 		return ended, err
 	}
 	attempt := st.attempts + 1
-	if err := r.commit(entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1, Purpose: "compaction"})); err != nil {
-		return false, err
+	if ended, err := r.reserve(reserved, entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1, Purpose: "compaction",
+		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD})); ended || err != nil {
+		return ended, err
 	}
+	st = r.st
 	reply, err := r.generate(sreq, false)
 	if r.lost() {
 		return false, nil
@@ -48,6 +50,7 @@ func (r *runner) maybeCompact(req *model.Request) (compacted bool, err error) {
 	if r.cancelled.Load() {
 		if err == nil && reply.Text != "" {
 			r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, Summary: reply.Text, Usage: reply.Usage}))
+			r.settleModel(reserved, reply.Usage)
 		}
 		return false, nil
 	}

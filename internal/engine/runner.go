@@ -45,6 +45,9 @@ type runner struct {
 	// durable is the journal position known to be stored.
 	durable int64
 	pending []store.EntryInput
+	// adjust settles family reservations to what the work cost; it rides
+	// on the next append, which journals that work's result.
+	adjust store.Budget
 
 	// ctx ends when the lease is lost or the engine stops: the runner
 	// returns without writing. work ends on those and on cancellation:
@@ -326,9 +329,11 @@ func (r *runner) callModel() error {
 		return err
 	}
 	attempt := st.attempts + 1
-	if err := r.commit(entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1})); err != nil {
+	if ended, err := r.reserve(reserved, entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1,
+		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD})); ended || err != nil {
 		return err
 	}
+	st = r.st
 	reply, err := r.generate(req, true)
 	if r.lost() {
 		return nil // the step loop returns; recovery records the gap
@@ -339,6 +344,7 @@ func (r *runner) callModel() error {
 		// as interrupted.
 		if err == nil {
 			r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply}))
+			r.settleModel(reserved, reply.Usage)
 		}
 		return nil
 	}
@@ -452,11 +458,11 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 		}
 		if r.agent.children[c.call.Name] != nil {
 			if c.started == 0 {
-				if ended, err := r.beforeTool(); ended || err != nil {
+				if ended, err := r.checkWall(); ended || err != nil {
 					return ended, err
 				}
-				if err := r.commit(entry(KindCallStarted, CallStarted{Call: c.key, Attempt: 1})); err != nil {
-					return false, err
+				if ended, err := r.reserve(r.toolCharge(), entry(KindCallStarted, CallStarted{Call: c.key, Attempt: 1})); ended || err != nil {
+					return ended, err
 				}
 				if err := r.startChild(c); err != nil {
 					return false, err
@@ -492,11 +498,8 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 		if r.cancelled.Load() || r.draining() {
 			break
 		}
-		if ended, err := r.beforeTool(); ended || err != nil {
+		if ended, err := r.startBody(c, results); ended || err != nil {
 			return ended, err
-		}
-		if err := r.startBody(c, results); err != nil {
-			return false, err
 		}
 		running++
 	}
@@ -660,12 +663,17 @@ func (r *runner) ask(a policy.Action) (policy.Decision, error) {
 	}
 }
 
-// startBody journals the start of a call and runs its body.
-func (r *runner) startBody(c *callState, results chan<- bodyResult) error {
-	attempt := c.started + 1
-	if err := r.commit(entry(KindCallStarted, CallStarted{Call: c.key, Attempt: attempt})); err != nil {
-		return err
+// startBody journals the start of a call, with its reservation, and runs
+// its body.
+func (r *runner) startBody(c *callState, results chan<- bodyResult) (ended bool, err error) {
+	if ended, err := r.checkWall(); ended || err != nil {
+		return ended, err
 	}
+	attempt := c.started + 1
+	if ended, err := r.reserve(r.toolCharge(), entry(KindCallStarted, CallStarted{Call: c.key, Attempt: attempt})); ended || err != nil {
+		return ended, err
+	}
+	c = r.st.findCall(c.key) // reserve may have rebuilt the state
 	t := r.toolFor(c.call.Name)
 	timeout := t.Info().Timeout
 	if timeout == 0 {
@@ -719,7 +727,7 @@ func (r *runner) startBody(c *callState, results chan<- bodyResult) error {
 		case <-r.ctx.Done(): // the runner has returned; nobody will read it
 		}
 	}()
-	return nil
+	return false, nil
 }
 
 // settle records one body's result. With other bodies still running the
@@ -759,11 +767,8 @@ func (r *runner) settle(res bodyResult, others int, results chan<- bodyResult) (
 			if r.draining() {
 				break // left started: the next runner replays it
 			}
-			if ended, err := r.beforeTool(); ended || err != nil {
+			if ended, err := r.startBody(c, results); ended || err != nil {
 				return ended, false, err
-			}
-			if err := r.startBody(c, results); err != nil {
-				return false, false, err
 			}
 			return false, true, nil
 		}
@@ -810,8 +815,18 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 		return nil
 	}
 	p.RunID, p.Token, p.After, p.Entries = r.runID, r.token, r.durable, r.pending
+	if r.fam.ok && r.adjust != (store.Budget{}) {
+		if p.Charge == nil {
+			p.Charge = &store.BudgetCharge{}
+		}
+		p.Charge.Adjust = p.Charge.Adjust.Add(r.adjust)
+	}
 	run, err := r.e.cfg.Store.JournalAppend(r.ctx, p)
 	if err != nil {
+		var be *store.BudgetExhaustedError
+		if errors.As(err, &be) {
+			return be // nothing written; the caller takes its entry back
+		}
 		if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrEnded) {
 			r.end(fmt.Errorf("%w: %w", errFenced, err))
 		}
@@ -821,7 +836,7 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 	written := r.pending
 	first := r.durable + 1
 	r.durable += int64(len(written))
-	r.pending = nil
+	r.pending, r.adjust = nil, store.Budget{}
 	if f := r.e.cfg.OnCommit; f != nil {
 		out := make([]store.Entry, len(written))
 		for i, e := range written {
