@@ -70,7 +70,7 @@ func TestApprovalGrantedRunsTheCallOnce(t *testing.T) {
 	if run.Status != hitchtype.StatusWaiting || charges.Load() != 0 {
 		t.Fatalf("status %s, charges %d", run.Status, charges.Load())
 	}
-	pending, err := rt.PendingApprovals(ctx, run.ID, 0)
+	pending, _, err := rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: run.ID})
 	if err != nil || len(pending) != 1 || pending[0].Call != "t1c1" || pending[0].Requirement != "payments" || pending[0].ExpiresAt == nil {
 		t.Fatalf("pending = %+v, %v", pending, err)
 	}
@@ -356,7 +356,7 @@ func TestExpiryIsJudgedByTheStoreClock(t *testing.T) {
 
 	clk.advance(7*24*time.Hour + time.Second)
 	p = proof(t, approvers, "alice", "a-secret", "payments") // proofs are judged by the store clock too
-	if pending, err := rt.PendingApprovals(ctx, late.ID, 0); err != nil || len(pending) != 0 {
+	if pending, _, err := rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: late.ID}); err != nil || len(pending) != 0 {
 		t.Errorf("pending after the deadline, lapse not yet journaled: %+v %v", pending, err)
 	}
 	if _, err := rt.ApprovalRequest(ctx, late.ID, "t1c1"); !errors.Is(err, hitch.ErrApprovalExpired) {
@@ -381,5 +381,51 @@ func TestExpiryIsJudgedByTheStoreClock(t *testing.T) {
 	}
 	if charges.Load() != 0 {
 		t.Errorf("%d charges", charges.Load())
+	}
+}
+
+// TestPendingApprovalsPage: the listing pages with a cursor through every
+// request, in a stable order, never stopping silently at a limit.
+func TestPendingApprovalsPage(t *testing.T) {
+	t.Parallel()
+	var charges atomic.Int64
+	a := payAgent(t, &charges, members(t), nil, hitch.Limits{})
+	rt, _ := setup(t, a)
+	ctx := context.Background()
+	want := map[string]bool{}
+	for range 5 {
+		want[runToRest(t, rt, a, "pay").ID] = true
+	}
+	var seen []string
+	after := ""
+	for pages := 1; ; pages++ {
+		page, next, err := rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{After: after, Limit: 2})
+		if err != nil || len(page) > 2 || pages > 3 {
+			t.Fatalf("page %d: %d requests, %v", pages, len(page), err)
+		}
+		for _, p := range page {
+			seen = append(seen, p.RunID)
+		}
+		if after = next; after == "" {
+			if pages != 3 {
+				t.Errorf("%d pages, want 3", pages)
+			}
+			break
+		}
+	}
+	if len(seen) != 5 {
+		t.Fatalf("listed %v, want the 5 runs once each", seen)
+	}
+	for _, id := range seen {
+		if !want[id] {
+			t.Errorf("listed %s twice or unknown", id)
+		}
+		delete(want, id)
+	}
+	if _, _, err := rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{After: "not a cursor"}); err == nil {
+		t.Error("a bad cursor was accepted")
+	}
+	if _, _, err := rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{Limit: hitch.MaxPageLimit + 1}); err == nil {
+		t.Error("a limit past the maximum was accepted")
 	}
 }

@@ -66,6 +66,7 @@ var Defaults = []Default{
 	{"sweeper: wait after store errors (doubling from the interval)", "DefaultSweepMaxBackoff", "30s", "fixed"},
 	{"run id: letters, digits and . _ : -", "hitch.WithID (MaxRunIDBytes)", "1–128 bytes", "fixed"},
 	{"journal entries read per page", "store.DefaultReadLimit", "1000", ""},
+	{"approval requests listed per page", "PendingApprovalsParams.Limit", "100", "1–1000"},
 	{"SQLite: appends committed in one transaction", "sqlite.WithBatchSize", "64", "1–1024"},
 	{"SQLite: queued writes", "sqlite.WithQueueSize", "1024", "1–65536"},
 	{"SQLite: busy timeout", "sqlite.WithBusyTimeout", "5s", "0–10m"},

@@ -142,7 +142,7 @@ func TestPreToolDeniesRewritesAndHolds(t *testing.T) {
 		rt, _ := setup(t, a)
 		ctx := context.Background()
 		run := runToRest(t, rt, a, "go")
-		pending, _ := rt.PendingApprovals(ctx, run.ID, 0)
+		pending, _, _ := rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: run.ID})
 		if run.Status != hitchtype.StatusWaiting || len(pending) != 1 || !strings.Contains(pending[0].Reason, "card number") {
 			t.Fatalf("status %s, pending %+v", run.Status, pending)
 		}

@@ -438,11 +438,36 @@ func (rt *Runtime) approversOf(a *Agent) approval.Approvers {
 	return nil
 }
 
-// PendingApprovals lists approval requests waiting for an answer: of one
-// family (a root run and its descendants) when rootID is set, else of all
-// waiting runs, bounded by limit runs (0: 100).
-func (rt *Runtime) PendingApprovals(ctx context.Context, rootID string, limit int) ([]PendingApproval, error) {
-	return rt.eng.PendingApprovals(ctx, rootID, limit)
+// PendingApprovalsParams page the approval requests waiting for answers.
+type PendingApprovalsParams struct {
+	// RootID limits the list to one family: a root run and its
+	// descendants. Without it every waiting run is read, up to 999 of them
+	// (more is an error that asks for a family).
+	RootID string
+	// After is the cursor the previous page returned; empty starts at the
+	// oldest request.
+	After string
+	// Limit bounds the page: 0 means DefaultPageLimit (100), at most
+	// MaxPageLimit (1000).
+	Limit int
+}
+
+// Page bounds of listings that page with a cursor.
+const (
+	DefaultPageLimit = engine.DefaultPageLimit
+	MaxPageLimit     = engine.MaxPageLimit
+)
+
+// PendingApprovals lists approval requests waiting for an answer, oldest
+// run first and in call order within a run, one page at a time: next is
+// the cursor of the following page, and empty after the last page.
+// Requests past their deadline by the store's clock are left out.
+func (rt *Runtime) PendingApprovals(ctx context.Context, p PendingApprovalsParams) (page []PendingApproval, next string, err error) {
+	page, next, err = rt.eng.PendingApprovals(ctx, engine.PendingApprovalsParams(p))
+	if err != nil {
+		return nil, "", fmt.Errorf("pending approvals: %w", err)
+	}
+	return page, next, nil
 }
 
 // ApprovalRequest returns one approval request while it waits for an
@@ -558,9 +583,9 @@ type FamilyUsage struct {
 }
 
 // FamilyUsage sums the usage and cost of a family, from the outcomes of
-// its runs (at most 1000 runs are read).
+// all its runs (read a parent's children at a time, in bounded pages).
 func (rt *Runtime) FamilyUsage(ctx context.Context, rootID string) (FamilyUsage, error) {
-	rs, err := rt.cfg.Store.RunList(ctx, store.RunListParams{RootID: rootID, Limit: 1000})
+	rs, err := rt.eng.Family(ctx, rootID)
 	if err != nil {
 		return FamilyUsage{}, fmt.Errorf("family usage of %s: %w", rootID, err)
 	}

@@ -134,7 +134,7 @@ func TestStartingAChildNeedsThePolicy(t *testing.T) {
 	}
 	run, _ = rt.Await(ctx, run.ID)
 	// Now the child waits for its own approval, listed under the root.
-	pending, err := rt.PendingApprovals(ctx, run.ID, 0)
+	pending, _, err := rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: run.ID})
 	if err != nil || len(pending) != 1 || pending[0].RunID != run.ID+".t1c1" || pending[0].Tool != "charge" {
 		t.Fatalf("root's pending approvals: %+v %v (root %s)", pending, err, run.Status)
 	}

@@ -29,9 +29,16 @@ func newApprovals(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
-			pending, err := e.rt.PendingApprovals(ctx, root, 1000)
-			if err != nil {
-				return err
+			var pending []hitch.PendingApproval
+			for after := ""; ; {
+				page, next, err := e.rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: root, After: after})
+				if err != nil {
+					return err
+				}
+				pending = append(pending, page...)
+				if after = next; after == "" {
+					break
+				}
 			}
 			if g.json {
 				for _, p := range pending {

@@ -72,7 +72,7 @@ func newDemo(g *globals) *cobra.Command {
 			if code, ok := err.(silentExit); ok && int(code) == exitWaiting {
 				// The bash call waits for a person. Answer it the way the
 				// CLI does, and say how to do it by hand.
-				pending, perr := e.rt.PendingApprovals(ctx, res.Run.ID, 10)
+				pending, _, perr := e.rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: res.Run.ID, Limit: 10})
 				if perr != nil || len(pending) == 0 {
 					return err
 				}

@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
@@ -137,31 +141,151 @@ func (e *Engine) foldRun(ctx context.Context, runID string) (*state, error) {
 	return fold(entries)
 }
 
-// PendingApprovals lists the approval requests waiting in waiting runs,
-// of one family when rootID is set, at most limit runs' worth.
-func (e *Engine) PendingApprovals(ctx context.Context, rootID string, limit int) ([]PendingApproval, error) {
-	runs, err := e.cfg.Store.RunList(ctx, store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusWaiting}, Limit: limit})
-	if err != nil {
-		return nil, err
+// PendingApprovalsParams page the approval requests waiting for answers.
+type PendingApprovalsParams struct {
+	// RootID limits the list to one family: a root run and its
+	// descendants.
+	RootID string
+	// After is the cursor a previous page returned; empty starts at the
+	// oldest request.
+	After string
+	// Limit bounds the page: 0 means DefaultPageLimit, at most MaxPageLimit.
+	Limit int
+}
+
+// Page bounds of listings that page with a cursor.
+const (
+	DefaultPageLimit = 100
+	MaxPageLimit     = 1000
+)
+
+// maxWaitingScan bounds the waiting runs a listing of every family reads.
+const maxWaitingScan = 1000
+
+// PendingApprovals lists approval requests waiting for an answer, oldest
+// run first and in call order within a run, a page at a time: next is the
+// cursor of the following page, empty after the last. Requests past their
+// deadline by the store's clock are left out.
+func (e *Engine) PendingApprovals(ctx context.Context, p PendingApprovalsParams) (page []PendingApproval, next string, err error) {
+	limit := p.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultPageLimit
+	case limit < 0 || limit > MaxPageLimit:
+		return nil, "", fmt.Errorf("pending approvals: limit %d is outside 0..%d", p.Limit, MaxPageLimit)
 	}
+	after, err := parseCursor(p.After)
+	if err != nil {
+		return nil, "", err
+	}
+	var runs []store.Run
+	if p.RootID != "" {
+		if runs, err = e.Family(ctx, p.RootID); err != nil {
+			return nil, "", err
+		}
+	} else {
+		runs, err = e.cfg.Store.RunList(ctx, store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusWaiting}, Limit: maxWaitingScan})
+		if err != nil {
+			return nil, "", err
+		}
+		if len(runs) == maxWaitingScan {
+			return nil, "", fmt.Errorf("pending approvals: more than %d runs are waiting; list one family at a time", maxWaitingScan-1)
+		}
+	}
+	runs = slices.DeleteFunc(runs, func(r store.Run) bool { return r.Status != hitchtype.StatusWaiting })
+	slices.SortFunc(runs, func(a, b store.Run) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
 	now, err := e.cfg.Store.Now(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read store clock: %w", err)
+		return nil, "", fmt.Errorf("read store clock: %w", err)
 	}
-	var out []PendingApproval
 	for _, run := range runs {
-		if rootID != "" && run.RootID != rootID {
+		if after != nil && run.CreatedAt.Before(after.created) || after != nil && run.CreatedAt.Equal(after.created) && run.ID < after.run {
 			continue
 		}
 		st, err := e.foldRun(ctx, run.ID)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		for _, c := range st.pendingApprovals(now) {
-			out = append(out, pendingOf(run, c))
+			if after != nil && run.ID == after.run && run.CreatedAt.Equal(after.created) && !callAfter(c.key, after.call) {
+				continue
+			}
+			if len(page) == limit {
+				last := page[len(page)-1]
+				return page, cursorOf(last, runCreated(runs, last.RunID)), nil
+			}
+			page = append(page, pendingOf(run, c))
 		}
 	}
+	return page, "", nil
+}
+
+// Family lists a root run and every run below it, each parent's children
+// read in one bounded page.
+func (e *Engine) Family(ctx context.Context, rootID string) ([]store.Run, error) {
+	root, err := e.cfg.Store.RunGet(ctx, rootID)
+	if err != nil {
+		return nil, err
+	}
+	out := []store.Run{root}
+	for i := 0; i < len(out); i++ {
+		kids, err := e.cfg.Store.RunList(ctx, store.RunListParams{ParentID: out[i].ID, Limit: MaxPageLimit})
+		if err != nil {
+			return nil, fmt.Errorf("list children of %s: %w", out[i].ID, err)
+		}
+		if len(kids) == MaxPageLimit {
+			return nil, fmt.Errorf("list children of %s: more than %d", out[i].ID, MaxPageLimit-1)
+		}
+		out = append(out, kids...)
+	}
 	return out, nil
+}
+
+// cursor is a position in a listing of approval requests.
+type cursor struct {
+	created time.Time
+	run     string
+	call    string
+}
+
+func cursorOf(p PendingApproval, created time.Time) string {
+	return fmt.Sprintf("%d %s %s", created.UnixMicro(), p.Call, p.RunID)
+}
+
+func parseCursor(s string) (*cursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	micros, rest, ok1 := strings.Cut(s, " ")
+	call, run, ok2 := strings.Cut(rest, " ")
+	n, err := strconv.ParseInt(micros, 10, 64)
+	if !ok1 || !ok2 || err != nil || run == "" {
+		return nil, fmt.Errorf("pending approvals: cursor %q is not one this listing returned", s)
+	}
+	return &cursor{created: time.UnixMicro(n).UTC(), run: run, call: call}, nil
+}
+
+func runCreated(runs []store.Run, id string) time.Time {
+	for _, r := range runs {
+		if r.ID == id {
+			return r.CreatedAt
+		}
+	}
+	return time.Time{}
+}
+
+// callAfter reports whether call key a ("t<turn>c<n>") comes after b.
+func callAfter(a, b string) bool {
+	ta, ca := callOrder(a)
+	tb, cb := callOrder(b)
+	return ta > tb || ta == tb && ca > cb
+}
+
+func callOrder(key string) (turn, n int) {
+	_, _ = fmt.Sscanf(key, "t%dc%d", &turn, &n)
+	return turn, n
 }
 
 // ApprovalRequest returns one call's approval request while it waits for

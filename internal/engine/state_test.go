@@ -55,7 +55,7 @@ func TestFoldRefusesAGap(t *testing.T) {
 	if _, err := eng.foldRun(ctx, "r"); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("fold: %v, want ErrCorrupt", err)
 	}
-	if _, err := eng.PendingApprovals(ctx, "", 0); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := eng.PendingApprovals(ctx, PendingApprovalsParams{}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("pending approvals: %v, want ErrCorrupt", err)
 	}
 	if err := eng.Drive(ctx, "r"); err != nil {

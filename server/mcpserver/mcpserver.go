@@ -220,9 +220,16 @@ func (s *server) view(ctx context.Context, run hitch.Run) (RunView, error) {
 }
 
 func (s *server) pending(ctx context.Context, rootID string) ([]ApprovalView, error) {
-	ps, err := s.opts.Runtime.PendingApprovals(ctx, rootID, 1000)
-	if err != nil {
-		return nil, err
+	var ps []hitch.PendingApproval
+	for after := ""; ; {
+		page, next, err := s.opts.Runtime.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: rootID, After: after, Limit: hitch.MaxPageLimit})
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, page...)
+		if after = next; after == "" {
+			break
+		}
 	}
 	out := make([]ApprovalView, 0, len(ps))
 	for _, p := range ps {
