@@ -311,13 +311,7 @@ func Build(spec Spec) (*Agent, error) {
 		Name: spec.Name, Version: spec.Version, Model: spec.Model, Instructions: spec.Instructions,
 		Tools: spec.Tools, Policy: spec.Policy, Answer: answer, Description: spec.Description, Children: children, Budget: budget,
 		Workspace: engine.Workspace(spec.Workspace), Hooks: spec.Hooks,
-		Limits: hitchtype.Limits{
-			ModelAttempts: l.ModelAttempts, RetryDelay: l.RetryDelay, MaxRetryAfter: l.MaxRetryAfter,
-			ModelTimeout: l.ModelTimeout, PolicyTimeout: l.PolicyTimeout, ToolTimeout: l.ToolTimeout,
-			ToolConcurrency: l.ToolConcurrency, MaxToolResult: l.MaxToolResult, CommandWait: l.CommandWait,
-			AnswerAttempts: l.AnswerAttempts, ApprovalExpiry: l.ApprovalExpiry,
-			MaxChildren: l.MaxChildren, MaxDepth: l.MaxDepth, MaxTokens: l.MaxTokens, FinalTurn: l.FinalTurn, HookTimeout: l.HookTimeout, ContextWindow: l.ContextWindow, KeepTurns: l.KeepTurns, ContinueOnUncertain: l.ContinueOnUncertain,
-		},
+		Limits: l,
 	}
 	if err := ea.Prepare(); err != nil {
 		return nil, ConfigErrors{{Field: "Tools", Problem: err.Error()}}

@@ -42,7 +42,6 @@ func (r *runner) maybeCompact(req *model.Request) (compacted bool, err error) {
 		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD})); ended || err != nil {
 		return ended, err
 	}
-	st = r.st
 	reply, err := r.generate(sreq, false)
 	if r.lost() {
 		return false, nil
