@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -116,18 +117,24 @@ func chaosChild(db, effects string) int {
 	return 0
 }
 
-// danglingCalls counts calls of the runs whose start is journaled and
-// whose result (settled, failed or uncertain) is not.
-func danglingCalls(t *testing.T, db string) int {
+// danglingCalls counts the calls whose start was journaled after the
+// positions in since (a run's journal length before a process started) and
+// whose result (settled, failed or uncertain) is not: the calls that
+// process left open. It returns the journals' lengths now.
+func danglingCalls(t *testing.T, db string, since map[string]int64) (int, map[string]int64) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	n := 0
+	n, now := 0, map[string]int64{}
 	for i := range chaosRuns {
-		es, err := st.JournalRead(context.Background(), store.JournalReadParams{RunID: fmt.Sprintf("chaos-%d", i), Limit: 10000})
+		id := fmt.Sprintf("chaos-%d", i)
+		es, err := st.JournalRead(context.Background(), store.JournalReadParams{RunID: id, Limit: 10000})
+		if errors.Is(err, store.ErrNotFound) {
+			continue // not started yet
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,14 +146,19 @@ func danglingCalls(t *testing.T, db string) int {
 			}
 			switch e.Kind {
 			case "call.started":
-				open[c.Call] = true
+				if e.Pos > since[id] {
+					open[c.Call] = true
+				}
 			case "call.settled", "call.failed", "call.uncertain":
 				delete(open, c.Call)
 			}
 		}
 		n += len(open)
+		if len(es) > 0 {
+			now[id] = es[len(es)-1].Pos
+		}
 	}
-	return n
+	return n, now
 }
 
 func TestChaosKills(t *testing.T) {
@@ -157,6 +169,7 @@ func TestChaosKills(t *testing.T) {
 	dir := t.TempDir()
 	db, effects := filepath.Join(dir, "chaos.db"), filepath.Join(dir, "effects.log")
 	graceful, gracefulDangling := 0, 0
+	var before map[string]int64
 	for k := range chaosKills {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "HITCH_CRASH_MODE=chaos", "HITCH_CRASH_DB="+db, "HITCH_CRASH_EFFECTS="+effects)
@@ -165,6 +178,7 @@ func TestChaosKills(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		_, before = danglingCalls(t, db, nil) // what earlier stops left is not this one's
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +197,9 @@ func TestChaosKills(t *testing.T) {
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("stop %d: the child did not drain cleanly: %v", k, err)
 		}
-		if n := danglingCalls(t, db); n > 0 {
+		n, lengths := danglingCalls(t, db, before)
+		before = lengths
+		if n > 0 {
 			gracefulDangling += n
 			t.Errorf("stop %d: a graceful stop left %d call(s) started without a result", k, n)
 		}
