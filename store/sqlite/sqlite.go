@@ -130,8 +130,14 @@ func (s *Store) open(ctx context.Context, uri string) error {
 	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
 		return err
 	}
+	// Switching a new file to WAL needs an exclusive lock, and SQLite
+	// answers SQLITE_BUSY at once rather than calling the busy handler
+	// when another process holds one (as when two processes create the
+	// store together), so the wait on the busy timeout is done here.
 	var mode string
-	if err := s.wconn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+	if err := whileBusy(ctx, s.cfg.busyTimeout, func() error {
+		return s.wconn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+	}); err != nil {
 		return fmt.Errorf("set journal mode: %w", err)
 	}
 	if !strings.EqualFold(mode, "wal") {
@@ -146,7 +152,7 @@ func (s *Store) open(ctx context.Context, uri string) error {
 			return fmt.Errorf("%s: %w", strings.ToLower(p), err)
 		}
 	}
-	if err := migrate(ctx, s.wconn); err != nil {
+	if err := whileBusy(ctx, s.cfg.busyTimeout, func() error { return migrate(ctx, s.wconn) }); err != nil {
 		return err
 	}
 	if s.stmts, err = prepareWrite(ctx, s.wconn); err != nil {
@@ -165,6 +171,37 @@ func (s *Store) open(ctx context.Context, uri string) error {
 		return fmt.Errorf("open read pool: %w", err)
 	}
 	return nil
+}
+
+// whileBusy calls fn until it returns anything but SQLITE_BUSY, for at most
+// timeout, pausing a little longer each time.
+func whileBusy(ctx context.Context, timeout time.Duration, fn func() error) error {
+	deadline := time.Now().Add(timeout)
+	pause := time.Millisecond
+	for {
+		err := fn()
+		if !isBusy(err) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// isBusy reports a lock held by another connection. Both drivers keep
+// SQLite's own message in their errors.
+func isBusy(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
 }
 
 // migrate brings the schema to the newest version in one transaction.
