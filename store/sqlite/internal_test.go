@@ -2,9 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -74,6 +77,9 @@ func TestSchemaVersion(t *testing.T) {
 	}
 }
 
+// TestForeignDatabase opens other applications' files: each is refused with
+// an error naming it, and is left exactly as it was, byte for byte, with no
+// companion files added.
 func TestForeignDatabase(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -83,16 +89,42 @@ func TestForeignDatabase(t *testing.T) {
 		want  string
 	}{
 		{"other application", []string{"PRAGMA application_id = 1234"}, "another application"},
+		{"other application with tables", []string{"CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)",
+			"INSERT INTO users (name) VALUES ('ada')", "PRAGMA application_id = 1234", "PRAGMA user_version = 3"},
+			"another application"},
 		{"tables without version", []string{"CREATE TABLE notes (x)"}, "not a hitch store"},
 		{"version without our id", []string{"CREATE TABLE notes (x)", "PRAGMA user_version = 1"}, "not a hitch store"},
+		{"version only", []string{"PRAGMA user_version = 7"}, "not a hitch store"},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".db")
 		rawExec(t, path, tc.stmts...)
+		before := fileState(t, dir)
 		_, err := Open(t.Context(), path)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Fatalf("%s: got %v, want an error about %q", tc.name, err, tc.want)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("%s: got %v, want an error naming the file and %q", tc.name, err, tc.want)
+		}
+		if after := fileState(t, dir); !maps.Equal(before, after) {
+			t.Fatalf("%s: refusing the file changed the directory:\nbefore %v\nafter  %v", tc.name, before, after)
 		}
 	}
+}
+
+// fileState maps each file in dir to a hash of its bytes.
+func fileState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]string{}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		state[n.Name()] = fmt.Sprintf("%x", sha256.Sum256(b))
+	}
+	return state
 }
 
 // stall blocks the writer inside a request until the returned release is

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -74,6 +76,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		queue:  make(chan *request, cfg.queueSize),
 		stop:   make(chan struct{}),
 		exited: make(chan struct{}),
+	}
+	if err := inspect(ctx, path, uri); err != nil {
+		return nil, fmt.Errorf("open store %q: %w", path, err)
 	}
 	if err := s.open(ctx, uri); err != nil {
 		s.closeDBs()
@@ -169,6 +174,58 @@ func (s *Store) open(ctx context.Context, uri string) error {
 	s.rdb.SetConnMaxIdleTime(0)
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return fmt.Errorf("open read pool: %w", err)
+	}
+	return nil
+}
+
+// inspect refuses a file that is not a hitch store before anything is
+// written to it: turning on WAL mode alone would rewrite another
+// application's file. It reads the database header itself, and asks SQLite
+// (read-only) only whether a file without an application id holds tables.
+// A missing or empty file is a new store. A hitch store in WAL mode may have
+// a stale header in the main file; a hitch store is never in rollback mode,
+// so that header is trusted, and migrate checks again under the write lock.
+func inspect(ctx context.Context, path, uri string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var h [100]byte
+	n, err := io.ReadFull(f, h[:])
+	switch {
+	case n == 0:
+		return nil // empty: a new store, or one being created by another process
+	case err != nil || string(h[:16]) != "SQLite format 3\x00":
+		return errors.New("file is not an SQLite database")
+	}
+	version := binary.BigEndian.Uint32(h[60:64])
+	appID := binary.BigEndian.Uint32(h[68:72])
+	wal := h[18] == 2 && h[19] == 2
+	switch {
+	case appID != 0 && appID != applicationID:
+		return fmt.Errorf("file belongs to another application (application_id %#x)", appID)
+	case version > 0 && appID != applicationID:
+		return fmt.Errorf("file is not a hitch store (schema version %d without the hitch application id)", version)
+	case appID == applicationID || wal:
+		return nil
+	}
+	// An SQLite file in rollback mode without an application id: hitch
+	// takes it only when it is empty.
+	db, err := sql.Open(driverName, uri+"?mode=ro")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var objects int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
+		return fmt.Errorf("inspect schema: %w", err)
+	}
+	if objects > 0 {
+		return fmt.Errorf("file is not a hitch store (it holds %d schema objects and no schema version)", objects)
 	}
 	return nil
 }
