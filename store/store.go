@@ -67,6 +67,10 @@ type Store interface {
 
 	// JournalRead returns entries with positions above p.After, in order,
 	// at most p.Limit of them (a Limit of 0 means DefaultReadLimit).
+	// ErrNotFound when the run does not exist. The answer is whole or an
+	// error: when a position it should hold (from p.After+1 up to the
+	// run's Position, as far as the limit reaches) has no entry, the error
+	// is ErrCorrupt, naming the run and the position.
 	JournalRead(ctx context.Context, p JournalReadParams) ([]Entry, error)
 
 	// LeaseClaim leases runs to p.Owner for p.TTL and returns them. Without

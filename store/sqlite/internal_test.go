@@ -368,3 +368,46 @@ func TestRetriedBatchChargesOnce(t *testing.T) {
 		t.Fatalf("run: %v position %d, want 2", err, run.Position)
 	}
 }
+
+// TestJournalGap deletes journal rows behind the store's back: a read that
+// spans a missing position is refused as corruption, never answered as if
+// the journal were whole.
+func TestJournalGap(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "hitch.db")
+	s := openT(t, path)
+	ctx := t.Context()
+	p := createParams("r")
+	for range 4 {
+		p.Entries = append(p.Entries, store.EntryInput{Kind: "k", Data: []byte(`{}`)})
+	}
+	if _, _, err := s.RunCreate(ctx, p); err != nil { // positions 1..5
+		t.Fatal(err)
+	}
+	rawExec(t, path, "DELETE FROM journal WHERE pos = 3", "DELETE FROM journal WHERE pos = 5")
+	for _, tc := range []struct {
+		after   int64
+		limit   int
+		corrupt bool
+		want    int
+	}{
+		{0, 0, true, 0},
+		{0, 2, false, 2}, // 1, 2: whole as far as it goes
+		{1, 2, true, 0},  // 2, then 4 instead of 3
+		{3, 1, false, 1}, // 4
+		{3, 0, true, 0},  // 4, then nothing where 5 should be
+		{4, 0, true, 0},  // nothing where 5 should be
+		{5, 0, false, 0},
+	} {
+		es, err := s.JournalRead(ctx, store.JournalReadParams{RunID: "r", After: tc.after, Limit: tc.limit})
+		if tc.corrupt {
+			if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), `"r"`) {
+				t.Fatalf("read after %d limit %d: %v (%d entries), want ErrCorrupt naming the run", tc.after, tc.limit, err, len(es))
+			}
+			continue
+		}
+		if err != nil || len(es) != tc.want {
+			t.Fatalf("read after %d limit %d: %v, %d entries, want %d", tc.after, tc.limit, err, len(es), tc.want)
+		}
+	}
+}

@@ -197,8 +197,8 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	// One statement, so the existence check and the entries come from the
 	// same snapshot: a missing run is the single row with a NULL position.
 	rows, err := s.rdb.QueryContext(ctx, `
-		SELECT j.pos, j.kind, j.at, j.data
-		FROM (SELECT seq FROM runs WHERE id = ?1) AS r
+		SELECT r.position, j.pos, j.kind, j.at, j.data
+		FROM (SELECT seq, position FROM runs WHERE id = ?1) AS r
 		LEFT JOIN journal AS j ON j.run_seq = r.seq AND j.pos > ?2
 		ORDER BY j.pos LIMIT ?3`, p.RunID, p.After, limit)
 	if err != nil {
@@ -206,6 +206,7 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	}
 	defer rows.Close()
 	found := false
+	var length int64
 	entries := make([]store.Entry, 0, min(limit, 64))
 	for rows.Next() {
 		found = true
@@ -215,7 +216,7 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 			at   sql.NullInt64
 			data sql.NullString
 		)
-		if err := rows.Scan(&pos, &kind, &at, &data); err != nil {
+		if err := rows.Scan(&length, &pos, &kind, &at, &data); err != nil {
 			return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
 		}
 		if !pos.Valid {
@@ -235,5 +236,24 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	if !found {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, store.ErrNotFound)
 	}
+	if err := whole(entries, p.After, length, limit); err != nil {
+		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
+	}
 	return entries, nil
+}
+
+// whole checks that entries hold every position from after+1 up to the
+// journal's length, as far as limit reaches. A gap means a row was lost
+// behind the store's back: answering without it would fold a wrong state.
+func whole(entries []store.Entry, after, length int64, limit int) error {
+	for i, e := range entries {
+		if want := after + 1 + int64(i); e.Pos != want {
+			return fmt.Errorf("%w: position %d is missing from the journal (next stored is %d)", store.ErrCorrupt, want, e.Pos)
+		}
+	}
+	if want := min(max(length-after, 0), int64(limit)); int64(len(entries)) < want {
+		return fmt.Errorf("%w: position %d is missing from the journal of length %d", store.ErrCorrupt,
+			after+int64(len(entries))+1, length)
+	}
+	return nil
 }
