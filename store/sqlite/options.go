@@ -51,6 +51,7 @@ type config struct {
 	readers     int
 	busyTimeout time.Duration
 	clock       func() time.Time
+	readOnly    bool
 }
 
 func defaultConfig() config {
@@ -107,3 +108,12 @@ func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTi
 // WithClock replaces the store clock, for tests. The store truncates its
 // readings to microseconds and converts them to UTC. Default time.Now.
 func WithClock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
+
+// ReadOnly opens an existing store for reading only, for commands that only
+// look (list, show): nothing is written to the file, the directory or the
+// schema, so it works on a file or directory the process cannot write to,
+// and on a store another process is writing. Every write method answers
+// ErrReadOnly. The store must exist and have the schema of this build (a
+// store written by an older hitch must be opened read-write once, which
+// upgrades it).
+func ReadOnly() Option { return func(c *config) { c.readOnly = true } }

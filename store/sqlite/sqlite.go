@@ -26,6 +26,10 @@ var _ store.Store = (*Store)(nil)
 // that were still queued when Close was called (none of them was written).
 var ErrClosed = errors.New("sqlite store is closed")
 
+// ErrReadOnly is returned by every write method of a store opened with
+// ReadOnly; nothing was written.
+var ErrReadOnly = errors.New("sqlite store is opened read-only")
+
 // applicationID marks a file as a hitch store ("HTCH"), so that opening some
 // other application's SQLite database fails instead of adding tables to it.
 const applicationID = 0x48544348
@@ -77,15 +81,76 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		stop:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}
+	if cfg.readOnly {
+		if err := s.openReadOnly(ctx, path, uri); err != nil {
+			s.closeDBs()
+			return nil, fmt.Errorf("open store %q read-only: %w", path, err)
+		}
+		close(s.exited) // no writer
+		return s, nil
+	}
 	if err := inspect(ctx, path, uri); err != nil {
 		return nil, fmt.Errorf("open store %q: %w", path, err)
 	}
-	if err := s.open(ctx, uri); err != nil {
+	unlock, err := lockOpen(ctx, path, cfg.busyTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("open store %q: %w", path, err)
+	}
+	err = s.open(ctx, uri)
+	unlock()
+	if err != nil {
 		s.closeDBs()
 		return nil, fmt.Errorf("open store %q: %w", path, err)
 	}
 	go s.writeLoop()
 	return s, nil
+}
+
+// openReadOnly opens only the read pool, with SQLite's read-only mode, on a
+// store that must exist with this build's schema.
+func (s *Store) openReadOnly(ctx context.Context, path, uri string) error {
+	if fi, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0) {
+		return errors.New("no store here (a read-only open creates nothing)")
+	} else if err != nil {
+		return err
+	}
+	if err := inspect(ctx, path, uri); err != nil {
+		return err
+	}
+	q := url.Values{}
+	q.Add("mode", "ro")
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(s.cfg.busyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "query_only(1)")
+	version, appID, err := s.openReadPool(ctx, uri+"?"+q.Encode())
+	if err != nil {
+		// SQLite reads a WAL-mode file through its -shm companion, which
+		// it cannot create in a directory it cannot write to. With no
+		// -wal file (the last writer closed cleanly) the main file holds
+		// everything, and can be read as an immutable file instead.
+		if fi, serr := os.Stat(path + "-wal"); serr == nil && fi.Size() > 0 {
+			return fmt.Errorf("%w (the store has writes in %s-wal not yet moved into the file: open it read-write once, "+
+				"or from a process that can write to its directory)", err, filepath.Base(path))
+		}
+		_ = s.rdb.Close()
+		q.Add("immutable", "1")
+		if version, appID, err = s.openReadPool(ctx, uri+"?"+q.Encode()); err != nil {
+			return err
+		}
+	}
+	names, err := migrationFS.ReadDir("migrations")
+	if err != nil {
+		return fmt.Errorf("read migrations: %w", err)
+	}
+	switch latest := len(names); {
+	case appID != applicationID:
+		return fmt.Errorf("file is not a hitch store (application_id %#x)", appID)
+	case version > latest:
+		return fmt.Errorf("schema version %d is newer than this build supports (%d); use a newer hitch", version, latest)
+	case version < latest:
+		return fmt.Errorf("schema version %d is older than this build's (%d); open the store read-write once to upgrade it",
+			version, latest)
+	}
+	return nil
 }
 
 // fileURI turns a file system path into an SQLite URI, so that characters
@@ -138,7 +203,9 @@ func (s *Store) open(ctx context.Context, uri string) error {
 	// Switching a new file to WAL needs an exclusive lock, and SQLite
 	// answers SQLITE_BUSY at once rather than calling the busy handler
 	// when another process holds one (as when two processes create the
-	// store together), so the wait on the busy timeout is done here.
+	// store together), so the wait on the busy timeout is done here. In
+	// the same race a connection may find the rollback journal of the
+	// switch already deleted by another (SQLITE_IOERR_DELETE_NOENT).
 	var mode string
 	if err := whileBusy(ctx, s.cfg.busyTimeout, func() error {
 		return s.wconn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
@@ -230,14 +297,14 @@ func inspect(ctx context.Context, path, uri string) error {
 	return nil
 }
 
-// whileBusy calls fn until it returns anything but SQLITE_BUSY, for at most
-// timeout, pausing a little longer each time.
+// whileBusy calls fn until it returns anything but a transient error, for
+// at most timeout, pausing a little longer each time.
 func whileBusy(ctx context.Context, timeout time.Duration, fn func() error) error {
 	deadline := time.Now().Add(timeout)
 	pause := time.Millisecond
 	for {
 		err := fn()
-		if !isBusy(err) || time.Now().Add(pause).After(deadline) {
+		if !transient(err) || time.Now().Add(pause).After(deadline) {
 			return err
 		}
 		t := time.NewTimer(pause)
@@ -251,14 +318,23 @@ func whileBusy(ctx context.Context, timeout time.Duration, fn func() error) erro
 	}
 }
 
-// isBusy reports a lock held by another connection. Both drivers keep
-// SQLite's own message in their errors.
-func isBusy(err error) bool {
-	if err == nil {
-		return false
+// openReadPool opens the read pool on dsn and reads the file's schema
+// version and application id through it.
+func (s *Store) openReadPool(ctx context.Context, dsn string) (version, appID int, err error) {
+	if s.rdb, err = sql.Open(driverName, dsn); err != nil {
+		return 0, 0, err
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
+	s.rdb.SetMaxOpenConns(s.cfg.readers)
+	s.rdb.SetMaxIdleConns(s.cfg.readers)
+	s.rdb.SetConnMaxLifetime(0)
+	s.rdb.SetConnMaxIdleTime(0)
+	if err := s.rdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return 0, 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if err := s.rdb.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return 0, 0, fmt.Errorf("read application id: %w", err)
+	}
+	return version, appID, nil
 }
 
 // migrate brings the schema to the newest version in one transaction.

@@ -101,27 +101,6 @@ func TestOpenBadPath(t *testing.T) {
 	}
 }
 
-func TestOpenUnwritableDirectory(t *testing.T) {
-	t.Parallel()
-	if os.Geteuid() == 0 {
-		t.Skip("root can write anywhere")
-	}
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o500); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chmod(dir, 0o700) })
-	path := filepath.Join(dir, "hitch.db")
-	s, err := sqlite.Open(t.Context(), path)
-	if err == nil {
-		s.Close()
-		t.Fatal("open in a read-only directory succeeded")
-	}
-	if !strings.Contains(err.Error(), path) {
-		t.Fatalf("error %q does not name the path", err)
-	}
-}
-
 func TestOpenBadOptions(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "hitch.db")

@@ -31,6 +31,12 @@ type wtx struct {
 // written. Once queued, the request is always answered: by the commit, by an
 // error, or by ErrClosed, so the wait ends with the writer's progress.
 func (s *Store) write(ctx context.Context, fn func(tx *wtx) error) error {
+	if s.cfg.readOnly {
+		if s.closed.Load() {
+			return ErrClosed
+		}
+		return ErrReadOnly
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
