@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
@@ -23,7 +24,9 @@ func openMany(path string, n int) error {
 	errs := make([]error, n)
 	stores := make([]*sqlite.Store, n)
 	for i := range n {
-		wg.Go(func() { stores[i], errs[i] = sqlite.Open(context.Background(), path) })
+		// A long timeout: the test is about waiting instead of failing,
+		// and a loaded machine running it under the race detector is slow.
+		wg.Go(func() { stores[i], errs[i] = sqlite.Open(context.Background(), path, sqlite.WithBusyTimeout(time.Minute)) })
 	}
 	wg.Wait()
 	for i, s := range stores {

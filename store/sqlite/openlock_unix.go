@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 )
 
 // lockOpen serialises the opening steps (the switch to WAL and the
-// migration) of every hitch process opening path, with an flock on the file
-// itself. SQLite's own locks are fcntl locks, which an flock neither takes
+// migration) of hitch processes creating or upgrading the store at path,
+// with an flock on the file itself; opening a current store takes no lock. SQLite's own locks are fcntl locks, which an flock neither takes
 // nor blocks, so running stores never see it. Without it, connections of
 // several processes creating one new file race through SQLite's switch to
 // WAL and some fail with busy or I/O errors its busy handler does not cover.
@@ -28,7 +29,8 @@ func lockOpen(ctx context.Context, path string, timeout time.Duration) (unlock f
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
-			return func() { f.Close() }, nil // closing drops the lock
+			var once sync.Once
+			return func() { once.Do(func() { f.Close() }) }, nil // closing drops the lock
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().Add(pause).After(deadline) {
 			f.Close()

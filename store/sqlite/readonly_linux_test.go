@@ -59,14 +59,20 @@ var roScenarios = map[string]func(t *testing.T, dir string){
 		checkReadOnly(t, filepath.Join(dir, "hitch.db"))
 	},
 	// Also while another process writes to it: the reader sees its
-	// latest commit, still in the -wal file.
+	// latest commit, still in the -wal file, through the writer's -shm.
+	// A driver whose SQLite cannot use an -shm it cannot write refuses
+	// with an error that says what to do.
 	"read-live": func(t *testing.T, dir string) {
 		path := filepath.Join(dir, "hitch.db")
-		checkReadOnly(t, path)
 		s, err := sqlite.Open(t.Context(), path, sqlite.ReadOnly())
+		if err != nil && strings.Contains(err.Error(), "not yet moved into the file: open it read-write once") {
+			t.Logf("refused: %v", err)
+			return
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkReadOnly(t, path)
 		defer s.Close()
 		if _, err := s.RunGet(t.Context(), "late"); err != nil {
 			t.Fatalf("the writer's latest run: %v", err)

@@ -89,15 +89,17 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		close(s.exited) // no writer
 		return s, nil
 	}
-	if err := inspect(ctx, path, uri); err != nil {
-		return nil, fmt.Errorf("open store %q: %w", path, err)
-	}
-	unlock, err := lockOpen(ctx, path, cfg.busyTimeout)
+	current, err := inspect(ctx, path, uri)
 	if err != nil {
 		return nil, fmt.Errorf("open store %q: %w", path, err)
 	}
-	err = s.open(ctx, uri)
-	unlock()
+	unlock := func() {}
+	if !current { // a store being created or upgraded: one process at a time
+		if unlock, err = lockOpen(ctx, path, cfg.busyTimeout); err != nil {
+			return nil, fmt.Errorf("open store %q: %w", path, err)
+		}
+	}
+	err = s.open(ctx, uri, unlock)
 	if err != nil {
 		s.closeDBs()
 		return nil, fmt.Errorf("open store %q: %w", path, err)
@@ -114,7 +116,7 @@ func (s *Store) openReadOnly(ctx context.Context, path, uri string) error {
 	} else if err != nil {
 		return err
 	}
-	if err := inspect(ctx, path, uri); err != nil {
+	if _, err := inspect(ctx, path, uri); err != nil {
 		return err
 	}
 	q := url.Values{}
@@ -184,7 +186,10 @@ func fileURI(path string) (string, error) {
 	return u.String(), nil
 }
 
-func (s *Store) open(ctx context.Context, uri string) error {
+// open opens the writer and the read pool; unlock is called once the
+// opening steps that must not race with other processes are done.
+func (s *Store) open(ctx context.Context, uri string, unlock func()) error {
+	defer unlock() // on an early return; calling it twice is harmless
 	busy := strconv.FormatInt(s.cfg.busyTimeout.Milliseconds(), 10)
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+busy+")")
@@ -227,6 +232,7 @@ func (s *Store) open(ctx context.Context, uri string) error {
 	if err := whileBusy(ctx, s.cfg.busyTimeout, func() error { return migrate(ctx, s.wconn) }); err != nil {
 		return err
 	}
+	unlock()
 	if s.stmts, err = prepareWrite(ctx, s.wconn); err != nil {
 		return err
 	}
@@ -252,49 +258,56 @@ func (s *Store) open(ctx context.Context, uri string) error {
 // A missing or empty file is a new store. A hitch store in WAL mode may have
 // a stale header in the main file; a hitch store is never in rollback mode,
 // so that header is trusted, and migrate checks again under the write lock.
-func inspect(ctx context.Context, path, uri string) error {
+//
+// current reports a hitch store in WAL mode at this build's schema version,
+// whose opening steps change nothing.
+func inspect(ctx context.Context, path, uri string) (current bool, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer f.Close()
 	var h [100]byte
 	n, err := io.ReadFull(f, h[:])
 	switch {
 	case n == 0:
-		return nil // empty: a new store, or one being created by another process
+		return false, nil // empty: a new store, or one being created by another process
 	case err != nil || string(h[:16]) != "SQLite format 3\x00":
-		return errors.New("file is not an SQLite database")
+		return false, errors.New("file is not an SQLite database")
 	}
 	version := binary.BigEndian.Uint32(h[60:64])
 	appID := binary.BigEndian.Uint32(h[68:72])
 	wal := h[18] == 2 && h[19] == 2
+	names, err := migrationFS.ReadDir("migrations")
+	if err != nil {
+		return false, fmt.Errorf("read migrations: %w", err)
+	}
 	switch {
 	case appID != 0 && appID != applicationID:
-		return fmt.Errorf("file belongs to another application (application_id %#x)", appID)
+		return false, fmt.Errorf("file belongs to another application (application_id %#x)", appID)
 	case version > 0 && appID != applicationID:
-		return fmt.Errorf("file is not a hitch store (schema version %d without the hitch application id)", version)
+		return false, fmt.Errorf("file is not a hitch store (schema version %d without the hitch application id)", version)
 	case appID == applicationID || wal:
-		return nil
+		return appID == applicationID && wal && int(version) == len(names), nil
 	}
 	// An SQLite file in rollback mode without an application id: hitch
 	// takes it only when it is empty.
 	db, err := sql.Open(driverName, uri+"?mode=ro")
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer db.Close()
 	var objects int
 	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
-		return fmt.Errorf("inspect schema: %w", err)
+		return false, fmt.Errorf("inspect schema: %w", err)
 	}
 	if objects > 0 {
-		return fmt.Errorf("file is not a hitch store (it holds %d schema objects and no schema version)", objects)
+		return false, fmt.Errorf("file is not a hitch store (it holds %d schema objects and no schema version)", objects)
 	}
-	return nil
+	return false, nil
 }
 
 // whileBusy calls fn until it returns anything but a transient error, for
