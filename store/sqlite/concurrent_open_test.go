@@ -26,7 +26,9 @@ func openMany(path string, n int) error {
 	for i := range n {
 		// A long timeout: the test is about waiting instead of failing,
 		// and a loaded machine running it under the race detector is slow.
-		wg.Go(func() { stores[i], errs[i] = sqlite.Open(context.Background(), path, sqlite.WithBusyTimeout(time.Minute)) })
+		wg.Go(func() {
+			stores[i], errs[i] = sqlite.Open(context.Background(), path, sqlite.WithBusyTimeout(time.Minute))
+		})
 	}
 	wg.Wait()
 	for i, s := range stores {
