@@ -295,7 +295,8 @@ type JournalAppendParams struct {
 	Status hitchtype.Status
 	// Outcome is stored with a terminal Status.
 	Outcome json.RawMessage
-	// WakeAt, with Status waiting, is when the run becomes due again.
+	// WakeAt, with Status waiting, is when the run becomes due again. A run
+	// whose cancel was requested does not park: it is due at once.
 	WakeAt time.Time
 	// Charge, when set, is charged to the family budget in the same
 	// transaction as the append.

@@ -27,7 +27,10 @@ WITH r AS (
 		status = coalesce($5::text, status),
 		lease_owner = CASE WHEN $5::text IS NULL OR $5::text = 'running' THEN lease_owner ELSE '' END,
 		lease_expires = CASE WHEN $5::text IS NULL OR $5::text = 'running' THEN lease_expires END,
-		wake_at = CASE WHEN $5::text IS NULL THEN wake_at WHEN $5::text = 'waiting' THEN $6::timestamptz END,
+		wake_at = CASE WHEN $5::text IS NULL THEN wake_at
+			WHEN $5::text = 'waiting' AND cancel_requested
+				THEN least(coalesce($6::timestamptz, ` + nowSQL + `), ` + nowSQL + `)
+			WHEN $5::text = 'waiting' THEN $6::timestamptz END,
 		outcome = CASE WHEN $5::text IN ('completed', 'failed', 'cancelled', 'answer_invalid', 'budget_exhausted')
 			THEN $7::json ELSE outcome END,
 		updated_at = ` + nowSQL + `

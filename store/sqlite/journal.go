@@ -89,6 +89,9 @@ func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) 
 		var wake int64
 		if p.Status == hitchtype.StatusWaiting {
 			wake = micros(p.WakeAt)
+			if cur.CancelRequested && (wake == 0 || wake > now) {
+				wake = now // a run asked to cancel does not park: it is due at once
+			}
 		}
 		var outcome sql.NullString // outcome is only ever set on a terminal run, which cannot get here
 		if p.Status.Terminal() && p.Outcome != nil {

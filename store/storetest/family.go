@@ -47,6 +47,20 @@ func (e *env) dueNow(id string, from, to time.Time) {
 }
 
 func testFamily(t *testing.T, open opener) {
+	t.Run("ParkingACancelledRunMakesItDue", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, open)
+		e.create("r")
+		l := e.claim("r", "worker", longTTL)
+		if _, err := e.s.RunRequestCancel(e.ctx, "r"); err != nil {
+			t.Fatal(err)
+		}
+		from := e.now()
+		// The runner parks it as if it had not seen the request yet.
+		e.append(l, store.JournalAppendParams{After: l.Run.Position, Entries: entries("park", 1), Status: hitchtype.StatusWaiting,
+			WakeAt: from.Add(time.Hour)})
+		e.dueNow("r", from, e.now())
+	})
 	t.Run("EndCancelsChildren", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
