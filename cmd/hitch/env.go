@@ -112,7 +112,7 @@ func openStore(ctx context.Context, g *globals) (*env, error) {
 	if err := mustExist(path); err != nil {
 		return nil, err
 	}
-	return openStoreAt(ctx, g, path, false)
+	return openStoreAt(ctx, g, path, false, true)
 }
 
 // mustExist refuses a store file that is not there, for the commands that
@@ -130,7 +130,10 @@ func mustExist(path string) error {
 // openStoreAt opens a SQLite file or a PostgreSQL database. Only a
 // command that may create the store migrates a PostgreSQL schema; the
 // others refuse one that is behind (see hitch migrate).
-func openStoreAt(ctx context.Context, g *globals, path string, create bool) (*env, error) {
+//
+// readOnly opens a SQLite file for reading only: nothing is created or
+// written, so read commands work on a file or folder they may not write.
+func openStoreAt(ctx context.Context, g *globals, path string, create, readOnly bool) (*env, error) {
 	var st store.Store
 	if isPostgres(path) {
 		conn, opts, err := postgresOptions(path, create)
@@ -142,7 +145,11 @@ func openStoreAt(ctx context.Context, g *globals, path string, create bool) (*en
 		}
 	} else {
 		var err error
-		if st, err = sqlite.Open(ctx, path); err != nil {
+		var opts []sqlite.Option
+		if readOnly {
+			opts = append(opts, sqlite.ReadOnly())
+		}
+		if st, err = sqlite.Open(ctx, path, opts...); err != nil {
 			return nil, err
 		}
 	}
@@ -170,7 +177,7 @@ func openRuntime(ctx context.Context, g *globals, create bool) (*env, error) {
 			return nil, err
 		}
 	}
-	e, err := openStoreAt(ctx, g, path, create)
+	e, err := openStoreAt(ctx, g, path, create, false)
 	if err != nil {
 		_ = cfg.Close()
 		return nil, err

@@ -668,3 +668,30 @@ func TestOnlyStartingCommandsCreateTheStore(t *testing.T) {
 		t.Errorf("run did not create the store: %v", err)
 	}
 }
+
+// TestReadCommandsOnAnImmutableStore reads runs from a store file that
+// cannot be written at all (immutable, which binds root too): the read
+// commands open it read-only, so they work.
+func TestReadCommandsOnAnImmutableStore(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if code, out, errOut := cli(t, "demo", "--dir", dir); code != exitOK {
+		t.Fatalf("demo: exit %d\n%s%s", code, out, errOut)
+	}
+	db := filepath.Join(dir, "demo.db")
+	if out, err := exec.Command("chattr", "+i", db).CombinedOutput(); err != nil {
+		t.Skipf("cannot make the store immutable here (chattr +i: %v %s)", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("chattr", "-i", db).Run() })
+	code, out, errOut := cli(t, "runs", "list", "--db", db, "--json")
+	if code != exitOK || !strings.Contains(out, `"completed"`) {
+		t.Fatalf("runs list: exit %d\n%s%s", code, out, errOut)
+	}
+	var run struct{ ID string }
+	_ = json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &run)
+	for _, args := range [][]string{{"runs", "show", run.ID}, {"runs", "events", run.ID}} {
+		if code, out, errOut := cli(t, append(args, "--db", db)...); code != exitOK {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+}

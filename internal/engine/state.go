@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,8 +13,9 @@ import (
 )
 
 // ErrCorrupt: a journal is not whole (a position is missing or out of
-// order), so it is not replayed.
-var ErrCorrupt = errors.New("journal is corrupt")
+// order), so it is not replayed. It is the store's error: a driver that
+// notices the gap first reports the same one.
+var ErrCorrupt = store.ErrCorrupt
 
 // callState is one tool call's lifecycle as the journal tells it.
 type callState struct {
