@@ -55,6 +55,7 @@ var Defaults = []Default{
 	{"levels of sub-agents below a run", "Limits.MaxDepth", "1", "1–16"},
 	{"compaction: turns kept verbatim (when a request nears 80% of Limits.ContextWindow)", "Limits.KeepTurns", "4", "1–1000; ContextWindow 0 (default) never compacts"},
 	{"hook call (pre_generate, pre_tool, post_tool, post_turn)", "Limits.HookTimeout", "5s", "1ms–1m"},
+	{"policy rule condition (when:) cost per evaluation, in CEL cost units", "policy.DefaultCostLimit", "1000000", "fixed; over it the call is denied"},
 	{"command waits for a live runner", "Limits.CommandWait", "5s", "0–1m"},
 	{"lease TTL", "Config.LeaseTTL", "30s", "10ms–10m"},
 	{"lease renewal", "Config.LeaseTTL / 3", "10s", "a third of the TTL"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/cron"
+	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/server/mcpserver"
 	"github.com/hitch-dev/hitch/store/sqlite"
@@ -72,6 +73,7 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"hitch worker --drain (Runtime.Close's ctx)", dur(hitch.DefaultDrainWindow)},
 		{"hitch worker --poll (Runtime.Sweep's interval)", dur(hitch.DefaultSweepInterval)},
 		{"DefaultSweepMaxBackoff", dur(hitch.DefaultSweepMaxBackoff)},
+		{"policy.DefaultCostLimit", itoa(policy.DefaultCostLimit)},
 		{"sqlite.WithBatchSize", itoa(sqlite.DefaultBatchSize)},
 		{"sqlite.WithQueueSize", itoa(sqlite.DefaultQueueSize)},
 		{"sqlite.WithBusyTimeout", dur(sqlite.DefaultBusyTimeout)},

@@ -318,13 +318,19 @@ func policyOf(l locator, field string, v any) (policy.Policy, []Problem) {
 		if err := yaml.UnmarshalWithOptions(b, &rules, yaml.Strict()); err != nil {
 			return nil, []Problem{l.problem(field, "%s", strings.TrimSpace(yaml.FormatError(err, false, false)))}
 		}
-		var probs []Problem
-		for i, r := range rules {
-			if err := (policy.Rules{r}).Validate(); err != nil {
-				probs = append(probs, l.problem(fmt.Sprintf("%s[%d]", field, i), "%s", strings.TrimPrefix(err.Error(), "rule 1: ")))
+		compiled, err := rules.Compile()
+		if err != nil {
+			var probs []Problem
+			var res policy.RuleErrors
+			if !errors.As(err, &res) {
+				return nil, []Problem{l.problem(field, "%v", err)}
 			}
+			for _, e := range res {
+				probs = append(probs, l.problem(fmt.Sprintf("%s[%d].%s", field, e.Rule, e.Field), "%s", e.Problem))
+			}
+			return nil, probs
 		}
-		return rules, probs
+		return compiled, nil
 	}
 	return nil, []Problem{l.problem(field, "want allow_all, deny_all or a list of rules")}
 }

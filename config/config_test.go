@@ -1,11 +1,18 @@
 package config
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/hitch-dev/hitch/policy"
 )
 
 func write(t *testing.T, files map[string]string) string {
@@ -99,6 +106,37 @@ agents:
       - tools: ["*"]
         verdict: perhaps
 `, []string{"agents[0].policy[0]", `"perhaps"`}},
+		{"bad conditions, every one at once", `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: helper
+    model: demo
+    policy:
+      - tools: [write]
+        when: args.path.startsWith("src/"
+        verdict: allow
+      - tools: [write]
+        when: agent.nmae == "helper"
+        verdict: perhaps
+  - name: other
+    model: demo
+    policy:
+      - tools: [pay]
+        when: args.amount_usd
+        verdict: approval
+      - tools: ["*"]
+        when: |
+          tool == "read" &&
+            run.depht == 0
+        verdict: allow
+`, []string{
+			":9: agents[0].policy[0].when", "column",
+			":12: agents[0].policy[1].when", "undefined field 'nmae'",
+			":13: agents[0].policy[1].verdict", `"perhaps"`,
+			":18: agents[1].policy[0].when", "gives dyn, not bool",
+			":21: agents[1].policy[1].when", "line 2, column", "undefined field 'depht'",
+		}},
 		{"build range", `
 models:
   demo: {provider: scripted, script: script.yaml}
@@ -291,5 +329,92 @@ agents:
 				}
 			}
 		})
+	}
+}
+
+func TestLoadPolicyConditions(t *testing.T) {
+	t.Parallel()
+	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: coder
+    model: demo
+    tools: [read, write]
+    policy:
+      - tools: [write, edit]
+        when: args.path.startsWith("src/") && !args.path.contains("..")
+        verdict: allow
+      - tools: [write, edit]
+        when: args.path.startsWith(".github/")
+        verdict: approval
+        requirement: ci-owners
+      - name: large payments
+        tools: [pay]
+        when: args.amount_usd > 100
+        verdict: approval
+        requirement: payments
+      - tools: [read, pay]
+        verdict: allow
+`})
+	cfg, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cfg.Close()
+	f, tree, err := Parse(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, probs := policyOf(locator{path: path, tree: tree}, "agents[0].policy", f.Agents[0].Policy)
+	if len(probs) > 0 {
+		t.Fatal(Problems(probs))
+	}
+	for _, tc := range []struct {
+		tool, args string
+		want       policy.Verdict
+	}{
+		{"write", `{"path": "src/x.go"}`, policy.Allow},
+		{"write", `{"path": ".github/workflows/ci.yml"}`, policy.RequireApproval},
+		{"write", `{"path": "go.mod"}`, policy.Deny},
+		{"pay", `{"amount_usd": 99.5}`, policy.Allow},
+		{"pay", `{"amount_usd": 250}`, policy.RequireApproval},
+		{"pay", `{"to": "acme"}`, policy.Deny}, // the condition cannot be evaluated
+	} {
+		d, err := pol.Decide(context.Background(), policy.Action{Kind: policy.CallTool, Tool: tc.tool, Arguments: json.RawMessage(tc.args)})
+		if err != nil || d.Verdict != tc.want {
+			t.Errorf("%s %s: got %+v, %v; want %s", tc.tool, tc.args, d, err, tc.want)
+		}
+	}
+}
+
+// The policy examples in docs/config.md compile.
+func TestDocPolicyExamplesCompile(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, block := range strings.Split(string(b), "```yaml\n")[1:] {
+		block = block[:strings.Index(block, "```")]
+		if !strings.HasPrefix(block, "    policy:\n") {
+			continue
+		}
+		n++
+		var doc struct{ Policy any }
+		if err := yaml.Unmarshal([]byte(block), &doc); err != nil {
+			t.Fatalf("example %d: %v", n, err)
+		}
+		tree, err := parser.ParseBytes([]byte(block), 0)
+		if err != nil {
+			t.Fatalf("example %d: %v", n, err)
+		}
+		if _, probs := policyOf(locator{path: "docs/config.md", tree: tree}, "policy", doc.Policy); len(probs) > 0 {
+			t.Errorf("example %d: %v", n, Problems(probs))
+		}
+	}
+	if n < 2 {
+		t.Fatalf("found %d policy examples in docs/config.md, want 2 or more", n)
 	}
 }

@@ -15,6 +15,7 @@ func FuzzLoad(f *testing.F) {
 		"agents:\n  - name: a\n    policy: [{tools: ['['], verdict: allow}]\n",
 		"agents:\n  - name: a\n    limits: {tool_timeout: 5, model_attempts: -1}\n",
 		"models: {m: {provider: openai}}\nagents: [{name: a, model: m, policy: deny_all, sub_agents: [a]}]\n",
+		"agents:\n  - name: a\n    policy: [{tools: ['*'], when: 'args.x >', verdict: allow}, {tools: [w], when: 'agent.name', verdict: deny}]\n",
 		"\x00", "---\n...\n", "agents: !!binary aGk=\n",
 		"agents: 3\n", "agents:\n  - {name: a, version: x, limits: {max_tool_result: 99999999999999999999999}}\n",
 		"m: &x {provider: scripted, script: s.yaml}\nmodels: {m: *x}\nagents: [{name: a, model: m, policy: allow_all}]\n",

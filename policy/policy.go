@@ -3,9 +3,6 @@ package policy
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-
-	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Verdict is what a policy decided.
@@ -31,11 +28,26 @@ const (
 type Action struct {
 	Kind  ActionKind
 	RunID string
-	Agent string
+	// RootID is the run's root (its own id for a root run); Depth is 0 for
+	// a root run and one more for each level of sub-agent.
+	RootID string
+	Depth  int
+	// RunMetadata is the run's metadata, if any.
+	RunMetadata map[string]string
+	// Agent and AgentVersion name the agent the run belongs to.
+	Agent        string
+	AgentVersion int
+	// SessionID and SessionMetadata describe the session whose submission
+	// the run works, if any.
+	SessionID       string
+	SessionMetadata map[string]string
 	// Tool is the tool (or sub-agent) name the model called.
 	Tool string
 	// Arguments are the call's arguments, already checked to be valid JSON.
 	Arguments json.RawMessage
+	// Requirement is the requirement an approval has already answered,
+	// when the policy is asked again at approval time; empty otherwise.
+	Requirement string
 }
 
 // Decision is a policy's answer.
@@ -72,53 +84,4 @@ func DenyAll(reason string) Policy {
 	return Func(func(context.Context, Action) (Decision, error) {
 		return Decision{Verdict: Deny, Reason: reason}, nil
 	})
-}
-
-// Rule matches tool names by glob and gives a verdict.
-type Rule struct {
-	// Tools are doublestar globs over tool names ("*", "fs_*").
-	Tools       []string `yaml:"tools" json:"tools"`
-	Verdict     Verdict  `yaml:"verdict" json:"verdict"`
-	Reason      string   `yaml:"reason,omitempty" json:"reason,omitempty"`
-	Requirement string   `yaml:"requirement,omitempty" json:"requirement,omitempty"`
-}
-
-// Rules is a policy of ordered rules: the first rule whose glob matches the
-// tool name decides. A call no rule matches is denied.
-type Rules []Rule
-
-// Validate checks every rule and returns the first problem, naming the rule.
-func (rs Rules) Validate() error {
-	for i, r := range rs {
-		switch r.Verdict {
-		case Allow, Deny, RequireApproval:
-		default:
-			return fmt.Errorf("rule %d: verdict %q: want allow, deny or approval", i+1, r.Verdict)
-		}
-		if len(r.Tools) == 0 {
-			return fmt.Errorf("rule %d: tools is empty", i+1)
-		}
-		for _, g := range r.Tools {
-			if !doublestar.ValidatePattern(g) {
-				return fmt.Errorf("rule %d: tools: bad glob %q", i+1, g)
-			}
-		}
-	}
-	return nil
-}
-
-// Decide applies the first matching rule.
-func (rs Rules) Decide(_ context.Context, a Action) (Decision, error) {
-	for _, r := range rs {
-		for _, g := range r.Tools {
-			if ok, _ := doublestar.Match(g, a.Tool); ok {
-				reason := r.Reason
-				if reason == "" && r.Verdict == Deny {
-					reason = fmt.Sprintf("the policy does not allow %s", a.Tool)
-				}
-				return Decision{Verdict: r.Verdict, Reason: reason, Requirement: r.Requirement}, nil
-			}
-		}
-	}
-	return Decision{Verdict: Deny, Reason: fmt.Sprintf("no policy rule allows %s", a.Tool)}, nil
 }

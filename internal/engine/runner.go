@@ -609,7 +609,13 @@ func (r *runner) action(c *callState) (a policy.Action, ok bool) {
 	if r.agent.children[c.call.Name] != nil {
 		kind = policy.StartAgent
 	}
-	return policy.Action{Kind: kind, RunID: r.runID, Agent: r.agent.Name, Tool: c.call.Name, Arguments: json.RawMessage(args)}, true
+	a = policy.Action{Kind: kind, RunID: r.runID, RootID: r.row.RootID, Depth: r.row.Depth,
+		Agent: r.agent.Name, AgentVersion: r.agent.Version, Tool: c.call.Name, Arguments: json.RawMessage(args)}
+	if c.decided {
+		// Asked again at approval time: the condition may weigh what was approved.
+		a.Requirement = c.decision.Requirement
+	}
+	return a, true
 }
 
 // expireApprovals rejects, as expired, approval requests past their
