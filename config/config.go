@@ -56,6 +56,9 @@ type Model struct {
 	MaxTokens int `yaml:"max_tokens,omitempty"`
 	// Script is the scripted model's script file, relative to the config.
 	Script string `yaml:"script,omitempty"`
+	// Stream: false asks an openai model (Chat Completions) for whole
+	// replies, for servers that stream text but not tool calls. Default true.
+	Stream *bool `yaml:"stream,omitempty"`
 }
 
 // Agent is one agent's settings.

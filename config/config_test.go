@@ -12,6 +12,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/model/modeltest"
 	"github.com/hitch-dev/hitch/policy"
 )
 
@@ -416,5 +418,69 @@ func TestDocPolicyExamplesCompile(t *testing.T) {
 	}
 	if n < 2 {
 		t.Fatalf("found %d policy examples in docs/config.md, want 2 or more", n)
+	}
+}
+
+// stream: false reaches the openai provider: the request asks for a whole
+// reply, and its tool calls come back.
+func TestModelStreamFalse(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.NewServer(t, modeltest.Exchange{ContentType: "application/json", Body: modeltest.Fixture(t, "../model/openai/testdata/chat_tool.json")})
+	path := write(t, map[string]string{"hitch.yaml": `
+models:
+  local:
+    provider: openai
+    model: qwen2.5-coder:7b
+    base_url: ` + srv.URL + `/v1
+    stream: false
+agents:
+  - {name: a, model: local, policy: allow_all}
+`})
+	cfg, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cfg.Close()
+	req := &model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "Weather in Paris?"}}}
+	reply, err := model.Collect(cfg.Models["local"].Generate(t.Context(), req), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.ToolCalls) != 1 || reply.ToolCalls[0].Name != "get_weather" {
+		t.Errorf("reply %+v, want the get_weather call", reply)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(srv.Requests()[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body["stream"] == true {
+		t.Errorf("the request asked for a stream: %v", body)
+	}
+}
+
+func TestModelStreamProblems(t *testing.T) {
+	t.Parallel()
+	path := write(t, map[string]string{"hitch.yaml": `
+models:
+  claude:
+    provider: anthropic
+    model: claude-sonnet-4-5
+    stream: false
+  gpt:
+    provider: openai
+    model: gpt-4o-mini
+    api: responses
+    stream: false
+agents:
+  - {name: a, model: gpt, policy: allow_all}
+`})
+	_, err := Load(path, Options{Getenv: func(string) string { return "" }})
+	if err == nil || !IsProblem(err) {
+		t.Fatalf("got %v, want problems", err)
+	}
+	for _, want := range []string{":6: models.claude.stream: is for the openai provider only", ":11: models.gpt.stream: false needs api: chat"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
 	}
 }

@@ -99,7 +99,7 @@ var providers = map[string]func(m Model, configPath string, getenv func(string) 
 		default:
 			return nil, fmt.Errorf("api: %q: want chat or responses", m.API)
 		}
-		return openai.New(openai.Config{Model: m.Model, BaseURL: m.BaseURL, APIKey: getenv(m.KeyEnv()), API: m.API})
+		return openai.New(openai.Config{Model: m.Model, BaseURL: m.BaseURL, APIKey: getenv(m.KeyEnv()), API: m.API, NoStream: m.Stream != nil && !*m.Stream})
 	},
 	"anthropic": func(m Model, _ string, getenv func(string) string) (model.Model, error) {
 		if m.Model == "" {
@@ -150,6 +150,14 @@ func Load(path string, opts Options) (*Config, error) {
 		build, ok := providers[m.Provider]
 		if !ok {
 			probs = append(probs, l.problem(field+".provider", "%q: want one of %v", m.Provider, sortedKeys(providers)))
+			continue
+		}
+		switch {
+		case m.Stream != nil && m.Provider != "openai":
+			probs = append(probs, l.problem(field+".stream", "is for the openai provider only"))
+			continue
+		case m.Stream != nil && !*m.Stream && m.API == "responses":
+			probs = append(probs, l.problem(field+".stream", "false needs api: chat; the responses API is always streamed"))
 			continue
 		}
 		mm, err := build(m, path, getenv)

@@ -3,10 +3,13 @@ package openai
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
@@ -123,6 +126,9 @@ func (m *Model) generateChat(ctx context.Context, req *model.Request, emit func(
 	if err != nil {
 		return nil, err
 	}
+	if m.cfg.NoStream {
+		return m.generateChatWhole(ctx, params, emit)
+	}
 	stream := m.chat.NewStreaming(ctx, params)
 	defer stream.Close()
 	r := chatReply{slot: map[int64]int{}}
@@ -171,6 +177,17 @@ func (m *Model) generateChat(ctx context.Context, req *model.Request, emit func(
 		// [DONE] or a clean EOF without a finish reason: the answer was cut.
 		return nil, apierr.Cut(provider)
 	}
+	if r.finish == "tool_calls" && len(r.calls) == 0 {
+		// Some compatible servers stream text but drop the tool calls: the
+		// agent would take a reply without calls for its answer.
+		return nil, apierr.Malformed(provider, `the streamed reply ended with finish_reason "tool_calls" but carried no tool call; `+
+			"this server may not stream tool calls: set stream: false on the model (openai.Config.NoStream)")
+	}
+	return r.reply(), nil
+}
+
+// reply builds the reply from what was gathered.
+func (r *chatReply) reply() *model.Reply {
 	reply := &model.Reply{Text: r.text.String(), Usage: r.usage, Model: r.model, StopReason: r.finish}
 	for i, c := range r.calls {
 		if c.ID == "" {
@@ -179,8 +196,87 @@ func (m *Model) generateChat(ctx context.Context, req *model.Request, emit func(
 		}
 		reply.ToolCalls = append(reply.ToolCalls, *c)
 	}
-	return reply, nil
+	return reply
 }
+
+// generateChatWhole asks for the reply in one response, for servers that
+// do not stream tool calls. The text reaches the consumer as one delta.
+func (m *Model) generateChatWhole(ctx context.Context, params openai.ChatCompletionNewParams, emit func(string) bool) (*model.Reply, error) {
+	// Servers refuse stream options on a request that is not streamed.
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{}
+	c, err := m.chat.New(ctx, params, option.WithMiddleware(limitBody))
+	if err != nil {
+		if errors.Is(err, errTooLarge) && ctx.Err() == nil {
+			return nil, apierr.Malformed(provider, "reply exceeds "+strconv.Itoa(apierr.MaxReplyBytes)+" bytes")
+		}
+		return nil, m.streamError(ctx, err)
+	}
+	r := chatReply{model: c.Model}
+	if c.JSON.Usage.Valid() {
+		r.usage = chatUsage(c.Usage)
+	}
+	var choice *openai.ChatCompletionChoice
+	for i := range c.Choices {
+		if c.Choices[i].Index == 0 {
+			choice = &c.Choices[i]
+			break
+		}
+	}
+	if choice == nil {
+		return nil, apierr.Malformed(provider, "the reply has no choice")
+	}
+	r.finish = choice.FinishReason
+	r.text.WriteString(choice.Message.Content)
+	// A refusal is the model's answer; the engine shows it.
+	r.text.WriteString(choice.Message.Refusal)
+	for _, tc := range choice.Message.ToolCalls {
+		r.calls = append(r.calls, &model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	if d := choice.Message.Content; d != "" {
+		if err := mustStop(emit(d)); err != nil {
+			return nil, err
+		}
+	}
+	return r.reply(), nil
+}
+
+// errTooLarge ends the reading of a response body over the reply bound.
+var errTooLarge = errors.New("response body too large")
+
+// limitBody is an SDK middleware that bounds a whole response's body.
+func limitBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err == nil && res != nil && res.Body != nil {
+		res.Body = &boundedBody{rc: res.Body, left: apierr.MaxReplyBytes + 64<<10}
+	}
+	return res, err
+}
+
+// boundedBody fails a read past its bound instead of truncating, so a
+// large reply is never mistaken for a short one.
+type boundedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n > 0 {
+			return 0, errTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
 
 // chatStreamError classifies an error event inside a stream, then anything
 // else.

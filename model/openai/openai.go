@@ -68,6 +68,10 @@ type Config struct {
 	// server). Default max_completion_tokens for api.openai.com and
 	// max_tokens for any other server.
 	MaxTokensField string
+	// NoStream asks for each reply whole instead of streamed, for
+	// OpenAI-compatible servers that stream text but not tool calls.
+	// Chat Completions only. Default false: replies are streamed.
+	NoStream bool
 }
 
 // Model is a model.Model that talks to an OpenAI-style endpoint. It is safe
@@ -95,6 +99,9 @@ func New(cfg Config) (*Model, error) {
 	case APIChat, APIResponses:
 	default:
 		return nil, fmt.Errorf("openai config: API %q is not one of %q, %q", cfg.API, APIChat, APIResponses)
+	}
+	if cfg.NoStream && cfg.API != APIChat {
+		return nil, fmt.Errorf("openai config: NoStream needs API %q; the %q API is always streamed", APIChat, cfg.API)
 	}
 	switch cfg.MaxTokensField {
 	case "":
