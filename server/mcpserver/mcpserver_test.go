@@ -3,6 +3,8 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -27,6 +29,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // approval, served over MCP to the SDK's own client.
 type fixture struct {
 	client  *mcp.ClientSession
+	server  *mcp.Server
 	charges *atomic.Int64
 }
 
@@ -85,7 +88,7 @@ func newFixture(t *testing.T, cred *approval.Credential) *fixture {
 		_ = rt.Close(cctx)
 		_ = st.Close()
 	})
-	return &fixture{client: cs, charges: charges}
+	return &fixture{client: cs, server: srv, charges: charges}
 }
 
 // call calls a tool and decodes its structured answer into out; it returns
@@ -203,5 +206,32 @@ func TestRefusalsOverMCP(t *testing.T) {
 	f.call(t, "cancel_run", map[string]any{"run_id": "r2"}, &cancelled)
 	if cancelled.Status != "cancelled" || f.charges.Load() != 0 {
 		t.Errorf("cancel: %+v", cancelled)
+	}
+}
+
+// TestServedOverStreamableHTTP mounts the server on an HTTP handler, as an
+// HTTP service would, and drives it with the SDK's streamable client.
+func TestServedOverStreamableHTTP(t *testing.T) {
+	srv := newFixture(t, nil).server
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "start_run", Arguments: map[string]any{"agent": "pay", "input": "x", "id": "h-1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("start over HTTP: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait_run", Arguments: map[string]any{"run_id": "h-1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("wait over HTTP: %v %+v", err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(b), `"status":"waiting"`) {
+		t.Fatalf("wait over HTTP: %s", b)
 	}
 }
