@@ -46,6 +46,13 @@ type RunStarted struct {
 	// Instructions are the caller's layer of instructions for this run,
 	// laid over the agent's (the caller's win where they disagree).
 	Instructions string `json:"instructions,omitempty"`
+	// Session, for a run that works a session's submission, names the
+	// session; SessionPos is the admission position of the submission's
+	// message, and History the session's transcript as of the start:
+	// earlier submissions' messages and results, sent before Input.
+	Session    string          `json:"session,omitempty"`
+	SessionPos int64           `json:"session_pos,omitempty"`
+	History    []model.Message `json:"history,omitempty"`
 }
 
 // Context records what a turn observes when it differs from the previous

@@ -58,6 +58,7 @@ func run(t *testing.T, open opener) {
 		{"RunList", testRunList},
 		{"StaleRunner", testStaleRunner},
 		{"Budget", testBudget},
+		{"Sessions", testSessions},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
