@@ -68,6 +68,8 @@ var Defaults = []Default{
 	{"run id: letters, digits and . _ : -", "hitch.WithID (MaxRunIDBytes)", "1–128 bytes", "fixed"},
 	{"journal entries read per page", "store.DefaultReadLimit", "1000", ""},
 	{"approval requests listed per page", "PendingApprovalsParams.Limit", "100", "1–1000"},
+	{"session message text", "Config.Sessions.MaxMessageBytes", "256 KiB", "1 B–16 MiB"},
+	{"session send idempotency key remembered", "Config.Sessions.IdempotencyTTL", "24h", "1s–720h"},
 	{"SQLite: appends committed in one transaction", "sqlite.WithBatchSize", "64", "1–1024"},
 	{"SQLite: queued writes", "sqlite.WithQueueSize", "1024", "1–65536"},
 	{"SQLite: busy timeout", "sqlite.WithBusyTimeout", "5s", "0–10m"},

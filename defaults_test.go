@@ -11,6 +11,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/cron"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/server/mcpserver"
 	"github.com/hitch-dev/hitch/store/sqlite"
@@ -74,6 +75,8 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"hitch worker --poll (Runtime.Sweep's interval)", dur(hitch.DefaultSweepInterval)},
 		{"DefaultSweepMaxBackoff", dur(hitch.DefaultSweepMaxBackoff)},
 		{"policy.DefaultCostLimit", itoa(policy.DefaultCostLimit)},
+		{"Config.Sessions.MaxMessageBytes", itoa(hitchtype.DefaultMaxMessageBytes>>10) + " KiB"},
+		{"Config.Sessions.IdempotencyTTL", strings.TrimSuffix(strings.TrimSuffix(dur(hitchtype.DefaultIdempotencyTTL), "0s"), "0m")},
 		{"sqlite.WithBatchSize", itoa(sqlite.DefaultBatchSize)},
 		{"sqlite.WithQueueSize", itoa(sqlite.DefaultQueueSize)},
 		{"sqlite.WithBusyTimeout", dur(sqlite.DefaultBusyTimeout)},

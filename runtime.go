@@ -91,6 +91,8 @@ type Config struct {
 	// Prices override or add model prices (USD per million tokens) to the
 	// built-in list, for budgets and reported costs.
 	Prices model.Prices
+	// Sessions configures sessions (see OpenSession).
+	Sessions SessionConfig
 	// OnEvent, if set, sees progress as it happens: every batch of journal
 	// entries once durable, and model text deltas. It runs on the run's
 	// goroutine: keep it quick.
@@ -116,6 +118,7 @@ type Runtime struct {
 	agents map[string]*Agent
 	// parents maps a sub-agent to the agent that declared it, for approvers.
 	parents map[string]*Agent
+	sess    sessions
 }
 
 // WithDefaults returns the config with every unset field set to its
@@ -216,6 +219,9 @@ func Open(cfg Config) (*Runtime, error) {
 	if f := cfg.OnEvent; f != nil {
 		ecfg.OnCommit = func(id string, es []store.Entry) { f(Event{RunID: id, Entries: es}) }
 		ecfg.OnDelta = func(id, d string) { f(Event{RunID: id, Delta: d}) }
+	}
+	if err := rt.openSessions(&ecfg); err != nil {
+		return nil, fmt.Errorf("open runtime: %w", err)
 	}
 	rt.eng = engine.New(ecfg)
 	return rt, nil
@@ -531,11 +537,13 @@ func (rt *Runtime) Sweep(ctx context.Context, every time.Duration) error {
 	if err := s.Start(ctx); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
+	stopSessions := rt.sweepSessions(ctx, every)
 	select {
 	case <-ctx.Done():
 	case <-rt.eng.Closing():
 	}
 	s.Stop()
+	stopSessions()
 	return nil
 }
 
@@ -681,7 +689,7 @@ func (rt *Runtime) Journal(ctx context.Context, runID string, after int64, limit
 // ctx ends is abandoned: those runs are recovered once their leases expire,
 // and Close returns ctx's error. DefaultDrainWindow is a good bound.
 func (rt *Runtime) Close(ctx context.Context) error {
-	return rt.eng.Close(ctx)
+	return errors.Join(rt.eng.Close(ctx), rt.closeSessions(ctx))
 }
 
 // Run is a run as the store holds it.

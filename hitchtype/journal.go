@@ -47,12 +47,13 @@ type RunStarted struct {
 	// laid over the agent's (the caller's win where they disagree).
 	Instructions string `json:"instructions,omitempty"`
 	// Session, for a run that works a session's submission, names the
-	// session; SessionPos is the admission position of the submission's
-	// message, and History the session's transcript as of the start:
+	// session; SessionMessage is the submission's message and SessionPos
+	// its admission position, and History the session's transcript as of the start:
 	// earlier submissions' messages and results, sent before Input.
-	Session    string          `json:"session,omitempty"`
-	SessionPos int64           `json:"session_pos,omitempty"`
-	History    []model.Message `json:"history,omitempty"`
+	Session        string          `json:"session,omitempty"`
+	SessionMessage string          `json:"session_message,omitempty"`
+	SessionPos     int64           `json:"session_pos,omitempty"`
+	History        []model.Message `json:"history,omitempty"`
 }
 
 // Context records what a turn observes when it differs from the previous

@@ -153,7 +153,7 @@ func (r *runner) step() (done bool, err error) {
 		return true, nil
 	}
 	if r.cancelled.Load() {
-		return true, r.finish(Outcome{Status: hitchtype.StatusCancelled, Reason: "cancelled", Error: "the run was cancelled"})
+		return true, r.finish(r.cancelOutcome())
 	}
 	if t := st.lastTurn(); t != nil && !st.inFlight {
 		if len(t.calls) == 0 && !t.refused && st.lastFailed == nil {
@@ -288,6 +288,9 @@ func (r *runner) callModel() error {
 	if st.inFlight {
 		// Recovered mid-call: say so, so the journal explains the gap.
 		r.stage(entry(KindModelLost, ModelInterrupted{Attempt: st.attempts}))
+	}
+	if err := r.admitSteering(); err != nil {
+		return err
 	}
 	extra, err := r.preGenerate(len(st.turns) + 1)
 	if err != nil {

@@ -93,6 +93,10 @@ type state struct {
 	summary          string
 	compactTried     int
 
+	// steered are session messages that joined the run, each at the turn
+	// count it joined at (see session.go).
+	steered []steer
+
 	waiting *RunWaiting
 	ended   *Outcome
 	usage   Usage
@@ -365,6 +369,12 @@ func (s *state) apply(e store.Entry) error {
 			return err
 		}
 		s.waiting = &w
+	case KindSessionSteered:
+		var m SessionSteered
+		if err := decode(&m); err != nil {
+			return err
+		}
+		s.steered = append(s.steered, steer{at: len(s.turns), SessionSteered: m})
 	case KindRunEnded:
 		var o Outcome
 		if err := decode(&o); err != nil {
@@ -386,13 +396,17 @@ func (s *state) messages() []model.Message {
 // messagesFrom rebuilds the history with the turns before from folded into
 // the compaction summary, up to turn to.
 func (s *state) messagesFrom(from, to int) []model.Message {
-	msgs := make([]model.Message, 0, 2+3*(to-from))
+	msgs := make([]model.Message, 0, 2+len(s.started.History)+3*(to-from))
+	if from == 0 {
+		msgs = append(msgs, s.started.History...)
+	}
 	msgs = append(msgs, model.Message{Role: model.RoleUser, Text: s.started.Input})
 	if from > 0 {
 		msgs = append(msgs, model.Message{Role: model.RoleUser, Text: summaryPrefix + s.summary})
 	}
 	for i, t := range s.turns[from:to] {
 		i += from
+		msgs = s.steeredAt(msgs, i)
 		if i == s.finalAt {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Text: s.finalNote})
 		}
@@ -409,6 +423,9 @@ func (s *state) messagesFrom(from, to int) []model.Message {
 		if t.refused {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Text: t.correction})
 		}
+	}
+	if to == len(s.turns) {
+		msgs = s.steeredAt(msgs, to)
 	}
 	if s.finalAt == to {
 		msgs = append(msgs, model.Message{Role: model.RoleUser, Text: s.finalNote})

@@ -28,6 +28,8 @@ const (
 	KindRootRevoked   = hitchtype.KindRootRevoked
 	KindRunWaiting    = hitchtype.KindRunWaiting
 	KindRunEnded      = hitchtype.KindRunEnded
+	// KindSessionSteered is a session message that joined the run.
+	KindSessionSteered = hitchtype.KindSessionSteered
 )
 
 type (
@@ -56,6 +58,7 @@ type (
 	Usage            = hitchtype.Usage
 	Reconciliation   = hitchtype.Reconciliation
 	PendingApproval  = hitchtype.PendingApproval
+	SessionSteered   = hitchtype.SessionSteered
 )
 
 // Infinite, as a timeout, leaves a wait unbounded.
