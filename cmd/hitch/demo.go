@@ -13,7 +13,7 @@ import (
 	"github.com/hitch-dev/hitch/approval"
 )
 
-//go:embed demo/hitch.yaml demo/script.yaml
+//go:embed demo/hitch.yaml demo/script.yaml demo/chat.yaml
 var demoFiles embed.FS
 
 const demoNotes = "# Notes\n\nWe recieve orders by mail.\nShipping takes two days.\n"
@@ -39,7 +39,7 @@ func newDemo(g *globals) *cobra.Command {
 			if err := os.MkdirAll(filepath.Join(dir, "workspace"), 0o755); err != nil {
 				return fmt.Errorf("create demo workspace: %w", err)
 			}
-			for _, name := range []string{"hitch.yaml", "script.yaml"} {
+			for _, name := range []string{"hitch.yaml", "script.yaml", "chat.yaml"} {
 				b, _ := demoFiles.ReadFile("demo/" + name)
 				if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 					return fmt.Errorf("write demo file: %w", err)
@@ -55,7 +55,7 @@ func newDemo(g *globals) *cobra.Command {
 				return err
 			}
 			defer e.close()
-			ag, err := e.cfg.Agent("")
+			ag, err := e.cfg.Agent("fixer")
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/store"
+)
+
+func newSessions(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List, inspect and talk to sessions (conversations worked one message at a time)",
+	}
+	cmd.AddCommand(newSessionsList(g), newSessionsShow(g), newSessionsSend(g), newSessionsQueue(g),
+		newSessionsEdit(g), newSessionsRemove(g), newSessionsInterrupt(g))
+	return cmd
+}
+
+// sessionErr gives session errors their exit codes.
+func sessionErr(err error) error {
+	var mse *hitch.MessageStateError
+	switch {
+	case errors.Is(err, hitch.ErrSessionNotFound), errors.Is(err, hitch.ErrMessageNotFound):
+		return withCode(exitNotFound, err)
+	case errors.As(err, &mse), errors.Is(err, hitch.ErrSessionAgent):
+		return withCode(exitRefused, err)
+	case errors.Is(err, hitch.ErrMessageTooLarge), errors.Is(err, hitch.ErrBadSessionID):
+		return usageError{err}
+	}
+	return err
+}
+
+func (e *env) printJSON(v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(e.g.stdout, "%s\n", b)
+}
+
+func newSessionsList(g *globals) *cobra.Command {
+	var after string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List sessions by id (--after pages on)",
+		Args:  args(0, "no arguments"),
+		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
+			list, err := e.rt.Sessions(ctx, after, limit)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				for _, s := range list {
+					e.printJSON(sessionJSON(s))
+				}
+				return nil
+			}
+			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "SESSION\tAGENT\tACTIVE RUN\tQUEUED\tUPDATED")
+			for _, s := range list {
+				fmt.Fprintf(w, "%s\t%s v%d\t%s\t%d\t%s\n", s.ID, s.Agent, s.Version, or(s.ActiveRun, "-"), s.Queued,
+					s.UpdatedAt.Format("2006-01-02 15:04:05"))
+			}
+			return w.Flush()
+		}),
+	}
+	cmd.Flags().StringVar(&after, "after", "", "list sessions whose id sorts after this one")
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many (1 to 1000)")
+	return cmd
+}
+
+type sessionLine struct {
+	ID        string          `json:"id"`
+	Agent     string          `json:"agent"`
+	Version   int             `json:"version"`
+	Metadata  json.RawMessage `json:"metadata"`
+	ActiveRun string          `json:"active_run,omitempty"`
+	Position  int64           `json:"position"`
+	Queued    int             `json:"queued"`
+	CreatedAt string          `json:"created_at"`
+	UpdatedAt string          `json:"updated_at"`
+}
+
+func sessionJSON(s hitch.Session) sessionLine {
+	const ts = "2006-01-02T15:04:05.000000Z"
+	return sessionLine{ID: s.ID, Agent: s.Agent, Version: s.Version, Metadata: s.Metadata, ActiveRun: s.ActiveRun,
+		Position: s.Position, Queued: s.Queued, CreatedAt: s.CreatedAt.UTC().Format(ts), UpdatedAt: s.UpdatedAt.UTC().Format(ts)}
+}
+
+type submissionLine struct {
+	MessageID string                      `json:"message_id"`
+	RunID     string                      `json:"run_id"`
+	Text      string                      `json:"text"`
+	Joined    []string                    `json:"joined,omitempty"`
+	Outcome   hitchtype.SubmissionOutcome `json:"outcome,omitempty"`
+	Status    hitchtype.Status            `json:"status"`
+	Reason    string                      `json:"reason,omitempty"`
+	Answer    string                      `json:"answer,omitempty"`
+	Error     string                      `json:"error,omitempty"`
+	Usage     *hitch.Usage                `json:"usage"`
+	CostUSD   *float64                    `json:"cost_usd"`
+}
+
+type queuedLine struct {
+	ID       string         `json:"id"`
+	Position int64          `json:"position"`
+	Mode     hitch.SendMode `json:"mode"`
+	Text     string         `json:"text"`
+}
+
+func statusJSON(st hitch.SessionStatus) any {
+	subs := make([]submissionLine, 0, len(st.Submissions))
+	for _, s := range st.Submissions {
+		subs = append(subs, submissionLine{s.MessageID, s.RunID, s.Text, s.Joined, s.Outcome, s.Status, s.Reason, s.Answer, s.Error, s.Usage, s.CostUSD})
+	}
+	q := make([]queuedLine, 0, len(st.Queue))
+	for _, m := range st.Queue {
+		q = append(q, queuedLine{m.ID, m.Position, m.Mode, m.Text})
+	}
+	return struct {
+		Session     sessionLine      `json:"session"`
+		Queue       []queuedLine     `json:"queue"`
+		Submissions []submissionLine `json:"submissions"`
+		Usage       hitch.Usage      `json:"usage"`
+		CostUSD     *float64         `json:"cost_usd"`
+	}{sessionJSON(st.Session), q, subs, st.Usage, st.CostUSD}
+}
+
+func (e *env) printStatus(st hitch.SessionStatus) {
+	if e.g.json {
+		e.printJSON(statusJSON(st))
+		return
+	}
+	w := e.g.stdout
+	s := st.Session
+	fmt.Fprintf(w, "session %s: agent %s v%d, %d entries, %d queued", s.ID, s.Agent, s.Version, s.Position, s.Queued)
+	if s.ActiveRun != "" {
+		fmt.Fprintf(w, ", working (run %s)", s.ActiveRun)
+	}
+	fmt.Fprintln(w)
+	for i, sub := range st.Submissions {
+		state := string(sub.Outcome)
+		if state == "" {
+			state = "running"
+		}
+		fmt.Fprintf(w, "  %d. %s  %s: %s\n", i+1, sub.MessageID, state, clip(sub.Text, 100))
+		if len(sub.Joined) > 0 {
+			fmt.Fprintf(w, "     steered by %s\n", strings.Join(sub.Joined, ", "))
+		}
+		switch {
+		case sub.Answer != "":
+			fmt.Fprintf(w, "     answer: %s\n", clip(sub.Answer, 300))
+		case sub.Error != "":
+			fmt.Fprintf(w, "     %s: %s\n", or(sub.Reason, string(sub.Status)), clip(sub.Error, 300))
+		}
+	}
+	for _, m := range st.Queue {
+		fmt.Fprintf(w, "  queued %s (%s): %s\n", m.ID, m.Mode, clip(m.Text, 100))
+	}
+	fmt.Fprintf(w, "usage: %d generations, input %s, output %s tokens\n", st.Usage.Generations, count(st.Usage.InputTokens), count(st.Usage.OutputTokens))
+}
+
+func newSessionsShow(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show SESSION",
+		Short: "Show a session: its submissions with outcomes and usage, and its queue",
+		Args:  args(1, "a session id"),
+		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
+			st, err := e.rt.SessionStatus(ctx, a[0])
+			if err != nil {
+				return sessionErr(err)
+			}
+			e.printStatus(st)
+			return nil
+		}),
+	}
+}
+
+// ensureSession opens the session, creating it for the named agent (or the
+// config's only agent) when it does not exist.
+func ensureSession(ctx context.Context, e *env, id, agent string) error {
+	if _, err := e.rt.GetSession(ctx, id); err == nil || !errors.Is(err, store.ErrSessionNotFound) {
+		return err
+	}
+	a, err := e.cfg.Agent(agent)
+	if err != nil {
+		return usageError{err}
+	}
+	_, err = e.rt.OpenSession(ctx, a, hitch.SessionOptions{ID: id})
+	return sessionErr(err)
+}
+
+func newSessionsSend(g *globals) *cobra.Command {
+	var key, mode, agent string
+	var detach bool
+	cmd := &cobra.Command{
+		Use:   "send SESSION TEXT",
+		Short: "Send a message (creating the session if needed) and follow the work until the session is at rest",
+		Long: "Send admits the message durably, then follows the session's work and prints the outcome. With --detach it\n" +
+			"returns once the message is admitted and leaves the work to a worker (hitch worker).",
+		Args: args(2, "a session id and the text"),
+		RunE: withNewRuntime(g, func(ctx context.Context, e *env, a []string) error {
+			if err := ensureSession(ctx, e, a[0], agent); err != nil {
+				return err
+			}
+			res, err := e.rt.Send(ctx, a[0], a[1], hitch.SendOptions{IdempotencyKey: key, Mode: hitch.SendMode(mode)})
+			if err != nil {
+				return sessionErr(err)
+			}
+			if detach || g.json {
+				if g.json {
+					e.printJSON(struct {
+						MessageID string         `json:"message_id"`
+						Position  int64          `json:"position"`
+						Mode      hitch.SendMode `json:"mode"`
+						Duplicate bool           `json:"duplicate"`
+					}{res.MessageID, res.Position, res.Mode, res.Duplicate})
+				} else {
+					fmt.Fprintf(g.stdout, "admitted %s at position %d (%s)\n", res.MessageID, res.Position, res.Mode)
+				}
+				if detach {
+					return nil
+				}
+			}
+			st, err := e.rt.AwaitSession(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			if !g.json {
+				e.printStatus(st)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&key, "key", "", "idempotency key: a retried send with the same key admits the message once")
+	cmd.Flags().StringVar(&mode, "mode", "queue", "queue, steer or interrupt")
+	cmd.Flags().StringVar(&agent, "agent", "", "agent of a new session (default: the config's only agent)")
+	cmd.Flags().BoolVar(&detach, "detach", false, "return once admitted; a worker does the work")
+	return cmd
+}
+
+func newSessionsQueue(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "queue SESSION",
+		Short: "List a session's queued messages in the order they will start",
+		Args:  args(1, "a session id"),
+		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
+			q, err := e.rt.Queue(ctx, a[0], 0)
+			if err != nil {
+				return sessionErr(err)
+			}
+			for _, m := range q {
+				if g.json {
+					e.printJSON(queuedLine{m.ID, m.Position, m.Mode, m.Text})
+				} else {
+					fmt.Fprintf(g.stdout, "%s  %d  %s  %s\n", m.ID, m.Position, m.Mode, clip(m.Text, 120))
+				}
+			}
+			return nil
+		}),
+	}
+}
+
+func newSessionsEdit(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "edit SESSION MESSAGE TEXT",
+		Short: "Replace the text of a queued message (one that has started is refused)",
+		Args:  args(3, "a session id, a message id and the new text"),
+		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
+			if err := e.rt.Edit(ctx, a[0], a[1], a[2]); err != nil {
+				return sessionErr(err)
+			}
+			e.done("edited", a[1])
+			return nil
+		}),
+	}
+}
+
+func newSessionsRemove(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove SESSION MESSAGE",
+		Short: "Take a queued message out of the queue (one that has started is refused)",
+		Args:  args(2, "a session id and a message id"),
+		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
+			if err := e.rt.Remove(ctx, a[0], a[1]); err != nil {
+				return sessionErr(err)
+			}
+			e.done("removed", a[1])
+			return nil
+		}),
+	}
+}
+
+func newSessionsInterrupt(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "interrupt SESSION [TEXT]",
+		Short: "Interrupt the session's current submission; with TEXT, that message runs next",
+		Args: func(cmd *cobra.Command, a []string) error {
+			if len(a) < 1 || len(a) > 2 {
+				return usageError{fmt.Errorf("%s wants a session id and optionally a message", cmd.CommandPath())}
+			}
+			return nil
+		},
+		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
+			if len(a) == 2 {
+				if _, err := e.rt.Send(ctx, a[0], a[1], hitch.SendOptions{Mode: hitch.ModeInterrupt}); err != nil {
+					return sessionErr(err)
+				}
+			} else if err := e.rt.Interrupt(ctx, a[0]); err != nil {
+				return sessionErr(err)
+			}
+			st, err := e.rt.AwaitSession(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			e.printStatus(st)
+			return nil
+		}),
+	}
+}
+
+func (e *env) done(what, id string) {
+	if e.g.json {
+		e.printJSON(map[string]string{"result": what, "message_id": id})
+		return
+	}
+	fmt.Fprintf(e.g.stdout, "%s %s\n", what, id)
+}
