@@ -1,0 +1,91 @@
+package hitch_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store/sqlite"
+)
+
+// BenchmarkSend measures durable admissions through Runtime.Send: into one
+// session, and spread over 64. Each session's first message starts a
+// submission whose model call holds until the benchmark ends, so every
+// other send is an admission to the queue (one fenced SQLite commit,
+// synchronous=FULL).
+func BenchmarkSend(b *testing.B) {
+	for _, sessions := range []int{1, 64} {
+		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
+			release := make(chan struct{})
+			m := &funcModel{fn: func(ctx context.Context, _ *model.Request) (*model.Reply, error) {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil, context.Canceled
+			}}
+			a := buildB(b, hitch.Spec{Name: "chat", Model: m})
+			rt := openB(b, filepath.Join(b.TempDir(), "hitch.db"), a)
+			ctx := context.Background()
+			for i := range sessions {
+				id := fmt.Sprintf("s%d", i)
+				if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: id}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := rt.Send(ctx, id, "start", hitch.SendOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var n atomic.Int64
+			b.SetParallelism(4)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					if _, err := rt.Send(ctx, fmt.Sprintf("s%d", i%int64(sessions)), "a message to queue", hitch.SendOptions{}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sends/s")
+			close(release)
+		})
+	}
+}
+
+func buildB(b *testing.B, spec hitch.Spec) *hitch.Agent {
+	b.Helper()
+	spec.Policy = policy.AllowAll()
+	a, err := hitch.Build(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a
+}
+
+func openB(b *testing.B, path string, agents ...*hitch.Agent) *hitch.Runtime {
+	b.Helper()
+	st, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: agents})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = rt.Close(ctx)
+		_ = st.Close()
+	})
+	return rt
+}
