@@ -262,7 +262,7 @@ func (c *chat) command(ctx context.Context, line string) error {
 			c.say("  (no approval requests)")
 			return err
 		}
-		ps, err := c.rt.PendingApprovals(ctx, s.ActiveRun, 10)
+		ps, _, err := c.rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: s.ActiveRun, Limit: 10})
 		if err != nil {
 			return err
 		}
