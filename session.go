@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -807,8 +808,10 @@ func (rt *Runtime) watchSessions(next func(string, []store.Entry)) func(string, 
 		if next != nil {
 			next(runID, es)
 		}
-		if _, ok := rt.cfg.Store.(store.SessionStore); !ok || es[len(es)-1].Kind != hitchtype.KindRunEnded {
-			return
+		if _, ok := rt.cfg.Store.(store.SessionStore); !ok || !slices.ContainsFunc(es, func(e store.Entry) bool {
+			return e.Kind == hitchtype.KindRunEnded
+		}) {
+			return // a commit can carry no entries at all (a status change)
 		}
 		rt.sess.mu.Lock()
 		defer rt.sess.mu.Unlock()
