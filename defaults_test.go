@@ -10,8 +10,8 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/cron"
-	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/server/mcpserver"
 	"github.com/hitch-dev/hitch/store/sqlite"

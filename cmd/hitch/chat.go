@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hitch-dev/hitch"
-	"github.com/hitch-dev/hitch/config"
 	"github.com/hitch-dev/hitch/hitchtype"
 )
 
@@ -46,7 +44,7 @@ func newChat(g *globals) *cobra.Command {
 			signal.Notify(sigs, os.Interrupt)
 			defer signal.Stop(sigs)
 			c := &chat{g: g, w: g.stdout}
-			e, err := openChatRuntime(ctx, g, c.event)
+			e, err := openRuntimeWith(ctx, g, true, c.event)
 			if err != nil {
 				return err
 			}
@@ -66,27 +64,6 @@ func newChat(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&sessionID, "session", "", "session to open or create (default: a new one)")
 	cmd.Flags().StringVar(&agent, "agent", "", "agent of a new session (default: the config's only agent)")
 	return cmd
-}
-
-// openChatRuntime is openRuntime with the chat's own progress printer.
-func openChatRuntime(ctx context.Context, g *globals, onEvent func(hitch.Event)) (*env, error) {
-	cfg, err := config.Load(g.config, config.Options{})
-	if err != nil {
-		return nil, configError(g, err)
-	}
-	path := cmp.Or(g.db, os.Getenv(databaseURLEnv), storeIn(cfg.Path, cfg.File.Store))
-	e, err := openStoreAt(ctx, g, path, true)
-	if err != nil {
-		_ = cfg.Close()
-		return nil, err
-	}
-	e.cfg = cfg
-	e.rt, err = hitch.Open(hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: onEvent, LeaseTTL: g.leaseTTL, Prices: cfg.Prices()})
-	if err != nil {
-		e.close()
-		return nil, err
-	}
-	return e, nil
 }
 
 type chat struct {

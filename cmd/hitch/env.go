@@ -160,6 +160,12 @@ func openStoreAt(ctx context.Context, g *globals, path string, create, readOnly 
 // prints progress. Only a command that starts or drives runs (create)
 // may create the store.
 func openRuntime(ctx context.Context, g *globals, create bool) (*env, error) {
+	return openRuntimeWith(ctx, g, create, nil)
+}
+
+// openRuntimeWith is openRuntime with another observer of the runtime's
+// events than the progress printer (nil: the printer).
+func openRuntimeWith(ctx context.Context, g *globals, create bool, onEvent func(hitch.Event)) (*env, error) {
 	cfg, err := config.Load(g.config, config.Options{})
 	if err != nil {
 		return nil, configError(g, err)
@@ -183,7 +189,10 @@ func openRuntime(ctx context.Context, g *globals, create bool) (*env, error) {
 		return nil, err
 	}
 	e.cfg = cfg
-	e.rt, err = hitch.Open(hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: e.out.event, LeaseTTL: g.leaseTTL, Prices: cfg.Prices()})
+	if onEvent == nil {
+		onEvent = e.out.event
+	}
+	e.rt, err = hitch.Open(hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: onEvent, LeaseTTL: g.leaseTTL, Prices: cfg.Prices()})
 	if err != nil {
 		e.close()
 		return nil, err
