@@ -6,7 +6,9 @@
 // FOR UPDATE SKIP LOCKED CTE, an append is an UPDATE conditional on the
 // lease token and the journal position with the entries inserted from the
 // row it returned. Budget charges lock the budget row in the same
-// transaction as the write they pay for.
+// transaction as the write they pay for. Sessions (store.SessionStore) lock
+// the session's row for each change, so one session's changes are serial
+// across nodes and only one submission of it is ever active.
 //
 // The clock is the database's (statement_timestamp()), so all nodes judge
 // leases by one clock; WithClock replaces it in tests. A trigger notifies

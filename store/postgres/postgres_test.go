@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -427,6 +428,61 @@ func TestJournalGap(t *testing.T) {
 		}
 		if !tc.corrupt && err != nil {
 			t.Fatalf("read after %d limit %d: %v", tc.after, tc.limit, err)
+		}
+	}
+}
+
+// TestSessionStartTwoNodes starts the same session's next submission from
+// two stores (two pools, as two nodes have) at once, many times over:
+// exactly one start wins each time, and the loser is told the session is
+// busy or its message is taken.
+func TestSessionStartTwoNodes(t *testing.T) {
+	t.Parallel()
+	ctx, schema := t.Context(), newSchema(t)
+	a, b := openIn(t, schema), openIn(t, schema)
+	defer a.Close()
+	defer b.Close()
+	const rounds = 20
+	for i := range rounds {
+		sid := fmt.Sprintf("s%d", i)
+		if _, _, err := a.SessionCreate(ctx, store.SessionCreateParams{ID: sid, Agent: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(hitchtype.MessageAdmitted{ID: "m", Mode: hitchtype.ModeQueue, Text: "hi"})
+		res, err := b.SessionAppend(ctx, store.SessionAppendParams{SessionID: sid, After: store.AnyPosition,
+			Kind: hitchtype.KindMessageAdmitted, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 2)
+		for j, node := range []*postgres.Store{a, b} {
+			go func() {
+				run := fmt.Sprintf("run-%s-%d", sid, j)
+				_, _, err := node.SessionStart(ctx, store.SessionStartParams{SessionID: sid, MessageID: "m",
+					MessageVersion: res.Entry.Pos, Data: json.RawMessage(`{}`),
+					Run: store.RunCreateParams{ID: run, Agent: "a", Entries: entry()}})
+				errs <- err
+			}()
+		}
+		won := 0
+		for range 2 {
+			err := <-errs
+			var busy *store.SessionBusyError
+			var taken *store.MessageStateError
+			switch {
+			case err == nil:
+				won++
+			case errors.As(err, &busy), errors.As(err, &taken):
+			default:
+				t.Fatalf("round %d: start refused with %v, want busy or message taken", i, err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("round %d: %d nodes started a submission, want 1", i, won)
+		}
+		s, err := a.SessionGet(ctx, sid)
+		if err != nil || s.ActiveRun == "" || s.Queued != 0 || s.Position != 2 {
+			t.Fatalf("round %d: session %+v %v", i, s, err)
 		}
 	}
 }
