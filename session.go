@@ -716,7 +716,8 @@ func (rt *Runtime) startNext(ctx context.Context, ss store.SessionStore, s store
 // transcript is the history a new submission starts from: for each ended
 // submission, its message, the messages that steered it, and its answer; an
 // aborted submission contributes its replies and their results (a call left
-// without one gets a synthetic "cancelled" result).
+// without one gets a synthetic "cancelled" result), then any message joined
+// to it that no request of its run carried.
 func (rt *Runtime) transcript(ctx context.Context, ss store.SessionStore, sessionID string) ([]model.Message, error) {
 	f, err := foldSession(ctx, ss, sessionID)
 	if err != nil {
@@ -733,11 +734,19 @@ func (rt *Runtime) transcript(ctx context.Context, ss store.SessionStore, sessio
 			if err != nil {
 				return nil, err
 			}
-			work, _, err := engine.SubmissionTranscript(entries)
+			work, steered, err := engine.SubmissionTranscript(entries)
 			if err != nil {
 				return nil, fmt.Errorf("fold run %s: %w", sub.RunID, err)
 			}
 			msgs = append(msgs, work...)
+			// A message joined to the run whose session.steered never
+			// reached its journal (the runner died, then the run was
+			// interrupted before another boundary) follows the work.
+			for _, id := range sub.Joined {
+				if !slices.Contains(steered, id) {
+					msgs = append(msgs, model.Message{Role: model.RoleUser, Text: f.text[id]})
+				}
+			}
 			continue
 		}
 		for _, id := range sub.Joined {
