@@ -18,8 +18,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hitch-dev/hitch/internal/mcptest"
 	"github.com/hitch-dev/hitch/tool"
-	"github.com/hitch-dev/hitch/tool/mcp/internal/testserver"
 )
 
 // stdioServer declares the test binary itself as a stdio server.
@@ -29,7 +29,7 @@ func stdioServer(t *testing.T, env ...string) Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Server{Name: "test", Command: exe, Env: map[string]string{testserver.Env: "1"}}
+	s := Server{Name: "test", Command: exe, Env: map[string]string{mcptest.Env: "1"}}
 	for i := 0; i+1 < len(env); i += 2 {
 		s.Env[env[i]] = env[i+1]
 	}
@@ -194,7 +194,7 @@ func TestCollisionRefused(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := Connect(ctx, stdioServer(t, testserver.EnvCollide, "1"))
+	_, err := Connect(ctx, stdioServer(t, mcptest.EnvCollide, "1"))
 	if err == nil || !strings.Contains(err.Error(), `tools "a.b" and "a_b" both map to the name "test__a_b"`) {
 		t.Errorf("got %v", err)
 	}
@@ -385,7 +385,7 @@ func (h *httpServer) closeSessions() {
 // open (until the test ends) but unreachable: a request naming one is
 // answered 404, as by a server that restarted.
 func (h *httpServer) restart() {
-	s := testserver.New(false)
+	s := mcptest.New(false)
 	h.servers = append(h.servers, s)
 	var handler http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
 	h.handler.Store(&handler)
@@ -441,7 +441,7 @@ func TestHTTPCutMidCallIsUncertain(t *testing.T) {
 func TestReconnectBacksOff(t *testing.T) {
 	t.Parallel()
 	refuse := t.TempDir() + "/refuse"
-	c := connect(t, stdioServer(t, testserver.EnvRefuse, refuse))
+	c := connect(t, stdioServer(t, mcptest.EnvRefuse, refuse))
 	out, err := call(t, c, "test__pid", `{}`)
 	if err != nil {
 		t.Fatal(err)

@@ -5,10 +5,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/hitch-dev/hitch/tool/mcp/internal/testserver"
+	"github.com/hitch-dev/hitch/internal/mcptest"
 )
 
 func TestMain(m *testing.M) {
-	testserver.Main() // serves over stdio when this binary is started as the test server
+	mcptest.Main() // serves over stdio when this binary is started as the test server
 	goleak.VerifyTestMain(m)
 }

@@ -1,7 +1,8 @@
-// Package testserver is a real MCP server for the tests of package mcp. It
-// runs in-process behind the SDK's streamable-HTTP handler, or as a program
-// over stdio (the test binary started again with Env set).
-package testserver
+// Package mcptest is a real MCP server for the tests of package mcp and of
+// what is built on it (the config, runs that call its tools). It runs
+// in-process behind the SDK's streamable-HTTP handler, or as a program over
+// stdio (the test binary started again with Env set).
+package mcptest
 
 import (
 	"context"
