@@ -36,6 +36,13 @@ type Spec struct {
 	Instructions string
 	// Tools are what the model may call.
 	Tools []tool.Tool
+	// ToolSources are tool lists that may change while runs go on, such
+	// as MCP servers (an *mcp.Client is one). Each turn offers Tools, then
+	// the sources' tools as of the turn's start; a change takes effect at
+	// the next turn. The journal records the tools each turn offered, so
+	// a recovered run rebuilds its requests from it, not from the source.
+	// A source's tool named like one of Tools or SubAgents is left out.
+	ToolSources []tool.Source
 	// Policy decides every call. Required: there is no implicit allow
 	// (policy.AllowAll is the explicit one).
 	Policy policy.Policy
@@ -216,6 +223,11 @@ func Build(spec Spec) (*Agent, error) {
 			bad(fmt.Sprintf("Tools[%d] (%s)", i, info.Name), "replay %d: want 0 (at most once) or more", info.Replay)
 		}
 	}
+	for i, src := range spec.ToolSources {
+		if src == nil {
+			bad(fmt.Sprintf("ToolSources[%d]", i), "is nil")
+		}
+	}
 	spec.Limits = spec.Limits.WithDefaults()
 	l := spec.Limits
 	intRange := func(field string, v, lo, hi int) {
@@ -310,7 +322,7 @@ func Build(spec Spec) (*Agent, error) {
 	ea := &engine.Agent{
 		Name: spec.Name, Version: spec.Version, Model: spec.Model, Instructions: spec.Instructions,
 		Tools: spec.Tools, Policy: spec.Policy, Answer: answer, Description: spec.Description, Children: children, Budget: budget,
-		Workspace: engine.Workspace(spec.Workspace), Hooks: spec.Hooks,
+		Workspace: engine.Workspace(spec.Workspace), Hooks: spec.Hooks, Sources: spec.ToolSources,
 		Limits: l,
 	}
 	if err := ea.Prepare(); err != nil {

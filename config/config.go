@@ -30,6 +30,8 @@ type File struct {
 	Agents []Agent `yaml:"agents"`
 	// Prices override or add model prices, in USD per million tokens.
 	Prices map[string]Price `yaml:"prices,omitempty"`
+	// MCP declares the MCP servers whose tools agents may name.
+	MCP []MCPServer `yaml:"mcp,omitempty"`
 }
 
 // Price is a model's price in USD per million tokens.
@@ -63,11 +65,14 @@ type Model struct {
 
 // Agent is one agent's settings.
 type Agent struct {
-	Name         string   `yaml:"name"`
-	Version      int      `yaml:"version,omitempty"`
-	Model        string   `yaml:"model"`
-	Instructions string   `yaml:"instructions,omitempty"`
-	Tools        []string `yaml:"tools,omitempty"`
+	Name         string `yaml:"name"`
+	Version      int    `yaml:"version,omitempty"`
+	Model        string `yaml:"model"`
+	Instructions string `yaml:"instructions,omitempty"`
+	// Tools name built-in tools, Go tools passed to Load, and MCP tools:
+	// "server__tool", or a glob such as "server__*" for every tool of a
+	// server, including those it adds later.
+	Tools []string `yaml:"tools,omitempty"`
 	// Policy is "allow_all", "deny_all", or a list of rules.
 	Policy any    `yaml:"policy"`
 	Limits Limits `yaml:"limits,omitempty"`

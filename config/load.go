@@ -23,6 +23,7 @@ import (
 	"github.com/hitch-dev/hitch/sandbox/local"
 	"github.com/hitch-dev/hitch/tool"
 	"github.com/hitch-dev/hitch/tool/builtin"
+	"github.com/hitch-dev/hitch/tool/mcp"
 )
 
 // Options adjust Load.
@@ -43,8 +44,9 @@ type Config struct {
 	// variable is not set to that variable's name: such an approver can
 	// answer nothing until it is set.
 	MissingSecrets map[string]string
-	// Closers release what the agents hold (sandboxes).
+	// Closers release what the agents hold (sandboxes, MCP clients).
 	closers []func() error
+	clients map[string]*mcp.Client
 }
 
 // Agent returns the agent named name, or the only agent when name is empty.
@@ -67,7 +69,8 @@ func (c *Config) Agent(name string) (*hitch.Agent, error) {
 	return nil, fmt.Errorf("%s declares no agent named %q", c.Path, name)
 }
 
-// Close releases the sandboxes the agents hold.
+// Close releases what the agents hold: their sandboxes, and the MCP
+// clients (a stdio server is stopped).
 func (c *Config) Close() error {
 	var first error
 	for _, f := range c.closers {
@@ -128,6 +131,9 @@ func (m Model) KeyEnv() string {
 
 // Load reads, checks and builds a configuration file. Problems in the file
 // come back together as Problems, each naming the file, line and field.
+// Once the file is sound, Load connects to its MCP servers, all at once,
+// each within its connect timeout; a server that cannot be reached is an
+// error naming it. Close the Config to close them.
 func Load(path string, opts Options) (*Config, error) {
 	f, tree, decodeProbs, err := parse(path)
 	if err != nil {
@@ -143,6 +149,9 @@ func Load(path string, opts Options) (*Config, error) {
 	l := locator{path: path, tree: tree}
 	var probs Problems
 	cfg := &Config{Path: path, File: f, Models: map[string]model.Model{}, MissingSecrets: map[string]string{}}
+	servers, mp := mcpServers(l, path, f.MCP, getenv)
+	probs = append(probs, mp...)
+	var sels []*selection // every agent's MCP tools
 
 	for _, name := range sortedKeys(f.Models) {
 		m := f.Models[name]
@@ -202,8 +211,18 @@ func Load(path string, opts Options) (*Config, error) {
 		probs = append(probs, pp...)
 		spec.Policy = p
 		tools, workspace, tp := cfg.tools(l, field, a, extra)
+		var agentSels []*selection
+		for k, name := range a.Tools {
+			if strings.Contains(name, "__") && !slices.Contains(builtin.Names(), name) && extra[name] == nil {
+				tp = append(tp, mcpTool(l, fmt.Sprintf("%s.tools[%d]", field, k), name, servers, &agentSels)...)
+			}
+		}
 		probs = append(probs, tp...)
 		spec.Tools, spec.Workspace = tools, workspace
+		for _, s := range agentSels {
+			spec.ToolSources = append(spec.ToolSources, s)
+		}
+		sels = append(sels, agentSels...)
 		if a.Answer != nil {
 			b, err := json.Marshal(a.Answer)
 			if err != nil {
@@ -287,6 +306,15 @@ func Load(path string, opts Options) (*Config, error) {
 		}
 	}
 	probs = merge(decodeProbs, probs)
+	if len(probs) == 0 && len(servers) > 0 {
+		// Servers start only for a file that is otherwise sound.
+		mp, err := cfg.connectMCP(l, servers, sels)
+		if err != nil {
+			_ = cfg.Close()
+			return nil, err
+		}
+		probs = mp
+	}
 	if len(probs) > 0 {
 		_ = cfg.Close()
 		sort.SliceStable(probs, func(i, j int) bool { return probs[i].Line < probs[j].Line })
@@ -327,8 +355,10 @@ func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.T
 			builtins = append(builtins, name)
 		case extra[name] != nil:
 			out = append(out, extra[name])
+		case strings.Contains(name, "__"):
+			// An MCP tool: see mcpTool.
 		default:
-			probs = append(probs, l.problem(fmt.Sprintf("%s.tools[%d]", field, i), "%q is not a tool here: the built-in tools are %v", name, builtin.Names()))
+			probs = append(probs, l.problem(fmt.Sprintf("%s.tools[%d]", field, i), "%q is not a tool here: the built-in tools are %v, and MCP tools are named server__tool", name, builtin.Names()))
 		}
 	}
 	if len(builtins) == 0 || len(probs) > 0 {

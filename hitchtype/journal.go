@@ -61,6 +61,11 @@ type RunStarted struct {
 type Context struct {
 	Instructions string   `json:"instructions"`
 	Tools        []string `json:"tools"`
+	// Specs declare, as the turn offered them, the tools of Tools that
+	// came from a tool source (such as an MCP server) rather than from the
+	// agent's definition: a source may change or vanish, so a replay
+	// takes them from here.
+	Specs []model.ToolSpec `json:"specs,omitempty"`
 	// FinalTurn marks the last, tool-free turn an agent asked for when
 	// its model attempts run out; Note is what the model is told.
 	FinalTurn bool   `json:"final_turn,omitempty"`

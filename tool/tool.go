@@ -71,3 +71,15 @@ func IsUncertain(err error) bool {
 	var u *uncertainError
 	return errors.As(err, &u)
 }
+
+// Source is a list of tools that may change while runs go on, such as the
+// tools of an MCP server (an *mcp.Client is one). The engine reads it at
+// each model-turn boundary, records the tools the turn offers in the run's
+// journal, and keeps that set for the whole turn: a change takes effect at
+// the next turn, and a recovered run rebuilds its requests from the
+// journal, not from the source.
+type Source interface {
+	// Tools returns the current list. It must be quick (no I/O) and safe
+	// for concurrent use.
+	Tools() []Tool
+}

@@ -41,6 +41,10 @@ type Agent struct {
 	// Workspace, when set, gives each run its own sandbox and the tools
 	// bound to it (the agent's Tools then only declare them).
 	Workspace Workspace
+	// Sources are tool lists that may change between turns (MCP servers).
+	// Each turn offers Tools, then the sources' tools as of the turn's
+	// start; a source's tool named like a tool or sub-agent is left out.
+	Sources []tool.Source
 
 	byName   map[string]tool.Tool
 	children map[string]*Agent

@@ -42,6 +42,10 @@ type runner struct {
 	// when its agent has one.
 	sb    sandbox.Sandbox
 	tools map[string]tool.Tool
+	// dyn are the agent's sources' tools as of the current turn, by name,
+	// in dynOrder; nil until read (see toolset.go).
+	dyn      map[string]tool.Tool
+	dynOrder []string
 	// durable is the journal position known to be stored.
 	durable int64
 	pending []store.EntryInput
@@ -304,15 +308,16 @@ func (r *runner) callModel() error {
 	if extra != "" {
 		instr += "\n\n" + extra
 	}
-	final := st.finalAt >= 0 || (a.Limits.FinalTurn && st.attempts+1 == a.Limits.ModelAttempts && len(st.turns) > 0 && len(a.names) > 0)
+	names, specs, sourced := r.turnTools()
+	final := st.finalAt >= 0 || (a.Limits.FinalTurn && st.attempts+1 == a.Limits.ModelAttempts && len(st.turns) > 0 && len(names) > 0)
 	switch {
 	case final && st.finalAt < 0:
 		r.stage(entry(KindContext, Context{Instructions: instr, Tools: []string{}, FinalTurn: true,
 			Note: "This is your last turn: tools are no longer available. Give your final answer now from what you have, and say what is left undone."}))
-	case !final && (st.context == nil || st.context.Instructions != instr || !slices.Equal(st.context.Tools, a.names)):
-		r.stage(entry(KindContext, Context{Instructions: instr, Tools: slices.Clone(a.names)}))
+	case !final && (st.context == nil || st.context.Instructions != instr || !slices.Equal(st.context.Tools, names) || !sameSpecs(st.context.Specs, sourced)):
+		r.stage(entry(KindContext, Context{Instructions: instr, Tools: slices.Clone(names), Specs: sourced}))
 	}
-	req := &model.Request{Instructions: instr, Messages: st.messages(), Tools: a.specs}
+	req := &model.Request{Instructions: instr, Messages: st.messages(), Tools: specs}
 	if final {
 		req.Tools = nil
 	}
@@ -487,7 +492,18 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 				continue // denied
 			}
 		}
-		info := r.toolFor(c.call.Name).Info()
+		t := r.toolFor(c.call.Name)
+		if t == nil {
+			// Its source withdrew it after the turn began, and this
+			// process never held it.
+			if c.started > 0 {
+				r.markUncertain(c, "the process running this call stopped before its result was recorded, and its tool is no longer offered")
+			} else {
+				r.stage(entry(KindCallRejected, CallRejected{Call: c.key, Error: withdrawn(c.call.Name)}))
+			}
+			continue
+		}
+		info := t.Info()
 		if c.started > 0 && c.started >= max(info.Replay, 1) {
 			// Started before a crash, not settled, and not safe to run again.
 			r.markUncertain(c, "the process running this call stopped before its result was recorded")
@@ -550,9 +566,12 @@ func (r *runner) decide(c *callState) (ended bool, err error) {
 		r.stage(entry(KindCallRejected, CallRejected{Call: c.key, Error: "no tools are available on the final turn"}))
 		return false, nil
 	}
-	if _, ok := r.agent.byName[c.call.Name]; !ok {
-		r.stage(entry(KindCallRejected, CallRejected{Call: c.key,
-			Error: fmt.Sprintf("there is no tool named %q; the tools are: %s", c.call.Name, strings.Join(r.agent.names, ", "))}))
+	if r.toolFor(c.call.Name) == nil {
+		why := fmt.Sprintf("there is no tool named %q; the tools are: %s", c.call.Name, strings.Join(r.turnNames(), ", "))
+		if r.offered(c.call.Name) {
+			why = withdrawn(c.call.Name)
+		}
+		r.stage(entry(KindCallRejected, CallRejected{Call: c.key, Error: why}))
 		return false, nil
 	}
 	action, ok := r.action(c)

@@ -73,6 +73,10 @@ type state struct {
 	attempts int // model attempts journaled
 	// inFlight is set when the last attempt has neither reply nor failure.
 	inFlight bool
+	// turnOpen is set once the next turn's model call has been attempted:
+	// its tool set is then the last recorded context, whatever the
+	// agent's tool sources say now.
+	turnOpen bool
 	// failures counts consecutive failed attempts, for backoff.
 	failures   int
 	lastFailed *ModelFailed
@@ -165,6 +169,9 @@ func (s *state) apply(e store.Entry) error {
 		}
 		s.attempts = a.Attempt
 		s.inFlight = true
+		if a.Purpose == "" {
+			s.turnOpen = true
+		}
 		s.waiting = nil
 	case KindModelReply:
 		var r ModelReply
@@ -172,6 +179,7 @@ func (s *state) apply(e store.Entry) error {
 			return err
 		}
 		s.inFlight = false
+		s.turnOpen = false
 		s.failures = 0
 		s.lastFailed = nil
 		t := &turnState{reply: r.Reply}

@@ -52,12 +52,16 @@ func (r *runner) closeWorkspace() {
 }
 
 // toolFor returns the tool a call names: the run's own when it has a
-// workspace, else the agent's.
+// workspace, else the agent's, else a source's that the turn offered; nil
+// when there is none.
 func (r *runner) toolFor(name string) tool.Tool {
 	if t, ok := r.tools[name]; ok {
 		return t
 	}
-	return r.agent.byName[name]
+	if t, ok := r.agent.byName[name]; ok {
+		return t
+	}
+	return r.sourced(name)
 }
 
 // RootChange grants or revokes a workspace root of one run.

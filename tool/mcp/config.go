@@ -106,12 +106,25 @@ func (s Server) WithDefaults() Server {
 	return s
 }
 
-// Validate reports every problem with s (after WithDefaults), each naming
-// its field.
+// FieldError is one problem with a Server's settings.
+type FieldError struct {
+	Server string
+	// Field is the setting's key in a configuration file, such as
+	// "connect_timeout" or "tools.search.timeout".
+	Field   string
+	Problem string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("mcp server %q: %s: %s", e.Server, e.Field, e.Problem)
+}
+
+// Validate reports every problem with s (after WithDefaults), each a
+// *FieldError naming its field, joined.
 func (s Server) Validate() error {
 	var errs []error
 	bad := func(field, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("mcp server %q: %s: %s", s.Name, field, fmt.Sprintf(format, a...)))
+		errs = append(errs, &FieldError{Server: s.Name, Field: field, Problem: fmt.Sprintf(format, a...)})
 	}
 	switch {
 	case s.Name == "":
