@@ -392,3 +392,50 @@ func entriesText(es []store.Entry) string {
 	}
 	return b.String()
 }
+
+// TestMCPDestructiveToolNeedsApproval: a rule over the server's
+// annotations sends a tool it calls destructive to approval, and lets a
+// read-only one run.
+func TestMCPDestructiveToolNeedsApproval(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r := newMCPRun(t, "mcp-approval", `
+  - calls:
+      - {name: srv__echo, args: '{"text": "hi"}'}
+      - {name: srv__pid, args: '{}'}
+  - text: done
+`, `
+      - name: destructive MCP tools
+        tools: ["*__*"]
+        when: hints.destructive
+        verdict: approval
+        requirement: ops
+        reason: the server says this tool may destroy data
+      - tools: ["*"]
+        verdict: allow`)
+	cfg := r.load(t)
+	defer cfg.Close()
+	rt, st := r.open(t, cfg, 0)
+	defer st.Close()
+	defer rt.Close(ctx)
+	a, err := cfg.Agent("helper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Start(ctx, a, "go", hitch.WithID("r1")); err != nil {
+		t.Fatal(err)
+	}
+	run, err := rt.Await(ctx, "r1")
+	if err != nil || run.Status != hitchtype.StatusWaiting {
+		t.Fatalf("run: %+v %v", run, err)
+	}
+	pending, _, err := rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: "r1"})
+	if err != nil || len(pending) != 1 || pending[0].Tool != "srv__pid" || pending[0].Requirement != "ops" ||
+		pending[0].Reason != "the server says this tool may destroy data" {
+		t.Fatalf("pending approvals: %+v %v", pending, err)
+	}
+	if es := entriesText(journal(t, st, "r1")); !strings.Contains(es, `call.settled {"call":"t1c1","output":"hi"}`) {
+		t.Errorf("the read-only tool did not run:\n%s", es)
+	}
+}

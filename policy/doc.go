@@ -18,6 +18,9 @@
 //	session      id, metadata; empty outside a session
 //	requirement  the requirement an approval answered, when the policy is
 //	             asked again at approval time; "" otherwise
+//	hints        what the tool says of its effects (Action.Hints; an MCP
+//	             server's annotations): stated, read_only, destructive,
+//	             idempotent, open_world — all false when it says nothing
 //
 // It must give a bool. Conditions are type-checked when the rules are
 // compiled, and evaluated within DefaultCostLimit and the decision's

@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/hitch-dev/hitch/tool"
 )
 
 // Verdict is what a policy decided.
@@ -45,6 +47,10 @@ type Action struct {
 	Tool string
 	// Arguments are the call's arguments, already checked to be valid JSON.
 	Arguments json.RawMessage
+	// Hints are what the tool says about its effects (an MCP server's
+	// annotations: destructive, read-only …); nil when it says nothing.
+	// They are the tool's claims: weigh them as far as you trust it.
+	Hints *tool.Hints
 	// Requirement is the requirement an approval has already answered,
 	// when the policy is asked again at approval time; empty otherwise.
 	Requirement string

@@ -37,11 +37,18 @@ type (
 		ID       string            `cel:"id"`
 		Metadata map[string]string `cel:"metadata"`
 	}
+	hintsInfo struct {
+		Stated      bool `cel:"stated"`
+		ReadOnly    bool `cel:"read_only"`
+		Destructive bool `cel:"destructive"`
+		Idempotent  bool `cel:"idempotent"`
+		OpenWorld   bool `cel:"open_world"`
+	}
 )
 
 var conditionEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
-		ext.NativeTypes(reflect.TypeFor[agentInfo](), reflect.TypeFor[runInfo](), reflect.TypeFor[sessionInfo](), ext.ParseStructTags(true)),
+		ext.NativeTypes(reflect.TypeFor[agentInfo](), reflect.TypeFor[runInfo](), reflect.TypeFor[sessionInfo](), reflect.TypeFor[hintsInfo](), ext.ParseStructTags(true)),
 		ext.Strings(),
 		cel.Variable("tool", cel.StringType),
 		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
@@ -49,6 +56,7 @@ var conditionEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Variable("run", cel.ObjectType("policy.runInfo")),
 		cel.Variable("session", cel.ObjectType("policy.sessionInfo")),
 		cel.Variable("requirement", cel.StringType),
+		cel.Variable("hints", cel.ObjectType("policy.hintsInfo")),
 	)
 })
 
@@ -144,6 +152,10 @@ func newInput(a Action) *input {
 		}
 		return m
 	}
+	var hints hintsInfo
+	if h := a.Hints; h != nil {
+		hints = hintsInfo{Stated: true, ReadOnly: h.ReadOnly, Destructive: h.Destructive, Idempotent: h.Idempotent, OpenWorld: h.OpenWorld}
+	}
 	return &input{vars: map[string]any{
 		"tool":        a.Tool,
 		"args":        args,
@@ -151,5 +163,6 @@ func newInput(a Action) *input {
 		"run":         runInfo{ID: a.RunID, RootID: a.RootID, Depth: int64(a.Depth), Metadata: orEmpty(a.RunMetadata)},
 		"session":     sessionInfo{ID: a.SessionID, Metadata: orEmpty(a.SessionMetadata)},
 		"requirement": a.Requirement,
+		"hints":       hints,
 	}}
 }

@@ -72,6 +72,28 @@ func IsUncertain(err error) bool {
 	return errors.As(err, &u)
 }
 
+// Hints are what a tool says about its own effects, such as the
+// annotations an MCP server gives its tools. They are claims, not
+// guarantees: trust them as far as whoever makes them.
+type Hints struct {
+	// ReadOnly: the tool does not change its environment.
+	ReadOnly bool
+	// Destructive: the tool may destroy or overwrite.
+	Destructive bool
+	// Idempotent: calling it again with the same arguments has no further
+	// effect.
+	Idempotent bool
+	// OpenWorld: the tool reaches outside its own system (the web, other
+	// services).
+	OpenWorld bool
+}
+
+// Hinter is a tool that states Hints. The engine passes them to the policy
+// with each call (policy.Action.Hints).
+type Hinter interface {
+	Hints() Hints
+}
+
 // Source is a list of tools that may change while runs go on, such as the
 // tools of an MCP server (an *mcp.Client is one). The engine reads it at
 // each model-turn boundary, records the tools the turn offers in the run's

@@ -637,6 +637,10 @@ func (r *runner) action(c *callState) (a policy.Action, ok bool) {
 		// Asked again at approval time: the condition may weigh what was approved.
 		a.Requirement = c.decision.Requirement
 	}
+	if h, ok := r.toolFor(c.call.Name).(tool.Hinter); ok {
+		hints := h.Hints()
+		a.Hints = &hints
+	}
 	return a, true
 }
 

@@ -75,9 +75,18 @@ type remoteTool struct {
 	hints Hints
 }
 
-var _ tool.Tool = (*remoteTool)(nil)
+var (
+	_ tool.Tool   = (*remoteTool)(nil)
+	_ tool.Hinter = (*remoteTool)(nil)
+)
 
 func (t *remoteTool) Info() tool.Info { return t.info }
+
+// Hints returns what the server's annotations say, for the policy.
+func (t *remoteTool) Hints() tool.Hints {
+	h := t.hints
+	return tool.Hints{ReadOnly: h.ReadOnly, Destructive: h.Destructive, Idempotent: h.Idempotent, OpenWorld: h.OpenWorld}
+}
 
 func (t *remoteTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	return t.c.call(ctx, t, args)
