@@ -7,7 +7,8 @@ import (
 )
 
 // FuzzLoad: any file either loads or is refused with Problems naming the
-// file; loading never panics.
+// file; loading never panics. Sound files that declare MCP servers are
+// left out: loading them starts the programs they name.
 func FuzzLoad(f *testing.F) {
 	for _, s := range []string{
 		"models:\n  m: {provider: scripted, script: s.yaml}\nagents:\n  - {name: a, model: m, policy: allow_all}\n",
@@ -31,6 +32,9 @@ func FuzzLoad(f *testing.F) {
 		path := filepath.Join(dir, "hitch.yaml")
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
+		}
+		if f, _, err := Parse(path); err == nil && len(f.MCP) > 0 {
+			t.Skip("a sound file with MCP servers would start programs it names")
 		}
 		cfg, err := Load(path, Options{Getenv: func(string) string { return "" }})
 		if err != nil {
