@@ -391,8 +391,9 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 		if due, err := e.due(ctx, run); err != nil {
 			return store.Run{}, err
 		} else if due {
-			// Claimed here, or by someone else just now: look again.
-			if err := e.Drive(ctx, runID); err == nil || errors.As(err, new(*store.LeaseHeldError)) {
+			// Claimed here, or by someone else just now, or ended by
+			// them meanwhile: look again rather than report a stale row.
+			if err := e.Drive(ctx, runID); err == nil || errors.As(err, new(*store.LeaseHeldError)) || errors.Is(err, store.ErrEnded) {
 				continue
 			}
 		}
