@@ -63,7 +63,7 @@ var Defaults = []Default{
 	{"cancel poll (requests from other processes)", "Config.CancelPoll", "1s", "10ms–1m"},
 	{"runs driven at once per node", "Config.MaxRunners", "256", "1–100000"},
 	{"graceful stop: running tool bodies and model calls may finish for", "hitch worker --drain (Runtime.Close's ctx)", "30s", "any; a second signal cuts it short"},
-	{"sweeper: looks for due runs every", "hitch worker --poll (Runtime.Sweep's interval)", "1s", "more than 0"},
+	{"sweeper: looks for due runs every (and at once when the store notifies: PostgreSQL LISTEN/NOTIFY)", "hitch worker --poll (Runtime.Sweep's interval)", "1s", "more than 0"},
 	{"sweeper: wait after store errors (doubling from the interval)", "DefaultSweepMaxBackoff", "30s", "fixed"},
 	{"run id: letters, digits and . _ : -", "hitch.WithID (MaxRunIDBytes)", "1–128 bytes", "fixed"},
 	{"journal entries read per page", "store.DefaultReadLimit", "1000", ""},

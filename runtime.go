@@ -522,7 +522,11 @@ func (rt *Runtime) RecoverAll(ctx context.Context) (int, error) {
 // the runtime closes: every interval it claims the runs that are due —
 // queued runs, runs whose process died or gave its lease back, waiting runs
 // whose wake came (approval deadlines, a parent's backstop) — and drives
-// them, up to the free runner slots. A store error does not end it: it
+// them, up to the free runner slots. When the store is a store.Notifier
+// (PostgreSQL's LISTEN/NOTIFY), the sweeper also passes at once when
+// another node creates a run, gives a lease back, wakes a parent or asks
+// for a cancel; a notification that is lost delays that work by one
+// interval at most. A store error does not end it: it
 // backs off, doubling from the interval up to DefaultSweepMaxBackoff, and
 // reports the error to Config.OnEvent. It returns nil when stopped.
 func (rt *Runtime) Sweep(ctx context.Context, every time.Duration) error {

@@ -270,9 +270,12 @@ func (e *Engine) WorkAll(ctx context.Context) (int, error) {
 	}
 }
 
+// freeSlots is how many more runs the engine could drive now.
+func (e *Engine) freeSlots() int { return cap(e.slots) - len(e.slots) }
+
 // claimDue claims due runs up to the free runner slots.
 func (e *Engine) claimDue(ctx context.Context) ([]store.Lease, error) {
-	free := cap(e.slots) - len(e.slots)
+	free := e.freeSlots()
 	if free <= 0 || e.isClosing() {
 		return nil, nil
 	}

@@ -137,3 +137,46 @@ func TestSweeperBacksOffThroughStoreErrors(t *testing.T) {
 		t.Errorf("backoff after 10 failures %s, want the bound", got)
 	}
 }
+
+// notifying is a store that can say work may be due, as store.Notifier.
+type notifying struct {
+	store.Store
+	wake chan struct{}
+}
+
+func (s *notifying) Wake() <-chan struct{} { return s.wake }
+
+// TestSweeperWakesOnNotification: a sweeper that would next pass in an hour
+// claims a new run as soon as the store says work may be due.
+func TestSweeperWakesOnNotification(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sq, _ := openClock(t)
+	st := &notifying{Store: sq, wake: make(chan struct{}, 1)}
+	a := testAgent(scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "over"}}}))
+	e := testEngine(st, "node", a, time.Minute, 20*time.Second)
+	defer e.Close(ctx)
+	s := e.NewSweeper(time.Hour, time.Hour, nil)
+	s.testSignals.swept.init()
+	s.testSignals.woken.init()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if n, err := s.testSignals.swept.wait(ctx); err != nil || n != 0 {
+		t.Fatalf("first pass: %d %v", n, err)
+	}
+	if _, err := e.Start(ctx, a, StartParams{ID: "r1", Input: "hi", Detached: true}); err != nil {
+		t.Fatal(err)
+	}
+	st.wake <- struct{}{}
+	if _, err := s.testSignals.woken.wait(ctx); err != nil {
+		t.Fatal("the wake did not cut the wait short")
+	}
+	if n, err := s.testSignals.swept.wait(ctx); err != nil || n != 1 {
+		t.Fatalf("pass after the wake: claimed %d %v, want 1", n, err)
+	}
+	if run, err := e.Await(ctx, "r1"); err != nil || run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("%+v %v", run, err)
+	}
+}

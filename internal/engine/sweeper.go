@@ -5,14 +5,21 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/hitch-dev/hitch/store"
 )
 
 // Sweeper is a node's background service that drives due runs: on every
-// tick it claims what is due — queued runs, runs whose lease expired or was
+// pass it claims what is due — queued runs, runs whose lease expired or was
 // given back, waiting runs whose wake came — up to the free runner slots.
-// A store error does not end it: it waits, doubling from the interval up to
-// a bound, and tries again. It stops with Stop, when its context ends, or
-// when the engine closes.
+// It passes every interval, and at once when the store, being a
+// store.Notifier, says work may be due (a run created, a lease released, a
+// parent woken, a cancel requested), or when a runner frees a slot after a
+// pass that filled them all. A notification lost on the way therefore
+// delays work by one interval at most. A store error does not end it: it
+// waits, doubling from the interval up to a bound, without heeding wakes,
+// and tries again. It stops with Stop, when its context ends, or when the
+// engine closes.
 type Sweeper struct {
 	e          *Engine
 	every      time.Duration
@@ -28,8 +35,9 @@ type Sweeper struct {
 }
 
 type sweeperTestSignals struct {
-	swept  testSignal[int]   // a pass claimed this many runs
-	failed testSignal[error] // a pass failed; the sweeper backs off
+	swept  testSignal[int]      // a pass claimed this many runs
+	failed testSignal[error]    // a pass failed; the sweeper backs off
+	woken  testSignal[struct{}] // the store's wake cut a wait short
 }
 
 // NewSweeper returns a stopped sweeper that claims every interval and, after
@@ -71,16 +79,24 @@ func (s *Sweeper) Stop() {
 
 func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
+	var notified <-chan struct{}
+	if n, ok := s.e.cfg.Store.(store.Notifier); ok {
+		notified = n.Wake()
+	}
 	failures := 0
 	for {
+		free := s.e.freeSlots()
 		n, err := s.e.Work(ctx)
-		wait := s.every
+		wait, wake, freed := s.every, notified, (<-chan struct{})(nil)
+		if n >= free { // every slot was taken, before or by this pass
+			freed = s.e.freed // more may be due than there is room for
+		}
 		switch {
 		case ctx.Err() != nil || s.e.isClosing():
 			return
 		case err != nil:
 			failures++
-			wait = s.backoff(failures)
+			wait, wake, freed = s.backoff(failures), nil, nil
 			if s.onError != nil {
 				s.onError(err)
 			}
@@ -98,6 +114,11 @@ func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-wake:
+			t.Stop()
+			s.testSignals.woken.signal(struct{}{})
+		case <-freed:
+			t.Stop()
 		}
 	}
 }
