@@ -20,6 +20,9 @@ const (
 	DefaultForceSettleGrace = 60 * time.Second
 	DefaultCancelPoll       = time.Second
 	DefaultMaxRunners       = 256
+	// DefaultLeaderTTL is how long a leadership won by Runtime.Lead lasts
+	// without re-election.
+	DefaultLeaderTTL = 15 * time.Second
 	// DefaultDrainWindow is how long a graceful stop (hitch worker on
 	// SIGTERM) lets running tool bodies and model calls finish.
 	DefaultDrainWindow = 30 * time.Second
@@ -62,6 +65,7 @@ var Defaults = []Default{
 	{"force-settle grace after cancel", "Config.ForceSettleGrace", "60s", "1s–1h"},
 	{"cancel poll (requests from other processes)", "Config.CancelPoll", "1s", "10ms–1m"},
 	{"runs driven at once per node", "Config.MaxRunners", "256", "1–100000"},
+	{"leader election: leadership lasts / re-elected every / trusted until before its end", "Config.LeaderTTL (Runtime.Lead)", "15s / 5s / 3s", "10ms–10m; a third / a fifth of it"},
 	{"graceful stop: running tool bodies and model calls may finish for", "hitch worker --drain (Runtime.Close's ctx)", "30s", "any; a second signal cuts it short"},
 	{"sweeper: looks for due runs every (and at once when the store notifies: PostgreSQL LISTEN/NOTIFY)", "hitch worker --poll (Runtime.Sweep's interval)", "1s", "more than 0"},
 	{"sweeper: wait after store errors (doubling from the interval)", "DefaultSweepMaxBackoff", "30s", "fixed"},

@@ -88,6 +88,10 @@ type Config struct {
 	// MaxRunners bounds the runs this runtime drives at once. Default 256;
 	// 1 to 100000.
 	MaxRunners int
+	// LeaderTTL is how long a leadership won by Lead lasts without
+	// re-election; it is re-elected every third of it, and trusted until a
+	// fifth of it before it could run out. Default 15s; 10ms to 10m.
+	LeaderTTL time.Duration
 	// Prices override or add model prices (USD per million tokens) to the
 	// built-in list, for budgets and reported costs.
 	Prices model.Prices
@@ -115,6 +119,7 @@ type Event struct {
 type Runtime struct {
 	cfg    Config
 	eng    *engine.Engine
+	leader *engine.Elector
 	agents map[string]*Agent
 	// parents maps a sub-agent to the agent that declared it, for approvers.
 	parents map[string]*Agent
@@ -132,6 +137,7 @@ func (c Config) WithDefaults() Config {
 	c.ForceSettleGrace = cmp.Or(c.ForceSettleGrace, DefaultForceSettleGrace)
 	c.CancelPoll = cmp.Or(c.CancelPoll, DefaultCancelPoll)
 	c.MaxRunners = cmp.Or(c.MaxRunners, DefaultMaxRunners)
+	c.LeaderTTL = cmp.Or(c.LeaderTTL, DefaultLeaderTTL)
 	return c
 }
 
@@ -158,6 +164,7 @@ func (c Config) validate() error {
 	between("LeaseTTL", c.LeaseTTL, minLeaseTTL, maxLeaseTTL)
 	between("ForceSettleGrace", c.ForceSettleGrace, minForceSettleGrace, maxForceSettleGrace)
 	between("CancelPoll", c.CancelPoll, minCancelPoll, maxCancelPoll)
+	between("LeaderTTL", c.LeaderTTL, minLeaseTTL, maxLeaseTTL)
 	if c.MaxRunners < 1 || c.MaxRunners > maxMaxRunners {
 		errs = append(errs, fmt.Errorf("out of range: Config.MaxRunners is %d, want 1 to %d", c.MaxRunners, maxMaxRunners))
 	}
@@ -224,6 +231,11 @@ func Open(cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("open runtime: %w", err)
 	}
 	rt.eng = engine.New(ecfg)
+	var onError func(error)
+	if f := cfg.OnEvent; f != nil {
+		onError = func(err error) { f(Event{Err: fmt.Errorf("lead: %w", err)}) }
+	}
+	rt.leader = rt.eng.NewElector(LeaderName, cfg.LeaderTTL, cfg.LeaderTTL/5, onError)
 	return rt, nil
 }
 
@@ -550,6 +562,37 @@ func (rt *Runtime) Sweep(ctx context.Context, every time.Duration) error {
 	stopSessions()
 	return nil
 }
+
+// LeaderName is the leadership Lead holds in the store.
+const LeaderName = "hitch.maintenance"
+
+// Lead runs the node's leader election, a background service, until ctx
+// ends or the runtime closes: among all the nodes of a store that run it,
+// one at a time leads (IsLeader), for periodic work that must not run on
+// every node at once. It attempts at once and then every third of
+// Config.LeaderTTL; a leader that dies is replaced once its leadership runs
+// out, and one that stops resigns so another takes over at its next
+// attempt. A store error does not end it (it is reported to
+// Config.OnEvent); the leadership's trust lapses on its own. It returns nil
+// when stopped. Only one Lead may run at a time on a runtime.
+func (rt *Runtime) Lead(ctx context.Context) error {
+	if err := rt.leader.Start(ctx); err != nil {
+		return fmt.Errorf("lead: %w", err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-rt.eng.Closing():
+	}
+	rt.leader.Stop()
+	return nil
+}
+
+// IsLeader reports whether this node leads now: Lead runs, its last
+// attempt won the leadership, and less than Config.LeaderTTL less a fifth
+// of it has passed on this node's clock since that attempt was sent — the
+// leadership in the store cannot have run out yet, so no two nodes both
+// report true.
+func (rt *Runtime) IsLeader() bool { return rt.leader.IsLeader() }
 
 // Wait waits, bounded by ctx, until the runtime drives no run: each has
 // ended, parked or lost its lease. Unlike Close it lets them finish.

@@ -125,8 +125,53 @@ type Store interface {
 	// root has no budget.
 	BudgetGet(ctx context.Context, rootID string) (limits, used Budget, ok bool, err error)
 
+	// LeaderAttemptElect elects p.LeaderID leader of p.Name (one
+	// leadership per name, shared by every node of the store) until the
+	// store's clock reaches now + p.TTL, when nobody leads it, when the
+	// leadership has run out, or when p.LeaderID leads it already (a
+	// re-election, which extends it and keeps ElectedAt). It returns the
+	// leadership as it stands and whether p.LeaderID holds it; a refused
+	// attempt writes nothing. Attempts are atomic: two nodes never both
+	// hold one unexpired leadership.
+	//
+	// A leader must stop trusting its leadership before ExpiresAt, by a
+	// margin for clock rates and the time the answer took: it counts from
+	// when it sent the attempt, on its own clock, not from the store's.
+	LeaderAttemptElect(ctx context.Context, p LeaderElectParams) (leader Leadership, elected bool, err error)
+
+	// LeaderResign ends p.LeaderID's leadership of p.Name at once, so that
+	// another node is elected at its next attempt instead of after the
+	// TTL. It is idempotent: resigning a leadership that p.LeaderID does
+	// not hold (any more) changes nothing and returns nil.
+	LeaderResign(ctx context.Context, p LeaderResignParams) error
+
 	// Close releases the store's resources. Leases are not released.
 	Close() error
+}
+
+// LeaderElectParams are the parameters of LeaderAttemptElect.
+type LeaderElectParams struct {
+	// Name names the leadership, such as "maintenance".
+	Name string
+	// LeaderID names the node that wants to lead.
+	LeaderID string
+	// TTL is how long the leadership lasts from the store's clock now.
+	TTL time.Duration
+}
+
+// LeaderResignParams are the parameters of LeaderResign.
+type LeaderResignParams struct {
+	Name     string
+	LeaderID string
+}
+
+// Leadership is who leads a name, and until when by the store's clock.
+type Leadership struct {
+	Name     string
+	LeaderID string
+	// ElectedAt is when LeaderID's unbroken leadership began.
+	ElectedAt time.Time
+	ExpiresAt time.Time
 }
 
 // Notifier is implemented by a Store that can tell a node when work may

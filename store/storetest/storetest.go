@@ -59,6 +59,7 @@ func run(t *testing.T, open opener) {
 		{"StaleRunner", testStaleRunner},
 		{"Budget", testBudget},
 		{"Sessions", testSessions},
+		{"Leader", testLeader},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
