@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/bench"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
@@ -99,6 +100,12 @@ func workerMain() int {
 	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
 	defer stop()
 	a, err := chaosAgent(effects, name)
+	runners := nodeMaxRunners
+	if steps, ok := strings.CutPrefix(os.Getenv("HITCH_NODES_AGENT"), "bench:"); ok {
+		n, _ := strconv.Atoi(steps)
+		a, err = bench.Agent(n)
+		runners = benchRuns
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -109,7 +116,7 @@ func workerMain() int {
 		return 1
 	}
 	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Node: name, LeaseTTL: nodeLeaseTTL, MaxRunners: nodeMaxRunners,
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Node: name, LeaseTTL: nodeLeaseTTL, MaxRunners: runners,
 		OnEvent: func(ev hitch.Event) {
 			if ev.Err != nil {
 				fmt.Fprintf(os.Stderr, "%s: %v\n", name, ev.Err)
@@ -139,7 +146,7 @@ type node struct {
 
 // cluster starts and stops the worker processes of one test.
 type cluster struct {
-	t                     *testing.T
+	t                     testing.TB
 	url, schema, effects  string
 	dir                   string
 	gen                   int
@@ -153,6 +160,12 @@ type cluster struct {
 // is ready.
 func (c *cluster) start(i int) {
 	c.t.Helper()
+	c.startWith(i)
+}
+
+// startWith starts node i with extra environment.
+func (c *cluster) startWith(i int, env ...string) {
+	c.t.Helper()
 	c.gen++
 	name := fmt.Sprintf("n%d.%d", i, c.gen)
 	logf, err := os.Create(filepath.Join(c.dir, name+".log"))
@@ -163,6 +176,7 @@ func (c *cluster) start(i int) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), workerEnv+"=1", "HITCH_NODES_URL="+withParam(c.url, "application_name", c.appName),
 		"HITCH_NODES_SCHEMA="+c.schema, "HITCH_NODES_EFFECTS="+c.effects, "HITCH_NODES_NAME="+name)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = logf
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -364,7 +378,7 @@ func tail(s string, n int) string {
 }
 
 // leased counts runs leased to owner (any owner when empty).
-func leased(ctx context.Context, t *testing.T, db *pgx.Conn, runsTable, owner string) int {
+func leased(ctx context.Context, t testing.TB, db *pgx.Conn, runsTable, owner string) int {
 	t.Helper()
 	var n int
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM `+runsTable+` WHERE lease_owner <> '' AND ($1 = '' OR lease_owner = $1)`, owner).Scan(&n); err != nil {
