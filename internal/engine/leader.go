@@ -116,7 +116,8 @@ func (l *Elector) Stop() {
 func (l *Elector) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	for {
-		actx, cancel := context.WithTimeout(ctx, l.every)
+		// An answer later than the trust it would give is worth nothing.
+		actx, cancel := context.WithTimeout(ctx, l.ttl-l.margin)
 		ok, err := l.attempt(actx)
 		cancel()
 		if ctx.Err() != nil {

@@ -76,7 +76,7 @@ func TestElectorHandsOverOnStop(t *testing.T) {
 	defer cancel()
 	st, _ := openClock(t) // the store clock stands still: only a resignation frees the leadership
 	a := testAgent(scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "over"}}}))
-	const ttl = 60 * time.Millisecond
+	const ttl = 300 * time.Millisecond
 	var ls []*Elector
 	for _, owner := range []string{"A", "B"} {
 		e := testEngine(st, owner, a, time.Minute, 20*time.Second)
