@@ -67,6 +67,9 @@ type Condition struct {
 	prg cel.Program
 }
 
+// compileMu serialises compiles on the shared environment.
+var compileMu sync.Mutex
+
 // CompileCondition parses and type-checks a rule's condition. The error
 // names each problem's position in the expression.
 func CompileCondition(src string) (*Condition, error) {
@@ -77,7 +80,12 @@ func CompileCondition(src string) (*Condition, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, fmt.Errorf("is empty: write a CEL expression such as args.path.startsWith(\"src/\"), or leave when out")
 	}
+	// cel-go's type checker fills a lazily built table of its shared
+	// environment without a lock (a race two concurrent compiles hit), so
+	// compiles take turns; they happen when a config loads, not per call.
+	compileMu.Lock()
 	ast, iss := env.Compile(src)
+	compileMu.Unlock()
 	if iss.Err() != nil {
 		multiline := strings.Contains(strings.TrimSpace(src), "\n")
 		var parts []string
