@@ -22,7 +22,7 @@ func scanBudget(sc pgx.Row, extra ...any) (limits, used store.Budget, err error)
 // BudgetCharge charges a family's budget atomically: the budget row is
 // locked, checked and updated in one transaction.
 func (s *Store) BudgetCharge(ctx context.Context, p store.BudgetChargeParams) (store.Budget, error) {
-	if err := checkName("root id", p.RootID, true); err != nil {
+	if err := store.CheckName("root id", p.RootID, true); err != nil {
 		return store.Budget{}, fmt.Errorf("budget charge: %w", err)
 	}
 	var used store.Budget

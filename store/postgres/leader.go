@@ -75,5 +75,5 @@ func (s *Store) LeaderResign(ctx context.Context, p store.LeaderResignParams) er
 }
 
 func checkLeader(name, leaderID string) error {
-	return errors.Join(checkName("name", name, true), checkName("leader id", leaderID, true))
+	return errors.Join(store.CheckName("name", name, true), store.CheckName("leader id", leaderID, true))
 }

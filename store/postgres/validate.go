@@ -14,14 +14,12 @@ import (
 // keep every request, and so every transaction and every answer, to a known
 // size.
 const (
-	// MaxNameBytes bounds ids, agent names, owners, entry kinds and hashes.
-	MaxNameBytes = 256
-	// MaxEntries bounds the entries of one RunCreate or JournalAppend.
-	MaxEntries = 1000
-	// MaxEntryBytes bounds the JSON data of one entry.
-	MaxEntryBytes = 16 << 20
-	// MaxWriteBytes bounds the JSON data of one call in all.
-	MaxWriteBytes = 64 << 20
+	// MaxNameBytes, MaxEntries, MaxEntryBytes and MaxWriteBytes are the
+	// store package's bounds, the same for every driver.
+	MaxNameBytes  = store.MaxNameBytes
+	MaxEntries    = store.MaxEntries
+	MaxEntryBytes = store.MaxEntryBytes
+	MaxWriteBytes = store.MaxWriteBytes
 	// MaxListLimit bounds RunList and LeaseClaim limits.
 	MaxListLimit = 1000
 	// MaxReadLimit bounds a JournalRead limit.
@@ -34,17 +32,17 @@ const (
 )
 
 func validateCreate(p *store.RunCreateParams) error {
-	if err := checkName("id", p.ID, true); err != nil {
+	if err := store.CheckName("id", p.ID, true); err != nil {
 		return err
 	}
 	if p.RootID == "" {
 		p.RootID = p.ID
 	}
 	if err := errors.Join(
-		checkName("root id", p.RootID, true),
-		checkName("parent id", p.ParentID, false),
-		checkName("agent", p.Agent, false),
-		checkName("input hash", p.InputHash, false),
+		store.CheckName("root id", p.RootID, true),
+		store.CheckName("parent id", p.ParentID, false),
+		store.CheckName("agent", p.Agent, false),
+		store.CheckName("input hash", p.InputHash, false),
 	); err != nil {
 		return err
 	}
@@ -68,44 +66,11 @@ func validateCreate(p *store.RunCreateParams) error {
 			return fmt.Errorf("budget: a limit is negative: %+v", *b)
 		}
 	}
-	return checkEntries(p.Entries)
-}
-
-func checkName(field, v string, required bool) error {
-	switch {
-	case required && v == "":
-		return fmt.Errorf("%s is empty", field)
-	case len(v) > MaxNameBytes:
-		return fmt.Errorf("%s is %d bytes long, more than %d", field, len(v), MaxNameBytes)
-	}
-	return nil
-}
-
-func checkEntries(es []store.EntryInput) error {
-	if len(es) > MaxEntries {
-		return fmt.Errorf("entries: %d entries in one call, more than %d", len(es), MaxEntries)
-	}
-	total := 0
-	for i, e := range es {
-		if err := checkName(fmt.Sprintf("entries[%d].kind", i), e.Kind, true); err != nil {
-			return err
-		}
-		if len(e.Data) > MaxEntryBytes {
-			return fmt.Errorf("entries[%d].data is %d bytes, more than %d", i, len(e.Data), MaxEntryBytes)
-		}
-		if !json.Valid(e.Data) {
-			return fmt.Errorf("entries[%d].data is not valid JSON", i)
-		}
-		total += len(e.Data)
-	}
-	if total > MaxWriteBytes {
-		return fmt.Errorf("entries: %d bytes of data in one call, more than %d", total, MaxWriteBytes)
-	}
-	return nil
+	return store.CheckEntries(p.Entries)
 }
 
 func validateAppend(p store.JournalAppendParams) error {
-	if err := checkName("run id", p.RunID, true); err != nil {
+	if err := store.CheckName("run id", p.RunID, true); err != nil {
 		return err
 	}
 	switch {
@@ -128,7 +93,7 @@ func validateAppend(p store.JournalAppendParams) error {
 			return errors.New("outcome is not valid JSON")
 		}
 	}
-	return checkEntries(p.Entries)
+	return store.CheckEntries(p.Entries)
 }
 
 func checkTTLAndLimit(ttl time.Duration, limit int) error {

@@ -13,7 +13,7 @@ import (
 // BudgetCharge charges a family's budget atomically. It is not fenced;
 // engines charge through JournalAppend.
 func (s *Store) BudgetCharge(ctx context.Context, p store.BudgetChargeParams) (store.Budget, error) {
-	if err := checkName("root id", p.RootID, true); err != nil {
+	if err := store.CheckName("root id", p.RootID, true); err != nil {
 		return store.Budget{}, fmt.Errorf("budget charge: %w", err)
 	}
 	var used store.Budget

@@ -150,7 +150,7 @@ func (tx *wtx) endFamily(run store.Run, now int64) error {
 }
 
 func validateAppend(p store.JournalAppendParams) error {
-	if err := checkName("run id", p.RunID, true); err != nil {
+	if err := store.CheckName("run id", p.RunID, true); err != nil {
 		return err
 	}
 	switch {
@@ -174,11 +174,11 @@ func validateAppend(p store.JournalAppendParams) error {
 		}
 	}
 	if p.Charge != nil {
-		if err := checkName("charge root id", p.Charge.RootID, false); err != nil {
+		if err := store.CheckName("charge root id", p.Charge.RootID, false); err != nil {
 			return err
 		}
 	}
-	return checkEntries(p.Entries)
+	return store.CheckEntries(p.Entries)
 }
 
 // JournalRead returns a run's entries after an offset, in order.

@@ -25,7 +25,7 @@ RETURNING leader_id, elected_at, expires_at`
 // LeaderAttemptElect elects p.LeaderID leader of p.Name when the leadership
 // is free, run out, or already p.LeaderID's.
 func (s *Store) LeaderAttemptElect(ctx context.Context, p store.LeaderElectParams) (store.Leadership, bool, error) {
-	if err := errors.Join(checkName("name", p.Name, true), checkName("leader id", p.LeaderID, true)); err != nil {
+	if err := errors.Join(store.CheckName("name", p.Name, true), store.CheckName("leader id", p.LeaderID, true)); err != nil {
 		return store.Leadership{}, false, fmt.Errorf("leader attempt elect: %w", err)
 	}
 	if err := checkTTLAndLimit(p.TTL, 0); err != nil {
@@ -59,7 +59,7 @@ func (s *Store) LeaderAttemptElect(ctx context.Context, p store.LeaderElectParam
 
 // LeaderResign ends p.LeaderID's leadership of p.Name, if it holds it.
 func (s *Store) LeaderResign(ctx context.Context, p store.LeaderResignParams) error {
-	if err := errors.Join(checkName("name", p.Name, true), checkName("leader id", p.LeaderID, true)); err != nil {
+	if err := errors.Join(store.CheckName("name", p.Name, true), store.CheckName("leader id", p.LeaderID, true)); err != nil {
 		return fmt.Errorf("leader resign: %w", err)
 	}
 	err := s.write(ctx, func(*wtx) error {

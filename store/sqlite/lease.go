@@ -82,7 +82,7 @@ func lease(r store.Run) store.Lease {
 }
 
 func validateClaim(p store.LeaseClaimParams) error {
-	if err := errors.Join(checkName("owner", p.Owner, true), checkName("run id", p.RunID, false)); err != nil {
+	if err := errors.Join(store.CheckName("owner", p.Owner, true), store.CheckName("run id", p.RunID, false)); err != nil {
 		return err
 	}
 	return checkTTLAndLimit(p.TTL, p.Limit)
@@ -100,7 +100,7 @@ func checkTTLAndLimit(ttl time.Duration, limit int) error {
 
 // LeaseRenew extends a held lease by p.TTL from now.
 func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Run, error) {
-	if err := errors.Join(checkName("run id", p.RunID, true), checkName("owner", p.Owner, true),
+	if err := errors.Join(store.CheckName("run id", p.RunID, true), store.CheckName("owner", p.Owner, true),
 		checkTTLAndLimit(p.TTL, 0)); err != nil {
 		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
 	}
@@ -130,7 +130,7 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 
 // LeaseRelease gives a held lease back; the run keeps its status.
 func (s *Store) LeaseRelease(ctx context.Context, p store.LeaseReleaseParams) (store.Run, error) {
-	if err := errors.Join(checkName("run id", p.RunID, true), checkName("owner", p.Owner, true)); err != nil {
+	if err := errors.Join(store.CheckName("run id", p.RunID, true), store.CheckName("owner", p.Owner, true)); err != nil {
 		return store.Run{}, fmt.Errorf("lease release %q: %w", p.RunID, err)
 	}
 	var run store.Run

@@ -16,14 +16,12 @@ import (
 // Bounds on what one call may carry. They keep every request, and so every
 // transaction and every answer, to a known size.
 const (
-	// MaxNameBytes bounds ids, agent names, owners, entry kinds and hashes.
-	MaxNameBytes = 256
-	// MaxEntries bounds the entries of one RunCreate or JournalAppend.
-	MaxEntries = 1000
-	// MaxEntryBytes bounds the JSON data of one entry.
-	MaxEntryBytes = 16 << 20
-	// MaxWriteBytes bounds the JSON data of one call in all.
-	MaxWriteBytes = 64 << 20
+	// MaxNameBytes, MaxEntries, MaxEntryBytes and MaxWriteBytes are the
+	// store package's bounds, the same for every driver.
+	MaxNameBytes  = store.MaxNameBytes
+	MaxEntries    = store.MaxEntries
+	MaxEntryBytes = store.MaxEntryBytes
+	MaxWriteBytes = store.MaxWriteBytes
 	// MaxListLimit bounds RunList and LeaseClaim limits.
 	MaxListLimit = 1000
 	// MaxReadLimit bounds a JournalRead limit.
@@ -122,17 +120,17 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 }
 
 func validateCreate(p *store.RunCreateParams) error {
-	if err := checkName("id", p.ID, true); err != nil {
+	if err := store.CheckName("id", p.ID, true); err != nil {
 		return err
 	}
 	if p.RootID == "" {
 		p.RootID = p.ID
 	}
 	if err := errors.Join(
-		checkName("root id", p.RootID, true),
-		checkName("parent id", p.ParentID, false),
-		checkName("agent", p.Agent, false),
-		checkName("input hash", p.InputHash, false),
+		store.CheckName("root id", p.RootID, true),
+		store.CheckName("parent id", p.ParentID, false),
+		store.CheckName("agent", p.Agent, false),
+		store.CheckName("input hash", p.InputHash, false),
 	); err != nil {
 		return err
 	}
@@ -150,40 +148,7 @@ func validateCreate(p *store.RunCreateParams) error {
 	case len(p.Entries) == 0:
 		return errors.New("entries: a run starts with at least one entry")
 	}
-	return checkEntries(p.Entries)
-}
-
-func checkName(field, v string, required bool) error {
-	switch {
-	case required && v == "":
-		return fmt.Errorf("%s is empty", field)
-	case len(v) > MaxNameBytes:
-		return fmt.Errorf("%s is %d bytes long, more than %d", field, len(v), MaxNameBytes)
-	}
-	return nil
-}
-
-func checkEntries(es []store.EntryInput) error {
-	if len(es) > MaxEntries {
-		return fmt.Errorf("entries: %d entries in one call, more than %d", len(es), MaxEntries)
-	}
-	total := 0
-	for i, e := range es {
-		if err := checkName(fmt.Sprintf("entries[%d].kind", i), e.Kind, true); err != nil {
-			return err
-		}
-		if len(e.Data) > MaxEntryBytes {
-			return fmt.Errorf("entries[%d].data is %d bytes, more than %d", i, len(e.Data), MaxEntryBytes)
-		}
-		if !json.Valid(e.Data) {
-			return fmt.Errorf("entries[%d].data is not valid JSON", i)
-		}
-		total += len(e.Data)
-	}
-	if total > MaxWriteBytes {
-		return fmt.Errorf("entries: %d bytes of data in one call, more than %d", total, MaxWriteBytes)
-	}
-	return nil
+	return store.CheckEntries(p.Entries)
 }
 
 // insertEntries writes entries at positions after+1.., up to

@@ -95,7 +95,7 @@ func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) 
 	if len(p.Metadata) == 0 {
 		p.Metadata = json.RawMessage(`{}`)
 	}
-	if err := errors.Join(checkName("id", p.ID, true), checkName("agent", p.Agent, true)); err != nil {
+	if err := errors.Join(store.CheckName("id", p.ID, true), store.CheckName("agent", p.Agent, true)); err != nil {
 		return store.Session{}, false, fmt.Errorf("session create %q: %w", p.ID, err)
 	}
 	switch {
@@ -307,7 +307,7 @@ func (x sx) keyed(r sessionRow, key string) (store.SessionEntry, bool, error) {
 
 func validateSessionAppend(p store.SessionAppendParams) (messageRef, error) {
 	var ref messageRef
-	if err := errors.Join(checkName("session id", p.SessionID, true), checkName("idempotency key", p.IdempotencyKey, false)); err != nil {
+	if err := errors.Join(store.CheckName("session id", p.SessionID, true), store.CheckName("idempotency key", p.IdempotencyKey, false)); err != nil {
 		return ref, err
 	}
 	switch {
@@ -337,7 +337,7 @@ func validateSessionAppend(p store.SessionAppendParams) (messageRef, error) {
 	if err := json.Unmarshal(p.Data, &ref); err != nil {
 		return ref, fmt.Errorf("data of %s: %w", p.Kind, err)
 	}
-	if err := checkName("data.id", ref.ID, true); err != nil {
+	if err := store.CheckName("data.id", ref.ID, true); err != nil {
 		return ref, err
 	}
 	switch {
@@ -457,7 +457,7 @@ func (s *Store) SessionStart(ctx context.Context, p store.SessionStartParams) (s
 	if err := validateCreate(&p.Run); err != nil {
 		return store.Session{}, store.Run{}, fmt.Errorf("session start %q: run: %w", p.SessionID, err)
 	}
-	if err := checkName("message id", p.MessageID, true); err != nil {
+	if err := store.CheckName("message id", p.MessageID, true); err != nil {
 		return store.Session{}, store.Run{}, fmt.Errorf("session start %q: %w", p.SessionID, err)
 	}
 	if !json.Valid(p.Data) {
@@ -534,7 +534,7 @@ func (s *Store) SessionStart(ctx context.Context, p store.SessionStartParams) (s
 
 // SessionEnd ends the active submission, once.
 func (s *Store) SessionEnd(ctx context.Context, p store.SessionEndParams) (store.Session, bool, error) {
-	if err := errors.Join(checkName("session id", p.SessionID, true), checkName("run id", p.RunID, true)); err != nil {
+	if err := errors.Join(store.CheckName("session id", p.SessionID, true), store.CheckName("run id", p.RunID, true)); err != nil {
 		return store.Session{}, false, fmt.Errorf("session end: %w", err)
 	}
 	if !json.Valid(p.Data) || len(p.Data) > MaxEntryBytes {
