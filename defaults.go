@@ -33,6 +33,23 @@ const (
 	DefaultSweepMaxBackoff = 30 * time.Second
 )
 
+// Defaults of hitch serve (server.Limits).
+const (
+	DefaultServerAddr               = "127.0.0.1:7077"
+	DefaultServerMaxBody            = 1 << 20
+	DefaultServerMaxHeader          = 64 << 10
+	DefaultServerReadHeaderTimeout  = 10 * time.Second
+	DefaultServerRequestTimeout     = 90 * time.Second
+	DefaultServerMaxWait            = 60 * time.Second
+	DefaultServerStreamsPerToken    = 32
+	DefaultServerHeartbeat          = 15 * time.Second
+	DefaultServerStreamPoll         = time.Second
+	DefaultServerStreamWriteTimeout = 30 * time.Second
+	DefaultServerFamilyStreamRuns   = 64
+	DefaultServerRunsPage           = 50
+	DefaultServerJournalPage        = 100
+)
+
 // Default is one row of the defaults table.
 type Default struct {
 	Limit   string // what is bounded
@@ -96,6 +113,19 @@ var Defaults = []Default{
 	{"telemetry: runs assembled at once", "telemetry.MaxOpenRuns", "10000", "fixed"},
 	{"telemetry: events on one run's span", "telemetry.MaxRunEvents", "128", "fixed"},
 	{"cron: a schedule must fire within", "cron.MaxYears", "8 years", "fixed"},
+	{"hitch serve: listen address", "hitch serve --addr", "127.0.0.1:7077", "a non-loopback address needs tokens"},
+	{"hitch serve: request body", "server.Limits.MaxBodyBytes", "1 MiB", "1 B or more"},
+	{"hitch serve: request headers", "server.Limits.MaxHeaderBytes", "64 KiB", "1 KiB or more"},
+	{"hitch serve: reading request headers", "server.Limits.ReadHeaderTimeout", "10s", "more than 0"},
+	{"hitch serve: one request (event streams exempt)", "server.Limits.RequestTimeout", "90s", "more than MaxWait"},
+	{"hitch serve: one long-poll (runs/{id}/wait)", "server.Limits.MaxWait", "60s", "more than 0"},
+	{"hitch serve: event streams open at once per token", "server.Limits.StreamsPerToken (hitch serve --streams-per-token)", "32", "1 or more"},
+	{"hitch serve: heartbeat comment on an idle event stream", "server.Limits.Heartbeat", "15s", "more than 0"},
+	{"hitch serve: event stream reads the store without a local wake every", "server.Limits.StreamPoll", "1s", "more than 0"},
+	{"hitch serve: a stream's client must take a page of events within", "server.Limits.StreamWriteTimeout", "30s", "more than 0"},
+	{"hitch serve: runs one family stream follows", "server.Limits.FamilyStreamRuns", "64", "1 or more"},
+	{"hitch serve: runs listed per page", "GET /v1/runs ?limit", "50", "1–1000"},
+	{"hitch serve: journal entries per page (and per stream read)", "GET /v1/runs/{id}/journal ?limit", "100", "1–1000"},
 }
 
 // DefaultsMarkdown renders Defaults as a markdown table.

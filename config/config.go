@@ -32,6 +32,8 @@ type File struct {
 	Prices map[string]Price `yaml:"prices,omitempty"`
 	// MCP declares the MCP servers whose tools agents may name.
 	MCP []MCPServer `yaml:"mcp,omitempty"`
+	// Server configures hitch serve: its bearer tokens.
+	Server *Server `yaml:"server,omitempty"`
 }
 
 // Price is a model's price in USD per million tokens.

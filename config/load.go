@@ -151,6 +151,7 @@ func Load(path string, opts Options) (*Config, error) {
 	cfg := &Config{Path: path, File: f, Models: map[string]model.Model{}, MissingSecrets: map[string]string{}}
 	servers, mp := mcpServers(l, path, f.MCP, getenv)
 	probs = append(probs, mp...)
+	probs = append(probs, serverProblems(l, f.Server)...)
 	var sels []*selection // every agent's MCP tools
 
 	for _, name := range sortedKeys(f.Models) {

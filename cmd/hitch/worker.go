@@ -30,53 +30,66 @@ func newWorker(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: withNewRuntime(g, func(ctx context.Context, e *env, _ []string) error {
-			// Count the signals here: the first ends ctx and starts the
-			// drain, the second cuts it short.
-			sigs := make(chan os.Signal, 2)
-			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			defer signal.Stop(sigs)
-			sweepCtx, stopSweep := context.WithCancel(ctx)
-			defer stopSweep()
-			drainCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
-			defer abort()
-			go func() {
-				for n := 1; ; n++ {
-					select {
-					case <-sigs:
-					case <-drainCtx.Done():
-						return
-					}
-					if n == 1 {
-						stopSweep()
-					} else {
-						abort()
-						return
-					}
-				}
-			}()
-			if !g.json {
-				fmt.Fprintf(g.stderr, "worker: driving due runs every %s; Ctrl-C to stop\n", poll)
-			}
-			if err := e.rt.Sweep(sweepCtx, poll); err != nil {
-				return err
-			}
-			if !g.json {
-				fmt.Fprintf(g.stderr, "worker: draining for at most %s; a second Ctrl-C abandons what still runs\n", drain)
-			}
-			t := time.AfterFunc(drain, abort)
-			defer t.Stop()
-			if err := e.rt.Close(drainCtx); err != nil {
-				return err
-			}
-			if !g.json {
-				fmt.Fprintln(g.stderr, "worker: drained; every lease given back")
-			}
-			return nil
+			return runNode(ctx, g, e, "worker", poll, drain, nil)
 		}),
 	}
 	cmd.Flags().DurationVar(&poll, "poll", hitch.DefaultSweepInterval, "how often to look for due runs")
 	cmd.Flags().DurationVar(&drain, "drain", hitch.DefaultDrainWindow, "on the first signal, how long running work may finish")
 	return cmd
+}
+
+// runNode is the worker loop of a node (hitch worker, hitch serve): it
+// drives due runs until the first SIGINT or SIGTERM, then drains: the
+// runtime claims nothing new, lets started tool bodies and model calls
+// finish for at most drain, parks each run and gives its lease back. A
+// second signal abandons what still runs. stopping, when set, is called
+// at the first signal, before the drain (a server stops accepting there).
+func runNode(ctx context.Context, g *globals, e *env, name string, poll, drain time.Duration, stopping func()) error {
+	// Count the signals here: the first ends ctx and starts the
+	// drain, the second cuts it short.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	drainCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	defer abort()
+	go func() {
+		for n := 1; ; n++ {
+			select {
+			case <-sigs:
+			case <-drainCtx.Done():
+				return
+			}
+			if n == 1 {
+				stopSweep()
+			} else {
+				abort()
+				return
+			}
+		}
+	}()
+	if !g.json {
+		fmt.Fprintf(g.stderr, "%s: driving due runs every %s; Ctrl-C to stop\n", name, poll)
+	}
+	if err := e.rt.Sweep(sweepCtx, poll); err != nil {
+		return err
+	}
+	if stopping != nil {
+		stopping()
+	}
+	if !g.json {
+		fmt.Fprintf(g.stderr, "%s: draining for at most %s; a second Ctrl-C abandons what still runs\n", name, drain)
+	}
+	t := time.AfterFunc(drain, abort)
+	defer t.Stop()
+	if err := e.rt.Close(drainCtx); err != nil {
+		return err
+	}
+	if !g.json {
+		fmt.Fprintf(g.stderr, "%s: drained; every lease given back\n", name)
+	}
+	return nil
 }
 
 func newRecover(g *globals) *cobra.Command {

@@ -1,0 +1,400 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/store"
+)
+
+// hub wakes the streams that follow a run when this node commits to its
+// journal. A subscriber holds a wake channel of capacity 1: wakes
+// coalesce, and nothing else is buffered; the stream reads the store.
+type hub struct {
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{}
+}
+
+func newHub() *hub { return &hub{subs: map[string]map[chan struct{}]struct{}{}} }
+
+func (h *hub) subscribe(runID string, c chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.subs[runID]
+	if m == nil {
+		m = map[chan struct{}]struct{}{}
+		h.subs[runID] = m
+	}
+	m[c] = struct{}{}
+}
+
+func (h *hub) unsubscribe(runID string, c chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if m := h.subs[runID]; m != nil {
+		delete(m, c)
+		if len(m) == 0 {
+			delete(h.subs, runID)
+		}
+	}
+}
+
+func (h *hub) wake(runID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.subs[runID] {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// streamCounts counts the open streams of each token.
+type streamCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *streamCounts) acquire(token string, max int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[token] >= max {
+		return false
+	}
+	c.n[token]++
+	return true
+}
+
+func (c *streamCounts) release(token string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[token]--; c.n[token] <= 0 {
+		delete(c.n, token)
+	}
+}
+
+// isStream reports whether a request opens an event stream, which is
+// exempt from the request timeout.
+func isStream(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/runs/") && strings.HasSuffix(r.URL.Path, "/events")
+}
+
+type streamIn struct {
+	ID          string `path:"id" maxLength:"128" doc:"The run's id."`
+	After       string `query:"after" maxLength:"8192" doc:"Resume after this event id (as Last-Event-ID)."`
+	LastEventID string `header:"Last-Event-ID" maxLength:"8192" doc:"Resume after this event id; ?after wins when both are given."`
+}
+
+var sseResponses = map[string]*huma.Response{
+	"200": {
+		Description: "A text/event-stream: one `entry` event per journal entry (data: an Entry), heartbeat comments, and an `end` event (data: the Run) after the last entry of an ended run.",
+		Content: map[string]*huma.MediaType{
+			"text/event-stream": {Schema: &huma.Schema{Type: "string", Description: "Server-sent events; see docs/api.md."}},
+		},
+	},
+}
+
+func (s *Server) registerEvents() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "stream-run", Method: http.MethodGet, Path: "/v1/runs/{id}/events", Tags: []string{"runs"},
+		Summary: "Follow a run's journal as server-sent events",
+		Description: "One `entry` event per journal entry, its id the entry's position. Last-Event-ID (or ?after=N) " +
+			"resumes exactly after that position. The stream ends after the run's terminal entry with an `end` event.",
+		Responses: sseResponses,
+		Errors:    []int{http.StatusNotFound, http.StatusTooManyRequests, http.StatusUnprocessableEntity},
+	}, func(ctx context.Context, in *streamIn) (*huma.StreamResponse, error) {
+		if _, err := s.run(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		cur, loc := in.After, "query.after"
+		if cur == "" {
+			cur, loc = in.LastEventID, "header.Last-Event-ID"
+		}
+		var after int64
+		if cur != "" {
+			n, err := strconv.ParseInt(cur, 10, 64)
+			if err != nil || n < 0 {
+				return nil, invalid(loc, "%q: want a journal position, 0 or more", cur)
+			}
+			after = n
+		}
+		release, err := s.openStream(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &huma.StreamResponse{Body: func(hctx huma.Context) {
+			defer release()
+			f := &follower{s: s, ctx: hctx.Context(), after: map[string]int64{in.ID: after}, runs: []string{in.ID}}
+			f.serve(hctx, false)
+		}}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "stream-family", Method: http.MethodGet, Path: "/v1/runs/{id}/family/events", Tags: []string{"runs"},
+		Summary: "Follow a whole family's journals (a root run and its sub-agents) as server-sent events",
+		Description: "Like a run's stream, over every run of the family of the root run {id}; each event's data names its run. " +
+			"The event id is the family cursor: the position reached in each run, as RUN=POS pairs joined by commas. " +
+			"Resuming with it continues exactly after every entry already sent. The stream ends when every run of the family has ended.",
+		Responses: sseResponses,
+		Errors:    []int{http.StatusNotFound, http.StatusTooManyRequests, http.StatusUnprocessableEntity},
+	}, func(ctx context.Context, in *streamIn) (*huma.StreamResponse, error) {
+		root, err := s.run(ctx, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		if root.RootID != root.ID {
+			return nil, invalid("path.id", "%s is not a root run: follow the family of %s", root.ID, root.RootID)
+		}
+		cur, loc := in.After, "query.after"
+		if cur == "" {
+			cur, loc = in.LastEventID, "header.Last-Event-ID"
+		}
+		after, err := parseFamilyCursor(cur, s.cfg.Limits.FamilyStreamRuns)
+		if err != nil {
+			return nil, invalid(loc, "%v", err)
+		}
+		release, err := s.openStream(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &huma.StreamResponse{Body: func(hctx huma.Context) {
+			defer release()
+			f := &follower{s: s, ctx: hctx.Context(), root: root.ID, after: after}
+			f.serve(hctx, true)
+		}}, nil
+	})
+}
+
+// openStream counts a stream against its token's limit.
+func (s *Server) openStream(ctx context.Context) (func(), error) {
+	if s.stopping.Load() {
+		return nil, api.NewProblem(api.TypeUnavailable, "the server is stopping: resume the stream on another node")
+	}
+	p := principalOf(ctx)
+	if !s.streams.acquire(p.name, s.cfg.Limits.StreamsPerToken) {
+		return nil, api.NewProblem(api.TypeTooManyStreams, fmt.Sprintf("token %s holds %d streams open: at most %d", p.name, s.cfg.Limits.StreamsPerToken, s.cfg.Limits.StreamsPerToken))
+	}
+	return func() { s.streams.release(p.name) }, nil
+}
+
+// parseFamilyCursor reads RUN=POS,RUN=POS.
+func parseFamilyCursor(cur string, maxRuns int) (map[string]int64, error) {
+	after := map[string]int64{}
+	if cur == "" {
+		return after, nil
+	}
+	for _, part := range strings.Split(cur, ",") {
+		id, pos, ok := strings.Cut(part, "=")
+		n, err := strconv.ParseInt(pos, 10, 64)
+		if !ok || err != nil || n < 0 || hitch.CheckRunID(id) != nil {
+			return nil, fmt.Errorf("%.60q: want a family cursor, RUN=POS pairs joined by commas", part)
+		}
+		after[id] = n
+	}
+	if len(after) > maxRuns {
+		return nil, fmt.Errorf("names %d runs: at most %d", len(after), maxRuns)
+	}
+	return after, nil
+}
+
+func familyCursor(runs []string, after map[string]int64) string {
+	var b strings.Builder
+	for _, id := range runs {
+		if after[id] == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=%d", id, after[id])
+	}
+	return b.String()
+}
+
+// follower writes one stream: it reads each followed run's journal after
+// the position sent, in pages, and waits for a wake, a poll tick or a
+// heartbeat between reads. Nothing is buffered but one page.
+type follower struct {
+	s     *Server
+	ctx   context.Context
+	root  string // the family's root, for a family stream
+	runs  []string
+	after map[string]int64
+	w     io.Writer
+	rc    *http.ResponseController
+	wake  chan struct{}
+}
+
+func (f *follower) serve(hctx huma.Context, family bool) {
+	r, w := humago.Unwrap(hctx)
+	f.w, f.rc = w, http.NewResponseController(w)
+	// A stream outlives the request timeout; each write has its own.
+	_ = f.rc.SetReadDeadline(time.Time{})
+	hctx.SetHeader("Content-Type", "text/event-stream")
+	hctx.SetHeader("Cache-Control", "no-store")
+	hctx.SetHeader("X-Accel-Buffering", "no")
+	hctx.SetStatus(http.StatusOK)
+	f.wake = make(chan struct{}, 1)
+	subscribed := map[string]bool{}
+	defer func() {
+		for id := range subscribed {
+			f.s.hub.unsubscribe(id, f.wake)
+		}
+	}()
+	lim := f.s.cfg.Limits
+	heartbeat := time.NewTicker(lim.Heartbeat)
+	defer heartbeat.Stop()
+	poll := time.NewTicker(lim.StreamPoll)
+	defer poll.Stop()
+	if !f.write(": hitch stream\n\n") {
+		return
+	}
+	_ = r
+	for {
+		if family {
+			runs, err := f.familyRuns()
+			if err != nil {
+				f.fail(err)
+				return
+			}
+			f.runs = runs
+		}
+		for _, id := range f.runs {
+			if !subscribed[id] {
+				f.s.hub.subscribe(id, f.wake)
+				subscribed[id] = true
+			}
+		}
+		done, ok := f.pass(family)
+		if !ok {
+			return
+		}
+		if done {
+			return
+		}
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-f.s.stop:
+			return
+		case <-f.wake:
+		case <-poll.C:
+		case <-heartbeat.C:
+			if !f.write(": heartbeat\n\n") {
+				return
+			}
+		}
+	}
+}
+
+// familyRuns lists a family's runs, root first, in a stable order.
+func (f *follower) familyRuns() ([]string, error) {
+	max := f.s.cfg.Limits.FamilyStreamRuns
+	rows, err := f.s.cfg.Store.RunList(f.ctx, store.RunListParams{RootID: f.root, Limit: max + 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) > max {
+		return nil, fmt.Errorf("the family of %s has more than %d runs: follow its runs one at a time", f.root, max)
+	}
+	runs := []string{f.root}
+	seen := map[string]bool{f.root: true}
+	// Keep the order already sent; add new runs in creation order.
+	for _, id := range f.runs {
+		if !seen[id] {
+			runs, seen[id] = append(runs, id), true
+		}
+	}
+	for i := len(rows) - 1; i >= 0; i-- { // RunList is newest first
+		if id := rows[i].ID; !seen[id] {
+			runs, seen[id] = append(runs, id), true
+		}
+	}
+	return runs, nil
+}
+
+// pass sends every followed run's entries past the cursor, a page at a
+// time. done: every run has ended and its last entry was sent (the end
+// event too). ok false: the client is gone or the stream failed.
+func (f *follower) pass(family bool) (done, ok bool) {
+	page := hitch.DefaultServerJournalPage
+	allEnded := true
+	var last hitch.Run
+	for _, id := range f.runs {
+		for {
+			es, err := f.s.cfg.Runtime.Journal(f.ctx, id, f.after[id], page)
+			if err != nil {
+				f.fail(err)
+				return false, false
+			}
+			for _, e := range es {
+				f.after[id] = e.Pos
+				evID := strconv.FormatInt(e.Pos, 10)
+				if family {
+					evID = familyCursor(f.runs, f.after)
+				}
+				data, _ := json.Marshal(api.Entry{RunID: e.RunID, Pos: e.Pos, Kind: e.Kind, At: e.At, Data: json.RawMessage(e.Data)})
+				if !f.write(fmt.Sprintf("id: %s\nevent: %s\ndata: %s\n\n", evID, api.EventEntry, data)) {
+					return false, false
+				}
+			}
+			if len(es) < page {
+				break
+			}
+			select {
+			case <-f.s.stop:
+				return false, false
+			default:
+			}
+		}
+		run, err := f.s.cfg.Runtime.Get(f.ctx, id)
+		if err != nil {
+			f.fail(err)
+			return false, false
+		}
+		if !run.Status.Terminal() || run.Position > f.after[id] {
+			allEnded = false
+		}
+		if id == f.runs[0] {
+			last = run
+		}
+	}
+	if !allEnded {
+		return false, true
+	}
+	data, _ := json.Marshal(wireRun(last))
+	if !f.write(fmt.Sprintf("event: %s\ndata: %s\n\n", api.EventEnd, data)) {
+		return false, false
+	}
+	return true, true
+}
+
+func (f *follower) fail(err error) {
+	p := problemOf(err, "stream")
+	if _, internal := p.(internalError); internal {
+		p = api.NewProblem(api.TypeInternal, "internal error")
+	}
+	data, _ := json.Marshal(p)
+	f.write(fmt.Sprintf("event: %s\ndata: %s\n\n", api.EventError, data))
+}
+
+// write writes and flushes, bounded by the stream write timeout.
+func (f *follower) write(s string) bool {
+	_ = f.rc.SetWriteDeadline(time.Now().Add(f.s.cfg.Limits.StreamWriteTimeout))
+	if _, err := io.WriteString(f.w, s); err != nil {
+		return false
+	}
+	return f.rc.Flush() == nil
+}

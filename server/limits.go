@@ -1,0 +1,73 @@
+package server
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"github.com/hitch-dev/hitch"
+)
+
+// Limits bound what one request or stream may take. Each field's default
+// is in hitch's defaults table (hitch.DefaultServer*).
+type Limits struct {
+	// MaxBodyBytes bounds a request body. Default 1 MiB.
+	MaxBodyBytes int64
+	// MaxHeaderBytes bounds a request's headers. Default 64 KiB.
+	MaxHeaderBytes int
+	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
+	ReadHeaderTimeout time.Duration
+	// RequestTimeout bounds a request that is not an event stream, from
+	// its first byte to its answer. Default 90s.
+	RequestTimeout time.Duration
+	// MaxWait bounds one long-poll (runs/{id}/wait). Default 60s.
+	MaxWait time.Duration
+	// StreamsPerToken bounds the event streams one token holds open at
+	// once. Default 32.
+	StreamsPerToken int
+	// Heartbeat is how often an idle event stream sends a comment.
+	// Default 15s.
+	Heartbeat time.Duration
+	// StreamPoll is how often an event stream reads the store without a
+	// wake from this node (for runs driven by other nodes). Default 1s.
+	StreamPoll time.Duration
+	// StreamWriteTimeout cuts a stream whose client does not take one
+	// page of events within it. Default 30s.
+	StreamWriteTimeout time.Duration
+	// FamilyStreamRuns bounds the runs one family stream follows. Default
+	// 64.
+	FamilyStreamRuns int
+}
+
+// WithDefaults fills every unset limit with its default.
+func (l Limits) WithDefaults() Limits {
+	l.MaxBodyBytes = cmp.Or(l.MaxBodyBytes, hitch.DefaultServerMaxBody)
+	l.MaxHeaderBytes = cmp.Or(l.MaxHeaderBytes, hitch.DefaultServerMaxHeader)
+	l.ReadHeaderTimeout = cmp.Or(l.ReadHeaderTimeout, hitch.DefaultServerReadHeaderTimeout)
+	l.RequestTimeout = cmp.Or(l.RequestTimeout, hitch.DefaultServerRequestTimeout)
+	l.MaxWait = cmp.Or(l.MaxWait, hitch.DefaultServerMaxWait)
+	l.StreamsPerToken = cmp.Or(l.StreamsPerToken, hitch.DefaultServerStreamsPerToken)
+	l.Heartbeat = cmp.Or(l.Heartbeat, hitch.DefaultServerHeartbeat)
+	l.StreamPoll = cmp.Or(l.StreamPoll, hitch.DefaultServerStreamPoll)
+	l.StreamWriteTimeout = cmp.Or(l.StreamWriteTimeout, hitch.DefaultServerStreamWriteTimeout)
+	l.FamilyStreamRuns = cmp.Or(l.FamilyStreamRuns, hitch.DefaultServerFamilyStreamRuns)
+	return l
+}
+
+func (l Limits) validate() error {
+	switch {
+	case l.MaxBodyBytes < 1:
+		return fmt.Errorf("Limits.MaxBodyBytes %d: want 1 or more", l.MaxBodyBytes)
+	case l.MaxHeaderBytes < 1024:
+		return fmt.Errorf("Limits.MaxHeaderBytes %d: want 1024 or more", l.MaxHeaderBytes)
+	case l.RequestTimeout <= l.MaxWait:
+		return fmt.Errorf("Limits.RequestTimeout %s: want more than Limits.MaxWait %s", l.RequestTimeout, l.MaxWait)
+	case l.StreamsPerToken < 1:
+		return fmt.Errorf("Limits.StreamsPerToken %d: want 1 or more", l.StreamsPerToken)
+	case l.Heartbeat <= 0, l.StreamPoll <= 0, l.StreamWriteTimeout <= 0, l.ReadHeaderTimeout <= 0, l.MaxWait <= 0:
+		return fmt.Errorf("Limits: durations must be more than 0")
+	case l.FamilyStreamRuns < 1:
+		return fmt.Errorf("Limits.FamilyStreamRuns %d: want 1 or more", l.FamilyStreamRuns)
+	}
+	return nil
+}

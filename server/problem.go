@@ -1,0 +1,166 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/approval"
+)
+
+func init() {
+	// Every error huma raises (a malformed body, a refused field, a body
+	// too large) becomes a problem of the one table, by its status.
+	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
+		c := api.ClassForStatus(status)
+		p := &api.Problem{Type: c.Type, Title: c.Title, Status: c.Status, Detail: msg}
+		for _, err := range errs {
+			if err == nil {
+				continue
+			}
+			var d huma.ErrorDetailer
+			if errors.As(err, &d) {
+				ed := d.ErrorDetail()
+				p.Errors = append(p.Errors, api.FieldError{Location: ed.Location, Message: ed.Message, Value: shortValue(ed.Value)})
+				continue
+			}
+			p.Errors = append(p.Errors, api.FieldError{Message: err.Error()})
+		}
+		if c.Type == api.TypeInternal {
+			p.Detail = "internal error"
+			p.Errors = nil
+		}
+		return p
+	}
+}
+
+// shortValue echoes a refused value only when it is short.
+func shortValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) > 64 {
+			return nil
+		}
+	case nil, bool, float64, int, int64:
+	default:
+		return nil
+	}
+	return v
+}
+
+// invalid refuses a request, naming the field at loc.
+func invalid(loc, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	p := api.NewProblem(api.TypeInvalid, loc+": "+msg)
+	p.Errors = []api.FieldError{{Location: loc, Message: msg}}
+	return p
+}
+
+// problemOf maps an error of the runtime to a problem of the table. An
+// error it does not know is internal: its text is not sent.
+func problemOf(err error, op string) error {
+	var p *api.Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	typ := api.TypeInternal
+	switch {
+	case errors.Is(err, hitch.ErrNotFound), errors.Is(err, hitch.ErrUnknownCall):
+		typ = api.TypeNotFound
+	case errors.Is(err, hitch.ErrRunnerBusy):
+		typ = api.TypeBusy
+	case errors.Is(err, hitch.ErrApprovalExpired):
+		typ = api.TypeExpired
+	case errors.Is(err, hitch.ErrEnded):
+		typ = api.TypeEnded
+	case errors.Is(err, approval.ErrBadCredential), errors.Is(err, approval.ErrOtherRequirement),
+		errors.Is(err, approval.ErrNoApprovers), errors.Is(err, approval.ErrOtherApprovers),
+		errors.Is(err, approval.ErrProofExpired):
+		typ = api.TypeBadCredential
+	case errors.Is(err, hitch.ErrNotUncertain), errors.Is(err, hitch.ErrReconciled),
+		errors.Is(err, hitch.ErrNoApproval), errors.Is(err, hitch.ErrAnswered),
+		errors.Is(err, hitch.ErrDeniedAtAnswer), errors.Is(err, hitch.ErrNoWorkspace),
+		errors.Is(err, hitch.ErrUnknownAgent):
+		typ = api.TypeRefused
+	case errors.Is(err, hitch.ErrBadRunID):
+		typ = api.TypeInvalid
+	case errors.Is(err, errStopping):
+		typ = api.TypeUnavailable
+	}
+	if typ == api.TypeInternal {
+		return internalError{op: op, err: err}
+	}
+	return api.NewProblem(typ, err.Error())
+}
+
+// internalError is an error whose text stays in the server's log.
+type internalError struct {
+	op  string
+	err error
+}
+
+func (e internalError) Error() string { return e.op + ": " + e.err.Error() }
+
+var errStopping = errors.New("the server is stopping")
+
+// writeProblem writes a problem outside huma (auth, unknown routes).
+func writeProblem(w http.ResponseWriter, r *http.Request, p *api.Problem) {
+	if p.Instance == "" && r != nil {
+		p.Instance = r.URL.Path
+	}
+	w.Header().Set("Content-Type", api.ProblemContentType)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// problemWriter turns the plain-text errors of net/http (404 and 405 of
+// the mux) into problems.
+type problemWriter struct {
+	http.ResponseWriter
+	r       *http.Request
+	plain   bool
+	written bool
+}
+
+func (w *problemWriter) WriteHeader(status int) {
+	if w.written {
+		return
+	}
+	w.written = true
+	if status >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.plain = true
+		c := api.ClassForStatus(status)
+		if status == http.StatusNotFound {
+			c, _ = api.ClassOf(api.TypeNotFound)
+		}
+		w.Header().Del("X-Content-Type-Options")
+		writeProblem(w.ResponseWriter, w.r, &api.Problem{Type: c.Type, Title: c.Title, Status: c.Status, Detail: fmt.Sprintf("%s %s: %s", w.r.Method, w.r.URL.Path, strings.ToLower(http.StatusText(status)))})
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *problemWriter) Write(b []byte) (int, error) {
+	if !w.written {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.plain {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *problemWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *problemWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

@@ -1,0 +1,272 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/hitchtype"
+)
+
+type runOut struct {
+	Body api.Run
+}
+
+func (s *Server) registerRuns() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "start-run", Method: http.MethodPost, Path: "/v1/runs", Tags: []string{"runs"},
+		Summary: "Start a run (admin)",
+		Description: "Start a run of an agent on an input; this server drives it. With an id, the same id again " +
+			"starts nothing: 200 with created false when the input was the same, a conflict problem when it was not. " +
+			"A retry of a run still queued (the first start died before it was claimed) drives it.",
+		DefaultStatus: http.StatusCreated,
+		Errors:        []int{http.StatusUnprocessableEntity, http.StatusConflict, http.StatusForbidden, http.StatusServiceUnavailable},
+	}, s.startRun)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "list-runs", Method: http.MethodGet, Path: "/v1/runs", Tags: []string{"runs"},
+		Summary: "List the tenant's runs, newest first",
+	}, s.listRunsOp)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-run", Method: http.MethodGet, Path: "/v1/runs/{id}", Tags: []string{"runs"},
+		Summary: "Read a run", Errors: []int{http.StatusNotFound},
+	}, func(ctx context.Context, in *struct {
+		ID string `path:"id" maxLength:"128" doc:"The run's id."`
+	}) (*runOut, error) {
+		run, err := s.run(ctx, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		return &runOut{wireRun(run)}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "wait-run", Method: http.MethodGet, Path: "/v1/runs/{id}/wait", Tags: []string{"runs"},
+		Summary:     "Wait until a run ends or parks (long poll)",
+		Description: "Answers the run once it has ended or waits (for an approval or a reconciliation), or as it stands when timeout passes (at most the server's MaxWait).",
+		Errors:      []int{http.StatusNotFound},
+	}, s.waitRun)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "cancel-run", Method: http.MethodPost, Path: "/v1/runs/{id}/cancel", Tags: []string{"runs"},
+		Summary:     "Cancel a run and its sub-agents (operator)",
+		Description: "Records a durable cancel request and waits (at most the agent's command wait) for the run to end. Cancelling an ended run changes nothing.",
+		Errors:      []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict},
+	}, func(ctx context.Context, in *struct {
+		ID string `path:"id" maxLength:"128" doc:"The run's id."`
+	}) (*runOut, error) {
+		if err := need(ctx, api.RoleOperator); err != nil {
+			return nil, err
+		}
+		if _, err := s.run(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		run, err := s.cfg.Runtime.Cancel(ctx, in.ID)
+		if err != nil {
+			return nil, s.fail("cancel", err)
+		}
+		return &runOut{wireRun(run)}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "reconcile-run", Method: http.MethodPost, Path: "/v1/runs/{id}/reconcile", Tags: []string{"runs"},
+		Summary:     "Settle an uncertain call (operator)",
+		Description: "Settles an uncertain call with its confirmed output, or as unconfirmed, and drives the run on.",
+		Errors:      []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity},
+	}, func(ctx context.Context, in *struct {
+		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
+		Body api.Reconcile
+	}) (*runOut, error) {
+		if err := need(ctx, api.RoleOperator); err != nil {
+			return nil, err
+		}
+		if in.Body.Unconfirmed == (in.Body.Output != "") {
+			return nil, invalid("body.output", "give either output or unconfirmed: true")
+		}
+		if _, err := s.run(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		by := in.Body.By
+		if by == "" {
+			by = principalOf(ctx).name
+		}
+		rec := hitch.Reconciliation{Call: in.Body.Call, Output: in.Body.Output, Unconfirmed: in.Body.Unconfirmed, By: by}
+		if err := s.cfg.Runtime.Reconcile(ctx, in.ID, rec); err != nil {
+			return nil, s.fail("reconcile", err)
+		}
+		run, err := s.run(ctx, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		return &runOut{wireRun(run)}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "read-journal", Method: http.MethodGet, Path: "/v1/runs/{id}/journal", Tags: []string{"runs"},
+		Summary: "Read a run's journal by position, a page at a time", Errors: []int{http.StatusNotFound},
+	}, s.readJournal)
+}
+
+func (s *Server) startRun(ctx context.Context, in *struct {
+	Body api.StartRun
+}) (*struct {
+	Status int
+	Body   api.StartedRun
+}, error) {
+	if err := need(ctx, api.RoleAdmin); err != nil {
+		return nil, err
+	}
+	if s.stopping.Load() {
+		return nil, api.NewProblem(api.TypeUnavailable, "the server is stopping: start the run on another node")
+	}
+	b := in.Body
+	a, ok := s.agents[b.Agent]
+	if !ok {
+		return nil, invalid("body.agent", "%q is not an agent of this server (GET /v1/agents lists them)", b.Agent)
+	}
+	if strings.TrimSpace(b.Input) == "" {
+		return nil, invalid("body.input", "is blank")
+	}
+	p := principalOf(ctx)
+	opts, err := startOptions(p.tenant)
+	if err != nil {
+		return nil, api.NewProblem(api.TypeForbidden, err.Error())
+	}
+	if b.ID != "" {
+		if err := hitch.CheckRunID(b.ID); err != nil {
+			return nil, invalid("body.id", "%v", err)
+		}
+		// An id another tenant holds is not revealed: the start is
+		// refused as a conflict without saying whose it is.
+		if run, err := s.cfg.Runtime.Get(ctx, b.ID); err == nil && runTenant(run) != p.tenant {
+			return nil, api.NewProblem(api.TypeConflict, fmt.Sprintf("run id %s cannot be used: choose another", b.ID))
+		}
+		opts = append(opts, hitch.WithID(b.ID))
+	}
+	if b.Instructions != "" {
+		opts = append(opts, hitch.WithInstructions(b.Instructions))
+	}
+	res, err := s.cfg.Runtime.Start(ctx, a, b.Input, opts...)
+	if err != nil {
+		return nil, s.fail("start", err)
+	}
+	if runTenant(res.Run) != p.tenant {
+		return nil, api.NewProblem(api.TypeConflict, fmt.Sprintf("run id %s cannot be used: choose another", b.ID))
+	}
+	if !res.Created && !res.SameInput {
+		return nil, api.NewProblem(api.TypeConflict, fmt.Sprintf("run %s exists with another agent or input", res.Run.ID))
+	}
+	status := http.StatusCreated
+	if !res.Created {
+		status = http.StatusOK
+	}
+	return &struct {
+		Status int
+		Body   api.StartedRun
+	}{status, api.StartedRun{Run: wireRun(res.Run), Created: res.Created, SameInput: res.SameInput}}, nil
+}
+
+type listRunsIn struct {
+	Status   []string `query:"status" enum:"queued,running,waiting,completed,failed,cancelled,answer_invalid,budget_exhausted" doc:"Only runs with one of these statuses (repeat or comma-separate)."`
+	Agent    string   `query:"agent" maxLength:"64" doc:"Only runs of this agent."`
+	ParentID string   `query:"parent_id" maxLength:"128" doc:"Only the children of this run."`
+	RootID   string   `query:"root_id" maxLength:"128" doc:"Only this family: a root run and its descendants."`
+	After    string   `query:"after" maxLength:"512" doc:"The cursor the previous page returned."`
+	Limit    int      `query:"limit" minimum:"1" maximum:"1000" default:"50" doc:"Runs per page."`
+}
+
+func (s *Server) listRunsOp(ctx context.Context, in *listRunsIn) (*struct{ Body api.RunPage }, error) {
+	p := principalOf(ctx)
+	rp := runsParams{tenant: p.tenant, agent: in.Agent, parentID: in.ParentID, rootID: in.RootID, after: in.After, limit: in.Limit}
+	for _, st := range in.Status {
+		rp.statuses = append(rp.statuses, hitchtype.Status(st))
+	}
+	runs, next, err := s.listRuns(ctx, rp)
+	if err != nil {
+		return nil, s.fail("list runs", err)
+	}
+	page := api.RunPage{Runs: make([]api.Run, 0, len(runs)), Next: next}
+	for _, r := range runs {
+		page.Runs = append(page.Runs, wireRun(r))
+	}
+	return &struct{ Body api.RunPage }{page}, nil
+}
+
+func (s *Server) waitRun(ctx context.Context, in *struct {
+	ID      string `path:"id" maxLength:"128" doc:"The run's id."`
+	Timeout int    `query:"timeout" minimum:"0" maximum:"3600" default:"30" doc:"Seconds to wait at most; the server bounds it by its MaxWait."`
+}) (*runOut, error) {
+	if _, err := s.run(ctx, in.ID); err != nil {
+		return nil, err
+	}
+	wait := min(time.Duration(in.Timeout)*time.Second, s.cfg.Limits.MaxWait)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	run, err := s.cfg.Runtime.Await(wctx, in.ID)
+	if err != nil {
+		if wctx.Err() == nil || ctx.Err() != nil {
+			return nil, s.fail("wait", err)
+		}
+		if run, err = s.run(ctx, in.ID); err != nil {
+			return nil, err
+		}
+	}
+	return &runOut{wireRun(run)}, nil
+}
+
+func (s *Server) readJournal(ctx context.Context, in *struct {
+	ID    string `path:"id" maxLength:"128" doc:"The run's id."`
+	After int64  `query:"after" minimum:"0" doc:"Entries after this position."`
+	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Entries per page."`
+}) (*struct{ Body api.EntryPage }, error) {
+	if _, err := s.run(ctx, in.ID); err != nil {
+		return nil, err
+	}
+	es, err := s.cfg.Runtime.Journal(ctx, in.ID, in.After, in.Limit)
+	if err != nil {
+		return nil, s.fail("read journal", err)
+	}
+	page := api.EntryPage{Entries: make([]api.Entry, 0, len(es))}
+	for _, e := range es {
+		page.Entries = append(page.Entries, api.Entry{RunID: e.RunID, Pos: e.Pos, Kind: e.Kind, At: e.At, Data: json.RawMessage(e.Data)})
+	}
+	if len(es) == in.Limit {
+		next := es[len(es)-1].Pos
+		page.Next = &next
+	}
+	return &struct{ Body api.EntryPage }{page}, nil
+}
+
+// run reads a run the request's tenant may see; another tenant's run is
+// not found.
+func (s *Server) run(ctx context.Context, id string) (hitch.Run, error) {
+	run, err := s.cfg.Runtime.Get(ctx, id)
+	if errors.Is(err, hitch.ErrNotFound) || (err == nil && runTenant(run) != principalOf(ctx).tenant) {
+		return hitch.Run{}, runNotFound(id)
+	}
+	if err != nil {
+		return hitch.Run{}, s.fail("get run", err)
+	}
+	return run, nil
+}
+
+// runNotFound is the one answer for a run that does not exist and for one
+// of another tenant.
+func runNotFound(id string) error {
+	return api.NewProblem(api.TypeNotFound, fmt.Sprintf("no run %s", id))
+}
+
+func wireRun(r hitch.Run) api.Run {
+	out := api.Run{ID: r.ID, Tenant: runTenant(r), RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
+		Status: string(r.Status), Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if o := r.Outcome; o != nil {
+		out.Outcome = &api.Outcome{Status: string(o.Status), Answer: o.Answer, Raw: o.Raw, Reason: o.Reason, Error: o.Error,
+			Uncertain: o.Uncertain, Turns: o.Turns, Attempts: o.Attempts, CostUSD: o.CostUSD,
+			Usage: api.Usage{InputTokens: o.Usage.InputTokens, OutputTokens: o.Usage.OutputTokens,
+				CachedInputTokens: o.Usage.CachedInputTokens, Generations: o.Usage.Generations}}
+	}
+	return out
+}

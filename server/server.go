@@ -1,0 +1,234 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/store"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Runtime drives the runs. Required.
+	Runtime *hitch.Runtime
+	// Store is the runtime's store, for listings. Required.
+	Store store.Store
+	// Agents are the agents clients may start, by name (the last version
+	// given wins). Required.
+	Agents []*hitch.Agent
+	// Tokens are the bearer tokens accepted. Nil serves one implicit
+	// local principal, an admin of the default tenant, without a token:
+	// only for a loopback address (see CheckAddr).
+	Tokens []Token
+	// Limits bound requests and streams; zero fields take defaults.
+	Limits Limits
+	// Version is reported in the OpenAPI document.
+	Version string
+	// Log receives errors the client is not told about. Default
+	// io.Discard.
+	Log io.Writer
+}
+
+// Server is the HTTP API of a runtime.
+type Server struct {
+	cfg      Config
+	agents   map[string]*hitch.Agent
+	handler  http.Handler
+	api      huma.API
+	hub      *hub
+	streams  *streamCounts
+	stopping atomic.Bool
+	stop     chan struct{} // closed when the server stops: streams end
+	stopOnce sync.Once
+	logMu    sync.Mutex
+}
+
+// New returns a server over the runtime. Wire its OnEvent into the
+// runtime's Config.OnEvent (see Notify) so streams wake at once.
+func New(cfg Config) (*Server, error) {
+	switch {
+	case cfg.Runtime == nil:
+		return nil, errors.New("new server: Config.Runtime is required")
+	case cfg.Store == nil:
+		return nil, errors.New("new server: Config.Store is required")
+	case len(cfg.Agents) == 0:
+		return nil, errors.New("new server: Config.Agents is empty: there is nothing to start")
+	}
+	cfg.Limits = cfg.Limits.WithDefaults()
+	if err := cfg.Limits.validate(); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
+	if err := checkTokens(cfg.Tokens); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	s := &Server{cfg: cfg, agents: map[string]*hitch.Agent{}, hub: newHub(), streams: &streamCounts{n: map[string]int{}}, stop: make(chan struct{})}
+	for _, a := range cfg.Agents {
+		if a == nil {
+			return nil, errors.New("new server: Config.Agents holds nil")
+		}
+		s.agents[a.Name()] = a
+	}
+	mux := http.NewServeMux()
+	hc := huma.DefaultConfig("hitch", cfg.Version)
+	hc.CreateHooks = nil // no $schema links in bodies
+	hc.OpenAPIPath = "/v1/openapi"
+	hc.DocsPath = ""
+	hc.SchemasPath = ""
+	hc.Info.Description = "The HTTP API of hitch, a durable runtime for LLM agents. See docs/api.md."
+	hc.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		"bearer": {Type: "http", Scheme: "bearer", Description: "A token from the server's config; its role and tenant decide what it may see and do."},
+	}
+	hc.Security = []map[string][]string{{"bearer": {}}}
+	s.api = humago.New(mux, hc)
+	s.registerHealth()
+	s.registerRuns()
+	s.registerEvents()
+	s.registerApprovals()
+	s.registerWorkspaces()
+	s.registerAgents()
+	var h http.Handler = mux
+	h = s.withLimits(h)
+	h = s.withAuth(h)
+	h = withProblems(h)
+	s.handler = h
+	return s, nil
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Notify tells the server's event streams about a runtime event; pass it
+// as (or call it from) the runtime's Config.OnEvent. It never blocks.
+func (s *Server) Notify(e hitch.Event) {
+	if e.RunID != "" && len(e.Entries) > 0 {
+		s.hub.wake(e.RunID)
+	}
+}
+
+// OpenAPI returns the API's OpenAPI 3.1 document.
+func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
+
+func withProblems(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&problemWriter{ResponseWriter: w, r: r}, r)
+	})
+}
+
+// withLimits bounds a request's body and, unless it is an event stream,
+// its time.
+func (s *Server) withLimits(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.cfg.Limits.MaxBodyBytes {
+			writeProblem(w, r, api.NewProblem(api.TypeTooLarge, fmt.Sprintf("body of %d bytes: at most %d", r.ContentLength, s.cfg.Limits.MaxBodyBytes)))
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.Limits.MaxBodyBytes)
+		}
+		if !isStream(r) {
+			ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Limits.RequestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// fail maps an error to its problem, logging what the client is not told.
+func (s *Server) fail(op string, err error) error {
+	p := problemOf(err, op)
+	var ie internalError
+	if errors.As(p, &ie) {
+		s.logMu.Lock()
+		fmt.Fprintf(s.cfg.Log, "serve: %s: %v\n", op, err)
+		s.logMu.Unlock()
+		return api.NewProblem(api.TypeInternal, "internal error")
+	}
+	return p
+}
+
+// Serve serves the API on l until ctx ends, then stops gracefully: it
+// stops accepting, ends every event stream cleanly (a client resumes
+// elsewhere from its last event id), and waits for the requests in
+// flight, at most for grace. The caller then drains the runtime.
+func (s *Server) Serve(ctx context.Context, l net.Listener, grace time.Duration) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.cfg.Limits.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.Limits.RequestTimeout,
+		WriteTimeout:      s.cfg.Limits.RequestTimeout + 5*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    s.cfg.Limits.MaxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.Stop()
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if err != nil {
+		_ = hs.Close()
+	}
+	<-errc
+	if err != nil {
+		return fmt.Errorf("serve: shut down: %w", err)
+	}
+	return nil
+}
+
+// Stop marks the server stopping: readyz fails, new streams and starts are
+// refused, and open streams end after their current page.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		s.stopping.Store(true)
+		close(s.stop)
+	})
+}
+
+func (s *Server) registerHealth() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "healthz", Method: http.MethodGet, Path: "/healthz", Tags: []string{"health"},
+		Summary: "Liveness: the process serves", Security: []map[string][]string{},
+	}, func(ctx context.Context, _ *struct{}) (*struct{ Body api.Health }, error) {
+		return &struct{ Body api.Health }{api.Health{Status: "ok"}}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "readyz", Method: http.MethodGet, Path: "/readyz", Tags: []string{"health"},
+		Summary: "Readiness: the store answers and the server is not stopping", Security: []map[string][]string{},
+		Errors: []int{http.StatusServiceUnavailable},
+	}, func(ctx context.Context, _ *struct{}) (*struct{ Body api.Health }, error) {
+		if s.stopping.Load() {
+			return nil, api.NewProblem(api.TypeUnavailable, "the server is stopping")
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if _, err := s.cfg.Store.Now(cctx); err != nil {
+			return nil, api.NewProblem(api.TypeUnavailable, "the store does not answer")
+		}
+		return &struct{ Body api.Health }{api.Health{Status: "ok"}}, nil
+	})
+}
