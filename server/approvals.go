@@ -17,6 +17,7 @@ func (s *Server) registerApprovals() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "list-approvals", Method: http.MethodGet, Path: "/v1/approvals", Tags: []string{"approvals"},
 		Summary: "List approval requests waiting for an answer, of the tenant or of one family",
+		Errors:  []int{http.StatusNotFound},
 	}, func(ctx context.Context, in *struct {
 		RootID string `query:"root_id" maxLength:"128" doc:"Only this family: a root run and its sub-agents."`
 		After  string `query:"after" maxLength:"512" doc:"The cursor the previous page returned."`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -27,7 +28,11 @@ func init() {
 			var d huma.ErrorDetailer
 			if errors.As(err, &d) {
 				ed := d.ErrorDetail()
-				p.Errors = append(p.Errors, api.FieldError{Location: ed.Location, Message: ed.Message, Value: shortValue(ed.Value)})
+				loc := ed.Location
+				if m := missingProperty.FindStringSubmatch(ed.Message); m != nil {
+					loc += "." + m[1] // name the missing field, not its object
+				}
+				p.Errors = append(p.Errors, api.FieldError{Location: loc, Message: ed.Message, Value: shortValue(ed.Value)})
 				continue
 			}
 			p.Errors = append(p.Errors, api.FieldError{Message: err.Error()})
@@ -39,6 +44,8 @@ func init() {
 		return p
 	}
 }
+
+var missingProperty = regexp.MustCompile(`^expected required property (\S+) to be present`)
 
 // shortValue echoes a refused value only when it is short.
 func shortValue(v any) any {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -28,6 +29,12 @@ func (s *Server) registerRuns() {
 			"starts nothing: 200 with created false when the input was the same, a conflict problem when it was not. " +
 			"A retry of a run still queued (the first start died before it was claimed) drives it.",
 		DefaultStatus: http.StatusCreated,
+		Responses: map[string]*huma.Response{"200": {
+			Description: "The id existed with the same agent and input: nothing was started.",
+			Content: map[string]*huma.MediaType{"application/json": {
+				Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(api.StartedRun{}), true, ""),
+			}},
+		}},
 		Errors:        []int{http.StatusUnprocessableEntity, http.StatusConflict, http.StatusForbidden, http.StatusServiceUnavailable},
 	}, s.startRun)
 	huma.Register(s.api, huma.Operation{

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,12 +106,40 @@ func New(cfg Config) (*Server, error) {
 	s.registerApprovals()
 	s.registerWorkspaces()
 	s.registerAgents()
+	s.documentCommonErrors()
 	var h http.Handler = mux
 	h = s.withLimits(h)
 	h = s.withAuth(h)
 	h = withProblems(h)
 	s.handler = h
 	return s, nil
+}
+
+// documentCommonErrors adds to every operation the problems any route may
+// answer with: a malformed body, no token, too large a body, a timeout.
+func (s *Server) documentCommonErrors() {
+	oa := s.api.OpenAPI()
+	problem := oa.Components.Schemas.Schema(reflect.TypeOf(api.Problem{}), true, "")
+	for _, item := range oa.Paths {
+		for _, op := range []*huma.Operation{item.Get, item.Post} {
+			if op == nil {
+				continue
+			}
+			statuses := []int{http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusRequestEntityTooLarge,
+				http.StatusUnsupportedMediaType, http.StatusMethodNotAllowed, http.StatusInternalServerError, http.StatusServiceUnavailable}
+			if op.Security == nil {
+				statuses = append(statuses, http.StatusUnauthorized, http.StatusForbidden)
+			}
+			for _, st := range statuses {
+				key := strconv.Itoa(st)
+				if op.Responses[key] != nil {
+					continue
+				}
+				op.Responses[key] = &huma.Response{Description: http.StatusText(st),
+					Content: map[string]*huma.MediaType{api.ProblemContentType: {Schema: problem}}}
+			}
+		}
+	}
 }
 
 // ServeHTTP serves the API.
