@@ -262,6 +262,8 @@ func Build(spec Spec) (*Agent, error) {
 	intRange("MaxDepth", l.MaxDepth, 1, 16)
 	durRange("HookTimeout", l.HookTimeout, time.Millisecond, time.Minute, false)
 	intRange("KeepTurns", l.KeepTurns, 1, 1000)
+	durRange("MaxWait", l.MaxWait, time.Second, 365*24*time.Hour, false)
+	durRange("PendingCallTimeout", l.PendingCallTimeout, time.Second, max(l.MaxWait, time.Second), false)
 	if l.ContextWindow < 0 {
 		bad("Limits.ContextWindow", "%d: want 0 (never compact) or a window in tokens", l.ContextWindow)
 	}

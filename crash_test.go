@@ -47,6 +47,8 @@ func TestMain(m *testing.M) {
 		os.Exit(endedChild(os.Getenv("HITCH_CRASH_DB")))
 	} else if mode == "replay" {
 		os.Exit(replayChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
+	} else if mode == "wakes" {
+		os.Exit(wakesChild(os.Getenv("HITCH_CRASH_DB")))
 	} else if mode == "family" {
 		os.Exit(familyChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	} else if mode != "" {

@@ -126,6 +126,9 @@ var Defaults = []Default{
 	{"hitch serve: runs one family stream follows", "server.Limits.FamilyStreamRuns", "64", "1 or more"},
 	{"hitch serve: runs listed per page", "GET /v1/runs ?limit", "50", "1–1000"},
 	{"hitch serve: journal entries per page (and per stream read)", "GET /v1/runs/{id}/journal ?limit", "100", "1–1000"},
+	{"armed wake (await_event) or pending external call: longest wait from its start", "Limits.MaxWait", "7 days", "1s–365 days"},
+	{"pending external call waits for its result (per tool: tool.WithTimeout)", "Limits.PendingCallTimeout", "24h", "1s–Limits.MaxWait"},
+	{"awaited event name / data delivered with it", "hitchtype.MaxEventNameBytes / MaxWakeDataBytes", "128 B / 64 KiB", "fixed"},
 }
 
 // DefaultsMarkdown renders Defaults as a markdown table.

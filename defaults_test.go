@@ -97,6 +97,9 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"mcp.MaxTools", itoa(mcp.MaxTools)},
 		{"mcp.ReconnectMinDelay / ReconnectMaxDelay", dur(mcp.ReconnectMinDelay) + " / " + dur(mcp.ReconnectMaxDelay)},
 		{"mcp.DefaultReplay", itoa(mcp.DefaultReplay)},
+		{"Limits.MaxWait", itoa(int(l.MaxWait/(24*time.Hour))) + " days"},
+		{"Limits.PendingCallTimeout", strings.TrimSuffix(dur(l.PendingCallTimeout), "0m0s")},
+		{"hitchtype.MaxEventNameBytes / MaxWakeDataBytes", itoa(hitchtype.MaxEventNameBytes) + " B / " + itoa(hitchtype.MaxWakeDataBytes>>10) + " KiB"},
 	}
 	for _, c := range checks {
 		if got := row(c.setting); got != c.want {

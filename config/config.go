@@ -34,6 +34,22 @@ type File struct {
 	MCP []MCPServer `yaml:"mcp,omitempty"`
 	// Server configures hitch serve: its bearer tokens.
 	Server *Server `yaml:"server,omitempty"`
+	// ExternalTools declare tools whose work another system does: hitch
+	// runs no body; a call waits for its result from outside (hitch calls
+	// complete). Agents name them in tools.
+	ExternalTools []ExternalTool `yaml:"external_tools,omitempty"`
+}
+
+// ExternalTool declares an external tool.
+type ExternalTool struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description,omitempty"`
+	// Parameters is the JSON Schema of the arguments, written in YAML;
+	// default any object.
+	Parameters map[string]any `yaml:"parameters,omitempty"`
+	// Timeout bounds the wait for the result (default: the agent's
+	// limits.pending_call_timeout); "infinite" waits limits.max_wait.
+	Timeout string `yaml:"timeout,omitempty"`
 }
 
 // Price is a model's price in USD per million tokens.
@@ -134,6 +150,8 @@ type Limits struct {
 	ContextWindow       *int64 `yaml:"context_window,omitempty"`
 	KeepTurns           *int   `yaml:"keep_turns,omitempty"`
 	ContinueOnUncertain bool   `yaml:"continue_on_uncertain,omitempty"`
+	MaxWait             string `yaml:"max_wait,omitempty"`
+	PendingCallTimeout  string `yaml:"pending_call_timeout,omitempty"`
 }
 
 // Problem is one thing wrong with a configuration file.

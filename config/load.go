@@ -184,6 +184,11 @@ func Load(path string, opts Options) (*Config, error) {
 	for _, t := range opts.Tools {
 		extra[t.Info().Name] = t
 	}
+	ext, ep := externalTools(l, f.ExternalTools, extra)
+	probs = append(probs, ep...)
+	for _, t := range ext {
+		extra[t.Info().Name] = t
+	}
 	specs := make([]*hitch.Spec, len(f.Agents)) // nil where the agent has problems
 	index := map[string]int{}
 	for i, a := range f.Agents {
@@ -354,6 +359,8 @@ func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.T
 		switch {
 		case slices.Contains(builtin.Names(), name):
 			builtins = append(builtins, name)
+		case name == tool.AwaitEventName:
+			out = append(out, tool.AwaitEvent())
 		case extra[name] != nil:
 			out = append(out, extra[name])
 		case strings.Contains(name, "__"):
@@ -540,6 +547,8 @@ func limits(l locator, field string, y Limits) (hitch.Limits, []Problem) {
 		FinalTurn:           y.FinalTurn,
 		KeepTurns:           num("keep_turns", y.KeepTurns, 1, 1000),
 		ContinueOnUncertain: y.ContinueOnUncertain,
+		MaxWait:             dur("max_wait", y.MaxWait, time.Second, 365*24*time.Hour, false),
+		PendingCallTimeout:  dur("pending_call_timeout", y.PendingCallTimeout, time.Second, 365*24*time.Hour, false),
 	}
 	if y.MaxTokens != nil {
 		out.MaxTokens = *y.MaxTokens
@@ -564,4 +573,52 @@ func (c *Config) Prices() model.Prices {
 		p[name] = model.Price{Input: v.Input, Output: v.Output, CachedInput: cached}
 	}
 	return p
+}
+
+// externalTools builds the file's external tools.
+func externalTools(l locator, decls []ExternalTool, taken map[string]tool.Tool) ([]tool.Tool, []Problem) {
+	var out []tool.Tool
+	var probs []Problem
+	seen := map[string]bool{}
+	for i, d := range decls {
+		field := fmt.Sprintf("external_tools[%d]", i)
+		switch {
+		case !namePattern.MatchString(d.Name):
+			probs = append(probs, l.problem(field+".name", "%q: want 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit", d.Name))
+			continue
+		case seen[d.Name] || taken[d.Name] != nil || slices.Contains(builtin.Names(), d.Name) || d.Name == tool.AwaitEventName:
+			probs = append(probs, l.problem(field+".name", "%q is already the name of a tool", d.Name))
+			continue
+		}
+		seen[d.Name] = true
+		var opts []tool.Option
+		if d.Timeout != "" {
+			t, err := duration(d.Timeout, true)
+			switch {
+			case err != nil:
+				probs = append(probs, l.problem(field+".timeout", "%v", err))
+				continue
+			case t != hitch.Infinite && (t < time.Second || t > 365*24*time.Hour):
+				probs = append(probs, l.problem(field+".timeout", "%q: want 1s to 8760h, or infinite", d.Timeout))
+				continue
+			}
+			opts = append(opts, tool.WithTimeout(t))
+		}
+		var schema json.RawMessage
+		if d.Parameters != nil {
+			b, err := json.Marshal(d.Parameters)
+			if err != nil {
+				probs = append(probs, l.problem(field+".parameters", "not a JSON Schema: %v", err))
+				continue
+			}
+			schema = b
+		}
+		t, err := tool.NewExternal(d.Name, d.Description, schema, opts...)
+		if err != nil {
+			probs = append(probs, l.problem(field, "%v", err))
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, probs
 }

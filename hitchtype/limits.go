@@ -100,6 +100,13 @@ type Limits struct {
 	// an uncertain effect and goes on; by default the run waits for the
 	// call to be reconciled.
 	ContinueOnUncertain bool
+	// MaxWait bounds how far ahead the deadline of an armed wake
+	// (await_event) or of a pending external call may be. Default 7 days.
+	MaxWait time.Duration
+	// PendingCallTimeout is how long an external call waits for its
+	// result when its tool names no timeout; then it is settled as timed
+	// out and the model is told. Default 24h, at most MaxWait.
+	PendingCallTimeout time.Duration
 }
 
 // WithDefaults returns l with every zero field set to its default.
@@ -119,6 +126,8 @@ func (l Limits) WithDefaults() Limits {
 	l.MaxDepth = or(l.MaxDepth, DefaultMaxDepth)
 	l.HookTimeout = or(l.HookTimeout, DefaultHookTimeout)
 	l.KeepTurns = or(l.KeepTurns, DefaultKeepTurns)
+	l.MaxWait = or(l.MaxWait, DefaultMaxWait)
+	l.PendingCallTimeout = or(l.PendingCallTimeout, DefaultPendingCallTimeout)
 	return l
 }
 

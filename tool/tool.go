@@ -36,8 +36,16 @@ type Info struct {
 	// once: an interrupted call becomes an uncertain effect.
 	Replay int
 	// Timeout bounds one run of the body. Zero takes the agent's default;
-	// Infinite leaves it unbounded.
+	// Infinite leaves it unbounded. For an External tool it bounds the
+	// wait for the result instead (zero: Limits.PendingCallTimeout;
+	// Infinite or more than Limits.MaxWait: MaxWait).
 	Timeout time.Duration
+	// External declares a tool whose work is done by another system:
+	// hitch never runs its body. Starting a call journals it as pending
+	// and parks the run until the result is given from outside
+	// (Runtime.CompleteCall, hitch calls complete) or the timeout passes,
+	// when the call is settled as timed out and the model is told.
+	External bool
 }
 
 // ArgumentError reports arguments that do not fit the tool's schema. The

@@ -20,6 +20,10 @@ func WithReplay(attempts int) Option { return func(i *Info) { i.Replay = attempt
 // WithTimeout overrides the agent's tool timeout for this tool.
 func WithTimeout(d time.Duration) Option { return func(i *Info) { i.Timeout = d } }
 
+// External declares the tool external (see Info.External): its body is
+// never run; the result comes from outside the run.
+func External() Option { return func(i *Info) { i.External = true } }
+
 // Func is a typed tool body.
 type Func[In, Out any] func(ctx context.Context, in In) (Out, error)
 

@@ -202,6 +202,33 @@ func (p *printer) describe(e store.Entry) string {
 			return prefix + fmt.Sprintf("  %s reconciled as unconfirmed (by %s)", d.Call, or(d.By, "someone"))
 		}
 		return prefix + fmt.Sprintf("  %s reconciled (by %s): %s", d.Call, or(d.By, "someone"), clip(d.Output, 160))
+	case hitchtype.KindWakeArmed:
+		var d hitchtype.WakeArmed
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("  %s waits for event %q until %s", d.Call, d.Event, d.Deadline.Local().Format(time.DateTime))
+	case hitchtype.KindWakeDelivered:
+		var d hitchtype.WakeDelivered
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("  %s event %q delivered (by %s) %s", d.Call, d.Event, or(d.By, "someone"), clip(string(d.Data), 160))
+	case hitchtype.KindWakeExpired:
+		var d hitchtype.WakeExpired
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("  %s event %q did not come by %s", d.Call, d.Event, d.Deadline.Local().Format(time.DateTime))
+	case hitchtype.KindCallPending:
+		var d hitchtype.CallPending
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("  %s pending outside until %s", d.Call, d.Deadline.Local().Format(time.DateTime))
+	case hitchtype.KindCallCompleted:
+		var d hitchtype.CallCompleted
+		_ = json.Unmarshal(e.Data, &d)
+		if d.Error != "" {
+			return prefix + fmt.Sprintf("  %s failed outside (by %s): %s", d.Call, or(d.By, "someone"), clip(d.Error, 160))
+		}
+		return prefix + fmt.Sprintf("  %s completed outside (by %s): %s", d.Call, or(d.By, "someone"), clip(d.Output, 160))
+	case hitchtype.KindCallTimedOut:
+		var d hitchtype.CallTimedOut
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("  %s timed out waiting for its result (deadline %s)", d.Call, d.Deadline.Local().Format(time.DateTime))
 	case hitchtype.KindRunWaiting:
 		var d hitchtype.RunWaiting
 		_ = json.Unmarshal(e.Data, &d)

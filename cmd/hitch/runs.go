@@ -171,7 +171,11 @@ func showRun(ctx context.Context, g *globals, id string) error {
 			Calls  []callView   `json:"calls"`
 			Family familyView   `json:"family"`
 			Budget *budgetsView `json:"budget,omitempty"`
-		}{runJSON(run), calls, familyView{fam.Runs, fam.Usage, fam.CostUSD}, nil}
+			Waits  []hitch.Wait `json:"waits,omitempty"`
+		}{runJSON(run), calls, familyView{fam.Runs, fam.Usage, fam.CostUSD}, nil, nil}
+		if run.Status == hitchtype.StatusWaiting {
+			view.Waits = waitsOf(ctx, e.store, id)
+		}
 		if view.Calls == nil {
 			view.Calls = []callView{}
 		}
@@ -215,6 +219,7 @@ func showRun(ctx context.Context, g *globals, id string) error {
 		_ = tw.Flush()
 	}
 	if run.Status == hitchtype.StatusWaiting {
+		printWaits(ctx, w, e.store, id)
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, waitingHint(ctx, e.store, run))
 	}
@@ -233,6 +238,8 @@ func waitingHint(ctx context.Context, st store.Store, run hitch.Run) string {
 		return fmt.Sprintf("this run waits for a person to answer %s:\n  hitch approvals approve %s CALL   (or reject; HITCH_CREDENTIAL=name:secret)", calls, run.ID)
 	case "children":
 		return fmt.Sprintf("this run waits for its sub-agent runs (%s); see hitch runs list", calls)
+	case "event", "external":
+		return fmt.Sprintf("this run is parked on the outside world (%s):\n  hitch wake %s --event NAME [--data JSON]   (an awaited event)\n  hitch calls complete %s CALL --output TEXT   (or --error TEXT; a pending call)", calls, run.ID, run.ID)
 	case "uncertain":
 		return fmt.Sprintf("this run waits for %s, whose effect is unknown, to be reconciled:\n  hitch reconcile %s CALL --output TEXT   (or --unconfirmed)", calls, run.ID)
 	}
@@ -374,6 +381,10 @@ func callsOf(ctx context.Context, st store.Store, id string) ([]callView, error)
 				var d hitchtype.CallUncertain
 				_ = json.Unmarshal(e.Data, &d)
 				set(d.Call, "uncertain", d.Reason)
+			case hitchtype.KindWakeArmed, hitchtype.KindWakeDelivered, hitchtype.KindWakeExpired,
+				hitchtype.KindCallPending, hitchtype.KindCallCompleted, hitchtype.KindCallTimedOut:
+				key, state, detail := waitState(e)
+				set(key, state, detail)
 			case hitchtype.KindCallReconcile:
 				var d hitchtype.CallReconciled
 				_ = json.Unmarshal(e.Data, &d)

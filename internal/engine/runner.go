@@ -424,12 +424,16 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 	lim := r.agent.Limits
 	results := make(chan bodyResult, len(t.calls))
 	running := 0
-	var approvals, delegated []string
+	var approvals, delegated, waits []string
 
-	// collect waits for one body and handles its result.
 	if err := r.expireApprovals(); err != nil {
 		return false, err
 	}
+	if err := r.expireWaits(); err != nil {
+		return false, err
+	}
+
+	// collect waits for one body and handles its result.
 
 	collect := func() (bool, error) {
 		select {
@@ -447,6 +451,10 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 
 	for _, c := range t.calls {
 		if c.done || c.uncertain {
+			continue
+		}
+		if c.waiting() {
+			waits = append(waits, c.key)
 			continue
 		}
 		if r.draining() {
@@ -504,6 +512,22 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 			continue
 		}
 		info := t.Info()
+		if aw, ok := t.(tool.Awaiter); ok {
+			if err := r.arm(c, aw); err != nil {
+				return false, err
+			}
+			if c.waiting() {
+				waits = append(waits, c.key)
+			}
+			continue
+		}
+		if info.External {
+			if ended, err := r.startPending(c, info); ended || err != nil {
+				return ended, err
+			}
+			waits = append(waits, c.key)
+			continue
+		}
 		if c.started > 0 && c.started >= max(info.Replay, 1) {
 			// Started before a crash, not settled, and not safe to run again.
 			r.markUncertain(c, "the process running this call stopped before its result was recorded")
@@ -544,17 +568,20 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 		return true, r.waitForChildren(waiting)
 	}
 	if len(approvals) > 0 {
-		var wake time.Time
-		for _, c := range r.st.pendingApprovals(time.Time{}) {
-			if c.expires != nil && (wake.IsZero() || c.expires.Before(wake)) {
-				wake = *c.expires
-			}
-		}
-		return true, r.write(store.JournalAppendParams{Status: hitchtype.StatusWaiting, WakeAt: wake},
-			entry(KindRunWaiting, RunWaiting{Reason: "approval", Calls: approvals}))
+		return true, r.park(RunWaiting{Reason: "approval", Calls: approvals})
 	}
 	if u := r.st.uncertainCalls(); len(u) > 0 {
 		return true, r.park(RunWaiting{Reason: "uncertain", Calls: u})
+	}
+	if len(waits) > 0 {
+		reason := "external"
+		for _, key := range waits {
+			if r.st.findCall(key).wake == wakeArmed {
+				reason = "event"
+				break
+			}
+		}
+		return true, r.park(RunWaiting{Reason: reason, Calls: waits})
 	}
 	return false, nil
 }
@@ -884,9 +911,17 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 	return nil
 }
 
-// park records why the run waits and releases the lease.
+// park records why the run waits and releases the lease. The run is due
+// again at its earliest deadline (an approval request's, an armed wake's,
+// a pending call's), if any. Parking again for the same reason with
+// nothing new to journal writes no second entry: a long wait must not
+// grow the journal.
 func (r *runner) park(w RunWaiting) error {
-	return r.write(store.JournalAppendParams{Status: hitchtype.StatusWaiting}, entry(KindRunWaiting, w))
+	var why []store.EntryInput
+	if old := r.st.waiting; len(r.pending) > 0 || old == nil || old.Reason != w.Reason || !slices.Equal(old.Calls, w.Calls) {
+		why = append(why, entry(KindRunWaiting, w))
+	}
+	return r.write(store.JournalAppendParams{Status: hitchtype.StatusWaiting, WakeAt: r.st.waitDeadline()}, why...)
 }
 
 // finish ends the run with o. Calls started and not settled are recorded as

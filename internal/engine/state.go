@@ -40,6 +40,17 @@ type callState struct {
 	// the arguments it rewrote, if any.
 	hooked  bool
 	runArgs json.RawMessage
+	// held is set when the pre-tool hook held the call for a person.
+	held bool
+	// wake is an await_event call's wake: "" (none), armed, delivered or
+	// expired; event names what it waits for.
+	wake  string
+	event string
+	// outside is an external call's state: "" (none), pending, completed
+	// (also a held call given its result from outside) or timed_out.
+	outside string
+	// deadline ends an armed wake's or a pending call's wait.
+	deadline *time.Time
 }
 
 // args returns the arguments the body runs with: the hook's rewrite, or
@@ -259,7 +270,7 @@ func (s *state) apply(e store.Entry) error {
 		if err != nil {
 			return err
 		}
-		c.hooked, c.runArgs = true, h.Arguments
+		c.hooked, c.runArgs, c.held = true, h.Arguments, h.Action == "hold"
 		if h.Action == "deny" {
 			c.done, c.isError = true, true
 			c.result = "denied by a hook: " + h.Reason
@@ -351,6 +362,8 @@ func (s *state) apply(e store.Entry) error {
 		c.approval = approvalExpired
 		c.done, c.isError = true, true
 		c.result = fmt.Sprintf("the approval request expired at %s with no answer, so the call did not run", a.ExpiredAt.UTC().Format(time.RFC3339))
+	case KindWakeArmed, KindWakeDelivered, KindWakeExpired, KindCallPending, KindCallCompleted, KindCallTimedOut:
+		return s.applyWait(e, decode)
 	case KindRootGranted, KindRootRevoked:
 		var rc RootChanged
 		if err := decode(&rc); err != nil {

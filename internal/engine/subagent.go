@@ -150,7 +150,11 @@ func (r *runner) waitForChildren(calls []string) error {
 		// week-long wait must not grow the journal.
 		why = append(why, entry(KindRunWaiting, RunWaiting{Reason: "children", Calls: calls}))
 	}
-	if err := r.write(store.JournalAppendParams{Status: hitchtype.StatusWaiting, WakeAt: now.Add(childPoll)}, why...); err != nil {
+	wake := now.Add(childPoll)
+	if at := r.st.waitDeadline(); !at.IsZero() && at.Before(wake) {
+		wake = at
+	}
+	if err := r.write(store.JournalAppendParams{Status: hitchtype.StatusWaiting, WakeAt: wake}, why...); err != nil {
 		return err
 	}
 	for _, key := range calls {

@@ -28,6 +28,12 @@ const (
 	KindRootRevoked   = hitchtype.KindRootRevoked
 	KindRunWaiting    = hitchtype.KindRunWaiting
 	KindRunEnded      = hitchtype.KindRunEnded
+	KindWakeArmed     = hitchtype.KindWakeArmed
+	KindWakeDelivered = hitchtype.KindWakeDelivered
+	KindWakeExpired   = hitchtype.KindWakeExpired
+	KindCallPending   = hitchtype.KindCallPending
+	KindCallCompleted = hitchtype.KindCallCompleted
+	KindCallTimedOut  = hitchtype.KindCallTimedOut
 	// KindSessionSteered is a session message that joined the run.
 	KindSessionSteered = hitchtype.KindSessionSteered
 )
@@ -59,6 +65,14 @@ type (
 	Reconciliation   = hitchtype.Reconciliation
 	PendingApproval  = hitchtype.PendingApproval
 	SessionSteered   = hitchtype.SessionSteered
+	WakeArmed        = hitchtype.WakeArmed
+	WakeDelivered    = hitchtype.WakeDelivered
+	WakeExpired      = hitchtype.WakeExpired
+	CallPending      = hitchtype.CallPending
+	CallCompleted    = hitchtype.CallCompleted
+	CallTimedOut     = hitchtype.CallTimedOut
+	Completion       = hitchtype.Completion
+	Wait             = hitchtype.Wait
 )
 
 // Infinite, as a timeout, leaves a wait unbounded.
