@@ -129,6 +129,11 @@ var Defaults = []Default{
 	{"armed wake (await_event) or pending external call: longest wait from its start", "Limits.MaxWait", "7 days", "1s–365 days"},
 	{"pending external call waits for its result (per tool: tool.WithTimeout)", "Limits.PendingCallTimeout", "24h", "1s–Limits.MaxWait"},
 	{"awaited event name / data delivered with it", "hitchtype.MaxEventNameBytes / MaxWakeDataBytes", "128 B / 64 KiB", "fixed"},
+	{"retention: a settled family is kept after its last change for", "Config.Retention (hitch prune --older-than)", "30 days", "1m–100 years, or Infinite"},
+	{"retention: the leader prunes every", "Config.PruneEvery", "1m", "10ms–24h"},
+	{"retention: families (and expired session keys) per prune transaction", "Config.PruneBatch (hitch prune --batch)", "100", "1–1000"},
+	{"retention: prune transactions per pass of the leader", "MaxPruneBatches", "10", "fixed"},
+	{"SQLite: free pages given back to the file system per prune", "incremental_vacuum", "1024 (4 MiB)", "fixed; new files only (docs/retention.md)"},
 }
 
 // DefaultsMarkdown renders Defaults as a markdown table.

@@ -98,6 +98,10 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"mcp.ReconnectMinDelay / ReconnectMaxDelay", dur(mcp.ReconnectMinDelay) + " / " + dur(mcp.ReconnectMaxDelay)},
 		{"mcp.DefaultReplay", itoa(mcp.DefaultReplay)},
 		{"Limits.MaxWait", itoa(int(l.MaxWait/(24*time.Hour))) + " days"},
+		{"Config.Retention (hitch prune --older-than)", itoa(int(hitch.DefaultRetention/(24*time.Hour))) + " days"},
+		{"Config.PruneEvery", strings.TrimSuffix(dur(hitch.DefaultPruneEvery), "0s")},
+		{"Config.PruneBatch (hitch prune --batch)", itoa(hitch.DefaultPruneBatch)},
+		{"MaxPruneBatches", itoa(hitch.MaxPruneBatches)},
 		{"Limits.PendingCallTimeout", strings.TrimSuffix(dur(l.PendingCallTimeout), "0m0s")},
 		{"hitchtype.MaxEventNameBytes / MaxWakeDataBytes", itoa(hitchtype.MaxEventNameBytes) + " B / " + itoa(hitchtype.MaxWakeDataBytes>>10) + " KiB"},
 	}

@@ -92,6 +92,15 @@ type Config struct {
 	// re-election; it is re-elected every third of it, and trusted until a
 	// fifth of it before it could run out. Default 15s; 10ms to 10m.
 	LeaderTTL time.Duration
+	// Retention is how long a settled family (every run terminal) is kept
+	// after its last change; then the leader prunes it (see Lead, Prune).
+	// Infinite keeps everything. Default 30 days; 1m to 100 years.
+	Retention time.Duration
+	// PruneEvery is how often the leader prunes. Default 1m; 10ms to 24h.
+	PruneEvery time.Duration
+	// PruneBatch bounds the families, and the expired session keys, one
+	// prune transaction deletes. Default 100; 1 to 1000.
+	PruneBatch int
 	// Prices override or add model prices (USD per million tokens) to the
 	// built-in list, for budgets and reported costs.
 	Prices model.Prices
@@ -124,6 +133,8 @@ type Runtime struct {
 	// parents maps a sub-agent to the agent that declared it, for approvers.
 	parents map[string]*Agent
 	sess    sessions
+	// testPruned, when set by a test, gets each retention pass's error.
+	testPruned chan error
 }
 
 // WithDefaults returns the config with every unset field set to its
@@ -138,6 +149,9 @@ func (c Config) WithDefaults() Config {
 	c.CancelPoll = cmp.Or(c.CancelPoll, DefaultCancelPoll)
 	c.MaxRunners = cmp.Or(c.MaxRunners, DefaultMaxRunners)
 	c.LeaderTTL = cmp.Or(c.LeaderTTL, DefaultLeaderTTL)
+	c.Retention = cmp.Or(c.Retention, DefaultRetention)
+	c.PruneEvery = cmp.Or(c.PruneEvery, DefaultPruneEvery)
+	c.PruneBatch = cmp.Or(c.PruneBatch, DefaultPruneBatch)
 	return c
 }
 
@@ -165,6 +179,13 @@ func (c Config) validate() error {
 	between("ForceSettleGrace", c.ForceSettleGrace, minForceSettleGrace, maxForceSettleGrace)
 	between("CancelPoll", c.CancelPoll, minCancelPoll, maxCancelPoll)
 	between("LeaderTTL", c.LeaderTTL, minLeaseTTL, maxLeaseTTL)
+	if c.Retention != Infinite {
+		between("Retention", c.Retention, time.Minute, 100*365*24*time.Hour)
+	}
+	between("PruneEvery", c.PruneEvery, 10*time.Millisecond, 24*time.Hour)
+	if c.PruneBatch < 1 || c.PruneBatch > store.MaxPruneLimit {
+		errs = append(errs, fmt.Errorf("out of range: Config.PruneBatch is %d, want 1 to %d", c.PruneBatch, store.MaxPruneLimit))
+	}
 	if c.MaxRunners < 1 || c.MaxRunners > maxMaxRunners {
 		errs = append(errs, fmt.Errorf("out of range: Config.MaxRunners is %d, want 1 to %d", c.MaxRunners, maxMaxRunners))
 	}
@@ -573,16 +594,25 @@ const LeaderName = "hitch.maintenance"
 // Config.LeaderTTL; a leader that dies is replaced once its leadership runs
 // out, and one that stops resigns so another takes over at its next
 // attempt. A store error does not end it (it is reported to
-// Config.OnEvent); the leadership's trust lapses on its own. It returns nil
-// when stopped. Only one Lead may run at a time on a runtime.
+// Config.OnEvent); the leadership's trust lapses on its own. While this
+// node leads, it prunes every Config.PruneEvery what Config.Retention
+// lets go (see Prune), at most MaxPruneBatches batches a pass. It returns
+// nil when stopped. Only one Lead may run at a time on a runtime.
 func (rt *Runtime) Lead(ctx context.Context) error {
 	if err := rt.leader.Start(ctx); err != nil {
 		return fmt.Errorf("lead: %w", err)
 	}
+	rctx, stopRetain := context.WithCancel(ctx)
+	tick := time.NewTicker(rt.cfg.PruneEvery)
+	retained := make(chan struct{})
+	go func() { defer close(retained); rt.retain(rctx, tick.C) }()
 	select {
 	case <-ctx.Done():
 	case <-rt.eng.Closing():
 	}
+	stopRetain()
+	tick.Stop()
+	<-retained
 	rt.leader.Stop()
 	return nil
 }

@@ -145,8 +145,63 @@ type Store interface {
 	// not hold (any more) changes nothing and returns nil.
 	LeaderResign(ctx context.Context, p LeaderResignParams) error
 
+	// RunPrune deletes settled families for retention, whole: a root run
+	// with every run below it and their journals and budget. A family is
+	// settled when every run of it is terminal and was last updated before
+	// p.Before, and its root does not work a session's submission (a
+	// session's transcript is rebuilt from those runs). It deletes at most
+	// p.Limit families, oldest root first, in one transaction, and returns
+	// their roots and how many runs they held; with p.DryRun it deletes
+	// nothing and says what it would delete. A pruned run is gone: RunGet
+	// and JournalRead answer ErrNotFound. Never a run that is not terminal,
+	// never part of a family. It is idempotent.
+	RunPrune(ctx context.Context, p RunPruneParams) (RunPruneResult, error)
+
+	// SessionKeyPrune deletes at most limit (1 to MaxPruneLimit) session
+	// idempotency keys whose window has passed by the store's clock, and
+	// returns how many it deleted.
+	SessionKeyPrune(ctx context.Context, limit int) (int, error)
+
 	// Close releases the store's resources. Leases are not released.
 	Close() error
+}
+
+// RunPruneParams are the parameters of RunPrune.
+type RunPruneParams struct {
+	// Before: only families whose every run was last updated before it.
+	Before time.Time
+	// Limit bounds the families of one call: 1 to MaxPruneLimit; 0 means
+	// DefaultPruneLimit.
+	Limit int
+	// DryRun deletes nothing.
+	DryRun bool
+}
+
+// RunPruneResult is what RunPrune deleted, or would delete.
+type RunPruneResult struct {
+	// Roots are the families' root runs, oldest first.
+	Roots []string
+	// Runs counts the runs of those families.
+	Runs int64
+}
+
+// Bounds of one prune call.
+const (
+	DefaultPruneLimit = 100
+	MaxPruneLimit     = 1000
+)
+
+// CheckPrune checks RunPrune's parameters and fills the default limit.
+func CheckPrune(p RunPruneParams) (RunPruneParams, error) {
+	switch {
+	case p.Before.IsZero():
+		return p, errors.New("before: is required")
+	case p.Limit == 0:
+		p.Limit = DefaultPruneLimit
+	case p.Limit < 0 || p.Limit > MaxPruneLimit:
+		return p, fmt.Errorf("limit: %d, want 1 to %d", p.Limit, MaxPruneLimit)
+	}
+	return p, nil
 }
 
 // LeaderElectParams are the parameters of LeaderAttemptElect.

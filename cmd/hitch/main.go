@@ -134,7 +134,7 @@ func newRoot(raw, term, stderr io.Writer) *cobra.Command {
 		newDemo(g), newRun(g), newRuns(g), newWorker(g), newRecover(g),
 		newReconcile(g), newCancel(g), newBench(g), newModels(g), newApprovals(g), newWorkspace(g),
 		newMCP(g, os.Stdin), newMigrate(g), newSessions(g), newChat(g), newServe(g),
-		newWake(g), newCalls(g),
+		newWake(g), newCalls(g), newPrune(g),
 	)
 	groupsRefuseUnknown(root)
 	return root

@@ -68,3 +68,34 @@ agents:
 		t.Errorf("wake of a missing run: exit %d", code)
 	}
 }
+
+// TestPruneFromTheCommandLine: a dry run lists what would go and deletes
+// nothing; a prune deletes it, and the run is then not found (exit 6).
+func TestPruneFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	dir, cfg := scriptedConfig(t, "turns:\n  - text: done\n")
+	_ = dir
+	if code, out, errOut := cli(t, "run", "-c", cfg, "--id", "old-1", "hello"); code != exitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, _ := cli(t, "prune", "-c", cfg, "--dry-run"); code != exitOK || !strings.Contains(out, "would prune 0 families") {
+		t.Errorf("dry run at the default age: exit %d\n%s", code, out)
+	}
+	code, out, _ := cli(t, "prune", "-c", cfg, "--dry-run", "--older-than", "1ns")
+	if code != exitOK || !strings.Contains(out, "would prune 1 families (1 runs)") || !strings.Contains(out, "old-1") {
+		t.Fatalf("dry run: exit %d\n%s", code, out)
+	}
+	if code, out, _ := cli(t, "runs", "show", "old-1", "-c", cfg); code != exitOK {
+		t.Fatalf("a dry run deleted the run: exit %d\n%s", code, out)
+	}
+	code, out, _ = cli(t, "prune", "-c", cfg, "--older-than", "1ns", "--json")
+	if code != exitOK || !strings.Contains(out, `"roots":["old-1"],"runs":1`) {
+		t.Fatalf("prune: exit %d\n%s", code, out)
+	}
+	if code, _, _ := cli(t, "runs", "events", "old-1", "-c", cfg); code != exitNotFound {
+		t.Errorf("events of a pruned run: exit %d", code)
+	}
+	if code, _, _ := cli(t, "prune", "-c", cfg, "--older-than", "0s"); code != exitUsage {
+		t.Errorf("--older-than 0: exit %d", code)
+	}
+}

@@ -205,6 +205,20 @@ func (s *Store) open(ctx context.Context, uri string, unlock func()) error {
 	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
 		return err
 	}
+	// A new file gives the pages that prunes free back to the file system
+	// (RunPrune runs an incremental vacuum). The mode can only be chosen
+	// before the file's first page is written, which switching to WAL
+	// does; an older file keeps "none" until it is vacuumed once
+	// (docs/retention.md).
+	var objects int
+	if err := s.wconn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
+		return fmt.Errorf("inspect schema: %w", err)
+	}
+	if objects == 0 {
+		if _, err := s.wconn.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+			return fmt.Errorf("set auto_vacuum: %w", err)
+		}
+	}
 	// Switching a new file to WAL needs an exclusive lock, and SQLite
 	// answers SQLITE_BUSY at once rather than calling the busy handler
 	// when another process holds one (as when two processes create the

@@ -60,6 +60,7 @@ func run(t *testing.T, open opener) {
 		{"Budget", testBudget},
 		{"Sessions", testSessions},
 		{"Leader", testLeader},
+		{"Prune", testPrune},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
