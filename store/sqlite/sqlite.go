@@ -210,14 +210,15 @@ func (s *Store) open(ctx context.Context, uri string, unlock func()) error {
 	// before the file's first page is written, which switching to WAL
 	// does; an older file keeps "none" until it is vacuumed once
 	// (docs/retention.md).
-	var objects int
-	if err := s.wconn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
-		return fmt.Errorf("inspect schema: %w", err)
-	}
-	if objects == 0 {
-		if _, err := s.wconn.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
-			return fmt.Errorf("set auto_vacuum: %w", err)
+	if err := whileBusy(ctx, s.cfg.busyTimeout, func() error {
+		var objects int
+		if err := s.wconn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil || objects > 0 {
+			return err
 		}
+		_, err := s.wconn.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL")
+		return err
+	}); err != nil {
+		return fmt.Errorf("set auto_vacuum: %w", err)
 	}
 	// Switching a new file to WAL needs an exclusive lock, and SQLite
 	// answers SQLITE_BUSY at once rather than calling the busy handler
@@ -314,11 +315,22 @@ func inspect(ctx context.Context, path, uri string) (current bool, err error) {
 		return false, err
 	}
 	defer db.Close()
+	// A store being created by another process holds a lock here for a
+	// moment (a new file is written in rollback mode until it switches
+	// to WAL).
 	var objects int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
+	if err := whileBusy(ctx, DefaultBusyTimeout, func() error {
+		return db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects)
+	}); err != nil {
 		return false, fmt.Errorf("inspect schema: %w", err)
 	}
 	if objects > 0 {
+		// Another process may have made the store meanwhile: its header
+		// says so now, and migrate checks again under the write lock.
+		var id int
+		if err := db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&id); err == nil && id == applicationID {
+			return false, nil
+		}
 		return false, fmt.Errorf("file is not a hitch store (it holds %d schema objects and no schema version)", objects)
 	}
 	return false, nil
