@@ -2,7 +2,10 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/hitch-dev/hitch/hitchtype"
 )
 
 // Bounds on what one call to any driver may carry. They keep every request,
@@ -54,4 +57,68 @@ func CheckEntries(es []EntryInput) error {
 		return fmt.Errorf("entries: %d bytes of data in one call, more than %d", total, MaxWriteBytes)
 	}
 	return nil
+}
+
+// CheckTenant refuses a tenant that hitchtype.CheckTenant refuses, naming
+// field. An empty tenant passes when it may stand for a default or for
+// "all"; required refuses it.
+func CheckTenant(field, v string, required bool) error {
+	if v == "" && !required {
+		return nil
+	}
+	if err := hitchtype.CheckTenant(v); err != nil {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	return nil
+}
+
+// CheckList checks a RunList's parameters and returns its limit: 0 means
+// DefaultListLimit, and anything outside 0..MaxListLimit is refused. It
+// also returns the cursor's position, zero when p.After is empty.
+func CheckList(p RunListParams) (limit int, after Cursor, err error) {
+	limit = p.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit < 0 || limit > MaxListLimit:
+		return 0, Cursor{}, fmt.Errorf("limit %d is outside 0..%d", p.Limit, MaxListLimit)
+	}
+	for _, st := range p.Statuses {
+		if !st.Valid() {
+			return 0, Cursor{}, fmt.Errorf("statuses: unknown status %q", st)
+		}
+	}
+	if err := errors.Join(
+		CheckTenant("tenant", p.Tenant, false),
+		CheckName("agent", p.Agent, false),
+		CheckName("parent id", p.ParentID, false),
+		CheckName("root id", p.RootID, false),
+	); err != nil {
+		return 0, Cursor{}, err
+	}
+	if p.After != "" {
+		if after, err = ParseRunCursor(p.After); err != nil {
+			return 0, Cursor{}, err
+		}
+	}
+	return limit, after, nil
+}
+
+// ResolveTenant is the tenant a new run gets: the root's when root is
+// known (a run that is not a root, whose root exists), else given, else
+// hitchtype.DefaultTenant. A given tenant other than the root's is
+// ErrTenantMismatch.
+func ResolveTenant(given, root string) (string, error) {
+	if err := CheckTenant("tenant", given, false); err != nil {
+		return "", err
+	}
+	switch {
+	case root != "" && given != "" && given != root:
+		return "", fmt.Errorf("%w: tenant %q, but its root's is %q", ErrTenantMismatch, given, root)
+	case root != "":
+		return root, nil
+	case given != "":
+		return given, nil
+	}
+	return hitchtype.DefaultTenant, nil
 }

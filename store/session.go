@@ -106,7 +106,9 @@ type SessionStore interface {
 
 // Session is a session's row.
 type Session struct {
-	ID      string
+	ID string
+	// Tenant owns the session and the runs of its submissions.
+	Tenant  string
 	Agent   string
 	Version int
 	// Metadata is the caller's JSON object, stored as given.
@@ -150,7 +152,10 @@ const AnyPosition = -1
 
 // SessionCreateParams are the parameters of SessionCreate.
 type SessionCreateParams struct {
-	ID      string
+	ID string
+	// Tenant owns the session; empty means hitchtype.DefaultTenant. A
+	// repeated create returns the existing session, whatever its tenant.
+	Tenant  string
 	Agent   string
 	Version int
 	// Metadata is a JSON object; nil means {}.
@@ -162,6 +167,8 @@ type SessionListParams struct {
 	// After is a cursor: the id of the last session of the previous page.
 	After string
 	Limit int
+	// Tenant keeps one tenant's sessions; empty means all tenants.
+	Tenant string
 	// NeedsWork keeps only sessions that need a node's attention: an
 	// active run that has ended (its submission is not yet ended), or no
 	// active run and a queued message.
@@ -210,7 +217,8 @@ type SessionStartParams struct {
 	// MessageVersion is the message's Version as the caller read it.
 	MessageVersion int64
 	// Run is the run to create; its first entries hold the message's
-	// text as of MessageVersion.
+	// text as of MessageVersion. It takes the session's tenant: Run.Tenant
+	// may be empty or the session's, anything else is ErrTenantMismatch.
 	Run RunCreateParams
 	// Data is the submission.started entry's data.
 	Data json.RawMessage

@@ -26,8 +26,17 @@ type Store interface {
 	// RunGet returns one run, or ErrNotFound.
 	RunGet(ctx context.Context, id string) (Run, error)
 
-	// RunList returns runs newest first, bounded by p.Limit.
+	// RunList returns runs newest first (CreatedAt, then ID, descending),
+	// filtered by p, at most p.Limit of them. With p.After (a RunCursor of
+	// the last run of the previous page) it returns the runs that follow
+	// that run in this order, so that pages never repeat a run, and reach
+	// every run that existed when the first page was read, whatever is
+	// created meanwhile. A bad cursor, status or tenant is an error.
 	RunList(ctx context.Context, p RunListParams) ([]Run, error)
+
+	// RunCounts counts runs by status, of one tenant or, with tenant "",
+	// of all. Statuses without runs are absent from the map.
+	RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error)
 
 	// RunRequestCancel records a durable request to cancel a run. A waiting
 	// run becomes due at once so a runner picks the request up. It is
@@ -319,8 +328,10 @@ type Run struct {
 	RootID   string // equal to ID for a root run
 	ParentID string // empty for a root run
 	Depth    int    // 0 for a root run
-	Agent    string
-	Version  int
+	// Tenant owns the run; every run of a family has its root's tenant.
+	Tenant  string
+	Agent   string
+	Version int
 	// InputHash identifies the input the run was started with, so a
 	// repeated start can say whether its input was the same.
 	InputHash string
@@ -359,10 +370,15 @@ type EntryInput struct {
 
 // RunCreateParams are the parameters of RunCreate.
 type RunCreateParams struct {
-	ID        string
-	RootID    string // empty means ID
-	ParentID  string
-	Depth     int
+	ID       string
+	RootID   string // empty means ID
+	ParentID string
+	Depth    int
+	// Tenant owns the run; empty means hitchtype.DefaultTenant. A run that
+	// is not a root (RootID other than ID) takes its root's tenant when the
+	// root exists: Tenant may then be empty or the root's, and any other
+	// tenant is refused (ErrTenantMismatch), writing nothing.
+	Tenant    string
 	Agent     string
 	Version   int
 	InputHash string
@@ -372,15 +388,22 @@ type RunCreateParams struct {
 	Budget *Budget
 }
 
-// RunListParams are the parameters of RunList.
+// RunListParams are the parameters of RunList. Filters combine with AND.
 type RunListParams struct {
+	// Tenant filters one tenant's runs; empty means all tenants.
+	Tenant string
+	// Agent filters runs of one agent (any version); empty means all.
+	Agent string
 	// Statuses filters by status; empty means all.
 	Statuses []hitchtype.Status
 	// ParentID filters children of one run.
 	ParentID string
 	// RootID filters one family: a root run and its descendants.
 	RootID string
-	// Limit bounds the answer; 0 means 100.
+	// After is the cursor of the previous page: RunCursor of its last
+	// run. Empty starts at the newest run.
+	After string
+	// Limit bounds the answer: 0 means 100, at most MaxListLimit.
 	Limit int
 }
 
@@ -449,6 +472,9 @@ var (
 	ErrEnded    = errors.New("run has ended")
 	ErrFenced   = errors.New("lease token is stale")
 	ErrConflict = errors.New("journal position conflict")
+	// ErrTenantMismatch refuses a run whose tenant is not its root's, or a
+	// session's submission run whose tenant is not the session's.
+	ErrTenantMismatch = errors.New("tenant does not match")
 	// ErrCorrupt reports stored data that breaks the store's own
 	// invariants, such as a journal with a missing position. It is never
 	// the caller's fault, and retrying does not help.

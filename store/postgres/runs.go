@@ -17,7 +17,7 @@ import (
 
 // runCols are a run's columns, in the order scanRun reads them.
 const runCols = `seq, id, root_id, parent_id, depth, agent, version, input_hash, status, position,
-	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at`
+	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant`
 
 // row is a runs row: the run plus its internal key.
 type row struct {
@@ -35,7 +35,8 @@ func scanRun(sc pgx.Row, extra ...any) (row, error) {
 	)
 	err := sc.Scan(append([]any{&r.seq, &r.run.ID, &r.run.RootID, &r.run.ParentID, &r.run.Depth, &r.run.Agent,
 		&r.run.Version, &r.run.InputHash, &status, &r.run.Position, &r.run.LeaseOwner,
-		&r.run.LeaseToken, &leaseExpires, &wakeAt, &r.run.CancelRequested, &outcome, &r.run.CreatedAt, &r.run.UpdatedAt},
+		&r.run.LeaseToken, &leaseExpires, &wakeAt, &r.run.CancelRequested, &outcome, &r.run.CreatedAt, &r.run.UpdatedAt,
+		&r.run.Tenant},
 		extra...)...)
 	if err != nil {
 		return row{}, err
@@ -80,8 +81,8 @@ func entryArrays(es []store.EntryInput) (kinds, data []string) {
 const createSQL = `
 WITH r AS (
 	INSERT INTO hitch_runs (id, root_id, parent_id, depth, agent, version, input_hash, status, position,
-		created_at, updated_at)
-	VALUES ($2, $3, $4, $5, $6, $7, $8, 'queued', cardinality($9::text[]), ` + nowSQL + `, ` + nowSQL + `)
+		created_at, updated_at, tenant)
+	VALUES ($2, $3, $4, $5, $6, $7, $8, 'queued', cardinality($9::text[]), ` + nowSQL + `, ` + nowSQL + `, $17)
 	ON CONFLICT (id) DO NOTHING
 	RETURNING ` + runCols + `
 ), j AS (
@@ -111,8 +112,12 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 		created bool
 	)
 	err := s.retry(ctx, func() error {
+		tenant, err := s.tenantOf(ctx, p)
+		if err != nil {
+			return err
+		}
 		r, err := scanRun(s.pool.QueryRow(ctx, createSQL, s.clockArg(), p.ID, p.RootID, p.ParentID, p.Depth, p.Agent,
-			p.Version, p.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS))
+			p.Version, p.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS, tenant))
 		if err == nil {
 			run, created = r.run, true
 			return nil
@@ -130,6 +135,20 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 		return store.Run{}, false, fmt.Errorf("run create %q: %w", p.ID, err)
 	}
 	return run, created, nil
+}
+
+// tenantOf is the tenant a new run gets (see store.ResolveTenant): its
+// root's, when it is not a root and the root exists. A root's tenant never
+// changes, so reading it outside the insert is safe.
+func (s *Store) tenantOf(ctx context.Context, p store.RunCreateParams) (string, error) {
+	var root string
+	if p.RootID != p.ID {
+		err := s.pool.QueryRow(ctx, `SELECT tenant FROM hitch_runs WHERE id = $1`, p.RootID).Scan(&root)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return "", err
+		}
+	}
+	return store.ResolveTenant(p.Tenant, root)
 }
 
 type querier interface {
@@ -156,23 +175,17 @@ func (s *Store) RunGet(ctx context.Context, id string) (store.Run, error) {
 	return r.run, nil
 }
 
-// RunList returns runs newest first (by creation time, then creation order).
+// RunList returns runs newest first (by creation time, then id).
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	limit := p.Limit
-	switch {
-	case limit == 0:
-		limit = defaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return nil, fmt.Errorf("run list: limit %d is outside 0..%d", p.Limit, MaxListLimit)
+	limit, after, err := store.CheckList(p)
+	if err != nil {
+		return nil, fmt.Errorf("run list: %w", err)
 	}
 	var statuses []string
 	for _, st := range slices.Compact(slices.Sorted(slices.Values(p.Statuses))) {
-		if !st.Valid() {
-			return nil, fmt.Errorf("run list: unknown status %q", st)
-		}
 		statuses = append(statuses, string(st))
 	}
 	where, args := []string{"true"}, []any{limit}
@@ -180,16 +193,20 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 		args = append(args, statuses)
 		where = append(where, fmt.Sprintf("status = ANY ($%d::text[])", len(args)))
 	}
-	if p.ParentID != "" {
-		args = append(args, p.ParentID)
-		where = append(where, fmt.Sprintf("parent_id = $%d", len(args)))
+	for _, f := range []struct{ col, v string }{
+		{"tenant", p.Tenant}, {"agent", p.Agent}, {"parent_id", p.ParentID}, {"root_id", p.RootID},
+	} {
+		if f.v != "" {
+			args = append(args, f.v)
+			where = append(where, fmt.Sprintf("%s = $%d", f.col, len(args)))
+		}
 	}
-	if p.RootID != "" {
-		args = append(args, p.RootID)
-		where = append(where, fmt.Sprintf("root_id = $%d", len(args)))
+	if p.After != "" {
+		args = append(args, after.CreatedAt, after.ID)
+		where = append(where, fmt.Sprintf("(created_at, id) < ($%d::timestamptz, $%d::text)", len(args)-1, len(args)))
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM hitch_runs WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY created_at DESC, seq DESC LIMIT $1`, args...)
+		` ORDER BY created_at DESC, id DESC LIMIT $1`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("run list: %w", err)
 	}
@@ -206,6 +223,36 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 		return nil, fmt.Errorf("run list: %w", err)
 	}
 	return runs, nil
+}
+
+// RunCounts counts runs by status, of one tenant or of all.
+func (s *Store) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := store.CheckTenant("tenant", tenant, false); err != nil {
+		return nil, fmt.Errorf("run counts: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM hitch_runs WHERE $1 = '' OR tenant = $1 GROUP BY status`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("run counts: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[hitchtype.Status]int)
+	for rows.Next() {
+		var (
+			st string
+			n  int
+		)
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("run counts: %w", err)
+		}
+		out[hitchtype.Status(st)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("run counts: %w", err)
+	}
+	return out, nil
 }
 
 // cancelSQL records a cancel request and makes a waiting run due now. It

@@ -20,7 +20,7 @@ var _ store.SessionStore = (*Store)(nil)
 // of them much.
 const MaxKeysSwept = 64
 
-const sessionCols = `seq, id, agent, version, metadata::text, active_run, position, queued, created_at, updated_at`
+const sessionCols = `seq, id, agent, version, metadata::text, active_run, position, queued, created_at, updated_at, tenant`
 
 type sessionRow struct {
 	seq int64
@@ -33,7 +33,7 @@ func scanSession(sc pgx.Row, extra ...any) (sessionRow, error) {
 		meta string
 	)
 	err := sc.Scan(append([]any{&r.seq, &r.s.ID, &r.s.Agent, &r.s.Version, &meta, &r.s.ActiveRun, &r.s.Position,
-		&r.s.Queued, &r.s.CreatedAt, &r.s.UpdatedAt}, extra...)...)
+		&r.s.Queued, &r.s.CreatedAt, &r.s.UpdatedAt, &r.s.Tenant}, extra...)...)
 	if err != nil {
 		return sessionRow{}, err
 	}
@@ -99,7 +99,11 @@ func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) 
 	if len(p.Metadata) == 0 {
 		p.Metadata = json.RawMessage(`{}`)
 	}
-	if err := errors.Join(store.CheckName("id", p.ID, true), store.CheckName("agent", p.Agent, true)); err != nil {
+	if p.Tenant == "" {
+		p.Tenant = hitchtype.DefaultTenant
+	}
+	if err := errors.Join(store.CheckName("id", p.ID, true), store.CheckName("agent", p.Agent, true),
+		store.CheckTenant("tenant", p.Tenant, true)); err != nil {
 		return store.Session{}, false, fmt.Errorf("session create %q: %w", p.ID, err)
 	}
 	switch {
@@ -115,9 +119,9 @@ func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) 
 		created bool
 	)
 	err := s.retry(ctx, func() error {
-		r, err := scanSession(s.pool.QueryRow(ctx, `INSERT INTO hitch_sessions (id, agent, version, metadata, created_at, updated_at)
-			VALUES ($2, $3, $4, $5::json, `+nowSQL+`, `+nowSQL+`) ON CONFLICT (id) DO NOTHING RETURNING `+sessionCols,
-			s.clockArg(), p.ID, p.Agent, p.Version, string(p.Metadata)))
+		r, err := scanSession(s.pool.QueryRow(ctx, `INSERT INTO hitch_sessions (id, agent, version, metadata, created_at, updated_at, tenant)
+			VALUES ($2, $3, $4, $5::json, `+nowSQL+`, `+nowSQL+`, $6) ON CONFLICT (id) DO NOTHING RETURNING `+sessionCols,
+			s.clockArg(), p.ID, p.Agent, p.Version, string(p.Metadata), p.Tenant))
 		if err == nil {
 			out, created = r.s, true
 			return nil
@@ -179,7 +183,15 @@ func (s *Store) SessionList(ctx context.Context, p store.SessionListParams) ([]s
 			AND (active_run = '' OR EXISTS (SELECT 1 FROM hitch_runs r WHERE r.id = s.active_run
 				AND r.status NOT IN ('queued', 'running', 'waiting')))`
 	}
-	rows, err := s.pool.Query(ctx, q+` ORDER BY id LIMIT $2`, p.After, limit)
+	if err := store.CheckTenant("tenant", p.Tenant, false); err != nil {
+		return nil, fmt.Errorf("session list: %w", err)
+	}
+	args := []any{p.After, limit}
+	if p.Tenant != "" {
+		q += ` AND tenant = $3`
+		args = append(args, p.Tenant)
+	}
+	rows, err := s.pool.Query(ctx, q+` ORDER BY id LIMIT $2`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("session list: %w", err)
 	}
@@ -521,9 +533,13 @@ func (s *Store) SessionStart(ctx context.Context, p store.SessionStartParams) (s
 		if next != m.ID {
 			return fmt.Errorf("%w: message %s is not next to start; %s is", store.ErrConflict, m.ID, next)
 		}
+		tenant, err := store.ResolveTenant(p.Run.Tenant, r.s.Tenant)
+		if err != nil {
+			return err
+		}
 		// The run is stamped with the transaction's clock reading.
 		rr, err := scanRun(tx.QueryRow(ctx, createSQL, x.now, p.Run.ID, p.Run.RootID, p.Run.ParentID, p.Run.Depth, p.Run.Agent,
-			p.Run.Version, p.Run.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS))
+			p.Run.Version, p.Run.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS, tenant))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: run %s exists", store.ErrConflict, p.Run.ID)
 		}

@@ -21,14 +21,14 @@ const (
 	MaxEntryBytes = store.MaxEntryBytes
 	MaxWriteBytes = store.MaxWriteBytes
 	// MaxListLimit bounds RunList and LeaseClaim limits.
-	MaxListLimit = 1000
+	MaxListLimit = store.MaxListLimit
 	// MaxReadLimit bounds a JournalRead limit.
 	MaxReadLimit = 10 * store.DefaultReadLimit
 	// MaxLeaseTTL bounds a lease's time to live, so that a typo cannot park
 	// a run for years.
 	MaxLeaseTTL = 24 * time.Hour
 	// defaultListLimit is what a RunList limit of 0 means.
-	defaultListLimit = 100
+	defaultListLimit = store.DefaultListLimit
 )
 
 func validateCreate(p *store.RunCreateParams) error {
@@ -43,6 +43,7 @@ func validateCreate(p *store.RunCreateParams) error {
 		store.CheckName("parent id", p.ParentID, false),
 		store.CheckName("agent", p.Agent, false),
 		store.CheckName("input hash", p.InputHash, false),
+		store.CheckTenant("tenant", p.Tenant, false),
 	); err != nil {
 		return err
 	}

@@ -23,15 +23,15 @@ const (
 	MaxEntryBytes = store.MaxEntryBytes
 	MaxWriteBytes = store.MaxWriteBytes
 	// MaxListLimit bounds RunList and LeaseClaim limits.
-	MaxListLimit = 1000
+	MaxListLimit = store.MaxListLimit
 	// MaxReadLimit bounds a JournalRead limit.
 	MaxReadLimit = 10 * store.DefaultReadLimit
 	// defaultListLimit is what a RunList limit of 0 means.
-	defaultListLimit = 100
+	defaultListLimit = store.DefaultListLimit
 )
 
 const runColumns = `seq, id, root_id, parent_id, depth, agent, version, input_hash, status, position,
-	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at`
+	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant`
 
 // row is a runs row: the run plus its internal key.
 type row struct {
@@ -51,7 +51,7 @@ func scanRun(sc scanner) (row, error) {
 	)
 	err := sc.Scan(&r.seq, &r.run.ID, &r.run.RootID, &r.run.ParentID, &r.run.Depth, &r.run.Agent,
 		&r.run.Version, &r.run.InputHash, &status, &r.run.Position, &r.run.LeaseOwner,
-		&r.run.LeaseToken, &leaseExpires, &wakeAt, &cancel, &outcome, &created, &upd)
+		&r.run.LeaseToken, &leaseExpires, &wakeAt, &cancel, &outcome, &created, &upd, &r.run.Tenant)
 	if err != nil {
 		return row{}, err
 	}
@@ -95,9 +95,13 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 		if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		tenant, err := tx.tenantOf(p)
+		if err != nil {
+			return err
+		}
 		now := micros(tx.now)
 		r, err := scanRun(tx.insertRun.QueryRow(p.ID, p.RootID, p.ParentID, p.Depth, p.Agent, p.Version,
-			p.InputHash, len(p.Entries), now, now))
+			p.InputHash, len(p.Entries), now, now, tenant))
 		if err != nil {
 			return err
 		}
@@ -119,6 +123,22 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 	return run, created, nil
 }
 
+// tenantOf is the tenant a new run gets (see store.ResolveTenant): its
+// root's, when it is not a root and the root exists.
+func (tx *wtx) tenantOf(p store.RunCreateParams) (string, error) {
+	var root string
+	if p.RootID != p.ID {
+		r, err := tx.getRow(p.RootID)
+		switch {
+		case err == nil:
+			root = r.run.Tenant
+		case !errors.Is(err, store.ErrNotFound):
+			return "", err
+		}
+	}
+	return store.ResolveTenant(p.Tenant, root)
+}
+
 func validateCreate(p *store.RunCreateParams) error {
 	if err := store.CheckName("id", p.ID, true); err != nil {
 		return err
@@ -131,6 +151,7 @@ func validateCreate(p *store.RunCreateParams) error {
 		store.CheckName("parent id", p.ParentID, false),
 		store.CheckName("agent", p.Agent, false),
 		store.CheckName("input hash", p.InputHash, false),
+		store.CheckTenant("tenant", p.Tenant, false),
 	); err != nil {
 		return err
 	}
@@ -184,17 +205,14 @@ func (s *Store) RunGet(ctx context.Context, id string) (store.Run, error) {
 	return r.run, nil
 }
 
-// RunList returns runs newest first (by creation time, then creation order).
+// RunList returns runs newest first (by creation time, then id).
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	limit := p.Limit
-	switch {
-	case limit == 0:
-		limit = defaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return nil, fmt.Errorf("run list: limit %d is outside 0..%d", p.Limit, MaxListLimit)
+	limit, after, err := store.CheckList(p)
+	if err != nil {
+		return nil, fmt.Errorf("run list: %w", err)
 	}
 	var (
 		where []string
@@ -203,27 +221,29 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	if len(p.Statuses) > 0 {
 		marks := make([]string, 0, len(p.Statuses))
 		for _, st := range slices.Compact(slices.Sorted(slices.Values(p.Statuses))) {
-			if !st.Valid() {
-				return nil, fmt.Errorf("run list: unknown status %q", st)
-			}
 			marks = append(marks, "?")
 			args = append(args, string(st))
 		}
 		where = append(where, "status IN ("+strings.Join(marks, ", ")+")")
 	}
-	if p.ParentID != "" {
-		where = append(where, "parent_id = ?")
-		args = append(args, p.ParentID)
+	for _, f := range []struct{ col, v string }{
+		{"tenant", p.Tenant}, {"agent", p.Agent}, {"parent_id", p.ParentID}, {"root_id", p.RootID},
+	} {
+		if f.v != "" {
+			where = append(where, f.col+" = ?")
+			args = append(args, f.v)
+		}
 	}
-	if p.RootID != "" {
-		where = append(where, "root_id = ?")
-		args = append(args, p.RootID)
+	if p.After != "" {
+		at := micros(after.CreatedAt)
+		where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
+		args = append(args, at, at, after.ID)
 	}
 	q := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY created_at DESC, seq DESC LIMIT ?"
+	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
 	args = append(args, limit)
 	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -242,6 +262,36 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 		return nil, fmt.Errorf("run list: %w", err)
 	}
 	return runs, nil
+}
+
+// RunCounts counts runs by status, of one tenant or of all.
+func (s *Store) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := store.CheckTenant("tenant", tenant, false); err != nil {
+		return nil, fmt.Errorf("run counts: %w", err)
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT status, count(*) FROM runs WHERE ?1 = '' OR tenant = ?1 GROUP BY status`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("run counts: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[hitchtype.Status]int)
+	for rows.Next() {
+		var (
+			st string
+			n  int
+		)
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("run counts: %w", err)
+		}
+		out[hitchtype.Status(st)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("run counts: %w", err)
+	}
+	return out, nil
 }
 
 // RunRequestCancel records a cancel request; a waiting run becomes due now.

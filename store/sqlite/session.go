@@ -18,7 +18,7 @@ var _ store.SessionStore = (*Store)(nil)
 // of them much.
 const MaxKeysSwept = 64
 
-const sessionColumns = `seq, id, agent, version, metadata, active_run, position, queued, created_at, updated_at`
+const sessionColumns = `seq, id, agent, version, metadata, active_run, position, queued, created_at, updated_at, tenant`
 
 type sessionRow struct {
 	seq int64
@@ -32,7 +32,7 @@ func scanSession(sc scanner) (sessionRow, error) {
 		cre, upd int64
 	)
 	err := sc.Scan(&r.seq, &r.s.ID, &r.s.Agent, &r.s.Version, &meta, &r.s.ActiveRun, &r.s.Position,
-		&r.s.Queued, &cre, &upd)
+		&r.s.Queued, &cre, &upd, &r.s.Tenant)
 	if err != nil {
 		return sessionRow{}, err
 	}
@@ -95,7 +95,11 @@ func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) 
 	if len(p.Metadata) == 0 {
 		p.Metadata = json.RawMessage(`{}`)
 	}
-	if err := errors.Join(store.CheckName("id", p.ID, true), store.CheckName("agent", p.Agent, true)); err != nil {
+	if p.Tenant == "" {
+		p.Tenant = hitchtype.DefaultTenant
+	}
+	if err := errors.Join(store.CheckName("id", p.ID, true), store.CheckName("agent", p.Agent, true),
+		store.CheckTenant("tenant", p.Tenant, true)); err != nil {
 		return store.Session{}, false, fmt.Errorf("session create %q: %w", p.ID, err)
 	}
 	switch {
@@ -120,8 +124,8 @@ func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) 
 		if !errors.Is(err, store.ErrSessionNotFound) {
 			return err
 		}
-		r, err := scanSession(x.row(`INSERT INTO sessions (id, agent, version, metadata, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?) RETURNING `+sessionColumns, p.ID, p.Agent, p.Version, string(p.Metadata), x.now, x.now))
+		r, err := scanSession(x.row(`INSERT INTO sessions (id, agent, version, metadata, created_at, updated_at, tenant)
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING `+sessionColumns, p.ID, p.Agent, p.Version, string(p.Metadata), x.now, x.now, p.Tenant))
 		if err != nil {
 			return err
 		}
@@ -166,13 +170,21 @@ func (s *Store) SessionList(ctx context.Context, p store.SessionListParams) ([]s
 	case limit < 0 || limit > MaxListLimit:
 		return nil, fmt.Errorf("session list: limit %d is outside 0..%d", p.Limit, MaxListLimit)
 	}
+	if err := store.CheckTenant("tenant", p.Tenant, false); err != nil {
+		return nil, fmt.Errorf("session list: %w", err)
+	}
 	q := `SELECT ` + sessionColumns + ` FROM sessions WHERE id > ?1`
 	if p.NeedsWork {
 		q = `SELECT ` + sessionColumns + ` FROM sessions WHERE id > ?1 AND (active_run <> '' OR queued > 0)
 			AND (active_run = '' OR EXISTS (SELECT 1 FROM runs WHERE runs.id = sessions.active_run
 				AND runs.status NOT IN ('queued', 'running', 'waiting')))`
 	}
-	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY id LIMIT ?2`, p.After, limit)
+	args := []any{p.After, limit}
+	if p.Tenant != "" {
+		q += ` AND tenant = ?3`
+		args = append(args, p.Tenant)
+	}
+	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY id LIMIT ?2`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("session list: %w", err)
 	}
@@ -498,8 +510,12 @@ func (s *Store) SessionStart(ctx context.Context, p store.SessionStartParams) (s
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		tenant, err := store.ResolveTenant(p.Run.Tenant, r.s.Tenant)
+		if err != nil {
+			return err
+		}
 		rr, err := scanRun(tx.insertRun.QueryRow(p.Run.ID, p.Run.RootID, p.Run.ParentID, p.Run.Depth, p.Run.Agent, p.Run.Version,
-			p.Run.InputHash, len(p.Run.Entries), x.now, x.now))
+			p.Run.InputHash, len(p.Run.Entries), x.now, x.now, tenant))
 		if err != nil {
 			return err
 		}

@@ -61,6 +61,7 @@ func run(t *testing.T, open opener) {
 		{"Sessions", testSessions},
 		{"Leader", testLeader},
 		{"Prune", testPrune},
+		{"Tenants", testTenants},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -847,26 +848,28 @@ func testRunList(t *testing.T, open opener) {
 		e.create("a")
 		e.create("b")
 		e.create("c")
-		e.createWith(store.RunCreateParams{ID: "a1", RootID: "a", ParentID: "a", Depth: 1, Agent: "sub",
-			Entries: entries("a1", 1)})
+		// z1 is newest and last by id, so that creation order and id order agree
+		// on a real clock and on one that stands still.
+		e.createWith(store.RunCreateParams{ID: "z1", RootID: "a", ParentID: "a", Depth: 1, Agent: "sub",
+			Entries: entries("z1", 1)})
 		e.claim("b", "me", longTTL)
 		for _, tc := range []struct {
 			name string
 			p    store.RunListParams
 			want []string
 		}{
-			{"all", store.RunListParams{}, []string{"a1", "c", "b", "a"}},
-			{"limit", store.RunListParams{Limit: 2}, []string{"a1", "c"}},
+			{"all", store.RunListParams{}, []string{"z1", "c", "b", "a"}},
+			{"limit", store.RunListParams{Limit: 2}, []string{"z1", "c"}},
 			{"running", store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusRunning}}, []string{"b"}},
-			{"queued", store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusQueued}}, []string{"a1", "c", "a"}},
+			{"queued", store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusQueued}}, []string{"z1", "c", "a"}},
 			{"two statuses", store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusRunning, hitchtype.StatusQueued}},
-				[]string{"a1", "c", "b", "a"}},
+				[]string{"z1", "c", "b", "a"}},
 			{"ended", store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusCompleted}}, []string{}},
-			{"children", store.RunListParams{ParentID: "a"}, []string{"a1"}},
+			{"children", store.RunListParams{ParentID: "a"}, []string{"z1"}},
 			{"children running", store.RunListParams{ParentID: "a", Statuses: []hitchtype.Status{hitchtype.StatusRunning}},
 				[]string{}},
 			{"no children", store.RunListParams{ParentID: "c"}, []string{}},
-			{"family", store.RunListParams{RootID: "a"}, []string{"a1", "a"}},
+			{"family", store.RunListParams{RootID: "a"}, []string{"z1", "a"}},
 			{"family of one", store.RunListParams{RootID: "c"}, []string{"c"}},
 		} {
 			rs, err := e.s.RunList(e.ctx, tc.p)
