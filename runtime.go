@@ -276,8 +276,8 @@ type StartOption func(*startOptions)
 
 // startOptions are what the StartOptions set.
 type startOptions struct {
-	id, instructions string
-	detached         bool
+	id, instructions, tenant string
+	detached                 bool
 }
 
 // MaxRunIDBytes bounds a run id.
@@ -306,6 +306,12 @@ func CheckRunID(id string) error {
 // WithID gives the run a caller-chosen id, which makes a retried start
 // idempotent. The id must pass CheckRunID.
 func WithID(id string) StartOption { return func(p *startOptions) { p.id = id } }
+
+// WithTenant starts the run for tenant t (see hitchtype.CheckTenant: 1 to
+// 64 characters of a-z, 0-9, _ and -). Without it the run belongs to
+// hitchtype.DefaultTenant. Its sub-agents' runs belong to the same tenant.
+// Starting an existing id again returns that run whatever its tenant.
+func WithTenant(t string) StartOption { return func(p *startOptions) { p.tenant = t } }
 
 // WithInstructions adds the caller's layer of instructions to this run,
 // laid over the agent's: the caller's take precedence. They are journaled
@@ -349,7 +355,12 @@ func (rt *Runtime) Start(ctx context.Context, agent *Agent, input string, opts .
 	if err := CheckRunID(o.id); err != nil {
 		return StartResult{}, fmt.Errorf("start: %w", err)
 	}
-	p := engine.StartParams{ID: o.id, Input: input, Instructions: o.instructions, Detached: o.detached}
+	if o.tenant != "" {
+		if err := hitchtype.CheckTenant(o.tenant); err != nil {
+			return StartResult{}, fmt.Errorf("start: WithTenant: %w", err)
+		}
+	}
+	p := engine.StartParams{ID: o.id, Tenant: o.tenant, Input: input, Instructions: o.instructions, Detached: o.detached}
 	res, err := rt.eng.Start(ctx, agent.eng, p)
 	if err != nil {
 		return StartResult{}, fmt.Errorf("start: %w", err)
@@ -479,6 +490,9 @@ func (rt *Runtime) approversOf(a *Agent) approval.Approvers {
 
 // PendingApprovalsParams page the approval requests waiting for answers.
 type PendingApprovalsParams struct {
+	// Tenant limits the list to requests of runs of one tenant; empty
+	// means every tenant.
+	Tenant string
 	// RootID limits the list to one family: a root run and its
 	// descendants. Without it every waiting run is read, up to 999 of them
 	// (more is an error that asks for a family).
@@ -769,14 +783,71 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	return errors.Join(rt.eng.Close(ctx), rt.closeSessions(ctx))
 }
 
+// RunsParams filter and page Runs. Filters combine with AND.
+type RunsParams struct {
+	// Tenant keeps one tenant's runs; empty means every tenant.
+	Tenant string
+	// Statuses keeps runs in one of these statuses; empty means all.
+	Statuses []hitchtype.Status
+	// Agent keeps runs of one agent (any version); empty means all.
+	Agent string
+	// ParentID keeps the children of one run.
+	ParentID string
+	// RootID keeps one family: a root run and its descendants.
+	RootID string
+	// After is the cursor the previous page returned; empty starts at the
+	// newest run.
+	After string
+	// Limit bounds the page: 0 means DefaultPageLimit (100), at most
+	// MaxPageLimit (1000).
+	Limit int
+}
+
+// Runs lists runs newest first (by creation time, then id), one page at a
+// time: next is the cursor of the following page, and empty when this
+// page is the last (a full page may be followed by an empty one). Paging
+// never lists a run twice, and reaches every run that existed when the
+// first page was read, however many are started meanwhile.
+func (rt *Runtime) Runs(ctx context.Context, p RunsParams) (page []Run, next string, err error) {
+	list, err := rt.cfg.Store.RunList(ctx, store.RunListParams{Tenant: p.Tenant, Statuses: p.Statuses, Agent: p.Agent,
+		ParentID: p.ParentID, RootID: p.RootID, After: p.After, Limit: p.Limit})
+	if err != nil {
+		return nil, "", fmt.Errorf("runs: %w", err)
+	}
+	page = make([]Run, 0, len(list))
+	for _, r := range list {
+		run, err := RunOf(r)
+		if err != nil {
+			return nil, "", fmt.Errorf("runs: %w", err)
+		}
+		page = append(page, run)
+	}
+	if limit := cmp.Or(p.Limit, DefaultPageLimit); len(list) == limit {
+		next = store.RunCursor(list[len(list)-1])
+	}
+	return page, next, nil
+}
+
+// RunCounts counts runs by status, of one tenant or, with tenant "", of
+// every tenant. Statuses without runs are absent.
+func (rt *Runtime) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
+	m, err := rt.cfg.Store.RunCounts(ctx, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("run counts: %w", err)
+	}
+	return m, nil
+}
+
 // Run is a run as the store holds it.
 type Run struct {
 	ID       string
 	RootID   string
 	ParentID string
-	Agent    string
-	Version  int
-	Status   hitchtype.Status
+	// Tenant owns the run; every run of a family has its root's tenant.
+	Tenant  string
+	Agent   string
+	Version int
+	Status  hitchtype.Status
 	// Position is the journal's length.
 	Position  int64
 	Outcome   *Outcome // set once the run has ended
@@ -786,7 +857,7 @@ type Run struct {
 
 // RunOf turns a store's run row into a Run, decoding its outcome.
 func RunOf(r store.Run) (Run, error) {
-	out := Run{ID: r.ID, RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
+	out := Run{ID: r.ID, RootID: r.RootID, ParentID: r.ParentID, Tenant: r.Tenant, Agent: r.Agent, Version: r.Version,
 		Status: r.Status, Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if len(r.Outcome) > 0 {
 		var o Outcome

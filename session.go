@@ -58,6 +58,8 @@ var (
 	ErrMessageTooLarge = errors.New("message too large")
 	// ErrSessionAgent: the session exists under another agent or version.
 	ErrSessionAgent = errors.New("session belongs to another agent")
+	// ErrSessionTenant: the session exists under another tenant.
+	ErrSessionTenant = errors.New("session belongs to another tenant")
 	// ErrBadSessionID: an id outside the allowed characters or length.
 	ErrBadSessionID = errors.New("bad session id")
 )
@@ -82,13 +84,19 @@ type SessionOptions struct {
 	// ID names the session; opening an existing id returns it. Default: a
 	// fresh random id. Letters, digits and . _ : -, at most 128 bytes.
 	ID string
+	// Tenant owns the session and the runs of its submissions (see
+	// hitchtype.CheckTenant). Default: hitchtype.DefaultTenant. Opening an
+	// existing session of another tenant is refused with ErrSessionTenant.
+	Tenant string
 	// Metadata is stored with a new session, as a JSON object.
 	Metadata map[string]any
 }
 
 // Session is a session as the store holds it.
 type Session struct {
-	ID       string
+	ID string
+	// Tenant owns the session and the runs of its submissions.
+	Tenant   string
 	Agent    string
 	Version  int
 	Metadata json.RawMessage
@@ -103,7 +111,7 @@ type Session struct {
 }
 
 func sessionOf(s store.Session) Session {
-	return Session{ID: s.ID, Agent: s.Agent, Version: s.Version, Metadata: s.Metadata, ActiveRun: s.ActiveRun,
+	return Session{ID: s.ID, Tenant: s.Tenant, Agent: s.Agent, Version: s.Version, Metadata: s.Metadata, ActiveRun: s.ActiveRun,
 		Position: s.Position, Queued: s.Queued, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 
@@ -161,15 +169,25 @@ func (rt *Runtime) OpenSession(ctx context.Context, agent *Agent, o SessionOptio
 	if err := checkSessionID(o.ID); err != nil {
 		return Session{}, fmt.Errorf("open session: SessionOptions.ID: %w", err)
 	}
+	if o.Tenant == "" {
+		o.Tenant = hitchtype.DefaultTenant
+	}
+	if err := hitchtype.CheckTenant(o.Tenant); err != nil {
+		return Session{}, fmt.Errorf("open session: SessionOptions.Tenant: %w", err)
+	}
 	var meta json.RawMessage
 	if o.Metadata != nil {
 		if meta, err = json.Marshal(o.Metadata); err != nil {
 			return Session{}, fmt.Errorf("open session: SessionOptions.Metadata: %w", err)
 		}
 	}
-	s, _, err := ss.SessionCreate(ctx, store.SessionCreateParams{ID: o.ID, Agent: agent.Name(), Version: agent.Version(), Metadata: meta})
+	s, _, err := ss.SessionCreate(ctx, store.SessionCreateParams{ID: o.ID, Tenant: o.Tenant, Agent: agent.Name(),
+		Version: agent.Version(), Metadata: meta})
 	if err != nil {
 		return Session{}, fmt.Errorf("open session: %w", err)
+	}
+	if s.Tenant != o.Tenant {
+		return Session{}, fmt.Errorf("open session %s: %w: it belongs to tenant %s", o.ID, ErrSessionTenant, s.Tenant)
 	}
 	if s.Agent != agent.Name() || s.Version != agent.Version() {
 		return Session{}, fmt.Errorf("open session %s: %w: it belongs to %s version %d", o.ID, ErrSessionAgent, s.Agent, s.Version)
@@ -190,14 +208,24 @@ func (rt *Runtime) GetSession(ctx context.Context, sessionID string) (Session, e
 	return sessionOf(s), nil
 }
 
-// Sessions lists sessions by id, after the cursor after, at most limit
-// (0: 100).
-func (rt *Runtime) Sessions(ctx context.Context, after string, limit int) ([]Session, error) {
+// SessionsParams filter and page Sessions.
+type SessionsParams struct {
+	// Tenant keeps one tenant's sessions; empty means every tenant.
+	Tenant string
+	// After is a cursor: the id of the last session of the previous page.
+	After string
+	// Limit bounds the page: 0 means DefaultPageLimit (100), at most
+	// MaxPageLimit (1000).
+	Limit int
+}
+
+// Sessions lists sessions by id, after the cursor p.After, at most p.Limit.
+func (rt *Runtime) Sessions(ctx context.Context, p SessionsParams) ([]Session, error) {
 	ss, err := rt.sessionStore("list sessions")
 	if err != nil {
 		return nil, err
 	}
-	list, err := ss.SessionList(ctx, store.SessionListParams{After: after, Limit: limit})
+	list, err := ss.SessionList(ctx, store.SessionListParams{Tenant: p.Tenant, After: p.After, Limit: p.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
@@ -693,7 +721,7 @@ func (rt *Runtime) startNext(ctx context.Context, ss store.SessionStore, s store
 	}
 	data, _ := json.Marshal(hitchtype.SubmissionStarted{MessageID: m.ID, RunID: runID, Text: m.Text})
 	_, run, err := ss.SessionStart(ctx, store.SessionStartParams{SessionID: s.ID, MessageID: m.ID, MessageVersion: m.Version,
-		Data: data, Run: store.RunCreateParams{ID: runID, Agent: a.Name(), Version: a.Version(), Budget: a.eng.Budget,
+		Data: data, Run: store.RunCreateParams{ID: runID, Tenant: s.Tenant, Agent: a.Name(), Version: a.Version(), Budget: a.eng.Budget,
 			InputHash: engine.InputHash(a.Name(), a.Version(), m.Text),
 			Entries:   []store.EntryInput{{Kind: hitchtype.KindRunStarted, Data: first}}}})
 	var busy *store.SessionBusyError

@@ -98,7 +98,7 @@ func CheckList(p RunListParams) (limit int, after Cursor, err error) {
 	}
 	if p.After != "" {
 		if after, err = ParseRunCursor(p.After); err != nil {
-			return 0, Cursor{}, err
+			return 0, Cursor{}, fmt.Errorf("after: %w", err)
 		}
 	}
 	return limit, after, nil

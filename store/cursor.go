@@ -32,7 +32,7 @@ func RunCursor(r Run) string {
 // ParseRunCursor reads a cursor made by RunCursor.
 func ParseRunCursor(s string) (Cursor, error) {
 	bad := func(why string) (Cursor, error) {
-		return Cursor{}, fmt.Errorf("after: %q is not a run list cursor (%s)", s, why)
+		return Cursor{}, fmt.Errorf("%.60q is not a run list cursor (%s)", s, why)
 	}
 	if len(s) > 2*MaxNameBytes {
 		return bad("too long")

@@ -143,6 +143,9 @@ func (e *Engine) foldRun(ctx context.Context, runID string) (*state, error) {
 
 // PendingApprovalsParams page the approval requests waiting for answers.
 type PendingApprovalsParams struct {
+	// Tenant limits the list to requests of runs of one tenant; empty
+	// means every tenant.
+	Tenant string
 	// RootID limits the list to one family: a root run and its
 	// descendants.
 	RootID string
@@ -174,6 +177,9 @@ func (e *Engine) PendingApprovals(ctx context.Context, p PendingApprovalsParams)
 	case limit < 0 || limit > MaxPageLimit:
 		return nil, "", fmt.Errorf("pending approvals: limit %d is outside 0..%d", p.Limit, MaxPageLimit)
 	}
+	if err := store.CheckTenant("tenant", p.Tenant, false); err != nil {
+		return nil, "", fmt.Errorf("pending approvals: %w", err)
+	}
 	after, err := parseCursor(p.After)
 	if err != nil {
 		return nil, "", err
@@ -184,7 +190,8 @@ func (e *Engine) PendingApprovals(ctx context.Context, p PendingApprovalsParams)
 			return nil, "", err
 		}
 	} else {
-		runs, err = e.cfg.Store.RunList(ctx, store.RunListParams{Statuses: []hitchtype.Status{hitchtype.StatusWaiting}, Limit: maxWaitingScan})
+		runs, err = e.cfg.Store.RunList(ctx, store.RunListParams{Tenant: p.Tenant,
+			Statuses: []hitchtype.Status{hitchtype.StatusWaiting}, Limit: maxWaitingScan})
 		if err != nil {
 			return nil, "", err
 		}
@@ -192,7 +199,9 @@ func (e *Engine) PendingApprovals(ctx context.Context, p PendingApprovalsParams)
 			return nil, "", fmt.Errorf("pending approvals: more than %d runs are waiting; list one family at a time", maxWaitingScan-1)
 		}
 	}
-	runs = slices.DeleteFunc(runs, func(r store.Run) bool { return r.Status != hitchtype.StatusWaiting })
+	runs = slices.DeleteFunc(runs, func(r store.Run) bool {
+		return r.Status != hitchtype.StatusWaiting || p.Tenant != "" && r.Tenant != p.Tenant
+	})
 	slices.SortFunc(runs, func(a, b store.Run) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})

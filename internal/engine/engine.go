@@ -148,8 +148,10 @@ var (
 
 // StartParams start a run.
 type StartParams struct {
-	ID    string
-	Input string
+	ID string
+	// Tenant owns the run; empty means hitchtype.DefaultTenant.
+	Tenant string
+	Input  string
 	// Instructions are the caller's layer of instructions for this run.
 	Instructions string
 	// Detached leaves the new run queued for any worker instead of
@@ -179,7 +181,7 @@ func InputHash(agent string, version int, input string) string {
 func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResult, error) {
 	hash := InputHash(a.Name, a.Version, p.Input+"\x00"+p.Instructions)
 	run, created, err := e.cfg.Store.RunCreate(ctx, store.RunCreateParams{
-		ID: p.ID, Agent: a.Name, Version: a.Version, InputHash: hash, Budget: a.Budget,
+		ID: p.ID, Tenant: p.Tenant, Agent: a.Name, Version: a.Version, InputHash: hash, Budget: a.Budget,
 		Entries: []store.EntryInput{entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth, Instructions: p.Instructions})},
 	})
 	if err != nil {

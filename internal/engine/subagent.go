@@ -82,7 +82,7 @@ func (r *runner) startChild(c *callState) error {
 	id := childID(r.runID, c.key)
 	left := min(child.Limits.MaxDepth, r.st.started.DepthLeft-1)
 	_, created, err := r.e.cfg.Store.RunCreate(r.ctx, store.RunCreateParams{
-		ID: id, RootID: r.row.RootID, ParentID: r.runID, Depth: r.row.Depth + 1,
+		ID: id, RootID: r.row.RootID, ParentID: r.runID, Depth: r.row.Depth + 1, Tenant: r.row.Tenant,
 		Agent: child.Name, Version: child.Version, InputHash: InputHash(child.Name, child.Version, in.Prompt),
 		Entries: []store.EntryInput{entry(KindRunStarted, RunStarted{Agent: child.Name, Version: child.Version, Input: in.Prompt, DepthLeft: left})},
 	})
