@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/spf13/cobra"
 )
 
@@ -21,6 +22,14 @@ const maxListLimit = 1000
 // as a usage error. The value is never echoed raw.
 func checkID(flag, id string) error {
 	if err := hitch.CheckRunID(id); err != nil {
+		return usageError{fmt.Errorf("%s: %w", flag, err)}
+	}
+	return nil
+}
+
+// checkTenant refuses a tenant name hitchtype.CheckTenant refuses.
+func checkTenant(flag, t string) error {
+	if err := hitchtype.CheckTenant(t); err != nil {
 		return usageError{fmt.Errorf("%s: %w", flag, err)}
 	}
 	return nil

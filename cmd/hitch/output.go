@@ -320,6 +320,7 @@ type runView struct {
 	ID       string           `json:"id"`
 	RootID   string           `json:"root_id"`
 	ParentID string           `json:"parent_id,omitempty"`
+	Tenant   string           `json:"tenant"`
 	Agent    string           `json:"agent"`
 	Version  int              `json:"version"`
 	Status   hitchtype.Status `json:"status"`
@@ -334,7 +335,7 @@ type runView struct {
 }
 
 func runJSON(run hitch.Run) runView {
-	return runView{ID: run.ID, RootID: run.RootID, ParentID: run.ParentID, Agent: run.Agent, Version: run.Version,
+	return runView{ID: run.ID, RootID: run.RootID, ParentID: run.ParentID, Tenant: run.Tenant, Agent: run.Agent, Version: run.Version,
 		Status: run.Status, Position: run.Position, Outcome: run.Outcome,
 		Created: run.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), Updated: run.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
 }

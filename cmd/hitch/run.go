@@ -11,7 +11,7 @@ import (
 )
 
 func newRun(g *globals) *cobra.Command {
-	var agent, id, instructions string
+	var agent, id, instructions, tenant string
 	var detach bool
 	cmd := &cobra.Command{
 		Use:   "run PROMPT",
@@ -23,6 +23,11 @@ func newRun(g *globals) *cobra.Command {
 		PreRunE: func(cmd *cobra.Command, a []string) error {
 			if cmd.Flags().Changed("id") {
 				if err := checkID("--id", id); err != nil {
+					return err
+				}
+			}
+			if cmd.Flags().Changed("tenant") {
+				if err := checkTenant("--tenant", tenant); err != nil {
 					return err
 				}
 			}
@@ -44,6 +49,9 @@ func newRun(g *globals) *cobra.Command {
 			}
 			if instructions != "" {
 				opts = append(opts, hitch.WithInstructions(instructions))
+			}
+			if tenant != "" {
+				opts = append(opts, hitch.WithTenant(tenant))
 			}
 			res, err := e.rt.Start(ctx, ag, a[0], opts...)
 			if err != nil {
@@ -70,6 +78,7 @@ func newRun(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&id, "id", "", "run id; starting an existing id starts nothing")
 	cmd.Flags().BoolVar(&detach, "detach", false, "queue the run for a worker and return at once")
 	cmd.Flags().StringVar(&instructions, "instructions", "", "instructions for this run, laid over the agent's")
+	cmd.Flags().StringVar(&tenant, "tenant", "", "tenant the run belongs to (default: \"default\")")
 	return cmd
 }
 

@@ -19,21 +19,34 @@ import (
 func newRuns(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "runs", Short: "List and inspect runs"}
 	var status []string
+	var tenant, agent, cursor string
 	var limit int
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List runs, newest first",
-		Args:  args(0, "no arguments"),
+		Short: "List runs, newest first (--after pages on)",
+		Long: "List runs newest first, filtered by tenant, agent and status. When the page is full, the cursor of the\n" +
+			"next page is printed on stderr; pass it to --after.",
+		Args: args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkLimit(limit); err != nil {
 				return err
+			}
+			if tenant != "" {
+				if err := checkTenant("--tenant", tenant); err != nil {
+					return err
+				}
+			}
+			if cursor != "" {
+				if _, err := store.ParseRunCursor(cursor); err != nil {
+					return usageError{fmt.Errorf("--after: %w", err)}
+				}
 			}
 			e, err := openStore(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
 			defer e.store.Close()
-			p := store.RunListParams{Limit: limit}
+			p := store.RunListParams{Tenant: tenant, Agent: agent, After: cursor, Limit: limit}
 			for _, s := range status {
 				if !hitchtype.Status(s).Valid() {
 					return usageError{fmt.Errorf("--status %q: want queued, running, waiting, completed, failed, cancelled, answer_invalid or budget_exhausted", s)}
@@ -43,6 +56,9 @@ func newRuns(g *globals) *cobra.Command {
 			runs, err := e.store.RunList(cmd.Context(), p)
 			if err != nil {
 				return err
+			}
+			if len(runs) == limit {
+				defer fmt.Fprintf(g.stderr, "more: --after %s\n", store.RunCursor(runs[len(runs)-1]))
 			}
 			if g.json {
 				for _, r := range runs {
@@ -56,14 +72,17 @@ func newRuns(g *globals) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tSTEPS\tUPDATED")
+			fmt.Fprintln(tw, "ID\tTENANT\tAGENT\tSTATUS\tSTEPS\tUPDATED")
 			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%d\t%s\n", r.ID, r.Agent, r.Version, r.Status, r.Position, r.UpdatedAt.Local().Format(time.DateTime))
+				fmt.Fprintf(tw, "%s\t%s\t%s v%d\t%s\t%d\t%s\n", r.ID, r.Tenant, r.Agent, r.Version, r.Status, r.Position, r.UpdatedAt.Local().Format(time.DateTime))
 			}
 			return tw.Flush()
 		},
 	}
 	list.Flags().StringSliceVar(&status, "status", nil, "only runs with these statuses")
+	list.Flags().StringVar(&tenant, "tenant", "", "only this tenant's runs (default: every tenant)")
+	list.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
+	list.Flags().StringVar(&cursor, "after", "", "the cursor a previous page printed: list the runs after it")
 	list.Flags().IntVar(&limit, "limit", 50, "most runs to list (at most 1000)")
 
 	show := &cobra.Command{

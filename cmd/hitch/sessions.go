@@ -45,14 +45,14 @@ func (e *env) printJSON(v any) {
 }
 
 func newSessionsList(g *globals) *cobra.Command {
-	var after string
+	var after, tenant string
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List sessions by id (--after pages on)",
 		Args:  args(0, "no arguments"),
 		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
-			list, err := e.rt.Sessions(ctx, after, limit)
+			list, err := e.rt.Sessions(ctx, hitch.SessionsParams{Tenant: tenant, After: after, Limit: limit})
 			if err != nil {
 				return err
 			}
@@ -72,12 +72,14 @@ func newSessionsList(g *globals) *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&after, "after", "", "list sessions whose id sorts after this one")
+	cmd.Flags().StringVar(&tenant, "tenant", "", "only this tenant's sessions (default: every tenant)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many (1 to 1000)")
 	return cmd
 }
 
 type sessionLine struct {
 	ID        string          `json:"id"`
+	Tenant    string          `json:"tenant"`
 	Agent     string          `json:"agent"`
 	Version   int             `json:"version"`
 	Metadata  json.RawMessage `json:"metadata"`
@@ -90,7 +92,7 @@ type sessionLine struct {
 
 func sessionJSON(s hitch.Session) sessionLine {
 	const ts = "2006-01-02T15:04:05.000000Z"
-	return sessionLine{ID: s.ID, Agent: s.Agent, Version: s.Version, Metadata: s.Metadata, ActiveRun: s.ActiveRun,
+	return sessionLine{ID: s.ID, Tenant: s.Tenant, Agent: s.Agent, Version: s.Version, Metadata: s.Metadata, ActiveRun: s.ActiveRun,
 		Position: s.Position, Queued: s.Queued, CreatedAt: s.CreatedAt.UTC().Format(ts), UpdatedAt: s.UpdatedAt.UTC().Format(ts)}
 }
 
