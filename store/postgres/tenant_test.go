@@ -1,0 +1,69 @@
+package postgres_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/store"
+)
+
+// TestTenantMigrationKeepsRows upgrades a schema written before tenants:
+// its runs and sessions belong to the default tenant and are listed under
+// it.
+func TestTenantMigrationKeepsRows(t *testing.T) {
+	t.Parallel()
+	ctx, url, schema := t.Context(), testURL(t), newSchema(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	stmts := []string{
+		`CREATE SCHEMA ` + pgx.Identifier{schema}.Sanitize(),
+		`SET LOCAL search_path TO ` + pgx.Identifier{schema}.Sanitize(),
+		`CREATE TABLE hitch_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+	}
+	for i, name := range []string{"001_init", "002_sessions", "003_leaders"} {
+		body, err := os.ReadFile("migrations/" + name + ".up.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = append(stmts, string(body), `INSERT INTO hitch_migrations (version, name) VALUES (`+string(rune('1'+i))+`, '`+name[4:]+`')`)
+	}
+	stmts = append(stmts,
+		`INSERT INTO hitch_runs (id, root_id, agent, version, input_hash, depth, status, position, created_at, updated_at)
+			VALUES ('old', 'old', 'a', 1, '', 0, 'queued', 1, now(), now())`,
+		`INSERT INTO hitch_journal (run_seq, pos, kind, at, data) SELECT seq, 1, 'run.started', now(), '{}' FROM hitch_runs`,
+		`INSERT INTO hitch_sessions (id, agent, version, metadata, created_at, updated_at) VALUES ('s', 'a', 1, '{}', now(), now())`)
+	for _, q := range stmts {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openIn(t, schema)
+	defer s.Close()
+	run, err := s.RunGet(ctx, "old")
+	if err != nil || run.Tenant != hitchtype.DefaultTenant {
+		t.Fatalf("old run: tenant %q, %v", run.Tenant, err)
+	}
+	rs, err := s.RunList(ctx, store.RunListParams{Tenant: hitchtype.DefaultTenant})
+	if err != nil || len(rs) != 1 || rs[0].ID != "old" {
+		t.Fatalf("default tenant's runs: %v, %v", rs, err)
+	}
+	sess, err := s.SessionGet(ctx, "s")
+	if err != nil || sess.Tenant != hitchtype.DefaultTenant {
+		t.Fatalf("old session: tenant %q, %v", sess.Tenant, err)
+	}
+}
