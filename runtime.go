@@ -45,6 +45,8 @@ var (
 	ErrUnknownCall = engine.ErrUnknownCall
 	// ErrNotFound: no run has that id.
 	ErrNotFound = store.ErrNotFound
+	// ErrBadCursor: RunsParams.After is not a cursor Runs returned.
+	ErrBadCursor = store.ErrBadCursor
 	// ErrEnded: the run has ended; a command that needs a live run is
 	// refused.
 	ErrEnded = store.ErrEnded

@@ -107,6 +107,9 @@ func TestRunsPages(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("pages %v, want %v", got, want)
 	}
+	if _, _, err := rt.Runs(ctx, hitch.RunsParams{After: "junk"}); !errors.Is(err, hitch.ErrBadCursor) {
+		t.Errorf("a bad cursor: %v, want ErrBadCursor", err)
+	}
 	for _, p := range []hitch.RunsParams{{After: "junk"}, {Tenant: "T1"}, {Limit: hitch.MaxPageLimit + 1}, {Limit: -1}} {
 		if _, _, err := rt.Runs(ctx, p); err == nil {
 			t.Errorf("runs %+v succeeded", p)

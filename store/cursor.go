@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,6 +15,9 @@ const (
 	DefaultListLimit = 100
 	MaxListLimit     = 1000
 )
+
+// ErrBadCursor refuses a RunListParams.After that RunCursor did not make.
+var ErrBadCursor = errors.New("bad cursor")
 
 // Cursor is a position in RunList's order (CreatedAt, then ID,
 // descending): the page after it starts with the next older run.
@@ -32,7 +36,7 @@ func RunCursor(r Run) string {
 // ParseRunCursor reads a cursor made by RunCursor.
 func ParseRunCursor(s string) (Cursor, error) {
 	bad := func(why string) (Cursor, error) {
-		return Cursor{}, fmt.Errorf("%.60q is not a run list cursor (%s)", s, why)
+		return Cursor{}, fmt.Errorf("%w: %.60q is not a run list cursor (%s)", ErrBadCursor, s, why)
 	}
 	if len(s) > 2*MaxNameBytes {
 		return bad("too long")
