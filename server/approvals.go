@@ -29,15 +29,14 @@ func (s *Server) registerApprovals() {
 				return nil, err
 			}
 		}
-		page, next, err := s.cfg.Runtime.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: in.RootID, After: in.After, Limit: in.Limit})
+		page, next, err := s.cfg.Runtime.PendingApprovals(ctx, hitch.PendingApprovalsParams{Tenant: p.tenant,
+			RootID: in.RootID, After: in.After, Limit: in.Limit})
 		if err != nil {
 			return nil, s.fail("list approvals", err)
 		}
 		out := api.ApprovalPage{Approvals: []api.Approval{}, Next: next}
 		for _, a := range page {
-			if approvalTenant(a) == p.tenant {
-				out.Approvals = append(out.Approvals, wireApproval(a))
-			}
+			out.Approvals = append(out.Approvals, wireApproval(a))
 		}
 		return &struct{ Body api.ApprovalPage }{out}, nil
 	})
