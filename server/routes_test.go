@@ -138,6 +138,33 @@ func TestRoutes(t *testing.T) {
 		e.view.do("POST", "/v1/runs", api.StartRun{Agent: "quick", Input: "x"}).want(t, 403, api.TypeForbidden)
 		e.op.do("POST", "/v1/runs", api.StartRun{Agent: "quick", Input: "x"}).want(t, 403, api.TypeForbidden)
 	})
+	t.Run("tenants", func(t *testing.T) {
+		b := start(t, e.other, "quick", "hello from b", "b1")
+		if !b.Created || b.Run.Tenant != "b" {
+			t.Fatalf("start for tenant b: %+v", b)
+		}
+		wait(t, e.other, "b1")
+		e.admin.do("GET", "/v1/runs/b1", nil).want(t, 404, api.TypeNotFound)
+		e.other.do("GET", "/v1/runs/q1", nil).want(t, 404, api.TypeNotFound)
+		for _, c := range []struct {
+			c          *client
+			tenant     string
+			has, hasnt string
+		}{{e.admin, "default", "q1", "b1"}, {e.other, "b", "b1", "q1"}} {
+			var page api.RunPage
+			c.c.do("GET", "/v1/runs?limit=1000", nil).want(t, 200, "").decode(t, &page)
+			found := false
+			for _, r := range page.Runs {
+				if r.Tenant != c.tenant || r.ID == c.hasnt {
+					t.Errorf("tenant %s lists run %s of tenant %s", c.tenant, r.ID, r.Tenant)
+				}
+				found = found || r.ID == c.has
+			}
+			if !found {
+				t.Errorf("tenant %s does not list its run %s", c.tenant, c.has)
+			}
+		}
+	})
 	t.Run("get, wait, list, journal", func(t *testing.T) {
 		r := wait(t, e.view, "q1")
 		if r.Status != "completed" || r.Outcome == nil || r.Outcome.Answer != "quick done" {
