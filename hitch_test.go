@@ -360,11 +360,11 @@ func TestContinueOnUncertainTellsTheModel(t *testing.T) {
 
 func TestCancelStopsWorkAndIsIdempotent(t *testing.T) {
 	t.Parallel()
-	started := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	var late atomic.Bool
 	deaf := tool.MustNew("deaf", "Ignores cancellation.", func(ctx context.Context, _ struct{}) (string, error) {
 		close(started)
-		time.Sleep(300 * time.Millisecond) // signal-deaf on purpose
+		<-release // deaf to ctx on purpose: it returns only once the run is cancelled
 		late.Store(true)
 		return "late result", nil
 	})
@@ -389,6 +389,7 @@ func TestCancelStopsWorkAndIsIdempotent(t *testing.T) {
 		t.Fatalf("second cancel: %+v, %v", again, err)
 	}
 	// The abandoned body finishes later; its result must never be appended.
+	close(release)
 	for !late.Load() {
 		time.Sleep(10 * time.Millisecond)
 	}
