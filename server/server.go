@@ -19,6 +19,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/web"
 )
 
 // Config configures a Server.
@@ -41,6 +42,9 @@ type Config struct {
 	// Log receives errors the client is not told about. Default
 	// io.Discard.
 	Log io.Writer
+	// NoConsole leaves out the web console (package web), which is
+	// otherwise served at /.
+	NoConsole bool
 }
 
 // Server is the HTTP API of a runtime.
@@ -112,6 +116,15 @@ func New(cfg Config) (*Server, error) {
 	h = s.withAuth(h)
 	h = withProblems(h)
 	s.handler = h
+	if !cfg.NoConsole {
+		// The console (package web) is served at /, outside the bearer
+		// check: it signs in with a token and calls h with it.
+		ch, err := web.Mount(h, web.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("new server: %w", err)
+		}
+		s.handler = ch
+	}
 	return s, nil
 }
 

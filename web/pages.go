@@ -1,0 +1,520 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/model"
+)
+
+// statuses are the run statuses, in the order the filter lists them.
+var statuses = []string{"queued", "running", "waiting", "completed", "failed", "cancelled", "answer_invalid", "budget_exhausted"}
+
+// countCap bounds the runs counted for each status on the runs page.
+const countCap = 1000
+
+var funcs = template.FuncMap{
+	"ts": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+	"tsText": func(t time.Time) string {
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"terminal": func(s string) bool { return hitchtype.Status(s).Terminal() },
+	"tokens": func(n *int64) string {
+		if n == nil {
+			return "not reported"
+		}
+		return strconv.FormatInt(*n, 10)
+	},
+	"cost": func(c *float64) string {
+		if c == nil {
+			return "not reported"
+		}
+		return fmt.Sprintf("$%.4f", *c)
+	},
+	"pretty": prettyJSON,
+	"pair": func(a api.Approval, back, csrf string) approvalForm {
+		return approvalForm{A: a, Back: back, CSRF: csrf}
+	},
+}
+
+// approvalForm is an approval request with what its form needs.
+type approvalForm struct {
+	A          api.Approval
+	Back, CSRF string
+}
+
+// prettyJSON indents JSON text, or returns the text as it is.
+func prettyJSON(s string) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return s
+	}
+	return string(b)
+}
+
+type runsData struct {
+	Runs     []api.Run
+	Status   string
+	Agent    string
+	Agents   []api.Agent
+	Statuses []string
+	Counts   []statusCount
+	Total    string
+	Next     string
+	After    string
+}
+
+type statusCount struct {
+	Status string
+	N      string
+}
+
+func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
+	q := url.Values{}
+	d := runsData{Statuses: statuses, Status: r.FormValue("status"), Agent: r.FormValue("agent"), After: r.FormValue("after")}
+	if d.Status != "" {
+		if !slices.Contains(statuses, d.Status) {
+			c.render(w, r, http.StatusUnprocessableEntity, "error", page{Title: "Bad filter", Error: fmt.Sprintf("status %q: want one of %s", d.Status, strings.Join(statuses, ", "))})
+			return
+		}
+		q.Set("status", d.Status)
+	}
+	if d.Agent != "" {
+		q.Set("agent", d.Agent)
+	}
+	if d.After != "" {
+		q.Set("after", d.After)
+	}
+	q.Set("limit", "50")
+	var pg api.RunPage
+	if res := c.get(r, "/v1/runs?"+q.Encode(), &pg); !res.ok() {
+		c.refused(w, r, res)
+		return
+	}
+	d.Runs, d.Next = pg.Runs, pg.Next
+	var ags api.Agents
+	c.get(r, "/v1/agents", &ags)
+	d.Agents = ags.Agents
+	total, capped := 0, false
+	for _, st := range statuses {
+		cq := url.Values{"status": {st}, "limit": {strconv.Itoa(countCap)}}
+		if d.Agent != "" {
+			cq.Set("agent", d.Agent)
+		}
+		var cp api.RunPage
+		if res := c.get(r, "/v1/runs?"+cq.Encode(), &cp); !res.ok() {
+			c.refused(w, r, res)
+			return
+		}
+		n := strconv.Itoa(len(cp.Runs))
+		if len(cp.Runs) >= countCap || cp.Next != "" {
+			n, capped = n+"+", true
+		}
+		total += len(cp.Runs)
+		d.Counts = append(d.Counts, statusCount{st, n})
+	}
+	d.Total = strconv.Itoa(total)
+	if capped {
+		d.Total += "+"
+	}
+	c.render(w, r, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Data: d})
+}
+
+type runData struct {
+	Run       api.Run
+	Entries   []entryView
+	First     int64 // position of the first entry shown
+	Last      int64
+	Older     bool
+	Family    []familyRow
+	Roots     *api.Roots
+	Uncertain []string
+	Approvals []api.Approval
+	Waiting   string
+}
+
+type familyRow struct {
+	Run   api.Run
+	Depth int
+	Self  bool
+}
+
+func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	esc := url.PathEscape(id)
+	var d runData
+	if res := c.get(r, "/v1/runs/"+esc, &d.Run); !res.ok() {
+		c.refused(w, r, res)
+		return
+	}
+	after := max(0, d.Run.Position-JournalPage)
+	var ep api.EntryPage
+	if res := c.get(r, fmt.Sprintf("/v1/runs/%s/journal?after=%d&limit=%d", esc, after, JournalPage), &ep); !res.ok() {
+		c.refused(w, r, res)
+		return
+	}
+	d.Entries = views(ep.Entries)
+	d.First, d.Last = after+1, after
+	if n := len(ep.Entries); n > 0 {
+		d.First, d.Last = ep.Entries[0].Pos, ep.Entries[n-1].Pos
+	}
+	d.Older = d.First > 1
+	if d.Run.Status == string(hitchtype.StatusWaiting) && len(ep.Entries) > 0 {
+		for i := len(ep.Entries) - 1; i >= 0; i-- {
+			e := ep.Entries[i]
+			if e.Kind != hitchtype.KindRunWaiting {
+				continue
+			}
+			var rw hitchtype.RunWaiting
+			_ = json.Unmarshal(e.Data, &rw)
+			d.Waiting = rw.Reason
+			if rw.Reason == "uncertain" {
+				d.Uncertain = rw.Calls
+			}
+			break
+		}
+	}
+	if d.Run.Outcome != nil && len(d.Run.Outcome.Uncertain) > 0 && d.Uncertain == nil {
+		d.Uncertain = nil // an ended run's uncertain calls are listed, not reconciled
+	}
+	var ap api.ApprovalPage
+	if res := c.get(r, "/v1/approvals?root_id="+url.QueryEscape(d.Run.RootID)+"&limit=100", &ap); res.ok() {
+		for _, a := range ap.Approvals {
+			if a.RunID == d.Run.ID {
+				d.Approvals = append(d.Approvals, a)
+			}
+		}
+	}
+	var fam api.RunPage
+	if res := c.get(r, "/v1/runs?root_id="+url.QueryEscape(d.Run.RootID)+"&limit=1000", &fam); res.ok() && len(fam.Runs) > 1 {
+		d.Family = familyTree(fam.Runs, d.Run.ID)
+	}
+	var roots api.Roots
+	if res := c.get(r, "/v1/runs/"+esc+"/workspace", &roots); res.ok() {
+		d.Roots = &roots
+	}
+	p := page{Title: "Run " + d.Run.ID, Nav: "runs", Data: d, Error: r.FormValue("error"), Notice: r.FormValue("notice")}
+	c.render(w, r, http.StatusOK, "run", p)
+}
+
+// familyTree orders a family depth first, oldest child first.
+func familyTree(runs []api.Run, self string) []familyRow {
+	kids := map[string][]api.Run{}
+	var root *api.Run
+	for i := len(runs) - 1; i >= 0; i-- { // oldest first
+		rn := runs[i]
+		if rn.ParentID == "" || rn.ID == rn.RootID {
+			root = &runs[i]
+			continue
+		}
+		kids[rn.ParentID] = append(kids[rn.ParentID], rn)
+	}
+	if root == nil {
+		return nil
+	}
+	var out []familyRow
+	var walk func(api.Run, int)
+	walk = func(rn api.Run, depth int) {
+		out = append(out, familyRow{Run: rn, Depth: depth, Self: rn.ID == self})
+		for _, k := range kids[rn.ID] {
+			walk(k, depth+1)
+		}
+	}
+	walk(*root, 0)
+	return out
+}
+
+// olderEntries answers the page of entries before a position, as HTML.
+func (c *Console) olderEntries(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	before, err := strconv.ParseInt(r.FormValue("before"), 10, 64)
+	if err != nil || before < 1 {
+		c.render(w, r, http.StatusUnprocessableEntity, "error", page{Title: "Bad position", Error: fmt.Sprintf("before %q: want a journal position, 1 or more", r.FormValue("before"))})
+		return
+	}
+	after := max(0, before-1-JournalPage)
+	limit := before - 1 - after
+	var ep api.EntryPage
+	if limit > 0 {
+		if res := c.get(r, fmt.Sprintf("/v1/runs/%s/journal?after=%d&limit=%d", url.PathEscape(id), after, limit), &ep); !res.ok() {
+			c.refused(w, r, res)
+			return
+		}
+	}
+	w.Header().Set("X-First", strconv.FormatInt(after+1, 10))
+	c.renderFragment(w, "entries", views(ep.Entries))
+}
+
+func (c *Console) renderFragment(w http.ResponseWriter, name string, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := c.tmpl["entries"].ExecuteTemplate(w, name, data); err != nil {
+		http.Error(w, "render: "+err.Error(), http.StatusInternalServerError)
+	}
+}
+
+func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	to := "/runs/" + url.PathEscape(id)
+	if res := c.post(r, "/v1/runs/"+url.PathEscape(id)+"/cancel", nil); !res.ok() {
+		back(w, r, to, "error", "cancel: "+res.message())
+		return
+	}
+	back(w, r, to, "notice", "cancelled")
+}
+
+func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	to := "/runs/" + url.PathEscape(id)
+	body := api.Reconcile{Call: r.PostFormValue("call")}
+	if r.PostFormValue("unconfirmed") != "" {
+		body.Unconfirmed = true
+	} else {
+		body.Output = r.PostFormValue("output")
+		if strings.TrimSpace(body.Output) == "" {
+			back(w, r, to, "error", "reconcile "+body.Call+": output is blank: give the call's result, or settle it as unconfirmed")
+			return
+		}
+	}
+	if res := c.post(r, "/v1/runs/"+url.PathEscape(id)+"/reconcile", body); !res.ok() {
+		back(w, r, to, "error", "reconcile "+body.Call+": "+res.message())
+		return
+	}
+	back(w, r, to, "notice", "call "+body.Call+" reconciled")
+}
+
+func (c *Console) workspace(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	to := "/runs/" + url.PathEscape(id)
+	op := r.PostFormValue("op")
+	if op != "grant" && op != "revoke" {
+		back(w, r, to, "error", fmt.Sprintf("op %q: want grant or revoke", op))
+		return
+	}
+	path := strings.TrimSpace(r.PostFormValue("path"))
+	if res := c.post(r, "/v1/runs/"+url.PathEscape(id)+"/workspace/"+op, api.Root{Path: path}); !res.ok() {
+		back(w, r, to, "error", op+" "+path+": "+res.message())
+		return
+	}
+	back(w, r, to, "notice", op+" "+path+": done")
+}
+
+// answer approves or rejects a request, from the inbox or a run page.
+func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
+	id, call := r.PathValue("id"), r.PathValue("call")
+	to := r.PostFormValue("back")
+	if to != "/approvals" {
+		to = "/runs/" + url.PathEscape(id)
+	}
+	op := r.PostFormValue("op")
+	if op != "approve" && op != "reject" {
+		back(w, r, to, "error", fmt.Sprintf("op %q: want approve or reject", op))
+		return
+	}
+	body := api.Answer{Credential: api.Credential{Name: strings.TrimSpace(r.PostFormValue("approver")), Secret: r.PostFormValue("secret")}, Reason: r.PostFormValue("reason")}
+	if body.Credential.Name == "" || body.Credential.Secret == "" {
+		back(w, r, to, "error", op+" "+call+": give the approver's name and secret")
+		return
+	}
+	res := c.post(r, fmt.Sprintf("/v1/runs/%s/approvals/%s/%s", url.PathEscape(id), url.PathEscape(call), op), body)
+	if !res.ok() {
+		msg := res.message()
+		switch res.problem().Type {
+		case api.TypeExpired:
+			msg = "this request expired before the answer: the run was told it lapsed (" + msg + ")"
+		case api.TypeRefused:
+			msg = "this request was already answered elsewhere, or no longer waits (" + msg + ")"
+		}
+		back(w, r, to, "error", op+" "+call+": "+msg)
+		return
+	}
+	verb := "approved"
+	if op == "reject" {
+		verb = "rejected"
+	}
+	back(w, r, to, "notice", call+" "+verb)
+}
+
+func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request) {
+	var ap api.ApprovalPage
+	q := url.Values{"limit": {"100"}}
+	if a := r.FormValue("after"); a != "" {
+		q.Set("after", a)
+	}
+	if res := c.get(r, "/v1/approvals?"+q.Encode(), &ap); !res.ok() {
+		c.refused(w, r, res)
+		return
+	}
+	c.render(w, r, http.StatusOK, "approvals", page{Title: "Approvals", Nav: "approvals", Data: ap, Error: r.FormValue("error"), Notice: r.FormValue("notice")})
+}
+
+func (c *Console) agentsPage(w http.ResponseWriter, r *http.Request) {
+	var ags api.Agents
+	if res := c.get(r, "/v1/agents", &ags); !res.ok() {
+		c.refused(w, r, res)
+		return
+	}
+	c.render(w, r, http.StatusOK, "agents", page{Title: "Agents", Nav: "agents", Data: ags})
+}
+
+// entryView is one journal entry made readable.
+type entryView struct {
+	Pos     int64
+	Kind    string
+	At      time.Time
+	Class   string
+	Title   string
+	Text    string
+	Calls   []model.ToolCall
+	Fields  []field
+	Details string // long text shown folded
+}
+
+type field struct{ Label, Value string }
+
+func views(es []api.Entry) []entryView {
+	out := make([]entryView, 0, len(es))
+	for _, e := range es {
+		out = append(out, view(e))
+	}
+	return out
+}
+
+// maxShown bounds the text of one entry on a page; the rest is cut.
+const maxShown = 16 << 10
+
+func cut(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	return s[:maxShown] + fmt.Sprintf("\n… (%d more bytes: read the journal through the API)", len(s)-maxShown)
+}
+
+func view(e api.Entry) entryView {
+	v := entryView{Pos: e.Pos, Kind: e.Kind, At: e.At, Class: "k-" + strings.ReplaceAll(e.Kind, ".", "-"), Title: e.Kind}
+	add := func(label, value string) {
+		if value != "" {
+			v.Fields = append(v.Fields, field{label, cut(value)})
+		}
+	}
+	switch e.Kind {
+	case hitchtype.KindRunStarted:
+		var d hitchtype.RunStarted
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = fmt.Sprintf("started: %s v%d", d.Agent, d.Version)
+		v.Text = cut(d.Input)
+		add("instructions", d.Instructions)
+	case hitchtype.KindModelReply:
+		var d hitchtype.ModelReply
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = fmt.Sprintf("model reply, turn %d", d.Turn)
+		v.Text = cut(d.Reply.Text)
+		v.Calls = d.Reply.ToolCalls
+		for i := range v.Calls {
+			v.Calls[i].Arguments = cut(prettyJSON(v.Calls[i].Arguments))
+		}
+		if u := d.Reply.Usage; u != nil {
+			add("usage", fmt.Sprintf("in %s, out %s", funcs["tokens"].(func(*int64) string)(u.InputTokens), funcs["tokens"].(func(*int64) string)(u.OutputTokens)))
+		} else {
+			add("usage", "not reported")
+		}
+	case hitchtype.KindModelAttempt:
+		var d hitchtype.ModelAttempt
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = fmt.Sprintf("model call, turn %d attempt %d", d.Turn, d.Attempt)
+		add("purpose", d.Purpose)
+	case hitchtype.KindModelFailed:
+		var d hitchtype.ModelFailed
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = fmt.Sprintf("model failed, attempt %d", d.Attempt)
+		v.Text = cut(d.Message)
+	case hitchtype.KindCallDecided:
+		var d hitchtype.CallDecided
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = fmt.Sprintf("policy: %s %s", d.Call, d.Verdict)
+		add("reason", d.Reason)
+		add("requirement", d.Requirement)
+		if d.ExpiresAt != nil {
+			add("expires", d.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+	case hitchtype.KindCallStarted:
+		var d hitchtype.CallStarted
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = fmt.Sprintf("call %s started (attempt %d)", d.Call, d.Attempt)
+	case hitchtype.KindCallSettled:
+		var d hitchtype.CallSettled
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = "result of " + d.Call
+		v.Details = cut(d.Output)
+	case hitchtype.KindCallFailed, hitchtype.KindCallRejected:
+		var d hitchtype.CallFailed
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = fmt.Sprintf("call %s %s", d.Call, strings.TrimPrefix(e.Kind, "call."))
+		v.Text = cut(d.Error)
+	case hitchtype.KindCallUncertain:
+		var d hitchtype.CallUncertain
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = "call " + d.Call + " uncertain"
+		v.Text = cut(d.Reason)
+	case hitchtype.KindCallReconcile:
+		var d hitchtype.CallReconciled
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = "call " + d.Call + " reconciled"
+		if d.Unconfirmed {
+			v.Text = "unconfirmed"
+		} else {
+			v.Details = cut(d.Output)
+		}
+		add("by", d.By)
+	case hitchtype.KindApprovalGrant, hitchtype.KindApprovalDeny:
+		var d hitchtype.ApprovalAnswer
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = fmt.Sprintf("approval of %s %s", d.Call, strings.TrimPrefix(e.Kind, "approval."))
+		add("by", d.By)
+		add("reason", d.Reason)
+	case hitchtype.KindApprovalLapse:
+		var d hitchtype.ApprovalExpired
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = "approval of " + d.Call + " expired"
+	case hitchtype.KindRootGranted, hitchtype.KindRootRevoked:
+		var d hitchtype.RootChanged
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = strings.Replace(e.Kind, ".", " ", 1) + " " + d.Path
+		add("by", d.By)
+	case hitchtype.KindRunWaiting:
+		var d hitchtype.RunWaiting
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = "waiting: " + d.Reason
+		add("calls", strings.Join(d.Calls, ", "))
+	case hitchtype.KindRunEnded:
+		var d hitchtype.Outcome
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = "ended: " + string(d.Status)
+		v.Text = cut(d.Answer)
+		add("reason", d.Reason)
+		add("error", d.Error)
+		add("uncertain", strings.Join(d.Uncertain, ", "))
+	case hitchtype.KindContext:
+		var d hitchtype.Context
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = "context"
+		add("tools", strings.Join(d.Tools, ", "))
+		v.Details = cut(d.Instructions)
+	default:
+		v.Details = cut(prettyJSON(string(e.Data)))
+	}
+	return v
+}

@@ -1,0 +1,107 @@
+// hitch console: the little the pages need beyond HTML. Timestamps in the
+// viewer's zone, approval deadlines counting down, a run's transcript
+// followed live (server-sent events carry each entry already rendered),
+// and older entries loaded on demand. No library, no build step.
+
+const fmt = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+
+function localTimes(root) {
+  for (const t of root.querySelectorAll("time[datetime]:not([data-local])")) {
+    const d = new Date(t.getAttribute("datetime"));
+    if (isNaN(d)) continue;
+    t.title = t.textContent;
+    t.textContent = fmt.format(d);
+    t.dataset.local = "1";
+  }
+}
+
+function countdowns() {
+  const now = Date.now();
+  for (const t of document.querySelectorAll("time[data-countdown]")) {
+    const left = Math.round((new Date(t.getAttribute("datetime")) - now) / 1000);
+    let s = "expired";
+    if (left > 0) {
+      const h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), sec = left % 60;
+      s = (h ? h + "h " : "") + (h || m ? m + "m " : "") + sec + "s left";
+    }
+    let span = t.nextElementSibling;
+    if (!span || !span.classList.contains("left")) {
+      span = document.createElement("span");
+      span.className = "left hint";
+      t.after(" ", span);
+    }
+    span.textContent = "(" + s + ")";
+  }
+}
+
+// refreshPanels replaces the run's summary and actions with the page as
+// it now stands, after the run parks or ends.
+async function refreshPanels() {
+  const res = await fetch(location.pathname, { credentials: "same-origin" });
+  if (!res.ok) return;
+  const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+  for (const id of ["summary", "actions"]) {
+    const fresh = doc.getElementById(id), cur = document.getElementById(id);
+    if (fresh && cur) cur.replaceWith(fresh);
+  }
+  localTimes(document);
+  countdowns();
+}
+
+function follow(list) {
+  const run = document.getElementById("summary").dataset.run;
+  const status = document.getElementById("live");
+  const es = new EventSource("/runs/" + encodeURIComponent(run) + "/live?after=" + list.dataset.last);
+  es.addEventListener("entry", (ev) => {
+    const pos = Number(ev.lastEventId);
+    if (pos <= Number(list.dataset.last)) return;
+    const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+    list.insertAdjacentHTML("beforeend", ev.data);
+    list.dataset.last = String(pos);
+    localTimes(list.lastElementChild.parentNode);
+    if (atBottom) window.scrollTo(0, document.body.scrollHeight);
+    const kind = list.lastElementChild.className;
+    if (kind.includes("k-run-waiting") || kind.includes("k-call-reconciled") || kind.includes("k-approval-")) refreshPanels();
+  });
+  es.addEventListener("end", () => {
+    es.close();
+    status.textContent = "The run has ended.";
+    document.body.dataset.ended = "1";
+    refreshPanels();
+  });
+  es.addEventListener("failed", (ev) => {
+    es.close();
+    status.textContent = "The live transcript stopped: " + ev.data + ". Reload to resume.";
+  });
+  es.onerror = () => { status.textContent = "Reconnecting…"; };
+  es.onopen = () => { status.textContent = "Following the run live…"; };
+}
+
+function older(btn) {
+  btn.addEventListener("click", async () => {
+    const run = document.getElementById("summary").dataset.run;
+    btn.disabled = true;
+    const res = await fetch("/runs/" + encodeURIComponent(run) + "/older?before=" + btn.dataset.before, { credentials: "same-origin" });
+    btn.disabled = false;
+    if (!res.ok) { btn.textContent = "Could not load older entries: " + res.status; return; }
+    const list = document.getElementById("entries");
+    const first = list.firstElementChild;
+    const y = first ? first.getBoundingClientRect().top : 0;
+    list.insertAdjacentHTML("afterbegin", await res.text());
+    localTimes(list);
+    if (first) window.scrollBy(0, first.getBoundingClientRect().top - y);
+    const from = Number(res.headers.get("X-First"));
+    if (from <= 1) { btn.remove(); return; }
+    btn.dataset.before = String(from);
+    btn.textContent = "Load older entries (before #" + from + ")";
+  });
+}
+
+localTimes(document);
+countdowns();
+setInterval(countdowns, 1000);
+const list = document.getElementById("entries");
+if (list && list.dataset.live === "1") follow(list);
+const btn = document.getElementById("older");
+if (btn) older(btn);
+document.documentElement.dataset.ready = "1";

@@ -1,0 +1,444 @@
+// Package web is the console: server-rendered pages over the HTTP API,
+// embedded in the binary and mounted at / by hitch serve. It holds no
+// second copy of the API's rules: every page reads and acts through the
+// API's own handlers, in process, with the signed-in token, so the
+// server's authentication, roles and tenant checks decide what a page
+// shows. See docs/console.md.
+package web
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hitch-dev/hitch/api"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Cookie names.
+const (
+	sessionCookie = "hitch_session"
+	preCookie     = "hitch_pre" // the sign-in form's anti-forgery pair
+	csrfField     = "csrf"
+)
+
+// JournalPage is how many journal entries a run page shows at first and
+// each "older" load adds.
+const JournalPage = 200
+
+// Config configures a Console.
+type Config struct {
+	// API serves /v1 with bearer-token authentication. Required.
+	API http.Handler
+	// SessionMaxAge bounds a sign-in; default 12 hours.
+	SessionMaxAge time.Duration
+}
+
+// Console serves the pages.
+type Console struct {
+	api    http.Handler
+	maxAge time.Duration
+	key    []byte // signs the anti-forgery tokens
+	mux    *http.ServeMux
+	tmpl   map[string]*template.Template
+}
+
+// Mount returns a handler that serves the API under /v1, /healthz and
+// /readyz, and the console everywhere else.
+func Mount(apiHandler http.Handler, cfg Config) (http.Handler, error) {
+	cfg.API = apiHandler
+	c, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", apiHandler)
+	mux.Handle("/healthz", apiHandler)
+	mux.Handle("/readyz", apiHandler)
+	mux.Handle("/", c)
+	return mux, nil
+}
+
+// New returns a console over the API handler.
+func New(cfg Config) (*Console, error) {
+	if cfg.API == nil {
+		return nil, errors.New("new console: Config.API is required")
+	}
+	if cfg.SessionMaxAge <= 0 {
+		cfg.SessionMaxAge = 12 * time.Hour
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("new console: %w", err)
+	}
+	c := &Console{api: cfg.API, maxAge: cfg.SessionMaxAge, key: key, mux: http.NewServeMux(), tmpl: map[string]*template.Template{}}
+	for _, page := range []string{"signin", "runs", "run", "approvals", "agents", "error", "entries"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/entry.html", "templates/"+page+".html")
+		if err != nil {
+			return nil, fmt.Errorf("new console: parse %s: %w", page, err)
+		}
+		c.tmpl[page] = t
+	}
+	static, _ := fs.Sub(staticFS, "static")
+	c.mux.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
+	c.mux.HandleFunc("GET /signin", c.signinPage)
+	c.mux.HandleFunc("POST /signin", c.signin)
+	c.mux.HandleFunc("POST /signout", c.signed(c.signout))
+	c.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/runs", http.StatusSeeOther) })
+	c.mux.HandleFunc("GET /runs", c.signed(c.runsPage))
+	c.mux.HandleFunc("GET /runs/{id}", c.signed(c.runPage))
+	c.mux.HandleFunc("GET /runs/{id}/older", c.signed(c.olderEntries))
+	c.mux.HandleFunc("GET /runs/{id}/live", c.signed(c.live))
+	c.mux.HandleFunc("POST /runs/{id}/cancel", c.signed(c.cancel))
+	c.mux.HandleFunc("POST /runs/{id}/reconcile", c.signed(c.reconcile))
+	c.mux.HandleFunc("POST /runs/{id}/workspace", c.signed(c.workspace))
+	c.mux.HandleFunc("POST /runs/{id}/approvals/{call}", c.signed(c.answer))
+	c.mux.HandleFunc("GET /approvals", c.signed(c.approvalsPage))
+	c.mux.HandleFunc("GET /agents", c.signed(c.agentsPage))
+	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		c.render(w, r, http.StatusNotFound, "error", page{Title: "Not found", Error: "there is no page " + r.URL.Path})
+	})
+	return c, nil
+}
+
+func cacheStatic(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ServeHTTP serves the console.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	c.mux.ServeHTTP(w, r)
+}
+
+// session is a signed-in viewer.
+type session struct {
+	token  string // empty: the server's implicit local principal
+	cookie string // the session cookie's value, which the CSRF token is bound to
+	csrf   string
+}
+
+// csrfFor returns the anti-forgery token bound to a cookie value.
+func (c *Console) csrfFor(purpose, value string) string {
+	m := hmac.New(sha256.New, c.key)
+	m.Write([]byte(purpose + "\x00" + value))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (c *Console) sessionOf(r *http.Request) (session, bool) {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil || !strings.HasPrefix(ck.Value, "t.") {
+		return session{}, false
+	}
+	tok, err := base64.RawURLEncoding.DecodeString(ck.Value[2:])
+	if err != nil {
+		return session{}, false
+	}
+	return session{token: string(tok), cookie: ck.Value, csrf: c.csrfFor("session", ck.Value)}, true
+}
+
+type sessionKey struct{}
+
+func sessionFrom(ctx context.Context) session { s, _ := ctx.Value(sessionKey{}).(session); return s }
+
+// signed wraps a handler that needs a sign-in; every POST must carry the
+// session's anti-forgery token.
+func (c *Console) signed(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, ok := c.sessionOf(r)
+		if !ok {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			c.render(w, r, http.StatusUnauthorized, "error", page{Title: "Signed out", Error: "you are not signed in: sign in and try again"})
+			return
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+			if err := r.ParseForm(); err != nil {
+				c.render(w, r, http.StatusBadRequest, "error", page{Title: "Bad form", Error: "read form: " + err.Error()})
+				return
+			}
+			if !hmac.Equal([]byte(r.PostFormValue(csrfField)), []byte(s.csrf)) {
+				c.render(w, r, http.StatusForbidden, "error", page{Title: "Refused", Error: "the form's anti-forgery token is missing or stale: reload the page and try again"})
+				return
+			}
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+	}
+}
+
+// setCookie sets a cookie with the console's flags: HttpOnly,
+// SameSite=Strict, Secure when the request came over TLS.
+func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge time.Duration) {
+	ck := &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+	if maxAge < 0 {
+		ck.MaxAge = -1
+	} else if maxAge > 0 {
+		ck.MaxAge = int(maxAge / time.Second)
+	}
+	http.SetCookie(w, ck)
+}
+
+func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
+	c.signinForm(w, r, http.StatusOK, "")
+}
+
+func (c *Console) signinForm(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	pre := make([]byte, 18)
+	_, _ = rand.Read(pre)
+	v := base64.RawURLEncoding.EncodeToString(pre)
+	setCookie(w, r, preCookie, v, 30*time.Minute)
+	next := r.FormValue("next")
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		next = "/runs"
+	}
+	c.render(w, r, status, "signin", page{Title: "Sign in", Error: msg, CSRF: c.csrfFor("signin", v), Data: next})
+}
+
+func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		c.signinForm(w, r, http.StatusBadRequest, "read form: "+err.Error())
+		return
+	}
+	pre, err := r.Cookie(preCookie)
+	if err != nil || !hmac.Equal([]byte(r.PostFormValue(csrfField)), []byte(c.csrfFor("signin", pre.Value))) {
+		c.signinForm(w, r, http.StatusForbidden, "the sign-in form is stale: try again")
+		return
+	}
+	tok := strings.TrimSpace(r.PostFormValue("token"))
+	res := c.call(r.Context(), tok, http.MethodGet, "/v1/agents", nil)
+	if res.status == http.StatusUnauthorized || (tok == "" && res.status != http.StatusOK) {
+		c.signinForm(w, r, http.StatusUnauthorized, "that token is not accepted by this server")
+		return
+	}
+	if res.status != http.StatusOK {
+		c.signinForm(w, r, res.status, res.message())
+		return
+	}
+	setCookie(w, r, preCookie, "", -1)
+	setCookie(w, r, sessionCookie, "t."+base64.RawURLEncoding.EncodeToString([]byte(tok)), c.maxAge)
+	next := r.PostFormValue("next")
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		next = "/runs"
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) signout(w http.ResponseWriter, r *http.Request) {
+	setCookie(w, r, sessionCookie, "", -1)
+	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+}
+
+// result is the API's answer to an in-process call.
+type result struct {
+	status int
+	body   []byte
+}
+
+func (res result) ok() bool { return res.status >= 200 && res.status < 300 }
+
+// problem decodes a refusal.
+func (res result) problem() api.Problem {
+	var p api.Problem
+	_ = json.Unmarshal(res.body, &p)
+	return p
+}
+
+// message is a refusal in words.
+func (res result) message() string {
+	p := res.problem()
+	if p.Detail != "" {
+		return p.Detail
+	}
+	if p.Title != "" {
+		return p.Title
+	}
+	return fmt.Sprintf("the server answered %d", res.status)
+}
+
+func (res result) decode(v any) error {
+	if err := json.Unmarshal(res.body, v); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	return nil
+}
+
+// recorder is the ResponseWriter of an in-process call.
+type recorder struct {
+	h      http.Header
+	status int
+	buf    bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.h }
+func (r *recorder) WriteHeader(s int) {
+	if r.status == 0 {
+		r.status = s
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.buf.Write(b)
+}
+
+// call asks the API, in process, as the token's holder.
+func (c *Console) call(ctx context.Context, token, method, path string, body any) result {
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, path, rd)
+	if err != nil {
+		return result{status: http.StatusBadRequest, body: []byte(`{"detail":"bad request"}`)}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.RemoteAddr = "127.0.0.1:0"
+	rec := &recorder{h: http.Header{}}
+	c.api.ServeHTTP(rec, req)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return result{status: rec.status, body: rec.buf.Bytes()}
+}
+
+// get calls the API as the request's session.
+func (c *Console) get(r *http.Request, path string, v any) result {
+	res := c.call(r.Context(), sessionFrom(r.Context()).token, http.MethodGet, path, nil)
+	if res.ok() && v != nil {
+		if err := res.decode(v); err != nil {
+			return result{status: http.StatusInternalServerError, body: []byte(`{"detail":"` + err.Error() + `"}`)}
+		}
+	}
+	return res
+}
+
+func (c *Console) post(r *http.Request, path string, body any) result {
+	return c.call(r.Context(), sessionFrom(r.Context()).token, http.MethodPost, path, body)
+}
+
+// refused renders an API refusal; a token the server no longer accepts
+// goes back to the sign-in.
+func (c *Console) refused(w http.ResponseWriter, r *http.Request, res result) {
+	if res.status == http.StatusUnauthorized {
+		setCookie(w, r, sessionCookie, "", -1)
+		http.Redirect(w, r, "/signin", http.StatusSeeOther)
+		return
+	}
+	title := http.StatusText(res.status)
+	c.render(w, r, res.status, "error", page{Title: title, Error: res.message()})
+}
+
+// page is what every template gets.
+type page struct {
+	Title    string
+	Nav      string
+	Error    string
+	Notice   string
+	CSRF     string
+	SignedIn bool
+	Data     any
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	if s, ok := c.sessionOf(r); ok {
+		p.SignedIn = true
+		if p.CSRF == "" {
+			p.CSRF = s.csrf
+		}
+	}
+	var buf bytes.Buffer
+	if err := c.tmpl[name].Execute(&buf, p); err != nil {
+		http.Error(w, "render "+name+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// back redirects after a POST, to the page the form came from, with a
+// notice or an error in the query.
+func back(w http.ResponseWriter, r *http.Request, to, key, msg string) {
+	u := to
+	if msg != "" {
+		sep := "?"
+		if strings.Contains(u, "?") {
+			sep = "&"
+		}
+		u += sep + key + "=" + url.QueryEscape(msg)
+	}
+	http.Redirect(w, r, u, http.StatusSeeOther)
+}
+
+// sseScanner reads the events of an API stream.
+type sseEvent struct {
+	id, event, data string
+}
+
+func readSSE(r io.Reader, each func(sseEvent) bool) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	var ev sseEvent
+	var data []string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if ev.event != "" || len(data) > 0 {
+				ev.data = strings.Join(data, "\n")
+				if !each(ev) {
+					return
+				}
+			}
+			ev, data = sseEvent{}, nil
+		case strings.HasPrefix(line, ":"):
+			if line == ": heartbeat" && !each(sseEvent{}) {
+				return
+			}
+		case strings.HasPrefix(line, "id: "):
+			ev.id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			ev.event = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			data = append(data, line[6:])
+		}
+	}
+}
