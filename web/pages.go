@@ -140,7 +140,6 @@ type runData struct {
 	Last      int64
 	Older     bool
 	Family    []familyRow
-	Roots     *api.Roots
 	Uncertain []string
 	Approvals []api.Approval
 	Waiting   string
@@ -201,10 +200,6 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	var fam api.RunPage
 	if res := c.get(r, "/v1/runs?root_id="+url.QueryEscape(d.Run.RootID)+"&limit=1000", &fam); res.ok() && len(fam.Runs) > 1 {
 		d.Family = familyTree(fam.Runs, d.Run.ID)
-	}
-	var roots api.Roots
-	if res := c.get(r, "/v1/runs/"+esc+"/workspace", &roots); res.ok() {
-		d.Roots = &roots
 	}
 	p := page{Title: "Run " + d.Run.ID, Nav: "runs", Data: d, Error: r.FormValue("error"), Notice: r.FormValue("notice")}
 	c.render(w, r, http.StatusOK, "run", p)
@@ -296,9 +291,30 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 	back(w, r, to, "notice", "call "+body.Call+" reconciled")
 }
 
+// workspacePage shows a run's granted roots, with grant and revoke. It is
+// a page of its own: listing the roots reads the run's whole journal.
+func (c *Console) workspacePage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var d struct {
+		Run   api.Run
+		Roots []string
+	}
+	if res := c.get(r, "/v1/runs/"+url.PathEscape(id), &d.Run); !res.ok() {
+		c.refused(w, r, res)
+		return
+	}
+	var roots api.Roots
+	if res := c.get(r, "/v1/runs/"+url.PathEscape(id)+"/workspace", &roots); !res.ok() {
+		c.refused(w, r, res)
+		return
+	}
+	d.Roots = roots.Roots
+	c.render(w, r, http.StatusOK, "workspace", page{Title: "Workspace of " + id, Nav: "runs", Data: d, Error: r.FormValue("error"), Notice: r.FormValue("notice")})
+}
+
 func (c *Console) workspace(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	to := "/runs/" + url.PathEscape(id)
+	to := "/runs/" + url.PathEscape(id) + "/workspace"
 	op := r.PostFormValue("op")
 	if op != "grant" && op != "revoke" {
 		back(w, r, to, "error", fmt.Sprintf("op %q: want grant or revoke", op))

@@ -92,7 +92,7 @@ func New(cfg Config) (*Console, error) {
 		return nil, fmt.Errorf("new console: %w", err)
 	}
 	c := &Console{api: cfg.API, maxAge: cfg.SessionMaxAge, key: key, mux: http.NewServeMux(), tmpl: map[string]*template.Template{}}
-	for _, page := range []string{"signin", "runs", "run", "approvals", "agents", "error", "entries"} {
+	for _, page := range []string{"signin", "runs", "run", "approvals", "agents", "error", "entries", "workspace"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/entry.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("new console: parse %s: %w", page, err)
@@ -111,6 +111,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET /runs/{id}/live", c.signed(c.live))
 	c.mux.HandleFunc("POST /runs/{id}/cancel", c.signed(c.cancel))
 	c.mux.HandleFunc("POST /runs/{id}/reconcile", c.signed(c.reconcile))
+	c.mux.HandleFunc("GET /runs/{id}/workspace", c.signed(c.workspacePage))
 	c.mux.HandleFunc("POST /runs/{id}/workspace", c.signed(c.workspace))
 	c.mux.HandleFunc("POST /runs/{id}/approvals/{call}", c.signed(c.answer))
 	c.mux.HandleFunc("GET /approvals", c.signed(c.approvalsPage))
