@@ -89,7 +89,7 @@ agents:
   - {name: shaky, model: shaky, policy: allow_all, tools: [bash], workspace: ws}
   - {name: boss, model: boss, policy: allow_all, sub_agents: [kid]}
   - {name: kid, model: kid, policy: allow_all}
-  - {name: big, model: big, policy: allow_all, tools: [glob], workspace: ws, limits: {model_attempts: 650}}
+  - {name: big, model: big, policy: allow_all, tools: [glob], workspace: ws, limits: {model_attempts: 660}}
 server:
   tokens:
     - {name: admin, role: admin, env: T_ADMIN}

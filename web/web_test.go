@@ -1,0 +1,218 @@
+package web_test
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/server"
+	"github.com/hitch-dev/hitch/store/sqlite"
+)
+
+// newServer is a real server (runtime, SQLite store, API and console) in
+// process, without a browser: for the console's cookie and form checks.
+func newServer(t *testing.T) http.Handler {
+	t.Helper()
+	ctx := context.Background()
+	agent, err := hitch.Build(hitch.Spec{
+		Name:   "quick",
+		Model:  scripted.New("quick", scripted.Script{Turns: []scripted.Turn{{Text: "done"}}}),
+		Policy: policy.Rules{{Tools: []string{"*"}, Verdict: policy.Allow}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{agent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Runtime: rt, Store: st, Agents: []*hitch.Agent{agent}, Tokens: []server.Token{
+		{Name: "op", Tenant: "default", Role: api.RoleOperator, Hash: server.HashToken(tokAdmin)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Stop()
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = rt.Close(cctx)
+		_ = st.Close()
+	})
+	return srv
+}
+
+var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+type browserless struct {
+	t    *testing.T
+	h    http.Handler
+	tls  bool
+	jar  map[string]*http.Cookie
+	last *http.Response
+}
+
+func (b *browserless) do(method, path string, form url.Values) (*http.Response, string) {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req := httptest.NewRequest(method, path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if b.tls {
+		req.TLS = &tls.ConnectionState{}
+	}
+	for _, c := range b.jar {
+		req.AddCookie(c)
+	}
+	rec := httptest.NewRecorder()
+	b.h.ServeHTTP(rec, req)
+	res := rec.Result()
+	for _, c := range res.Cookies() {
+		if c.MaxAge < 0 {
+			delete(b.jar, c.Name)
+		} else {
+			b.jar[c.Name] = c
+		}
+	}
+	b.last = res
+	return res, rec.Body.String()
+}
+
+func (b *browserless) signIn(token string) *http.Response {
+	b.t.Helper()
+	_, page := b.do("GET", "/signin", nil)
+	m := csrfInput.FindStringSubmatch(page)
+	if m == nil {
+		b.t.Fatalf("sign-in page has no csrf field:\n%s", page)
+	}
+	res, _ := b.do("POST", "/signin", url.Values{"csrf": {m[1]}, "token": {token}})
+	return res
+}
+
+func cookie(res *http.Response, name string) *http.Cookie {
+	for _, c := range res.Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func TestConsoleCookieFlags(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // runs after the server's cleanup
+	h := newServer(t)
+	for _, overTLS := range []bool{false, true} {
+		b := &browserless{t: t, h: h, tls: overTLS, jar: map[string]*http.Cookie{}}
+		res := b.signIn(tokAdmin)
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/runs" {
+			t.Fatalf("sign in: %d to %q", res.StatusCode, res.Header.Get("Location"))
+		}
+		c := cookie(res, "hitch_session")
+		if c == nil {
+			t.Fatal("sign in set no session cookie")
+		}
+		if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure != overTLS || c.Path != "/" || c.MaxAge <= 0 {
+			t.Fatalf("over TLS %v: session cookie %+v: want HttpOnly, SameSite=Strict, Secure only over TLS, Path /, a Max-Age", overTLS, c)
+		}
+		if res, page := b.do("GET", "/runs", nil); res.StatusCode != http.StatusOK || !strings.Contains(page, "No runs yet") {
+			t.Fatalf("runs after sign-in: %d\n%s", res.StatusCode, page)
+		}
+		if csp := b.last.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+			t.Fatalf("Content-Security-Policy %q", csp)
+		}
+	}
+}
+
+func TestConsoleWrongTokenRefused(t *testing.T) {
+	b := &browserless{t: t, h: newServer(t), jar: map[string]*http.Cookie{}}
+	res := b.signIn("not-a-token")
+	if res.StatusCode != http.StatusUnauthorized || cookie(res, "hitch_session") != nil {
+		t.Fatalf("a wrong token: %d, cookies %v", res.StatusCode, res.Cookies())
+	}
+	if res, _ := b.do("GET", "/runs", nil); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/signin") {
+		t.Fatalf("runs without a sign-in: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	// The API itself still wants its bearer token: the console's cookie
+	// opens no /v1 route.
+	b2 := &browserless{t: t, h: b.h, jar: map[string]*http.Cookie{}}
+	b2.signIn(tokAdmin)
+	if res, _ := b2.do("GET", "/v1/runs", nil); res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/v1/runs with the console's cookie and no bearer token: %d", res.StatusCode)
+	}
+}
+
+func TestConsoleCSRF(t *testing.T) {
+	h := newServer(t)
+	b := &browserless{t: t, h: h, jar: map[string]*http.Cookie{}}
+	b.signIn(tokAdmin)
+	_, page := b.do("GET", "/runs", nil)
+	m := csrfInput.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("runs page has no csrf field:\n%s", page)
+	}
+	good := m[1]
+
+	// Every POST without the session's token is refused, and changes
+	// nothing: the session survives a forged sign-out.
+	for _, tc := range []struct{ name, csrf string }{{"missing", ""}, {"wrong", "AAAA" + good[4:]}, {"of the sign-in form", ""}} {
+		form := url.Values{}
+		if tc.csrf != "" {
+			form.Set("csrf", tc.csrf)
+		}
+		for _, path := range []string{"/signout", "/runs/r1/cancel", "/runs/r1/reconcile", "/runs/r1/workspace", "/runs/r1/approvals/c1"} {
+			res, body := b.do("POST", path, form)
+			if res.StatusCode != http.StatusForbidden || !strings.Contains(body, "anti-forgery") {
+				t.Fatalf("POST %s with a %s csrf token: %d\n%s", path, tc.name, res.StatusCode, body)
+			}
+		}
+	}
+	if res, _ := b.do("GET", "/runs", nil); res.StatusCode != http.StatusOK {
+		t.Fatalf("session lost after forged posts: %d", res.StatusCode)
+	}
+
+	// Another session's token does not fit this one.
+	other := &browserless{t: t, h: h, jar: map[string]*http.Cookie{}}
+	other.signIn(tokAdmin)
+	other.jar["hitch_session"].Value += "x" // a different cookie value: another session
+	if res, _ := other.do("POST", "/signout", url.Values{"csrf": {good}}); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("a token of another session: %d", res.StatusCode)
+	}
+
+	// A sign-in form posted without its pre-session cookie is refused.
+	fresh := &browserless{t: t, h: h, jar: map[string]*http.Cookie{}}
+	if res, _ := fresh.do("POST", "/signin", url.Values{"csrf": {good}, "token": {tokAdmin}}); res.StatusCode != http.StatusForbidden || cookie(res, "hitch_session") != nil {
+		t.Fatalf("a forged sign-in: %d", res.StatusCode)
+	}
+
+	// With the right token the post goes through to the API.
+	if res, _ := b.do("POST", "/runs/nope/cancel", url.Values{"csrf": {good}}); res.StatusCode != http.StatusSeeOther ||
+		!strings.Contains(res.Header.Get("Location"), "error=cancel") {
+		t.Fatalf("cancel of an unknown run: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res, _ := b.do("POST", "/signout", url.Values{"csrf": {good}}); res.StatusCode != http.StatusSeeOther || b.jar["hitch_session"] != nil {
+		t.Fatalf("sign out: %d, cookie %v", res.StatusCode, b.jar["hitch_session"])
+	}
+}
