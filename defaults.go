@@ -134,6 +134,11 @@ var Defaults = []Default{
 	{"retention: families (and expired session keys) per prune transaction", "Config.PruneBatch (hitch prune --batch)", "100", "1–1000"},
 	{"retention: prune transactions per pass of the leader", "MaxPruneBatches", "10", "fixed"},
 	{"SQLite: free pages given back to the file system per prune", "incremental_vacuum", "1024 (4 MiB)", "fixed; new files only (docs/retention.md)"},
+	{"console: journal entries a run page shows, and each older load adds", "web.JournalPage", "200", "fixed"},
+	{"console: a sign-in lasts", "web.Config.SessionMaxAge", "12h", "more than 0"},
+	{"console: runs counted per status on the runs page", "web.CountCap", "1000", "fixed (more shows as 1000+)"},
+	{"console: text of one journal entry shown", "web.MaxShown", "16 KiB", "fixed (the API has it all)"},
+	{"console: a live transcript's browser must take a write within", "web.LiveWriteTimeout", "30s", "fixed"},
 }
 
 // DefaultsMarkdown renders Defaults as a markdown table.

@@ -18,6 +18,7 @@ import (
 	"github.com/hitch-dev/hitch/telemetry"
 	"github.com/hitch-dev/hitch/tool/builtin"
 	"github.com/hitch-dev/hitch/tool/mcp"
+	"github.com/hitch-dev/hitch/web"
 )
 
 var updateDefaults = flag.Bool("update-defaults", false, "rewrite the table in docs/defaults.md")
@@ -104,6 +105,11 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"MaxPruneBatches", itoa(hitch.MaxPruneBatches)},
 		{"Limits.PendingCallTimeout", strings.TrimSuffix(dur(l.PendingCallTimeout), "0m0s")},
 		{"hitchtype.MaxEventNameBytes / MaxWakeDataBytes", itoa(hitchtype.MaxEventNameBytes) + " B / " + itoa(hitchtype.MaxWakeDataBytes>>10) + " KiB"},
+		{"web.JournalPage", itoa(web.JournalPage)},
+		{"web.Config.SessionMaxAge", itoa(int(web.DefaultSessionMaxAge/time.Hour)) + "h"},
+		{"web.CountCap", itoa(web.CountCap)},
+		{"web.MaxShown", itoa(web.MaxShown>>10) + " KiB"},
+		{"web.LiveWriteTimeout", dur(web.LiveWriteTimeout)},
 	}
 	for _, c := range checks {
 		if got := row(c.setting); got != c.want {

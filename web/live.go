@@ -16,9 +16,6 @@ import (
 	"github.com/hitch-dev/hitch/api"
 )
 
-// liveWriteTimeout bounds one write to a browser's stream.
-const liveWriteTimeout = 30 * time.Second
-
 // pipeWriter is the ResponseWriter of an in-process event stream: the
 // API writes into a pipe the console reads.
 type pipeWriter struct {
@@ -94,7 +91,7 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	write := func(s string) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(liveWriteTimeout))
+		_ = rc.SetWriteDeadline(time.Now().Add(LiveWriteTimeout))
 		if _, err := io.WriteString(w, s); err != nil {
 			return false
 		}

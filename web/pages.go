@@ -19,9 +19,6 @@ import (
 // statuses are the run statuses, in the order the filter lists them.
 var statuses = []string{"queued", "running", "waiting", "completed", "failed", "cancelled", "answer_invalid", "budget_exhausted"}
 
-// countCap bounds the runs counted for each status on the runs page.
-const countCap = 1000
-
 var funcs = template.FuncMap{
 	"ts": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 	"tsText": func(t time.Time) string {
@@ -110,7 +107,7 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	d.Agents = ags.Agents
 	total, capped := 0, false
 	for _, st := range statuses {
-		cq := url.Values{"status": {st}, "limit": {strconv.Itoa(countCap)}}
+		cq := url.Values{"status": {st}, "limit": {strconv.Itoa(CountCap)}}
 		if d.Agent != "" {
 			cq.Set("agent", d.Agent)
 		}
@@ -120,7 +117,7 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		n := strconv.Itoa(len(cp.Runs))
-		if len(cp.Runs) >= countCap || cp.Next != "" {
+		if len(cp.Runs) >= CountCap || cp.Next != "" {
 			n, capped = n+"+", true
 		}
 		total += len(cp.Runs)
@@ -409,14 +406,11 @@ func views(es []api.Entry) []entryView {
 	return out
 }
 
-// maxShown bounds the text of one entry on a page; the rest is cut.
-const maxShown = 16 << 10
-
 func cut(s string) string {
-	if len(s) <= maxShown {
+	if len(s) <= MaxShown {
 		return s
 	}
-	return s[:maxShown] + fmt.Sprintf("\n… (%d more bytes: read the journal through the API)", len(s)-maxShown)
+	return s[:MaxShown] + fmt.Sprintf("\n… (%d more bytes: read the journal through the API)", len(s)-MaxShown)
 }
 
 func view(e api.Entry) entryView {

@@ -42,15 +42,27 @@ const (
 	csrfField     = "csrf"
 )
 
-// JournalPage is how many journal entries a run page shows at first and
-// each "older" load adds.
-const JournalPage = 200
+// Bounds of the console (rows of the defaults table, docs/defaults.md).
+const (
+	// JournalPage is how many journal entries a run page shows at first
+	// and each "older" load adds.
+	JournalPage = 200
+	// DefaultSessionMaxAge is how long a sign-in lasts.
+	DefaultSessionMaxAge = 12 * time.Hour
+	// CountCap bounds the runs counted for each status on the runs page;
+	// more show as "1000+".
+	CountCap = 1000
+	// MaxShown bounds the text of one journal entry on a page.
+	MaxShown = 16 << 10
+	// LiveWriteTimeout bounds one write to a browser's live transcript.
+	LiveWriteTimeout = 30 * time.Second
+)
 
 // Config configures a Console.
 type Config struct {
 	// API serves /v1 with bearer-token authentication. Required.
 	API http.Handler
-	// SessionMaxAge bounds a sign-in; default 12 hours.
+	// SessionMaxAge bounds a sign-in; default DefaultSessionMaxAge.
 	SessionMaxAge time.Duration
 }
 
@@ -85,7 +97,7 @@ func New(cfg Config) (*Console, error) {
 		return nil, errors.New("new console: Config.API is required")
 	}
 	if cfg.SessionMaxAge <= 0 {
-		cfg.SessionMaxAge = 12 * time.Hour
+		cfg.SessionMaxAge = DefaultSessionMaxAge
 	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
