@@ -409,12 +409,12 @@ func TestConsole(t *testing.T) {
 			t.Fatalf("opened with %d entries, ended with %d (journal has %d), last %q, status %q", first, last, r.Position, lastKind, status)
 		}
 		t.Logf("transcript grew live from %d to %d entries", first, last)
+		shot(t, ctx, "run")
 		do(t, ctx, "runs list", chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(css("table.runs")))
 		if listed := text(t, ctx, "table.runs"); !strings.Contains(listed, slowID) {
 			t.Fatalf("runs list lacks %s: %s", slowID, listed)
 		}
-		shot(t, ctx, "run")
-		do(t, ctx, "narrow", chromedp.EmulateViewport(360, 780))
+		do(t, ctx, "narrow", chromedp.EmulateViewport(360, 780), chromedp.Navigate(base+"/runs/"+slowID), chromedp.WaitVisible(chromedp.ID("entries")))
 		shot(t, ctx, "run-360")
 		do(t, ctx, "runs at 360", chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(css("table.runs")))
 		if w := get(t, ctx, "page width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 360 {
@@ -551,12 +551,15 @@ func TestConsoleLongJournal(t *testing.T) {
 	var best float64
 	for i := range 3 {
 		do(t, ctx, "open the run", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitReady(css(`html[data-ready="1"]`)))
-		ready := get(t, ctx, "ready", chromedp.Evaluate[float64](`performance.now()`))
+		// The page marks when its script has run over the rendered
+		// entries: the time from navigation to a page ready to use.
+		ready := get(t, ctx, "ready", chromedp.Evaluate[float64](`performance.getEntriesByName("hitch-ready")[0].startTime`))
+		served := get(t, ctx, "served", chromedp.Evaluate[float64](`performance.getEntriesByType("navigation")[0].responseEnd`))
 		n := count(t, ctx, "#entries > li")
 		if n == 0 || n > 1000 {
 			t.Fatalf("the page shows %d entries", n)
 		}
-		t.Logf("open %d: ready %.0f ms after navigation, %d entries shown", i+1, ready, n)
+		t.Logf("open %d: page received %.0f ms, ready %.0f ms after navigation, %d entries shown", i+1, served, ready, n)
 		if i == 0 || ready < best {
 			best = ready
 		}

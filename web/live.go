@@ -86,6 +86,9 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, res.message(), res.status)
 		return
 	}
+	// The stream outlives the server's read timeout; each write has its
+	// own deadline.
+	_ = rc.SetReadDeadline(time.Time{})
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")

@@ -104,4 +104,5 @@ const list = document.getElementById("entries");
 if (list && list.dataset.live === "1") follow(list);
 const btn = document.getElementById("older");
 if (btn) older(btn);
+performance.mark("hitch-ready");
 document.documentElement.dataset.ready = "1";
