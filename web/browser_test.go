@@ -64,7 +64,7 @@ func writeConfig(t testing.TB) string {
 	}
 	slow.WriteString("  - text: slow done\n")
 	var calls []string
-	for i := range 25 {
+	for i := range 100 {
 		calls = append(calls, fmt.Sprintf(`{name: glob, args: '{"pattern": "x%d"}'}`, i))
 	}
 	files := map[string]string{
@@ -89,7 +89,7 @@ agents:
   - {name: shaky, model: shaky, policy: allow_all, tools: [bash], workspace: ws}
   - {name: boss, model: boss, policy: allow_all, sub_agents: [kid]}
   - {name: kid, model: kid, policy: allow_all}
-  - {name: big, model: big, policy: allow_all, tools: [glob], workspace: ws, limits: {model_attempts: 660}}
+  - {name: big, model: big, policy: allow_all, tools: [glob], workspace: ws, limits: {model_attempts: 170, tool_concurrency: 16}}
 server:
   tokens:
     - {name: admin, role: admin, env: T_ADMIN}
@@ -257,7 +257,7 @@ func start(t testing.TB, base, agent, input string) string {
 // await long-polls the API until the run ends or parks.
 func await(t testing.TB, base, id string) api.Run {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) {
 		st, b := call(t, base, tokAdmin, "GET", "/v1/runs/"+id+"/wait?timeout=60", nil)
 		if st != http.StatusOK {
