@@ -103,6 +103,12 @@ type Config struct {
 	// PruneBatch bounds the families, and the expired session keys, one
 	// prune transaction deletes. Default 100; 1 to 1000.
 	PruneBatch int
+	// OnLeader, if set, sees who leads (see Lead) after Lead's first
+	// attempt and whenever that changes as this node sees it: Node while
+	// this node leads, another node's name, or "" when none is known (an
+	// attempt failed, or Lead stopped). It runs on the election's
+	// goroutine: keep it quick.
+	OnLeader func(leader string)
 	// Prices override or add model prices (USD per million tokens) to the
 	// built-in list, for budgets and reported costs.
 	Prices model.Prices
@@ -258,7 +264,7 @@ func Open(cfg Config) (*Runtime, error) {
 	if f := cfg.OnEvent; f != nil {
 		onError = func(err error) { f(Event{Err: fmt.Errorf("lead: %w", err)}) }
 	}
-	rt.leader = rt.eng.NewElector(LeaderName, cfg.LeaderTTL, cfg.LeaderTTL/5, onError)
+	rt.leader = rt.eng.NewElector(LeaderName, cfg.LeaderTTL, cfg.LeaderTTL/5, onError, cfg.OnLeader)
 	return rt, nil
 }
 
@@ -632,6 +638,10 @@ func (rt *Runtime) Lead(ctx context.Context) error {
 	rt.leader.Stop()
 	return nil
 }
+
+// Node is the name this runtime gives itself in leases and leaderships
+// (Config.Node).
+func (rt *Runtime) Node() string { return rt.cfg.Node }
 
 // IsLeader reports whether this node leads now: Lead runs, its last
 // attempt won the leadership, and less than Config.LeaderTTL less a fifth

@@ -166,6 +166,12 @@ func openRuntime(ctx context.Context, g *globals, create bool) (*env, error) {
 // openRuntimeWith is openRuntime with another observer of the runtime's
 // events than the progress printer (nil: the printer).
 func openRuntimeWith(ctx context.Context, g *globals, create bool, onEvent func(hitch.Event)) (*env, error) {
+	return openRuntimeConfig(ctx, g, create, onEvent, nil)
+}
+
+// openRuntimeConfig is openRuntimeWith, letting set change the runtime's
+// config before it opens.
+func openRuntimeConfig(ctx context.Context, g *globals, create bool, onEvent func(hitch.Event), set func(*hitch.Config)) (*env, error) {
 	cfg, err := config.Load(g.config, config.Options{})
 	if err != nil {
 		return nil, configError(g, err)
@@ -192,7 +198,11 @@ func openRuntimeWith(ctx context.Context, g *globals, create bool, onEvent func(
 	if onEvent == nil {
 		onEvent = e.out.event
 	}
-	e.rt, err = hitch.Open(hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: onEvent, LeaseTTL: g.leaseTTL, Prices: cfg.Prices()})
+	rcfg := hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: onEvent, LeaseTTL: g.leaseTTL, Prices: cfg.Prices()}
+	if set != nil {
+		set(&rcfg)
+	}
+	e.rt, err = hitch.Open(rcfg)
 	if err != nil {
 		e.close()
 		return nil, err

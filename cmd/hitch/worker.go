@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,27 +16,44 @@ import (
 )
 
 func newWorker(g *globals) *cobra.Command {
-	var poll, drain time.Duration
+	var poll, drain, leaderTTL time.Duration
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Drive due runs until interrupted: queued runs, expired leases, due wakes",
 		Long: "Drive due runs until interrupted. The first SIGINT or SIGTERM stops claiming and drains: tool bodies\n" +
 			"and model calls already started finish (for at most --drain), their results are journaled, and each run\n" +
 			"is parked and its lease given back, so another worker resumes it at once. A second signal abandons\n" +
-			"what is still running; those runs are recovered once their leases expire.",
+			"what is still running; those runs are recovered once their leases expire.\n\n" +
+			"Every worker of a store also stands for its leadership: one at a time leads, for work that must not run\n" +
+			"on every node at once. The worker says who leads whenever that changes (with --json, a line\n" +
+			"{\"node\", \"leader\", \"leading\"} on stdout). A leader that is killed is replaced within --leader-ttl\n" +
+			"and a third; one that drains resigns at once.",
 		Args: args(0, "no arguments"),
 		PreRunE: func(*cobra.Command, []string) error {
 			if poll <= 0 {
 				return usageError{fmt.Errorf("--poll %s: want more than 0", poll)}
 			}
+			if leaderTTL < 10*time.Millisecond || leaderTTL > 10*time.Minute {
+				return usageError{fmt.Errorf("--leader-ttl %s: want 10ms to 10m", leaderTTL)}
+			}
 			return nil
 		},
-		RunE: withNewRuntime(g, func(ctx context.Context, e *env, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			var e *env // set before Lead starts, the only caller of OnLeader
+			e, err := openRuntimeConfig(ctx, g, true, nil, func(c *hitch.Config) {
+				c.LeaderTTL, c.OnLeader = leaderTTL, func(l string) { e.out.leader(g.stderr, "worker", e.rt.Node(), l) }
+			})
+			if err != nil {
+				return err
+			}
+			defer e.close()
 			return runNode(ctx, g, e, "worker", poll, drain, nil)
-		}),
+		},
 	}
 	cmd.Flags().DurationVar(&poll, "poll", hitch.DefaultSweepInterval, "how often to look for due runs")
 	cmd.Flags().DurationVar(&drain, "drain", hitch.DefaultDrainWindow, "on the first signal, how long running work may finish")
+	cmd.Flags().DurationVar(&leaderTTL, "leader-ttl", hitch.DefaultLeaderTTL, "how long a leadership outlives its worker (re-elected every third)")
 	return cmd
 }
 
@@ -42,8 +61,10 @@ func newWorker(g *globals) *cobra.Command {
 // drives due runs until the first SIGINT or SIGTERM, then drains: the
 // runtime claims nothing new, lets started tool bodies and model calls
 // finish for at most drain, parks each run and gives its lease back. A
-// second signal abandons what still runs. stopping, when set, is called
-// at the first signal, before the drain (a server stops accepting there).
+// second signal abandons what still runs. The node stands for the store's
+// leadership meanwhile, and resigns at the first signal. stopping, when
+// set, is called at the first signal, before the drain (a server stops
+// accepting there).
 func runNode(ctx context.Context, g *globals, e *env, name string, poll, drain time.Duration, stopping func()) error {
 	// Count the signals here: the first ends ctx and starts the
 	// drain, the second cuts it short.
@@ -72,7 +93,14 @@ func runNode(ctx context.Context, g *globals, e *env, name string, poll, drain t
 	if !g.json {
 		fmt.Fprintf(g.stderr, "%s: driving due runs every %s; Ctrl-C to stop\n", name, poll)
 	}
+	leading := make(chan error, 1)
+	go func() { leading <- e.rt.Lead(sweepCtx) }()
 	if err := e.rt.Sweep(sweepCtx, poll); err != nil {
+		stopSweep()
+		<-leading
+		return err
+	}
+	if err := <-leading; err != nil { // resigned: another node leads at its next attempt
 		return err
 	}
 	if stopping != nil {
@@ -90,6 +118,30 @@ func runNode(ctx context.Context, g *globals, e *env, name string, poll, drain t
 		fmt.Fprintf(g.stderr, "%s: drained; every lease given back\n", name)
 	}
 	return nil
+}
+
+// leader says who leads: a JSON line on the printer's output, or a line
+// for people on w.
+func (p *printer) leader(w io.Writer, name, node, leader string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		b, _ := json.Marshal(struct {
+			Node    string `json:"node"`
+			Leader  string `json:"leader"`
+			Leading bool   `json:"leading"`
+		}{node, leader, leader == node})
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	switch leader {
+	case node:
+		fmt.Fprintf(w, "%s: this node (%s) leads\n", name, node)
+	case "":
+		fmt.Fprintf(w, "%s: no leader known\n", name)
+	default:
+		fmt.Fprintf(w, "%s: %s leads; this node follows\n", name, leader)
+	}
 }
 
 func newRecover(g *globals) *cobra.Command {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -161,5 +162,116 @@ func TestWorkerAbortsOnASecondSignal(t *testing.T) {
 	waitLine(t, lines, "1 run(s) abandoned")
 	if err := cmd.Wait(); err == nil {
 		t.Fatal("an aborted drain exited 0")
+	}
+}
+
+// leaderLine is what hitch worker --json says when who leads changes.
+type leaderLine struct {
+	Node    string `json:"node"`
+	Leader  string `json:"leader"`
+	Leading bool   `json:"leading"`
+}
+
+// startLeaderWorker starts hitch worker --json with a short leadership and
+// returns the leader lines it prints.
+func startLeaderWorker(t *testing.T, bin, cfg string) (*exec.Cmd, <-chan leaderLine) {
+	t.Helper()
+	cmd := exec.Command(bin, "worker", "-c", cfg, "--json", "--poll", "50ms", "--leader-ttl", "1500ms")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan leaderLine, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var l leaderLine
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Node != "" {
+				lines <- l
+			}
+		}
+	}()
+	return cmd, lines
+}
+
+func nextLeader(t *testing.T, lines <-chan leaderLine) leaderLine {
+	t.Helper()
+	select {
+	case l, ok := <-lines:
+		if !ok {
+			t.Fatal("a worker exited before saying who leads")
+		}
+		return l
+	case <-time.After(30 * time.Second):
+		t.Fatal("a worker never said who leads")
+	}
+	return leaderLine{}
+}
+
+// TestWorkersElectOneLeader: of two workers on one store exactly one
+// leads, and each names the same leader; once the leader is killed with
+// SIGKILL (it cannot resign) the other takes over when the leadership runs
+// out, within its TTL and a third after the kill.
+func TestWorkersElectOneLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and signals processes")
+	}
+	t.Parallel()
+	bin, dir := binary(t), t.TempDir()
+	cfg := filepath.Join(dir, "hitch.yaml")
+	files := map[string]string{
+		"hitch.yaml":  "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\nagents:\n  - {name: a, model: m, policy: allow_all}\n",
+		"script.yaml": "turns:\n  - text: hi\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first worker creates the store and leads before the second starts.
+	a, aLines := startLeaderWorker(t, bin, cfg)
+	first := nextLeader(t, aLines)
+	if !first.Leading {
+		t.Fatalf("the only worker does not lead: %+v", first)
+	}
+	_, bLines := startLeaderWorker(t, bin, cfg)
+	second := nextLeader(t, bLines)
+	if second.Leading || second.Leader != first.Node || second.Node == first.Node {
+		t.Fatalf("the second worker says %+v while %s leads", second, first.Node)
+	}
+
+	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for {
+		l := nextLeader(t, bLines)
+		if l.Leading {
+			took := time.Since(killed)
+			t.Logf("took over %s after the kill (TTL 1.5s, attempts every 0.5s)", took)
+			// The dead leader's last re-election ran out within a TTL, and
+			// the follower attempts every third of it; the rest is slack for
+			// a loaded machine.
+			const ttl = 1500 * time.Millisecond
+			if took > ttl+ttl/3+5*time.Second {
+				t.Errorf("took over %s after the kill", took)
+			}
+			break
+		}
+		if l.Leader != "" && l.Leader != first.Node {
+			t.Fatalf("the follower saw a third leader %q", l.Leader)
+		}
+	}
+	// Nothing about the dead node's leadership is left to it: no line of its
+	// says it leads after the kill.
+	for l := range aLines {
+		if l.Leading {
+			t.Errorf("the killed worker printed %+v after SIGKILL", l)
+		}
 	}
 }

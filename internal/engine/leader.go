@@ -27,6 +27,9 @@ type Elector struct {
 	every   time.Duration
 	margin  time.Duration
 	onError func(error)
+	// onChange, if set, sees who leads whenever that changes as this
+	// node sees it; it runs on the elector's goroutine.
+	onChange func(leader string)
 	// now is the node's own clock; tests replace it.
 	now func() time.Time
 
@@ -34,6 +37,8 @@ type Elector struct {
 
 	mu     sync.Mutex
 	until  time.Time // trusted until this reading of now
+	seen   string    // the leader last seen; "" none or unknown
+	told   bool      // onChange has been told seen at least once
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -43,9 +48,24 @@ type electorTestSignals struct {
 }
 
 // NewElector returns a stopped elector for the leadership name. onError, if
-// set, sees each failed attempt or resignation.
-func (e *Engine) NewElector(name string, ttl, margin time.Duration, onError func(error)) *Elector {
-	return &Elector{e: e, name: name, ttl: ttl, every: ttl / 3, margin: margin, onError: onError, now: time.Now}
+// set, sees each failed attempt or resignation. onChange, if set, sees the
+// leader's id after the first attempt and again whenever it changes: this
+// node's own id only while it trusts its leadership, another's while the
+// store names another live leader, "" when none is known (an attempt
+// failed, or the elector stopped).
+func (e *Engine) NewElector(name string, ttl, margin time.Duration, onError func(error), onChange func(leader string)) *Elector {
+	return &Elector{e: e, name: name, ttl: ttl, every: ttl / 3, margin: margin, onError: onError, onChange: onChange, now: time.Now}
+}
+
+// observe tells onChange the leader seen, if that changed.
+func (l *Elector) observe(leader string) {
+	l.mu.Lock()
+	changed := !l.told || leader != l.seen
+	l.seen, l.told = leader, true
+	l.mu.Unlock()
+	if changed && l.onChange != nil {
+		l.onChange(leader)
+	}
 }
 
 // IsLeader reports whether this node leads now: its last attempt won the
@@ -58,10 +78,16 @@ func (l *Elector) IsLeader() bool {
 
 // attempt tries to be elected (or re-elected) once.
 func (l *Elector) attempt(ctx context.Context) (bool, error) {
+	ok, _, err := l.attemptSeen(ctx)
+	return ok, err
+}
+
+// attemptSeen is attempt, also returning the leader the store named.
+func (l *Elector) attemptSeen(ctx context.Context) (bool, string, error) {
 	sent := l.now()
-	_, ok, err := l.e.cfg.Store.LeaderAttemptElect(ctx, store.LeaderElectParams{Name: l.name, LeaderID: l.e.cfg.Owner, TTL: l.ttl})
+	got, ok, err := l.e.cfg.Store.LeaderAttemptElect(ctx, store.LeaderElectParams{Name: l.name, LeaderID: l.e.cfg.Owner, TTL: l.ttl})
 	if err != nil {
-		return false, err // trust, if any, lapses on its own
+		return false, "", err // trust, if any, lapses on its own
 	}
 	l.mu.Lock()
 	if ok {
@@ -70,7 +96,7 @@ func (l *Elector) attempt(ctx context.Context) (bool, error) {
 		l.until = time.Time{}
 	}
 	l.mu.Unlock()
-	return ok, nil
+	return ok, got.LeaderID, nil
 }
 
 // errElecting: Start was called on a running elector.
@@ -104,6 +130,13 @@ func (l *Elector) Stop() {
 	<-done
 	l.mu.Lock()
 	l.until = time.Time{}
+	told := l.told
+	l.mu.Unlock()
+	if told {
+		l.observe("") // a stopped elector knows no leader
+	}
+	l.mu.Lock()
+	l.told = false // a restart tells its first attempt again
 	l.mu.Unlock()
 	ctx, stop := context.WithTimeout(context.Background(), l.ttl)
 	defer stop()
@@ -118,7 +151,7 @@ func (l *Elector) loop(ctx context.Context, done chan struct{}) {
 	for {
 		// An answer later than the trust it would give is worth nothing.
 		actx, cancel := context.WithTimeout(ctx, l.ttl-l.margin)
-		ok, err := l.attempt(actx)
+		ok, leader, err := l.attemptSeen(actx)
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -126,6 +159,10 @@ func (l *Elector) loop(ctx context.Context, done chan struct{}) {
 		if err != nil && l.onError != nil {
 			l.onError(err)
 		}
+		if leader == l.e.cfg.Owner && !l.IsLeader() {
+			leader = "" // won, but the answer came too late to trust
+		}
+		l.observe(leader)
 		l.testSignals.attempted.signal(ok)
 		t := time.NewTimer(l.every)
 		select {

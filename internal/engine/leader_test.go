@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestElectorOneLeaderOnAFakeClock(t *testing.T) {
 	for _, owner := range []string{"A", "B"} {
 		e := testEngine(st, owner, a, time.Minute, 20*time.Second)
 		defer e.Close(ctx)
-		l := e.NewElector("maintenance", ttl, margin, nil)
+		l := e.NewElector("maintenance", ttl, margin, nil, nil)
 		l.now = clock.now
 		nodes[owner] = l
 	}
@@ -78,10 +79,13 @@ func TestElectorHandsOverOnStop(t *testing.T) {
 	a := testAgent(scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "over"}}}))
 	const ttl = 300 * time.Millisecond
 	var ls []*Elector
+	seen := map[string]chan string{}
 	for _, owner := range []string{"A", "B"} {
 		e := testEngine(st, owner, a, time.Minute, 20*time.Second)
 		defer e.Close(ctx)
-		l := e.NewElector("maintenance", ttl, ttl/5, func(err error) { t.Errorf("%s: %v", owner, err) })
+		ch := make(chan string, 16)
+		seen[owner] = ch
+		l := e.NewElector("maintenance", ttl, ttl/5, func(err error) { t.Errorf("%s: %v", owner, err) }, func(leader string) { ch <- leader })
 		l.testSignals.attempted.init()
 		ls = append(ls, l)
 	}
@@ -116,5 +120,18 @@ func TestElectorHandsOverOnStop(t *testing.T) {
 	}
 	if !B.IsLeader() && A.IsLeader() {
 		t.Fatal("after the hand-over A leads and B does not")
+	}
+	// Each saw who led, once per change: A itself and then nobody once
+	// stopped; B first A, then itself.
+	B.Stop()
+	for owner, want := range map[string][]string{"A": {"A", ""}, "B": {"A", "B", ""}} {
+		close(seen[owner])
+		var got []string
+		for l := range seen[owner] {
+			got = append(got, l)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s saw leaders %q, want %q", owner, got, want)
+		}
 	}
 }
