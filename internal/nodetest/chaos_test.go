@@ -2,6 +2,7 @@ package nodetest
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,10 +101,17 @@ func workerMain() int {
 	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
 	defer stop()
 	a, err := chaosAgent(effects, name)
+	agents := []*hitch.Agent{a}
+	if err == nil {
+		var sa *hitch.Agent
+		sa, err = sessionAgent(os.Getenv("HITCH_NODES_REQUESTS"))
+		agents = append(agents, sa)
+	}
 	runners := nodeMaxRunners
 	if steps, ok := strings.CutPrefix(os.Getenv("HITCH_NODES_AGENT"), "bench:"); ok {
 		n, _ := strconv.Atoi(steps)
 		a, err = bench.Agent(n)
+		agents = []*hitch.Agent{a}
 		runners = benchRuns
 	}
 	if err != nil {
@@ -116,7 +124,7 @@ func workerMain() int {
 		return 1
 	}
 	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Node: name, LeaseTTL: nodeLeaseTTL, MaxRunners: runners,
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: agents, Node: name, LeaseTTL: nodeLeaseTTL, MaxRunners: runners,
 		OnEvent: func(ev hitch.Event) {
 			if ev.Err != nil {
 				fmt.Fprintf(os.Stderr, "%s: %v\n", name, ev.Err)
@@ -148,6 +156,7 @@ type node struct {
 type cluster struct {
 	t                     testing.TB
 	url, schema, effects  string
+	requests              string // the session agent's model requests
 	dir                   string
 	gen                   int
 	nodes                 []*node
@@ -175,7 +184,8 @@ func (c *cluster) startWith(i int, env ...string) {
 	defer logf.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), workerEnv+"=1", "HITCH_NODES_URL="+withParam(c.url, "application_name", c.appName),
-		"HITCH_NODES_SCHEMA="+c.schema, "HITCH_NODES_EFFECTS="+c.effects, "HITCH_NODES_NAME="+name)
+		"HITCH_NODES_SCHEMA="+c.schema, "HITCH_NODES_EFFECTS="+c.effects, "HITCH_NODES_NAME="+name,
+		"HITCH_NODES_REQUESTS="+cmp.Or(c.requests, os.DevNull))
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = logf
 	out, err := cmd.StdoutPipe()
@@ -259,32 +269,53 @@ func envDuration(name string, def time.Duration) time.Duration {
 	return def
 }
 
-// TestNodesChaos: see the top of this file. HITCH_CHAOS_RUNS sets the
-// number of runs (300), HITCH_CHAOS_TIMEOUT the bound on the whole test
-// (150s).
+// TestNodesChaos: see the top of this file and of sessions_test.go.
+// HITCH_CHAOS_RUNS sets the number of runs (300), HITCH_CHAOS_MESSAGES the
+// messages sent to HITCH_CHAOS_SESSIONS sessions (120 to 6),
+// HITCH_CHAOS_TIMEOUT the bound on the whole test (150s).
 func TestNodesChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts, kills and pauses worker processes")
 	}
 	url, schema := testURL(t), newSchema(t)
 	runs := envInt("HITCH_CHAOS_RUNS", 300)
+	messages, nsessions := envInt("HITCH_CHAOS_MESSAGES", 120), envInt("HITCH_CHAOS_SESSIONS", 6)
 	ctx, cancel := context.WithTimeout(context.Background(), envDuration("HITCH_CHAOS_TIMEOUT", 150*time.Second))
 	defer cancel()
 	dir := t.TempDir()
-	effects := filepath.Join(dir, "effects.log")
+	effects, requests := filepath.Join(dir, "effects.log"), filepath.Join(dir, "requests.jsonl")
 	began := time.Now()
 
-	// The test's own store creates the schema and the runs.
+	// The test's own store creates the schema, the runs and the sessions.
 	st := openStore(t, url, schema)
 	a, err := chaosAgent(effects, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Node: "starter"})
+	sa, err := sessionAgent(requests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a, sa}, Node: "starter"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close(context.Background())
+	// The sender knows no agent: it admits messages, and only the nodes
+	// start and work submissions.
+	sendRT, err := hitch.Open(hitch.Config{Store: st, Node: "sender"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sendRT.Close(context.Background())
+	sender := &sessionSender{rt: sendRT, total: messages, acked: map[string][]string{}, texts: map[string]string{}, done: make(chan struct{})}
+	for i := range nsessions {
+		s, err := rt.OpenSession(ctx, sa, hitch.SessionOptions{ID: fmt.Sprintf("s%02d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sender.sessions = append(sender.sessions, s.ID)
+	}
 	db, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +323,7 @@ func TestNodesChaos(t *testing.T) {
 	defer db.Close(context.Background())
 	runsTable := pgx.Identifier{schema, "hitch_runs"}.Sanitize()
 
-	c := &cluster{t: t, url: url, schema: schema, effects: effects, dir: dir, appName: "hitchnode_" + schema}
+	c := &cluster{t: t, url: url, schema: schema, effects: effects, requests: requests, dir: dir, appName: "hitchnode_" + schema}
 	defer func() {
 		for _, n := range c.nodes {
 			if n != nil {
@@ -317,13 +348,25 @@ func TestNodesChaos(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	sendCtx, stopSending := context.WithCancel(ctx)
+	defer func() { stopSending(); <-sender.done }()
+	go sender.run(sendCtx, t)
 
+	sessionsTable := pgx.Identifier{schema, "hitch_sessions"}.Sanitize()
 	busy := func() int {
-		var n int
+		var n, m int
 		if err := db.QueryRow(ctx, `SELECT count(*) FROM `+runsTable+` WHERE status IN ('queued', 'running')`).Scan(&n); err != nil {
 			t.Fatalf("count busy runs: %v", err)
 		}
-		return n
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM `+sessionsTable+` WHERE active_run <> '' OR queued > 0`).Scan(&m); err != nil {
+			t.Fatalf("count busy sessions: %v", err)
+		}
+		select {
+		case <-sender.done:
+		default:
+			m++ // messages still to come
+		}
+		return n + m
 	}
 	var paused pauseReport
 	for step := 0; ; step++ {
@@ -362,11 +405,14 @@ func TestNodesChaos(t *testing.T) {
 		t.Errorf("%d run(s) still leased after every node stopped gracefully", n)
 	}
 	rep := check(t, ctx, st, effects, runs)
+	srep := checkSessions(t, ctx, st, st, sender, requests)
 	rep.pausedEffects = rep.uncertainBy[paused.name]
 	t.Logf("%d runs on 3 nodes in %s: survived %d SIGKILLs, %d SIGTERM, %d SIGSTOP of %s (%d of its %d runs taken over meanwhile; %d uncertain calls had run their body on it), %d connection cuts (%d backends terminated)",
 		runs, time.Since(began).Round(time.Second), c.kills, c.terms, c.pauses, paused.within, paused.takenOver, paused.held, rep.pausedEffects, c.cuts, c.connsTerminated)
 	t.Logf("%d completed, %d parked on uncertain calls, %d effects, %d calls uncertain (each ran at most once), 0 duplicate effects",
 		rep.completed, rep.parked, rep.effects, rep.uncertain)
+	t.Logf("sessions: %d messages (%d sent to steer) to %d sessions, %d submissions, %d messages joined a running one, %d model requests, each a valid transcript",
+		srep.messages, sender.steer, nsessions, srep.submissions, srep.joined, srep.requests)
 }
 
 // tail returns the end of s, at most n bytes.
