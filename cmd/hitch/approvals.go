@@ -128,6 +128,15 @@ func newAnswer(g *globals, approve bool) *cobra.Command {
 
 // answer checks the credential, answers the request and follows the run.
 func answer(ctx context.Context, e *env, runID, call string, cred approval.Credential, approve bool, reason string) error {
+	if err := answerRequest(ctx, e, runID, call, cred, approve, reason); err != nil {
+		return err
+	}
+	return e.settle(ctx, runID)
+}
+
+// answerRequest checks the credential against the request's approvers and
+// answers it.
+func answerRequest(ctx context.Context, e *env, runID, call string, cred approval.Credential, approve bool, reason string) error {
 	p, err := findPending(ctx, e, runID, call)
 	if err != nil {
 		return err
@@ -154,7 +163,7 @@ func answer(ctx context.Context, e *env, runID, call string, cred approval.Crede
 		}
 		return notFound(err)
 	}
-	return e.settle(ctx, runID)
+	return nil
 }
 
 func findPending(ctx context.Context, e *env, runID, call string) (hitch.PendingApproval, error) {

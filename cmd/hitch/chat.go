@@ -10,10 +10,12 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
 )
 
@@ -25,17 +27,20 @@ const chatHelp = `type a message and press enter; while the agent works, it is q
   /interrupt TEXT  stop the current turn; TEXT runs next
   /queue           list queued messages      /status  show the session
   /approvals       list approval requests    /quit    leave (Ctrl-D too)
+  /approve [RUN] CALL          approve a request, as $HITCH_CREDENTIAL (name:secret)
+  /reject [RUN] CALL [REASON]  reject it, with a reason the model sees
   Ctrl-C           interrupt the current turn; twice to leave`
 
 func newChat(g *globals) *cobra.Command {
-	var sessionID, agent string
+	var sessionID, agent, credentialEnv string
 	cmd := &cobra.Command{
 		Use:   "chat",
 		Short: "Talk to an agent in the terminal, in a durable session",
 		Long: "chat opens (or creates) a session and reads messages from the terminal. The agent's steps are printed as\n" +
 			"they are journaled. A line typed while the agent works is queued; /steer joins it to the current turn;\n" +
 			"Ctrl-C interrupts the current turn, and a second Ctrl-C leaves. The session outlives the process: run\n" +
-			"chat --session ID again to go on.\n\n" + chatHelp,
+			"chat --session ID again to go on. A turn that waits for an approval shows the request; /approve and /reject\n" +
+			"answer it in place with the credential in --credential-env, checked as hitch approvals checks it.\n\n" + chatHelp,
 		Args: args(0, "no arguments (use --session)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Ctrl-C is the chat's own: it interrupts a turn first.
@@ -43,13 +48,15 @@ func newChat(g *globals) *cobra.Command {
 			sigs := make(chan os.Signal, 2)
 			signal.Notify(sigs, os.Interrupt)
 			defer signal.Stop(sigs)
-			c := &chat{g: g, w: g.stdout}
+			c := &chat{g: g, w: g.stdout, credentialEnv: credentialEnv}
 			e, err := openRuntimeWith(ctx, g, true, c.event)
 			if err != nil {
 				return err
 			}
 			defer e.close()
-			c.rt = e.rt
+			c.mu.Lock()
+			c.e, c.rt = e, e.rt
+			c.mu.Unlock()
 			if sessionID == "" {
 				sessionID = "chat-" + hitch.NewRunID()[4:]
 			}
@@ -63,15 +70,18 @@ func newChat(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "session to open or create (default: a new one)")
 	cmd.Flags().StringVar(&agent, "agent", "", "agent of a new session (default: the config's only agent)")
+	cmd.Flags().StringVar(&credentialEnv, "credential-env", "HITCH_CREDENTIAL", "variable holding the approver credential (name:secret) for /approve and /reject")
 	return cmd
 }
 
 type chat struct {
-	g   *globals
-	w   io.Writer
-	rt  *hitch.Runtime
-	sid string
-	mu  sync.Mutex
+	g             *globals
+	w             io.Writer
+	e             *env
+	rt            *hitch.Runtime
+	sid           string
+	credentialEnv string
+	mu            sync.Mutex
 }
 
 func (c *chat) say(format string, a ...any) {
@@ -127,7 +137,7 @@ func (c *chat) event(ev hitch.Event) {
 		case hitchtype.KindRunWaiting:
 			var d hitchtype.RunWaiting
 			_ = json.Unmarshal(e.Data, &d)
-			c.say("  waiting (%s) for %s: answer with hitch approvals approve %s CALL", d.Reason, strings.Join(d.Calls, ", "), e.RunID)
+			c.waiting(e.RunID, d)
 		case hitchtype.KindRunEnded:
 			var o hitchtype.Outcome
 			_ = json.Unmarshal(e.Data, &o)
@@ -141,6 +151,91 @@ func (c *chat) event(ev hitch.Event) {
 			}
 		}
 	}
+}
+
+// waiting shows what a run waits for; each approval request in full, with
+// the commands that answer it.
+func (c *chat) waiting(runID string, d hitchtype.RunWaiting) {
+	c.mu.Lock()
+	rt := c.rt
+	c.mu.Unlock()
+	shown := false
+	if rt != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // a store read; the run goes on meanwhile
+		defer cancel()
+		for _, call := range d.Calls {
+			p, err := rt.ApprovalRequest(ctx, runID, call)
+			if err != nil {
+				continue // not an approval: a child, a reconcile, a timer
+			}
+			shown = true
+			c.say("  approval needed (%s): %s %s", p.Requirement, p.Tool, clip(string(p.Arguments), 120))
+			if p.Reason != "" {
+				c.say("    reason: %s", p.Reason)
+			}
+			c.say("    /approve %s %s   or   /reject %s %s REASON", runID, call, runID, call)
+		}
+	}
+	if !shown {
+		c.say("  waiting (%s) for %s", d.Reason, strings.Join(d.Calls, ", "))
+	}
+}
+
+// answer approves or rejects a request of the session's active family:
+// args are "[RUN] CALL [REASON]"; RUN may be left out when one waiting
+// run has a request for CALL.
+func (c *chat) answer(ctx context.Context, args string, approve bool) error {
+	verb := map[bool]string{true: "/approve", false: "/reject"}[approve]
+	raw := os.Getenv(c.credentialEnv)
+	if raw == "" {
+		return fmt.Errorf("%s: no credential: set %s=name:secret before starting hitch chat", verb, c.credentialEnv)
+	}
+	cred, err := approval.ParseCredential(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", verb, c.credentialEnv, err)
+	}
+	f := strings.Fields(args)
+	if len(f) == 0 {
+		return fmt.Errorf("%s: want [RUN] CALL", verb)
+	}
+	s, err := c.rt.GetSession(ctx, c.sid)
+	if err != nil {
+		return err
+	}
+	if s.ActiveRun == "" {
+		return fmt.Errorf("%s: no turn is running, so none waits for an approval", verb)
+	}
+	ps, _, err := c.rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: s.ActiveRun, Limit: 100})
+	if err != nil {
+		return err
+	}
+	var match []hitch.PendingApproval
+	rest := f[1:]
+	for _, p := range ps {
+		if len(f) > 1 && p.RunID == f[0] && p.Call == f[1] {
+			match, rest = []hitch.PendingApproval{p}, f[2:]
+			break
+		}
+		if p.Call == f[0] {
+			match = append(match, p)
+		}
+	}
+	switch {
+	case len(match) == 0:
+		return fmt.Errorf("%s: no request of this session waits for %s; /approvals lists them", verb, strings.Join(f[:min(2, len(f))], " "))
+	case len(match) > 1:
+		return fmt.Errorf("%s: calls named %s wait in several runs; name the run: %s RUN %s", verb, f[0], verb, f[0])
+	}
+	runID, call := match[0].RunID, match[0].Call
+	if err := answerRequest(ctx, c.e, runID, call, cred, approve, strings.Join(rest, " ")); err != nil {
+		return fmt.Errorf("%s %s %s: %w", verb, runID, call, err)
+	}
+	if approve {
+		c.say("  (approved %s %s as %s)", runID, call, cred.Name)
+	} else {
+		c.say("  (rejected %s %s as %s)", runID, call, cred.Name)
+	}
+	return nil
 }
 
 // loop reads lines until EOF or /quit, then lets the work come to rest.
@@ -233,6 +328,10 @@ func (c *chat) command(ctx context.Context, line string) error {
 			return err
 		}
 		c.say("  %d submissions, %d queued, usage: %d generations", len(st.Submissions), len(st.Queue), st.Usage.Generations)
+	case "/approve":
+		return c.answer(ctx, rest, true)
+	case "/reject":
+		return c.answer(ctx, rest, false)
 	case "/approvals":
 		s, err := c.rt.GetSession(ctx, c.sid)
 		if err != nil || s.ActiveRun == "" {
@@ -244,7 +343,7 @@ func (c *chat) command(ctx context.Context, line string) error {
 			return err
 		}
 		for _, p := range ps {
-			c.say("  %s %s %s (%s): hitch approvals approve %s %s", p.RunID, p.Call, p.Tool, p.Requirement, p.RunID, p.Call)
+			c.say("  %s %s %s (%s) %s: /approve %s %s", p.RunID, p.Call, p.Tool, p.Requirement, clip(string(p.Arguments), 60), p.RunID, p.Call)
 		}
 		if len(ps) == 0 {
 			c.say("  (no approval requests)")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,81 @@ repeat: true
 	code, out, errOut := cli(t, "sessions", "show", "s1", "-c", filepath.Join(dir, "hitch.yaml"), "--json")
 	if code != exitOK || !strings.Contains(out, "interrupted") || !strings.Contains(out, "All done here.") {
 		t.Errorf("sessions show: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestChatAnswersApprovals: a turn that waits for approvals shows each
+// request in the chat; /approve and /reject answer them in place with the
+// approver credential from the environment, and the turn goes on: the
+// approved command runs, the rejected one never does, and each answer is
+// journaled under the approver's name.
+func TestChatAnswersApprovals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives the real binary in a terminal")
+	}
+	t.Parallel()
+	bin := binary(t)
+	dir := t.TempDir()
+	files := map[string]string{
+		"hitch.yaml": `store: chat.db
+models:
+  m: {provider: scripted, script: script.yaml}
+agents:
+  - name: deployer
+    model: m
+    tools: [bash]
+    workspace: .
+    policy:
+      - {tools: [bash], verdict: approval, requirement: prod, reason: touches production}
+    approvers:
+      - {name: dave, secret: d-secret, requirements: ["*"]}
+`,
+		"script.yaml": `turns:
+  - calls:
+      - {name: bash, args: '{"command": "echo deployed >> effects.log"}'}
+      - {name: bash, args: '{"command": "echo dropped >> effects.log"}'}
+  - text: Finished.
+`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := fmt.Sprintf("cd %s && HITCH_CREDENTIAL=dave:d-secret %s chat -c hitch.yaml --session s1; echo CHAT-EXITED $?; sleep 60", dir, bin)
+	p := newTmuxPane(t, cmd)
+	p.waitFor("session s1", 1)
+
+	// Each request is shown, in turn, with the command that answers it.
+	approveCmd := regexp.MustCompile(`/approve (\S+) (\S+) +or`)
+	p.typeLine("deploy to production")
+	p.waitFor("reason: touches production", 1)
+	screen := p.waitFor("approval needed (prod): bash", 1)
+	answers := approveCmd.FindAllStringSubmatch(screen, -1)
+	if len(answers) != 1 || !strings.Contains(screen, "echo deployed") {
+		t.Fatalf("want the first request with its /approve command:\n%s", screen)
+	}
+	p.typeLine("/approve " + answers[0][2]) // the run may be left out
+	p.waitFor("(approved ", 1)
+	screen = p.waitFor("approval needed (prod): bash", 2)
+	answers = approveCmd.FindAllStringSubmatch(screen, -1)
+	if len(answers) != 2 || !strings.Contains(screen, "echo dropped") {
+		t.Fatalf("want the second request with its /approve command:\n%s", screen)
+	}
+	run := answers[1][1]
+	p.typeLine("/reject " + run + " " + answers[1][2] + " not on a Friday")
+	p.waitFor("(rejected ", 1)
+	p.waitFor("agent: Finished.", 1)
+	p.typeLine("/quit")
+	screen = p.waitFor("CHAT-EXITED", 1)
+	if !strings.Contains(screen, "CHAT-EXITED 0") {
+		t.Errorf("chat did not leave cleanly:\n%s", screen)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "effects.log")); string(b) != "deployed\n" {
+		t.Errorf("effects %q, want the approved command once and the rejected one never", b)
+	}
+	code, out, errOut := cli(t, "runs", "show", run, "-c", filepath.Join(dir, "hitch.yaml"), "--json")
+	if code != exitOK || !strings.Contains(out, `"state":"settled"`) || !strings.Contains(out, `"state":"rejected","detail":"dave"`) {
+		t.Errorf("runs show %s: exit %d, want one call settled and one rejected by dave\n%s%s", run, code, out, errOut)
 	}
 }
