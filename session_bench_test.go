@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,4 +89,45 @@ func openB(b *testing.B, path string, agents ...*hitch.Agent) *hitch.Runtime {
 		_ = st.Close()
 	})
 	return rt
+}
+
+// BenchmarkSendToFirstRequest measures the latency from Runtime.Send into
+// an idle session to its submission's first model request, on one node
+// (SQLite, synchronous=FULL): the admission's commit, the submission's
+// start (session row, run and first entry in one commit), the claim, the
+// transcript and the request. Each op sends into a session of its own and
+// waits for the submission to end; p50 and p99 are of the ops' latencies.
+func BenchmarkSendToFirstRequest(b *testing.B) {
+	first := make(chan time.Time, 1)
+	m := &funcModel{fn: func(context.Context, *model.Request) (*model.Reply, error) {
+		select {
+		case first <- time.Now():
+		default:
+		}
+		return &model.Reply{Text: "ok"}, nil
+	}}
+	a := buildB(b, hitch.Spec{Name: "chat", Model: m})
+	rt := openB(b, filepath.Join(b.TempDir(), "hitch.db"), a)
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprintf("s%d", i)
+		if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: id}); err != nil {
+			b.Fatal(err)
+		}
+		m.mu.Lock()
+		m.reqs = m.reqs[:0] // keep memory flat
+		m.mu.Unlock()
+		sent := time.Now()
+		if _, err := rt.Send(ctx, id, "hello", hitch.SendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, (<-first).Sub(sent))
+		if _, err := rt.AwaitSession(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
