@@ -110,3 +110,92 @@ func TestCompactionNearTheContextWindow(t *testing.T) {
 		t.Errorf("usage %+v over %d attempts", u, run.Outcome.Attempts)
 	}
 }
+
+// TestSessionTranscriptIsCompacted: a session of many short exchanges. The
+// transcript each submission starts from grows by one exchange a time; once
+// a request would fill most of the context window, the submission's run
+// summarizes the older part of it, and the next submissions start from that
+// summary and the exchanges since, so what the model is given stays
+// bounded. The session journal keeps every message and answer.
+func TestSessionTranscriptIsCompacted(t *testing.T) {
+	t.Parallel()
+	const exchanges, window = 200, 400
+	var mu sync.Mutex
+	var asked []*model.Request // requests for answers, not summaries
+	summaries := 0
+	m := &funcModel{fn: func(_ context.Context, req *model.Request) (*model.Reply, error) {
+		if strings.Contains(req.Instructions, "You compress the history") {
+			mu.Lock()
+			summaries++
+			n := summaries
+			mu.Unlock()
+			return &model.Reply{Text: fmt.Sprintf("SUMMARY %d", n)}, nil
+		}
+		mu.Lock()
+		asked = append(asked, req)
+		mu.Unlock()
+		return &model.Reply{Text: "answer to " + lastUser(req)}, nil
+	}}
+	a := build(t, hitch.Spec{Model: m, Limits: hitch.Limits{ContextWindow: window, KeepTurns: 3}})
+	rt, _ := setup(t, a)
+	ctx := context.Background()
+	if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: "long"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range exchanges {
+		if _, err := rt.Send(ctx, "long", fmt.Sprintf("question %03d", i), hitch.SendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rt.AwaitSession(ctx, "long"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(asked) != exchanges {
+		t.Fatalf("%d answer requests for %d messages", len(asked), exchanges)
+	}
+	// Bounded: no request given to the model for an answer outgrows the
+	// context window (estimated as hitch does, 4 bytes a token), however
+	// long the session.
+	longest, most := 0, 0
+	for _, req := range asked {
+		n := len(req.Instructions)
+		for _, msg := range req.Messages {
+			n += len(msg.Text)
+		}
+		longest, most = max(longest, n/4+1), max(most, len(req.Messages))
+	}
+	if longest > window {
+		t.Errorf("a request of about %d tokens (%d messages) after %d exchanges, over the %d-token window", longest, most, exchanges, window)
+	}
+	t.Logf("%d exchanges: %d summaries, the largest answer request about %d tokens, %d messages", exchanges, summaries, longest, most)
+	if summaries == 0 || summaries > exchanges/5 {
+		t.Errorf("%d summaries for %d exchanges", summaries, exchanges)
+	}
+	// The last request starts from a summary and keeps the latest
+	// exchanges verbatim, in order, ending with the new question.
+	last := asked[len(asked)-1]
+	if len(last.Messages) == 0 || !strings.HasPrefix(last.Messages[0].Text, "Summary of the earlier part") || !strings.Contains(last.Messages[0].Text, "SUMMARY") {
+		t.Errorf("the last request does not start from a summary: %+v", last.Messages[:min(3, len(last.Messages))])
+	}
+	var texts []string
+	for _, msg := range last.Messages[1:] {
+		texts = append(texts, msg.Text)
+	}
+	want := fmt.Sprintf("question %03d|answer to question %03d|question %03d", exchanges-2, exchanges-2, exchanges-1)
+	if got := strings.Join(texts, "|"); !strings.HasSuffix(got, want) {
+		t.Errorf("the last request ends %q, want the latest exchanges verbatim, ending %q", got, want)
+	}
+	// Nothing is lost from the session journal.
+	st, err := rt.SessionStatus(ctx, "long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Submissions) != exchanges {
+		t.Fatalf("%d submissions, want %d", len(st.Submissions), exchanges)
+	}
+	for i, sub := range st.Submissions {
+		if sub.Text != fmt.Sprintf("question %03d", i) || sub.Answer != "answer to "+sub.Text {
+			t.Fatalf("submission %d: %+v", i, sub)
+		}
+	}
+}

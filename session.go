@@ -542,10 +542,13 @@ type sessionFold struct {
 	subs  []*Submission
 	text  map[string]string // message → latest text
 	byRun map[string]*Submission
+	// history holds, by run, what a compacting submission's run left
+	// for later submissions to start from (SubmissionEnded.History).
+	history map[string][]model.Message
 }
 
 func foldSession(ctx context.Context, ss store.SessionStore, sessionID string) (*sessionFold, error) {
-	f := &sessionFold{text: map[string]string{}, byRun: map[string]*Submission{}}
+	f := &sessionFold{text: map[string]string{}, byRun: map[string]*Submission{}, history: map[string][]model.Message{}}
 	after := int64(0)
 	for {
 		page, err := ss.SessionRead(ctx, store.SessionReadParams{SessionID: sessionID, After: after, Limit: store.DefaultReadLimit})
@@ -609,6 +612,9 @@ func (f *sessionFold) apply(e store.SessionEntry) error {
 			u := m.Usage
 			sub.Outcome, sub.Status, sub.Reason, sub.Answer, sub.Error = m.Outcome, m.Status, m.Reason, m.Answer, m.Error
 			sub.Usage, sub.CostUSD = &u, m.CostUSD
+			if m.History != nil {
+				f.history[m.RunID] = m.History
+			}
 		}
 	}
 	return nil
@@ -689,6 +695,11 @@ func (rt *Runtime) endSubmission(ctx context.Context, ss store.SessionStore, s s
 	if o := r.Outcome; o != nil {
 		end.Reason, end.Answer, end.Error, end.Usage, end.CostUSD = o.Reason, o.Answer, o.Error, o.Usage, o.CostUSD
 	}
+	if h, ok, err := engine.CompactedHistory(entries); err != nil {
+		return fmt.Errorf("fold run %s: %w", run.ID, err)
+	} else if ok {
+		end.History = h
+	}
 	data, _ := json.Marshal(end)
 	if _, _, err := ss.SessionEnd(ctx, store.SessionEndParams{SessionID: s.ID, RunID: run.ID, Joined: joined, Data: data}); err != nil {
 		return err
@@ -755,6 +766,10 @@ func (rt *Runtime) transcript(ctx context.Context, ss store.SessionStore, sessio
 	for _, sub := range f.subs {
 		if sub.Outcome == "" {
 			continue
+		}
+		if h, ok := f.history[sub.RunID]; ok {
+			// Its run summarized what came before it: start from that.
+			msgs = append(msgs[:0:0], h...)
 		}
 		msgs = append(msgs, model.Message{Role: model.RoleUser, Text: sub.Text})
 		if sub.Outcome == hitchtype.SubmissionAborted {

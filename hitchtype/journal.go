@@ -106,8 +106,12 @@ type ModelFailed struct {
 // replaced, in every later request, by Summary. A failed compaction has
 // Error and changes nothing.
 type Compacted struct {
-	Attempt int          `json:"attempt"`
-	Through int          `json:"through"`
+	Attempt int `json:"attempt"`
+	Through int `json:"through"`
+	// History, when Through is 0, is how many of the first messages of
+	// the run's history (RunStarted.History, a session's transcript) the
+	// summary stands for; the rest are kept verbatim.
+	History int          `json:"history,omitempty"`
 	Summary string       `json:"summary,omitempty"`
 	Error   string       `json:"error,omitempty"`
 	Usage   *model.Usage `json:"usage,omitempty"`

@@ -1,6 +1,10 @@
 package hitchtype
 
-import "time"
+import (
+	"time"
+
+	"github.com/hitch-dev/hitch/model"
+)
 
 // Session journal entry kinds. A session's journal is its own, apart from
 // the journals of the runs that work its submissions; the position of an
@@ -125,6 +129,10 @@ type SubmissionEnded struct {
 	Usage  Usage  `json:"usage"`
 	// CostUSD is absent when the price or a counter is unknown.
 	CostUSD *float64 `json:"cost_usd,omitempty"`
+	// History is set when the run compacted what came before its own
+	// message: the summary and the messages it kept. Later submissions
+	// start from it in place of the submissions before this one.
+	History []model.Message `json:"history,omitempty"`
 }
 
 // SessionSteered, in a run's journal, is a user message that joined the

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/hitch-dev/hitch/model"
+import (
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/store"
+)
 
 // compactAt is the share of the context window a request may fill before
 // the older history is summarized.
@@ -22,16 +25,34 @@ func (r *runner) maybeCompact(req *model.Request) (compacted bool, err error) {
 	if lim.ContextWindow <= 0 || float64(estimateTokens(req)) < compactAt*float64(lim.ContextWindow) {
 		return false, nil
 	}
-	through := len(st.turns) - max(lim.KeepTurns, 1)
-	if through <= st.compactedThrough || st.compactTried == len(st.turns) || st.attempts+2 >= lim.ModelAttempts {
+	if st.attempts+2 >= lim.ModelAttempts {
 		return false, nil
 	}
-	sreq := &model.Request{Instructions: compactInstructions, Messages: append(st.messagesFrom(0, through),
-		model.Message{Role: model.RoleUser, Text: "Summarize the conversation above as instructed."})}
-	if st.compactedThrough > 0 {
-		// Summarize the summary and the turns since, not the whole past.
-		sreq.Messages = append(st.messagesFrom(st.compactedThrough, through),
-			model.Message{Role: model.RoleUser, Text: "Summarize the conversation above as instructed."})
+	ask := model.Message{Role: model.RoleUser, Text: "Summarize the conversation above as instructed."}
+	var sreq *model.Request
+	through, history := len(st.turns)-max(lim.KeepTurns, 1), 0
+	switch {
+	case through > st.compactedThrough && st.compactTried != len(st.turns):
+		sreq = &model.Request{Instructions: compactInstructions, Messages: append(st.messagesFrom(0, through), ask)}
+		if st.compactedThrough > 0 {
+			// Summarize the summary and the turns since, not the whole past.
+			sreq.Messages = append(st.messagesFrom(st.compactedThrough, through), ask)
+		}
+	case st.compactedThrough == 0 && !st.historyTried:
+		// Too few turns of its own to fold: fold the older part of the
+		// history it started from (a session's transcript), once a run.
+		through, history = 0, historyFoldPoint(st.started.History, max(lim.KeepTurns, 1))
+		if history <= st.historyFolded {
+			return false, nil
+		}
+		var msgs []model.Message
+		if st.historyFolded > 0 {
+			msgs = append(msgs, model.Message{Role: model.RoleUser, Text: summaryPrefix + st.summary})
+		}
+		msgs = append(msgs, st.started.History[st.historyFolded:history]...)
+		sreq = &model.Request{Instructions: compactInstructions, Messages: append(msgs, ask)}
+	default:
+		return false, nil
 	}
 	reserved, ended, err := r.beforeModel(sreq)
 	if ended || err != nil {
@@ -48,7 +69,7 @@ func (r *runner) maybeCompact(req *model.Request) (compacted bool, err error) {
 	}
 	if r.cancelled.Load() {
 		if err == nil && reply.Text != "" {
-			r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, Summary: reply.Text, Usage: reply.Usage}))
+			r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Summary: reply.Text, Usage: reply.Usage}))
 			r.settleModel(reserved, reply.Usage)
 		}
 		return false, nil
@@ -58,12 +79,48 @@ func (r *runner) maybeCompact(req *model.Request) (compacted bool, err error) {
 		if err != nil {
 			why = err.Error()
 		}
-		r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, Error: why}))
+		r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Error: why}))
 		return false, nil
 	}
-	r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, Summary: reply.Text, Usage: reply.Usage}))
+	r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Summary: reply.Text, Usage: reply.Usage}))
 	if ended, err := r.afterReply(reserved, reply.Usage); ended || err != nil {
 		return ended, err
 	}
 	return true, nil
+}
+
+// historyFoldPoint is where a history may be cut for a summary: before the
+// keep-th user message from its end, so the last keep exchanges stay
+// verbatim. A cut before a user message never parts a tool call from its
+// result. 0 when there is nothing older to fold.
+func historyFoldPoint(h []model.Message, keep int) int {
+	for i := len(h) - 1; i > 0; i-- {
+		if h[i].Role != model.RoleUser {
+			continue
+		}
+		if keep--; keep == 0 {
+			return i
+		}
+	}
+	return 0
+}
+
+// CompactedHistory is, when a run compacted what came before its own
+// input, the history a later submission of its session starts from in
+// place of everything before the run: the summary, then what the run kept
+// verbatim. ok is false when the run compacted nothing.
+func CompactedHistory(entries []store.Entry) (msgs []model.Message, ok bool, err error) {
+	st, err := fold(entries)
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case st.compactedThrough > 0:
+		// The summary stands for the whole history, the input and the
+		// turns it folded; the submission's own part follows it.
+		return []model.Message{{Role: model.RoleUser, Text: summaryPrefix + st.summary}}, true, nil
+	case st.historyFolded > 0:
+		return st.history(), true, nil
+	}
+	return nil, false, nil
 }

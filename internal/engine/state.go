@@ -105,8 +105,13 @@ type state struct {
 	// turn count at the last compaction attempt, so a failed one is not
 	// retried before the history grows.
 	compactedThrough int
-	summary          string
-	compactTried     int
+	// historyFolded of the history's first messages are folded into
+	// summary (when compactedThrough is 0); historyTried is set once a
+	// compaction of the history was attempted.
+	historyFolded int
+	historyTried  bool
+	summary       string
+	compactTried  int
 
 	// steered are session messages that joined the run, each at the turn
 	// count it joined at (see session.go).
@@ -210,7 +215,12 @@ func (s *state) apply(e store.Entry) error {
 		if c.Usage != nil || c.Error != "" {
 			s.usage.Add(c.Usage)
 		}
-		if c.Error == "" {
+		if c.Through == 0 && c.History > 0 {
+			s.historyTried = true
+			if c.Error == "" && c.History <= len(s.started.History) {
+				s.historyFolded, s.summary = c.History, c.Summary
+			}
+		} else if c.Error == "" {
 			s.compactedThrough, s.summary = c.Through, c.Summary
 		}
 	case KindModelLost:
@@ -414,12 +424,23 @@ func (s *state) messages() []model.Message {
 	return s.messagesFrom(s.compactedThrough, len(s.turns))
 }
 
+// history is the run's history as requests show it: a summary in place
+// of the messages folded into it, then the rest.
+func (s *state) history() []model.Message {
+	if s.historyFolded == 0 {
+		return s.started.History
+	}
+	msgs := make([]model.Message, 0, 1+len(s.started.History)-s.historyFolded)
+	msgs = append(msgs, model.Message{Role: model.RoleUser, Text: summaryPrefix + s.summary})
+	return append(msgs, s.started.History[s.historyFolded:]...)
+}
+
 // messagesFrom rebuilds the history with the turns before from folded into
 // the compaction summary, up to turn to.
 func (s *state) messagesFrom(from, to int) []model.Message {
 	msgs := make([]model.Message, 0, 2+len(s.started.History)+3*(to-from))
 	if from == 0 {
-		msgs = append(msgs, s.started.History...)
+		msgs = append(msgs, s.history()...)
 	}
 	msgs = append(msgs, model.Message{Role: model.RoleUser, Text: s.started.Input})
 	if from > 0 {
