@@ -647,7 +647,10 @@ func (rt *Runtime) advance(ctx context.Context, sessionID string) error {
 				return fmt.Errorf("run of session %s: %w", sessionID, err)
 			}
 			if !run.Status.Terminal() {
-				return nil
+				if run.CancelRequested {
+					return nil
+				}
+				return rt.reapplyInterrupt(ctx, ss, s.ID, run.ID)
 			}
 			if err := rt.endSubmission(ctx, ss, s, run); err != nil {
 				return err
@@ -663,6 +666,43 @@ func (rt *Runtime) advance(ctx context.Context, sessionID string) error {
 		}
 	}
 	return fmt.Errorf("advance session %s: it kept changing under this node; a sweeper tries again", sessionID)
+}
+
+// reapplyInterrupt cancels the session's active run when the session
+// journal holds an interrupt of it: the process that journaled the
+// interrupt may have died before it cancelled the run. It reads the
+// session's entries from the run's message on.
+func (rt *Runtime) reapplyInterrupt(ctx context.Context, ss store.SessionStore, sessionID, runID string) error {
+	first, err := rt.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: runID, Limit: 1})
+	if err != nil || len(first) == 0 {
+		return err
+	}
+	var rs hitchtype.RunStarted
+	if err := json.Unmarshal(first[0].Data, &rs); err != nil {
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	for after := max(rs.SessionPos-1, 0); ; {
+		page, err := ss.SessionRead(ctx, store.SessionReadParams{SessionID: sessionID, After: after, Limit: store.DefaultReadLimit})
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			if e.Kind != hitchtype.KindSubmissionInterrupt {
+				continue
+			}
+			var m hitchtype.SubmissionInterrupted
+			if json.Unmarshal(e.Data, &m) == nil && m.RunID == runID {
+				if _, err := rt.eng.Cancel(ctx, runID, 0); err != nil && !errors.Is(err, store.ErrEnded) {
+					return fmt.Errorf("interrupt %s: %w", runID, err)
+				}
+				return nil
+			}
+		}
+		if len(page) < store.DefaultReadLimit {
+			return nil
+		}
+		after = page[len(page)-1].Pos
+	}
 }
 
 // endSubmission records the end of the submission worked by run.

@@ -651,3 +651,63 @@ func TestSessionSendSurvivesAKillBeforeTheReply(t *testing.T) {
 		t.Fatalf("%d admissions, want 1", admitted)
 	}
 }
+
+// An interrupt whose process died after the session journaled it and
+// before the run was cancelled is applied by recovery: RecoverSessions
+// cancels the run, its submission ends aborted, and the interrupting
+// message runs next — not only when a client retries the send.
+func TestSessionInterruptRecordedButNotAppliedIsRecovered(t *testing.T) {
+	t.Parallel()
+	started := make(chan string, 4)
+	never := make(chan struct{})
+	m := &funcModel{fn: func(_ context.Context, req *model.Request) (*model.Reply, error) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleUser && last.Text == "task" {
+			return &model.Reply{ToolCalls: []model.ToolCall{{ID: "c1", Name: "hold", Arguments: "{}"}}}, nil
+		} else if last.Role == model.RoleUser {
+			return text("done: " + last.Text), nil
+		}
+		return text("unexpected"), nil
+	}}
+	a := build(t, hitch.Spec{Name: "chat", Model: m, Tools: []tool.Tool{holdTool(t, "hold", started, never)}})
+	rt, st := setup(t, a)
+	s := openSession(t, rt, a, "lost-interrupt")
+	send(t, rt, s.ID, "task", hitch.SendOptions{})
+	<-started
+	// What the dead process made durable: the interrupting message and the
+	// interrupt of the active run, but no cancel of the run.
+	ss := st.(store.SessionStore)
+	ctx := t.Context()
+	row, err := ss.SessionGet(ctx, s.ID)
+	if err != nil || row.ActiveRun == "" {
+		t.Fatalf("session: %+v %v", row, err)
+	}
+	msg, _ := json.Marshal(hitchtype.MessageAdmitted{ID: "msg_urgent", Mode: hitch.ModeInterrupt, Text: "stop now"})
+	intr, _ := json.Marshal(hitchtype.SubmissionInterrupted{RunID: row.ActiveRun, MessageID: "msg_urgent"})
+	for _, e := range []store.SessionAppendParams{
+		{SessionID: s.ID, After: store.AnyPosition, Kind: hitchtype.KindMessageAdmitted, Data: msg},
+		{SessionID: s.ID, After: store.AnyPosition, Kind: hitchtype.KindSubmissionInterrupt, Data: intr},
+	} {
+		if _, err := ss.SessionAppend(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rt.RecoverSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	status, err := rt.AwaitSession(wctx, s.ID)
+	if err != nil {
+		t.Fatalf("the session never came to rest: the recorded interrupt was not applied: %v", err)
+	}
+	if len(status.Submissions) != 2 {
+		t.Fatalf("%d submissions: %+v", len(status.Submissions), status.Submissions)
+	}
+	first, second := status.Submissions[0], status.Submissions[1]
+	if first.Outcome != hitchtype.SubmissionAborted || first.Reason != "interrupted" {
+		t.Errorf("the interrupted submission ended %+v", first)
+	}
+	if second.Text != "stop now" || second.Outcome != hitchtype.SubmissionCompleted {
+		t.Errorf("then %+v", second)
+	}
+}

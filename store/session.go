@@ -170,8 +170,10 @@ type SessionListParams struct {
 	// Tenant keeps one tenant's sessions; empty means all tenants.
 	Tenant string
 	// NeedsWork keeps only sessions that need a node's attention: an
-	// active run that has ended (its submission is not yet ended), or no
-	// active run and a queued message.
+	// active run that has ended (its submission is not yet ended), no
+	// active run and a queued message, or an active run not asked to
+	// cancel though the journal holds an interrupt of it (whoever
+	// journaled the interrupt died before it cancelled the run).
 	NeedsWork bool
 }
 

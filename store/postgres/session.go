@@ -181,7 +181,11 @@ func (s *Store) SessionList(ctx context.Context, p store.SessionListParams) ([]s
 	if p.NeedsWork {
 		q = `SELECT ` + sessionCols + ` FROM hitch_sessions s WHERE id > $1 AND (active_run <> '' OR queued > 0)
 			AND (active_run = '' OR EXISTS (SELECT 1 FROM hitch_runs r WHERE r.id = s.active_run
-				AND r.status NOT IN ('queued', 'running', 'waiting')))`
+				AND r.status NOT IN ('queued', 'running', 'waiting'))
+			OR EXISTS (SELECT 1 FROM hitch_runs r JOIN hitch_session_messages m ON m.session_seq = s.seq AND m.run_id = r.id
+				JOIN hitch_session_journal j ON j.session_seq = s.seq AND j.pos > m.pos
+				WHERE r.id = s.active_run AND NOT r.cancel_requested AND m.state = 'started'
+				  AND j.kind = 'submission.interrupted' AND j.data->>'run_id' = s.active_run))`
 	}
 	if err := store.CheckTenant("tenant", p.Tenant, false); err != nil {
 		return nil, fmt.Errorf("session list: %w", err)

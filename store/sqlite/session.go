@@ -177,7 +177,11 @@ func (s *Store) SessionList(ctx context.Context, p store.SessionListParams) ([]s
 	if p.NeedsWork {
 		q = `SELECT ` + sessionColumns + ` FROM sessions WHERE id > ?1 AND (active_run <> '' OR queued > 0)
 			AND (active_run = '' OR EXISTS (SELECT 1 FROM runs WHERE runs.id = sessions.active_run
-				AND runs.status NOT IN ('queued', 'running', 'waiting')))`
+				AND runs.status NOT IN ('queued', 'running', 'waiting'))
+			OR EXISTS (SELECT 1 FROM runs JOIN session_messages m ON m.session_seq = sessions.seq AND m.run_id = runs.id
+				JOIN session_journal j ON j.session_seq = sessions.seq AND j.pos > m.pos
+				WHERE runs.id = sessions.active_run AND runs.cancel_requested = 0 AND m.state = 'started'
+				  AND j.kind = 'submission.interrupted' AND json_extract(j.data, '$.run_id') = sessions.active_run))`
 	}
 	args := []any{p.After, limit}
 	if p.Tenant != "" {

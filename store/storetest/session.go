@@ -454,6 +454,57 @@ func testSessionList(t *testing.T, e *sessEnv) {
 	if fmt.Sprint(ids) != "[a c]" {
 		t.Fatalf("sessions needing work: %v, want [a c]", ids)
 	}
+
+	// e: an active run still running, interrupted in the journal but not
+	// asked to cancel (the interrupter died in between): needs work, until
+	// the cancel is asked for. f: the interrupt named the run before the
+	// active one: no.
+	e.session("e")
+	e.admit("e", "m", hitchtype.ModeQueue)
+	re := e.startNext("e")
+	interrupt := func(sid, runID string) {
+		t.Helper()
+		if _, err := e.ss.SessionAppend(e.ctx, store.SessionAppendParams{SessionID: sid, After: store.AnyPosition,
+			Kind: hitchtype.KindSubmissionInterrupt, Data: msgData(hitchtype.SubmissionInterrupted{RunID: runID})}); err != nil {
+			t.Fatalf("interrupt %s: %v", runID, err)
+		}
+	}
+	interrupt("e", re.ID)
+	e.session("f")
+	e.admit("f", "m1", hitchtype.ModeQueue)
+	rf := e.startNext("f")
+	e.admit("f", "m2", hitchtype.ModeInterrupt)
+	interrupt("f", rf.ID)
+	if _, err := e.s.RunRequestCancel(e.ctx, rf.ID); err != nil {
+		t.Fatal(err)
+	}
+	lf := e.claim(rf.ID, "node", longTTL)
+	e.append(lf, store.JournalAppendParams{After: lf.Run.Position, Entries: entries("end", 1), Status: hitchtype.StatusCancelled,
+		Outcome: json.RawMessage(`{"status":"cancelled"}`)})
+	if _, ended, err := e.ss.SessionEnd(e.ctx, store.SessionEndParams{SessionID: "f", RunID: rf.ID,
+		Data: msgData(hitchtype.SubmissionEnded{RunID: rf.ID, Outcome: hitchtype.SubmissionAborted})}); err != nil || !ended {
+		t.Fatalf("end f's first submission: %v %v", ended, err)
+	}
+	e.startNext("f")
+	needs := func(want string) {
+		t.Helper()
+		work, err := e.ss.SessionList(e.ctx, store.SessionListParams{After: "d", NeedsWork: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range work {
+			ids = append(ids, s.ID)
+		}
+		if fmt.Sprint(ids) != want {
+			t.Fatalf("sessions after d needing work: %v, want %s", ids, want)
+		}
+	}
+	needs("[e]")
+	if _, err := e.s.RunRequestCancel(e.ctx, re.ID); err != nil {
+		t.Fatal(err)
+	}
+	needs("[]")
 }
 
 func testSessionBadInput(t *testing.T, e *sessEnv) {
