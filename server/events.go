@@ -89,7 +89,8 @@ func (c *streamCounts) release(token string) {
 // isStream reports whether a request opens an event stream, which is
 // exempt from the request timeout.
 func isStream(r *http.Request) bool {
-	return r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/runs/") && strings.HasSuffix(r.URL.Path, "/events")
+	return r.Method == http.MethodGet && (strings.HasPrefix(r.URL.Path, "/v1/runs/") || strings.HasPrefix(r.URL.Path, "/v1/sessions/")) &&
+		strings.HasSuffix(r.URL.Path, "/events")
 }
 
 type streamIn struct {
@@ -235,6 +236,10 @@ type follower struct {
 	w     io.Writer
 	rc    *http.ResponseController
 	wake  chan struct{}
+
+	// session, for a session's stream, is its id; runs and after then
+	// hold its sessionKey alone (sessions.go).
+	session string
 }
 
 func (f *follower) serve(hctx huma.Context, family bool) {
@@ -277,7 +282,12 @@ func (f *follower) serve(hctx huma.Context, family bool) {
 				subscribed[id] = true
 			}
 		}
-		done, ok := f.pass(family)
+		var done, ok bool
+		if f.session != "" {
+			done, ok = f.sessionPass()
+		} else {
+			done, ok = f.pass(family)
+		}
 		if !ok {
 			return
 		}

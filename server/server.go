@@ -110,6 +110,7 @@ func New(cfg Config) (*Server, error) {
 	s.registerApprovals()
 	s.registerWorkspaces()
 	s.registerAgents()
+	s.registerSessions()
 	s.documentCommonErrors()
 	var h http.Handler = mux
 	h = s.withLimits(h)

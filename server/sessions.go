@@ -1,0 +1,450 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/api"
+)
+
+// The session routes: conversations with an agent, their message queues,
+// journals and event streams. A session belongs to a tenant; another
+// tenant's session answers 404, exactly as one that does not exist.
+
+// sessionTenant is the tenant a session belongs to.
+func sessionTenant(hitch.Session) string { return defaultTenant }
+
+// sessionKey names a session's stream in the hub. Run ids never hold a
+// slash, so a session's key never wakes a run's stream.
+func sessionKey(id string) string { return "session/" + id }
+
+type sessionIn struct {
+	ID string `path:"id" maxLength:"128" doc:"The session's id."`
+}
+
+type sessionOut struct {
+	Body api.Session
+}
+
+func (s *Server) registerSessions() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "create-session", Method: http.MethodPost, Path: "/v1/sessions", Tags: []string{"sessions"},
+		Summary:       "Create a session, or return the existing one with the id (admin)",
+		Description:   "Idempotent by id: the same id again returns the session as it stands (200, created false). 201 when created.",
+		DefaultStatus: http.StatusCreated,
+		Responses: map[string]*huma.Response{"200": {
+			Description: "The id existed: the session is returned as it stands.",
+			Content: map[string]*huma.MediaType{"application/json": {
+				Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(api.CreatedSession{}), true, ""),
+			}},
+		}},
+		Errors: []int{http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity},
+	}, s.createSession)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "list-sessions", Method: http.MethodGet, Path: "/v1/sessions", Tags: []string{"sessions"},
+		Summary: "List the tenant's sessions by id, a page at a time",
+	}, s.listSessions)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-session", Method: http.MethodGet, Path: "/v1/sessions/{id}", Tags: []string{"sessions"},
+		Summary: "Show one session", Errors: []int{http.StatusNotFound},
+	}, func(ctx context.Context, in *sessionIn) (*sessionOut, error) {
+		ses, err := s.session(ctx, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		return &sessionOut{wireSession(ses)}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "send-message", Method: http.MethodPost, Path: "/v1/sessions/{id}/messages", Tags: []string{"sessions"},
+		Summary: "Send a user message to a session (admin)",
+		Description: "The message is durable when the answer is sent. With an Idempotency-Key header, a retried send " +
+			"admits nothing new and answers the first admission with duplicate true (200; 201 for a new admission).",
+		DefaultStatus: http.StatusCreated,
+		Responses: map[string]*huma.Response{"200": {
+			Description: "The Idempotency-Key matched an earlier send: nothing new was admitted.",
+			Content: map[string]*huma.MediaType{"application/json": {
+				Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(api.Sent{}), true, ""),
+			}},
+		}},
+		Errors: []int{http.StatusNotFound, http.StatusForbidden, http.StatusUnprocessableEntity},
+	}, s.send)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "interrupt-session", Method: http.MethodPost, Path: "/v1/sessions/{id}/interrupt", Tags: []string{"sessions"},
+		Summary:     "Interrupt the running submission, if any (operator)",
+		Description: "A durable cancel of the running submission's run: it ends aborted and the next queued message starts. Idempotent; an idle session is left as it is.",
+		Errors:      []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict},
+	}, func(ctx context.Context, in *sessionIn) (*sessionOut, error) {
+		if err := need(ctx, api.RoleOperator); err != nil {
+			return nil, err
+		}
+		if _, err := s.session(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		if err := s.cfg.Runtime.Interrupt(ctx, in.ID); err != nil {
+			return nil, s.sessionFail("interrupt", err)
+		}
+		s.hub.wake(sessionKey(in.ID))
+		ses, err := s.session(ctx, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		return &sessionOut{wireSession(ses)}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "list-queue", Method: http.MethodGet, Path: "/v1/sessions/{id}/queue", Tags: []string{"sessions"},
+		Summary: "List the queued messages in the order they will start", Errors: []int{http.StatusNotFound},
+	}, func(ctx context.Context, in *struct {
+		ID    string `path:"id" maxLength:"128" doc:"The session's id."`
+		Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Messages at most."`
+	}) (*struct{ Body api.Queue }, error) {
+		if _, err := s.session(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		q, err := s.cfg.Runtime.Queue(ctx, in.ID, in.Limit)
+		if err != nil {
+			return nil, s.sessionFail("queue", err)
+		}
+		return &struct{ Body api.Queue }{api.Queue{Messages: wireQueue(q)}}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "edit-message", Method: http.MethodPost, Path: "/v1/sessions/{id}/queue/{message}/edit", Tags: []string{"sessions"},
+		Summary: "Replace the text of a queued message; it keeps its place (admin)",
+		Errors:  []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity},
+	}, func(ctx context.Context, in *struct {
+		ID      string `path:"id" maxLength:"128" doc:"The session's id."`
+		Message string `path:"message" maxLength:"128" doc:"The queued message's id."`
+		Body    api.Edit
+	}) (*struct{ Body api.Queue }, error) {
+		if err := need(ctx, api.RoleAdmin); err != nil {
+			return nil, err
+		}
+		if _, err := s.session(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		if err := s.cfg.Runtime.Edit(ctx, in.ID, in.Message, in.Body.Text); err != nil {
+			return nil, s.sessionFail("edit", err)
+		}
+		s.hub.wake(sessionKey(in.ID))
+		return s.queueOut(ctx, in.ID)
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "remove-message", Method: http.MethodPost, Path: "/v1/sessions/{id}/queue/{message}/remove", Tags: []string{"sessions"},
+		Summary: "Take a queued message out of the queue (admin)",
+		Errors:  []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict},
+	}, func(ctx context.Context, in *struct {
+		ID      string `path:"id" maxLength:"128" doc:"The session's id."`
+		Message string `path:"message" maxLength:"128" doc:"The queued message's id."`
+	}) (*struct{ Body api.Queue }, error) {
+		if err := need(ctx, api.RoleAdmin); err != nil {
+			return nil, err
+		}
+		if _, err := s.session(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		if err := s.cfg.Runtime.Remove(ctx, in.ID, in.Message); err != nil {
+			return nil, s.sessionFail("remove", err)
+		}
+		s.hub.wake(sessionKey(in.ID))
+		return s.queueOut(ctx, in.ID)
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "session-status", Method: http.MethodGet, Path: "/v1/sessions/{id}/status", Tags: []string{"sessions"},
+		Summary: "A session's state: its queue, submissions and usage", Errors: []int{http.StatusNotFound},
+	}, func(ctx context.Context, in *sessionIn) (*struct{ Body api.SessionStatus }, error) {
+		if _, err := s.session(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		st, err := s.cfg.Runtime.SessionStatus(ctx, in.ID)
+		if err != nil {
+			return nil, s.sessionFail("session status", err)
+		}
+		return &struct{ Body api.SessionStatus }{wireSessionStatus(st)}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "session-transcript", Method: http.MethodGet, Path: "/v1/sessions/{id}/transcript", Tags: []string{"sessions"},
+		Summary: "Read a session's journal by position, a page at a time", Errors: []int{http.StatusNotFound},
+	}, func(ctx context.Context, in *struct {
+		ID    string `path:"id" maxLength:"128" doc:"The session's id."`
+		After int64  `query:"after" minimum:"0" doc:"Entries after this position."`
+		Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Entries per page."`
+	}) (*struct{ Body api.SessionEntryPage }, error) {
+		if _, err := s.session(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		es, err := s.cfg.Runtime.SessionJournal(ctx, in.ID, in.After, in.Limit)
+		if err != nil {
+			return nil, s.sessionFail("session transcript", err)
+		}
+		page := api.SessionEntryPage{Entries: make([]api.SessionEntry, 0, len(es))}
+		for _, e := range es {
+			page.Entries = append(page.Entries, wireSessionEntry(e))
+		}
+		if len(es) == in.Limit {
+			next := es[len(es)-1].Pos
+			page.Next = &next
+		}
+		return &struct{ Body api.SessionEntryPage }{page}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "stream-session", Method: http.MethodGet, Path: "/v1/sessions/{id}/events", Tags: []string{"sessions"},
+		Summary: "Follow a session's journal as server-sent events",
+		Description: "One `entry` event per session journal entry (data: a SessionEntry), its id the entry's position. " +
+			"Last-Event-ID (or ?after=N) resumes exactly after that position. A session does not end: the stream stays open, with heartbeats, until the client leaves.",
+		Responses: map[string]*huma.Response{"200": {
+			Description: "A text/event-stream: one `entry` event per session journal entry (data: a SessionEntry) and heartbeat comments.",
+			Content:     map[string]*huma.MediaType{"text/event-stream": {Schema: &huma.Schema{Type: "string", Description: "Server-sent events; see docs/api.md."}}},
+		}},
+		Errors: []int{http.StatusNotFound, http.StatusTooManyRequests, http.StatusUnprocessableEntity},
+	}, func(ctx context.Context, in *struct {
+		ID          string `path:"id" maxLength:"128" doc:"The session's id."`
+		After       string `query:"after" maxLength:"32" doc:"Resume after this event id (as Last-Event-ID)."`
+		LastEventID string `header:"Last-Event-ID" maxLength:"32" doc:"Resume after this event id; ?after wins when both are given."`
+	}) (*huma.StreamResponse, error) {
+		if _, err := s.session(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		cur, loc := in.After, "query.after"
+		if cur == "" {
+			cur, loc = in.LastEventID, "header.Last-Event-ID"
+		}
+		var after int64
+		if cur != "" {
+			n, err := strconv.ParseInt(cur, 10, 64)
+			if err != nil || n < 0 {
+				return nil, invalid(loc, "%q: want a session journal position, 0 or more", cur)
+			}
+			after = n
+		}
+		release, err := s.openStream(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &huma.StreamResponse{Body: func(hctx huma.Context) {
+			defer release()
+			key := sessionKey(in.ID)
+			f := &follower{s: s, ctx: hctx.Context(), session: in.ID, after: map[string]int64{key: after}, runs: []string{key}}
+			f.serve(hctx, false)
+		}}, nil
+	})
+}
+
+func (s *Server) createSession(ctx context.Context, in *struct {
+	Body api.CreateSession
+}) (*struct {
+	Status int
+	Body   api.CreatedSession
+}, error) {
+	if err := need(ctx, api.RoleAdmin); err != nil {
+		return nil, err
+	}
+	b := in.Body
+	a, ok := s.agents[b.Agent]
+	if !ok {
+		return nil, invalid("body.agent", "%q is not an agent of this server (GET /v1/agents lists them)", b.Agent)
+	}
+	p := principalOf(ctx)
+	if _, err := startOptions(p.tenant); err != nil {
+		return nil, api.NewProblem(api.TypeForbidden, err.Error())
+	}
+	created := true
+	if b.ID != "" {
+		// An id another tenant holds is not revealed: the create is
+		// refused as a conflict without saying whose it is.
+		old, err := s.cfg.Runtime.GetSession(ctx, b.ID)
+		switch {
+		case err == nil && sessionTenant(old) != p.tenant:
+			return nil, api.NewProblem(api.TypeConflict, fmt.Sprintf("session id %s cannot be used: choose another", b.ID))
+		case err == nil:
+			created = false
+		case !errors.Is(err, hitch.ErrSessionNotFound):
+			return nil, s.sessionFail("create session", err)
+		}
+	}
+	ses, err := s.cfg.Runtime.OpenSession(ctx, a, hitch.SessionOptions{ID: b.ID, Metadata: b.Metadata})
+	if err != nil {
+		return nil, s.sessionFail("create session", err)
+	}
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+	}
+	return &struct {
+		Status int
+		Body   api.CreatedSession
+	}{status, api.CreatedSession{Session: wireSession(ses), Created: created}}, nil
+}
+
+func (s *Server) listSessions(ctx context.Context, in *struct {
+	After string `query:"after" maxLength:"128" doc:"The cursor the previous page returned: the last session id of that page."`
+	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"50" doc:"Sessions per page."`
+}) (*struct{ Body api.SessionPage }, error) {
+	p := principalOf(ctx)
+	page := api.SessionPage{Sessions: []api.Session{}}
+	if p.tenant != defaultTenant {
+		// Sessions carry no tenant of their own in this build: every one
+		// is the default tenant's.
+		return &struct{ Body api.SessionPage }{page}, nil
+	}
+	list, err := s.cfg.Runtime.Sessions(ctx, in.After, in.Limit)
+	if err != nil {
+		return nil, s.sessionFail("list sessions", err)
+	}
+	for _, ses := range list {
+		page.Sessions = append(page.Sessions, wireSession(ses))
+	}
+	if len(list) == in.Limit {
+		page.Next = list[len(list)-1].ID
+	}
+	return &struct{ Body api.SessionPage }{page}, nil
+}
+
+func (s *Server) send(ctx context.Context, in *struct {
+	ID   string `path:"id" maxLength:"128" doc:"The session's id."`
+	Key  string `header:"Idempotency-Key" maxLength:"256" doc:"Makes a retried send admit the message once (remembered 24 h by default)."`
+	Body api.Send
+}) (*struct {
+	Status int
+	Body   api.Sent
+}, error) {
+	if err := need(ctx, api.RoleAdmin); err != nil {
+		return nil, err
+	}
+	if s.stopping.Load() {
+		return nil, api.NewProblem(api.TypeUnavailable, "the server is stopping: send on another node")
+	}
+	if _, err := s.session(ctx, in.ID); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(in.Body.Text) == "" {
+		return nil, invalid("body.text", "is blank")
+	}
+	res, err := s.cfg.Runtime.Send(ctx, in.ID, in.Body.Text, hitch.SendOptions{IdempotencyKey: in.Key, Mode: hitch.SendMode(in.Body.Mode)})
+	if err != nil && res.MessageID == "" {
+		return nil, s.sessionFail("send", err)
+	}
+	// A send whose message was admitted but whose interrupt was not is
+	// still a durable admission: the message runs, after the active one.
+	s.hub.wake(sessionKey(in.ID))
+	status := http.StatusCreated
+	if res.Duplicate {
+		status = http.StatusOK
+	}
+	return &struct {
+		Status int
+		Body   api.Sent
+	}{status, api.Sent{MessageID: res.MessageID, Position: res.Position, Mode: string(res.Mode), Duplicate: res.Duplicate}}, nil
+}
+
+func (s *Server) queueOut(ctx context.Context, id string) (*struct{ Body api.Queue }, error) {
+	q, err := s.cfg.Runtime.Queue(ctx, id, 0)
+	if err != nil {
+		return nil, s.sessionFail("queue", err)
+	}
+	return &struct{ Body api.Queue }{api.Queue{Messages: wireQueue(q)}}, nil
+}
+
+// session reads a session the request's tenant may see; another tenant's
+// session is not found.
+func (s *Server) session(ctx context.Context, id string) (hitch.Session, error) {
+	ses, err := s.cfg.Runtime.GetSession(ctx, id)
+	if errors.Is(err, hitch.ErrSessionNotFound) || (err == nil && sessionTenant(ses) != principalOf(ctx).tenant) {
+		return hitch.Session{}, api.NewProblem(api.TypeNotFound, fmt.Sprintf("no session %s", id))
+	}
+	if err != nil {
+		return hitch.Session{}, s.sessionFail("get session", err)
+	}
+	return ses, nil
+}
+
+// sessionFail maps the session errors of the runtime to their problems;
+// any other error goes to fail.
+func (s *Server) sessionFail(op string, err error) error {
+	var state *hitch.MessageStateError
+	switch {
+	case errors.Is(err, hitch.ErrSessionNotFound), errors.Is(err, hitch.ErrMessageNotFound):
+		return api.NewProblem(api.TypeNotFound, err.Error())
+	case errors.As(err, &state):
+		return api.NewProblem(api.TypeRefused, err.Error())
+	case errors.Is(err, hitch.ErrMessageTooLarge):
+		return invalid("body.text", "%v", err)
+	case errors.Is(err, hitch.ErrBadSessionID):
+		return invalid("body.id", "%v", err)
+	case errors.Is(err, hitch.ErrSessionAgent):
+		return api.NewProblem(api.TypeConflict, err.Error())
+	}
+	return s.fail(op, err)
+}
+
+// sessionPass sends the session's journal entries past the cursor, a page
+// at a time. A session does not end: done is never true.
+func (f *follower) sessionPass() (done, ok bool) {
+	page := hitch.DefaultServerJournalPage
+	key := sessionKey(f.session)
+	for {
+		es, err := f.s.cfg.Runtime.SessionJournal(f.ctx, f.session, f.after[key], page)
+		if err != nil {
+			f.fail(err)
+			return false, false
+		}
+		for _, e := range es {
+			f.after[key] = e.Pos
+			data, _ := json.Marshal(wireSessionEntry(e))
+			if !f.write(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", e.Pos, api.EventEntry, data)) {
+				return false, false
+			}
+		}
+		if len(es) < page {
+			return false, true
+		}
+		select {
+		case <-f.s.stop:
+			return false, false
+		default:
+		}
+	}
+}
+
+func wireSession(ses hitch.Session) api.Session {
+	return api.Session{ID: ses.ID, Tenant: sessionTenant(ses), Agent: ses.Agent, Version: ses.Version, Metadata: ses.Metadata,
+		ActiveRun: ses.ActiveRun, Position: ses.Position, Queued: ses.Queued, CreatedAt: ses.CreatedAt, UpdatedAt: ses.UpdatedAt}
+}
+
+func wireQueue(q []hitch.QueuedMessage) []api.QueuedMessage {
+	out := make([]api.QueuedMessage, 0, len(q))
+	for _, m := range q {
+		out = append(out, api.QueuedMessage{ID: m.ID, Position: m.Position, Mode: string(m.Mode), Text: m.Text})
+	}
+	return out
+}
+
+func wireUsage(u hitch.Usage) api.Usage {
+	return api.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens, Generations: u.Generations}
+}
+
+func wireSessionStatus(st hitch.SessionStatus) api.SessionStatus {
+	out := api.SessionStatus{Session: wireSession(st.Session), Queue: wireQueue(st.Queue), Submissions: []api.Submission{},
+		Usage: wireUsage(st.Usage), CostUSD: st.CostUSD}
+	for _, sub := range st.Submissions {
+		w := api.Submission{MessageID: sub.MessageID, RunID: sub.RunID, Text: sub.Text, Joined: sub.Joined, Outcome: string(sub.Outcome),
+			Status: string(sub.Status), Reason: sub.Reason, Answer: sub.Answer, Error: sub.Error, CostUSD: sub.CostUSD}
+		if sub.Usage != nil {
+			u := wireUsage(*sub.Usage)
+			w.Usage = &u
+		}
+		out.Submissions = append(out.Submissions, w)
+	}
+	return out
+}
+
+func wireSessionEntry(e hitch.SessionEntry) api.SessionEntry {
+	return api.SessionEntry{SessionID: e.SessionID, Pos: e.Pos, Kind: e.Kind, At: e.At, Data: json.RawMessage(e.Data)}
+}

@@ -1,0 +1,324 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch/api"
+)
+
+func createSession(t *testing.T, c *client, agent, id string) api.Session {
+	t.Helper()
+	var out api.CreatedSession
+	c.do("POST", "/v1/sessions", api.CreateSession{Agent: agent, ID: id}).want(t, http.StatusCreated, "").decode(t, &out)
+	if !out.Created || out.Session.ID == "" {
+		t.Fatalf("create: %+v", out)
+	}
+	return out.Session
+}
+
+func sendMsg(t *testing.T, c *client, id, text, mode, key string) (api.Sent, int) {
+	t.Helper()
+	var hdr []string
+	if key != "" {
+		hdr = []string{"Idempotency-Key", key}
+	}
+	a := c.do("POST", "/v1/sessions/"+id+"/messages", api.Send{Text: text, Mode: mode}, hdr...)
+	if a.status != 201 && a.status != 200 {
+		t.Fatalf("send: %d %s", a.status, a.body)
+	}
+	var out api.Sent
+	a.decode(t, &out)
+	return out, a.status
+}
+
+// transcript reads a session's whole journal through the API, page by
+// page.
+func transcript(t *testing.T, c *client, id string) []api.SessionEntry {
+	t.Helper()
+	var all []api.SessionEntry
+	after := int64(0)
+	for {
+		var page api.SessionEntryPage
+		c.do("GET", fmt.Sprintf("/v1/sessions/%s/transcript?after=%d&limit=3", id, after), nil).want(t, 200, "").decode(t, &page)
+		all = append(all, page.Entries...)
+		if page.Next == nil {
+			return all
+		}
+		after = *page.Next
+	}
+}
+
+// followSession reads a session's stream from after until until says
+// stop, cutting the connection every cut events and resuming with
+// Last-Event-ID; it returns every entry received.
+func followSession(t *testing.T, c *client, id string, after int64, cut int, until func([]api.SessionEntry) bool) []api.SessionEntry {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var got []api.SessionEntry
+	last := ""
+	if after > 0 {
+		last = strconv.FormatInt(after, 10)
+	}
+	for ctx.Err() == nil {
+		sctx, scancel := context.WithCancel(ctx)
+		resp, err := c.openStream(sctx, "/v1/sessions/"+id+"/events", last)
+		if err != nil {
+			scancel()
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			scancel()
+			t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		n, done := 0, false
+		_ = readEvents(resp.Body, func(ev event) bool {
+			if ev.kind != api.EventEntry {
+				t.Errorf("event %q: %s", ev.kind, ev.data)
+				return false
+			}
+			var e api.SessionEntry
+			if err := json.Unmarshal(ev.data, &e); err != nil {
+				t.Fatalf("event data: %v", err)
+			}
+			if ev.id != strconv.FormatInt(e.Pos, 10) {
+				t.Errorf("event id %s for position %d", ev.id, e.Pos)
+			}
+			got, last, n = append(got, e), ev.id, n+1
+			if until(got) {
+				done = true
+				return false
+			}
+			return cut == 0 || n < cut
+		})
+		scancel()
+		resp.Body.Close()
+		if done {
+			return got
+		}
+	}
+	t.Fatalf("session %s: the stream did not reach its end in time (%d entries)", id, len(got))
+	return nil
+}
+
+func ended(n int) func([]api.SessionEntry) bool {
+	return func(es []api.SessionEntry) bool {
+		c := 0
+		for _, e := range es {
+			if e.Kind == "submission.ended" {
+				c++
+			}
+		}
+		return c >= n
+	}
+}
+
+func TestSessionRoutes(t *testing.T) {
+	e := newEnv(t)
+
+	// Create is idempotent by id; without an id the server names it.
+	s := createSession(t, e.admin, "quick", "chat1")
+	var again api.CreatedSession
+	e.admin.do("POST", "/v1/sessions", api.CreateSession{Agent: "quick", ID: "chat1"}).want(t, 200, "").decode(t, &again)
+	if again.Created || again.Session.ID != s.ID || again.Session.CreatedAt != s.CreatedAt {
+		t.Fatalf("repeated create: %+v", again)
+	}
+	e.admin.do("POST", "/v1/sessions", api.CreateSession{Agent: "slow", ID: "chat1"}).want(t, 409, api.TypeConflict)
+	anon := createSession(t, e.admin, "quick", "")
+	if !strings.HasPrefix(anon.ID, "ses_") || anon.Tenant != "default" || anon.Agent != "quick" {
+		t.Fatalf("session without an id: %+v", anon)
+	}
+	a := e.admin.do("POST", "/v1/sessions", api.CreateSession{Agent: "nobody"}).want(t, 422, api.TypeInvalid)
+	if !strings.Contains(string(a.body), "body.agent") {
+		t.Errorf("unknown agent: %s", a.body)
+	}
+	a = e.admin.do("POST", "/v1/sessions", map[string]any{"agent": "quick", "id": "bad id"}).want(t, 422, api.TypeInvalid)
+	if !strings.Contains(string(a.body), "body.id") {
+		t.Errorf("bad id: %s", a.body)
+	}
+	e.view.do("POST", "/v1/sessions", api.CreateSession{Agent: "quick"}).want(t, 403, api.TypeForbidden)
+
+	// Send, durable on the answer; the same key again admits nothing.
+	sent, status := sendMsg(t, e.admin, "chat1", "hello", "", "k1")
+	if status != 201 || sent.Duplicate || sent.Mode != "queue" || sent.MessageID == "" {
+		t.Fatalf("send: %d %+v", status, sent)
+	}
+	dup, status := sendMsg(t, e.admin, "chat1", "hello", "", "k1")
+	if status != 200 || !dup.Duplicate || dup.MessageID != sent.MessageID || dup.Position != sent.Position {
+		t.Fatalf("retried send: %d %+v, first %+v", status, dup, sent)
+	}
+	a = e.admin.do("POST", "/v1/sessions/chat1/messages", map[string]any{"text": "x", "mode": "shout"}).want(t, 422, api.TypeInvalid)
+	if !strings.Contains(string(a.body), "body.mode") {
+		t.Errorf("bad mode: %s", a.body)
+	}
+	a = e.admin.do("POST", "/v1/sessions/chat1/messages", map[string]any{"text": "  "}).want(t, 422, api.TypeInvalid)
+	if !strings.Contains(string(a.body), "body.text") {
+		t.Errorf("blank text: %s", a.body)
+	}
+	e.admin.do("POST", "/v1/sessions/nope/messages", api.Send{Text: "x"}).want(t, 404, api.TypeNotFound)
+	e.view.do("POST", "/v1/sessions/chat1/messages", api.Send{Text: "x"}).want(t, 403, api.TypeForbidden)
+	sendMsg(t, e.admin, "chat1", "again", "", "")
+
+	// The stream, cut after every 2 events and resumed, equals the
+	// transcript read by pages.
+	got := followSession(t, e.view, "chat1", 0, 2, ended(2))
+	all := transcript(t, e.view, "chat1")
+	if len(got) > len(all) {
+		t.Fatalf("stream has %d entries, transcript %d", len(got), len(all))
+	}
+	for i := range got {
+		if g, w := got[i], all[i]; g.Pos != w.Pos || g.Kind != w.Kind || string(g.Data) != string(w.Data) {
+			t.Fatalf("entry %d: stream %+v, transcript %+v", i, g, w)
+		}
+	}
+	// ?after resumes past a position.
+	tail := followSession(t, e.view, "chat1", 3, 0, func(es []api.SessionEntry) bool { return es[len(es)-1].Pos >= all[len(all)-1].Pos })
+	if tail[0].Pos != 4 {
+		t.Fatalf("resume after 3 starts at %d", tail[0].Pos)
+	}
+	e.view.do("GET", "/v1/sessions/chat1/events?after=x", nil).want(t, 422, api.TypeInvalid)
+
+	var st api.SessionStatus
+	e.view.do("GET", "/v1/sessions/chat1/status", nil).want(t, 200, "").decode(t, &st)
+	if len(st.Submissions) != 2 || st.Submissions[0].Outcome != "completed" || st.Submissions[0].Answer != "quick done" || st.Usage.Generations != 2 {
+		t.Fatalf("status: %+v", st)
+	}
+
+	// List by id with a cursor.
+	var p1, p2 api.SessionPage
+	e.view.do("GET", "/v1/sessions?limit=1", nil).want(t, 200, "").decode(t, &p1)
+	if len(p1.Sessions) != 1 || p1.Next == "" {
+		t.Fatalf("page 1: %+v", p1)
+	}
+	e.view.do("GET", "/v1/sessions?limit=1&after="+p1.Next, nil).want(t, 200, "").decode(t, &p2)
+	if len(p2.Sessions) != 1 || p2.Sessions[0].ID == p1.Sessions[0].ID {
+		t.Fatalf("page 2: %+v after %+v", p2, p1)
+	}
+
+	// Another tenant sees nothing: 404 for every route, an empty list.
+	var pb api.SessionPage
+	e.other.do("GET", "/v1/sessions", nil).want(t, 200, "").decode(t, &pb)
+	if len(pb.Sessions) != 0 {
+		t.Fatalf("tenant b lists %+v", pb)
+	}
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/v1/sessions/chat1"}, {"GET", "/v1/sessions/chat1/status"}, {"GET", "/v1/sessions/chat1/queue"},
+		{"GET", "/v1/sessions/chat1/transcript"}, {"GET", "/v1/sessions/chat1/events"},
+		{"POST", "/v1/sessions/chat1/messages"}, {"POST", "/v1/sessions/chat1/interrupt"},
+		{"POST", "/v1/sessions/chat1/queue/m/edit"}, {"POST", "/v1/sessions/chat1/queue/m/remove"},
+	} {
+		var body any
+		switch {
+		case strings.HasSuffix(r.path, "/messages"):
+			body = api.Send{Text: "x"}
+		case strings.HasSuffix(r.path, "/edit"):
+			body = api.Edit{Text: "x"}
+		}
+		a := e.other.do(r.method, r.path, body).want(t, 404, api.TypeNotFound)
+		if strings.Contains(string(a.body), "quick") {
+			t.Errorf("%s %s tells tenant b something: %s", r.method, r.path, a.body)
+		}
+	}
+	e.other.do("POST", "/v1/sessions", api.CreateSession{Agent: "quick", ID: "chat1"}).want(t, 403, api.TypeForbidden)
+}
+
+// TestSessionQueue edits, removes and interrupts while a slow submission
+// runs.
+func TestSessionQueue(t *testing.T) {
+	e := newEnv(t)
+	createSession(t, e.admin, "slow", "q")
+	first, _ := sendMsg(t, e.admin, "q", "one", "", "")
+	second, _ := sendMsg(t, e.admin, "q", "two", "", "")
+	third, _ := sendMsg(t, e.admin, "q", "three", "", "")
+
+	var q api.Queue
+	e.view.do("GET", "/v1/sessions/q/queue", nil).want(t, 200, "").decode(t, &q)
+	if len(q.Messages) < 2 || q.Messages[len(q.Messages)-1].ID != third.MessageID {
+		t.Fatalf("queue: %+v", q)
+	}
+	e.admin.do("POST", "/v1/sessions/q/queue/"+second.MessageID+"/edit", api.Edit{Text: "two, edited"}).want(t, 200, "").decode(t, &q)
+	e.admin.do("POST", "/v1/sessions/q/queue/"+third.MessageID+"/remove", nil).want(t, 200, "").decode(t, &q)
+	for _, m := range q.Messages {
+		if m.ID == third.MessageID {
+			t.Fatalf("removed message still queued: %+v", q)
+		}
+		if m.ID == second.MessageID && m.Text != "two, edited" {
+			t.Fatalf("edit not kept: %+v", q)
+		}
+	}
+	a := e.admin.do("POST", "/v1/sessions/q/queue/"+first.MessageID+"/edit", api.Edit{Text: "late"}).want(t, 409, api.TypeRefused)
+	if !strings.Contains(string(a.body), first.MessageID) {
+		t.Errorf("refused edit does not name the message: %s", a.body)
+	}
+	e.admin.do("POST", "/v1/sessions/q/queue/msg_nope/remove", nil).want(t, 404, api.TypeNotFound)
+	e.view.do("POST", "/v1/sessions/q/queue/"+second.MessageID+"/remove", nil).want(t, 403, api.TypeForbidden)
+	e.view.do("POST", "/v1/sessions/q/interrupt", nil).want(t, 403, api.TypeForbidden)
+
+	// Interrupt the running submission: it ends aborted, and the edited
+	// message runs next.
+	var ses api.Session
+	e.op.do("POST", "/v1/sessions/q/interrupt", nil).want(t, 200, "").decode(t, &ses)
+	followSession(t, e.view, "q", 0, 0, ended(2))
+	var st api.SessionStatus
+	e.view.do("GET", "/v1/sessions/q/status", nil).want(t, 200, "").decode(t, &st)
+	if len(st.Submissions) != 2 {
+		t.Fatalf("status: %+v", st)
+	}
+	if s := st.Submissions[0]; s.MessageID != first.MessageID || (s.Outcome != "aborted" && s.Outcome != "completed") {
+		t.Errorf("first submission: %+v", s)
+	}
+	if s := st.Submissions[1]; s.MessageID != second.MessageID || s.Text != "two, edited" || s.Outcome != "completed" {
+		t.Errorf("second submission: %+v", s)
+	}
+	if len(st.Queue) != 0 {
+		t.Errorf("queue left: %+v", st.Queue)
+	}
+}
+
+// TestIdempotentSendAfterKill SIGKILLs the server while a send is in
+// flight, at several points (before the admission, between its commit
+// and the answer, after the answer); the send retried with the same key
+// on a restarted server admits one message, worked once.
+func TestIdempotentSendAfterKill(t *testing.T) {
+	dir := testConfig(t, true)
+	p := serve(t, dir)
+	c := &client{t: t, url: p.url, token: tokAdmin}
+	createSession(t, c, "quick", "k")
+	for i := range 6 {
+		key := fmt.Sprintf("key%d", i)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			req, _ := http.NewRequest("POST", p.url+"/v1/sessions/k/messages", strings.NewReader(`{"text":"once"}`))
+			req.Header.Set("Authorization", "Bearer "+tokAdmin)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", key)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		time.Sleep(time.Duration(i) * 700 * time.Microsecond) // where the kill lands, not a synchronisation
+		p.kill()
+		<-done
+		p = serve(t, dir)
+		c = &client{t: t, url: p.url, token: tokAdmin}
+		sendMsg(t, c, "k", "once", "", key)
+		followSession(t, c, "k", 0, 0, ended(i+1))
+		admitted := 0
+		for _, en := range transcript(t, c, "k") {
+			if en.Kind == "message.admitted" {
+				admitted++
+			}
+		}
+		if admitted != i+1 {
+			t.Fatalf("after %d keyed sends, %d admissions", i+1, admitted)
+		}
+	}
+}
