@@ -229,56 +229,69 @@ func TestSessionRoutes(t *testing.T) {
 	e.other.do("POST", "/v1/sessions", api.CreateSession{Agent: "quick", ID: "chat1"}).want(t, 403, api.TypeForbidden)
 }
 
-// TestSessionQueue edits, removes and interrupts while a slow submission
-// runs.
+// TestSessionQueue edits, removes and interrupts while a submission waits
+// for an approval.
 func TestSessionQueue(t *testing.T) {
 	e := newEnv(t)
-	createSession(t, e.admin, "slow", "q")
+	createSession(t, e.admin, "gate", "q")
 	first, _ := sendMsg(t, e.admin, "q", "one", "", "")
 	second, _ := sendMsg(t, e.admin, "q", "two", "", "")
 	third, _ := sendMsg(t, e.admin, "q", "three", "", "")
 
 	var q api.Queue
 	e.view.do("GET", "/v1/sessions/q/queue", nil).want(t, 200, "").decode(t, &q)
-	if len(q.Messages) < 2 || q.Messages[len(q.Messages)-1].ID != third.MessageID {
+	if len(q.Messages) != 2 || q.Messages[0].ID != second.MessageID || q.Messages[1].ID != third.MessageID {
 		t.Fatalf("queue: %+v", q)
 	}
 	e.admin.do("POST", "/v1/sessions/q/queue/"+second.MessageID+"/edit", api.Edit{Text: "two, edited"}).want(t, 200, "").decode(t, &q)
+	if len(q.Messages) != 2 || q.Messages[0].Text != "two, edited" {
+		t.Fatalf("after the edit: %+v", q)
+	}
 	e.admin.do("POST", "/v1/sessions/q/queue/"+third.MessageID+"/remove", nil).want(t, 200, "").decode(t, &q)
-	for _, m := range q.Messages {
-		if m.ID == third.MessageID {
-			t.Fatalf("removed message still queued: %+v", q)
-		}
-		if m.ID == second.MessageID && m.Text != "two, edited" {
-			t.Fatalf("edit not kept: %+v", q)
-		}
+	if len(q.Messages) != 1 || q.Messages[0].ID != second.MessageID {
+		t.Fatalf("after the removal: %+v", q)
 	}
 	a := e.admin.do("POST", "/v1/sessions/q/queue/"+first.MessageID+"/edit", api.Edit{Text: "late"}).want(t, 409, api.TypeRefused)
 	if !strings.Contains(string(a.body), first.MessageID) {
 		t.Errorf("refused edit does not name the message: %s", a.body)
 	}
+	e.admin.do("POST", "/v1/sessions/q/queue/"+third.MessageID+"/remove", nil).want(t, 409, api.TypeRefused)
 	e.admin.do("POST", "/v1/sessions/q/queue/msg_nope/remove", nil).want(t, 404, api.TypeNotFound)
+	e.admin.do("POST", "/v1/sessions/q/queue/"+second.MessageID+"/edit", map[string]any{"text": ""}).want(t, 422, api.TypeInvalid)
 	e.view.do("POST", "/v1/sessions/q/queue/"+second.MessageID+"/remove", nil).want(t, 403, api.TypeForbidden)
 	e.view.do("POST", "/v1/sessions/q/interrupt", nil).want(t, 403, api.TypeForbidden)
 
-	// Interrupt the running submission: it ends aborted, and the edited
-	// message runs next.
+	// Interrupt the waiting submission: it ends aborted, and the edited
+	// message runs next (and waits for its approval in turn).
 	var ses api.Session
 	e.op.do("POST", "/v1/sessions/q/interrupt", nil).want(t, 200, "").decode(t, &ses)
-	followSession(t, e.view, "q", 0, 0, ended(2))
+	followSession(t, e.view, "q", 0, 0, func(es []api.SessionEntry) bool {
+		for _, en := range es {
+			if en.Kind == "submission.started" && strings.Contains(string(en.Data), second.MessageID) {
+				return true
+			}
+		}
+		return false
+	})
 	var st api.SessionStatus
 	e.view.do("GET", "/v1/sessions/q/status", nil).want(t, 200, "").decode(t, &st)
 	if len(st.Submissions) != 2 {
 		t.Fatalf("status: %+v", st)
 	}
-	if s := st.Submissions[0]; s.MessageID != first.MessageID || (s.Outcome != "aborted" && s.Outcome != "completed") {
+	if s := st.Submissions[0]; s.MessageID != first.MessageID || s.Outcome != "aborted" {
 		t.Errorf("first submission: %+v", s)
 	}
-	if s := st.Submissions[1]; s.MessageID != second.MessageID || s.Text != "two, edited" || s.Outcome != "completed" {
+	if s := st.Submissions[1]; s.MessageID != second.MessageID || s.Text != "two, edited" || s.Outcome != "" {
 		t.Errorf("second submission: %+v", s)
 	}
 	if len(st.Queue) != 0 {
 		t.Errorf("queue left: %+v", st.Queue)
+	}
+	e.op.do("POST", "/v1/sessions/q/interrupt", nil).want(t, 200, "")
+	followSession(t, e.view, "q", 0, 0, ended(2))
+	e.op.do("POST", "/v1/sessions/q/interrupt", nil).want(t, 200, "").decode(t, &ses)
+	if ses.ActiveRun != "" {
+		t.Errorf("idle session after an interrupt: %+v", ses)
 	}
 }
 

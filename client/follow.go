@@ -1,0 +1,289 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hitch-dev/hitch/api"
+)
+
+// Follow yields a run's journal entries after position after, in order,
+// as they are committed, until the run has ended and its last entry was
+// yielded. A dropped connection is resumed from the last entry yielded,
+// after a backoff that doubles from the client's first retry wait up to
+// its longest; the entries yielded are exactly the journal's, with no gap
+// and no duplicate. The sequence ends with an error when ctx ends, the
+// server refuses the stream (an *Error: not found, forbidden, ...), or
+// more reconnects in a row than the client allows fail.
+func (c *Client) Follow(ctx context.Context, runID string, after int64) iter.Seq2[api.Entry, error] {
+	return func(yield func(api.Entry, error) bool) {
+		path := "/v1/runs/" + esc(runID) + "/events"
+		want := after
+		for ev, err := range c.stream(ctx, "follow "+runID, path, itoa(after)) {
+			if err != nil {
+				yield(api.Entry{}, err)
+				return
+			}
+			var e api.Entry
+			if err := json.Unmarshal(ev.data, &e); err != nil {
+				yield(api.Entry{}, fmt.Errorf("follow %s: event %s: %w", runID, ev.id, err))
+				return
+			}
+			if e.Pos != want+1 {
+				yield(api.Entry{}, fmt.Errorf("follow %s: entry %d after %d: the stream skipped or repeated", runID, e.Pos, want))
+				return
+			}
+			want = e.Pos
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+}
+
+// FollowSession yields a session's journal entries after position after,
+// as they are appended, resuming after a dropped connection as Follow does.
+// A session does not end: the sequence ends when ctx ends (with its error)
+// or the caller stops.
+func (c *Client) FollowSession(ctx context.Context, sessionID string, after int64) iter.Seq2[api.SessionEntry, error] {
+	return func(yield func(api.SessionEntry, error) bool) {
+		path := "/v1/sessions/" + esc(sessionID) + "/events"
+		want := after
+		for ev, err := range c.stream(ctx, "follow session "+sessionID, path, itoa(after)) {
+			if err != nil {
+				yield(api.SessionEntry{}, err)
+				return
+			}
+			var e api.SessionEntry
+			if err := json.Unmarshal(ev.data, &e); err != nil {
+				yield(api.SessionEntry{}, fmt.Errorf("follow session %s: event %s: %w", sessionID, ev.id, err))
+				return
+			}
+			if e.Pos != want+1 {
+				yield(api.SessionEntry{}, fmt.Errorf("follow session %s: entry %d after %d: the stream skipped or repeated", sessionID, e.Pos, want))
+				return
+			}
+			want = e.Pos
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+}
+
+// FollowFamily yields the journal entries of a root run and every run of
+// its family, each run's in order, until every run has ended. cursor is a
+// family cursor from an earlier stream ("" from the start); each yielded
+// cursor resumes exactly after its entry.
+func (c *Client) FollowFamily(ctx context.Context, rootID, cursor string) iter.Seq2[FamilyEntry, error] {
+	return func(yield func(FamilyEntry, error) bool) {
+		path := "/v1/runs/" + esc(rootID) + "/family/events"
+		for ev, err := range c.stream(ctx, "follow the family of "+rootID, path, cursor) {
+			if err != nil {
+				yield(FamilyEntry{}, err)
+				return
+			}
+			var e api.Entry
+			if err := json.Unmarshal(ev.data, &e); err != nil {
+				yield(FamilyEntry{}, fmt.Errorf("follow the family of %s: %w", rootID, err))
+				return
+			}
+			if !yield(FamilyEntry{Entry: e, Cursor: ev.id}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// FamilyEntry is one entry of a family's stream and the cursor that
+// resumes after it.
+type FamilyEntry struct {
+	api.Entry
+	Cursor string
+}
+
+// event is one server-sent event.
+type event struct {
+	id, kind string
+	data     []byte
+}
+
+// errEndless says a stream ended without its end event: the connection
+// was cut, or the server stopped; the stream is resumed.
+var errEndless = errors.New("the stream ended before its end event")
+
+// stream yields the entry events of an event stream from the cursor last,
+// reconnecting after a cut from the id of the last event yielded.
+func (c *Client) stream(ctx context.Context, op, path, last string) iter.Seq2[event, error] {
+	return func(yield func(event, error) bool) {
+		failures := 0
+		wait := c.retry.min
+		for {
+			got, ended, err := c.streamOnce(ctx, op, path, &last, yield)
+			if ended || errors.Is(err, errStop) {
+				return
+			}
+			if ctx.Err() != nil {
+				yield(event{}, fmt.Errorf("%s: %w", op, ctx.Err()))
+				return
+			}
+			var pe *Error
+			if errors.As(err, &pe) && !IsTransient(pe) {
+				yield(event{}, err)
+				return
+			}
+			if got {
+				failures, wait = 0, c.retry.min
+			}
+			failures++
+			if failures > c.retry.tries {
+				yield(event{}, fmt.Errorf("%s: gave up after %d reconnects without an event: %w", op, c.retry.tries, err))
+				return
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				yield(event{}, fmt.Errorf("%s: %w", op, ctx.Err()))
+				return
+			case <-t.C:
+			}
+			wait = min(2*wait, c.retry.max)
+		}
+	}
+}
+
+// errStop says the caller stopped taking events.
+var errStop = errors.New("stopped")
+
+// streamOnce reads one connection's events. got: at least one entry event
+// was yielded; ended: the stream's end event came.
+func (c *Client) streamOnce(ctx context.Context, op, path string, last *string, yield func(event, error) bool) (got, ended bool, err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var q url.Values
+	if *last != "" && *last != "0" {
+		q = url.Values{"after": {*last}}
+	}
+	req, err := c.request(sctx, http.MethodGet, path, q, nil)
+	if err != nil {
+		return false, false, &Error{Op: op, Problem: *api.NewProblem(api.TypeInvalid, err.Error())}
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if *last != "" && *last != "0" {
+		req.Header.Set("Last-Event-ID", *last)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return false, false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, false, problemOf(op, resp)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		return false, false, &Error{Op: op, Problem: *api.NewProblem(api.TypeInternal, "the answer is "+ct+", not an event stream")}
+	}
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	for {
+		ev, err := readEvent(br)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errEndless
+			}
+			return got, false, err
+		}
+		switch ev.kind {
+		case api.EventEntry:
+			if ev.id == "" {
+				return got, false, fmt.Errorf("%s: an entry event without an id", op)
+			}
+			if !yield(ev, nil) {
+				return got, false, errStop
+			}
+			got, *last = true, ev.id
+		case api.EventEnd:
+			return got, true, nil
+		case api.EventError:
+			var p api.Problem
+			if json.Unmarshal(ev.data, &p) != nil || p.Type == "" {
+				p = *api.NewProblem(api.TypeInternal, string(ev.data))
+			}
+			return got, false, &Error{Op: op, Problem: p}
+		}
+	}
+}
+
+// readEvent reads one event; comments and unknown fields are skipped. An
+// event is complete only at its blank line: a cut in the middle of one
+// drops it, and it is read again after the resume.
+func readEvent(br *bufio.Reader) (event, error) {
+	var ev event
+	var data bytes.Buffer
+	size := 0
+	for {
+		line, err := readLine(br, MaxEventBytes-size)
+		if err != nil {
+			return ev, err
+		}
+		size += len(line)
+		s := strings.TrimRight(string(line), "\r\n")
+		if s == "" {
+			if ev.kind == "" && data.Len() == 0 && ev.id == "" {
+				continue
+			}
+			ev.data = data.Bytes()
+			if ev.kind == "" {
+				ev.kind = "message"
+			}
+			return ev, nil
+		}
+		if strings.HasPrefix(s, ":") {
+			continue
+		}
+		field, value, _ := strings.Cut(s, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "id":
+			ev.id = value
+		case "event":
+			ev.kind = value
+		case "data":
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.WriteString(value)
+		}
+	}
+}
+
+// readLine reads one line of at most max bytes.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := br.ReadSlice('\n')
+		if len(line)+len(part) > max {
+			return nil, fmt.Errorf("an event is over %d bytes", MaxEventBytes)
+		}
+		line = append(line, part...)
+		switch {
+		case err == nil:
+			return line, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, io.EOF
+		default:
+			return nil, err
+		}
+	}
+}
