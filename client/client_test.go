@@ -63,7 +63,7 @@ agents:
     approvers:
       - {name: alice, secret: alice-secret, requirements: [shell]}
 `,
-		"quick.yaml": "turns:\n  - text: quick done\n",
+		"quick.yaml": "turns:\n  - text: quick done\n  - text: quick again\n",
 		"slow.yaml":  slow.String(),
 		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",
 	}
@@ -441,7 +441,7 @@ func TestSessions(t *testing.T) {
 		}
 	}
 	st, err := c.SessionStatus(ctx, "chat")
-	if err != nil || len(st.Submissions) != 2 || st.Submissions[1].Answer != "quick done" {
+	if err != nil || len(st.Submissions) != 2 || st.Submissions[1].Answer != "quick again" {
 		t.Fatalf("status: %+v %v", st, err)
 	}
 	list, err := c.Sessions(ctx, "", 0)

@@ -79,6 +79,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case errors.As(err, &ce):
 		return ce.code
+	}
+	if code, ok := exitOfProblem(err); ok {
+		return code
+	}
+	switch {
 	case config.IsProblem(err):
 		return exitUsage
 	case isUsage(err):
@@ -103,6 +108,7 @@ type globals struct {
 	db             string
 	config         string
 	leaseTTL       time.Duration
+	server         string // --server: talk to a hitch serve (remote.go)
 }
 
 // newRoot builds the command tree. Human output goes through term, which
@@ -118,17 +124,24 @@ func newRoot(raw, term, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(term)
 	root.SetErr(stderr)
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.json {
 			g.stdout = raw
 		}
-		return checkGlobals(g)
+		if err := checkGlobals(g); err != nil {
+			return err
+		}
+		if g.server != "" {
+			return goRemote(g, cmd)
+		}
+		return nil
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.BoolVar(&g.json, "json", false, "print JSON instead of text")
 	pf.StringVar(&g.db, "db", "", "SQLite file with the runs (default: the config's store, or hitch.db)")
 	pf.StringVarP(&g.config, "config", "c", "hitch.yaml", "configuration file")
+	pf.StringVar(&g.server, "server", os.Getenv(serverEnv), "talk to the hitch serve at this URL instead of opening the store ($HITCH_SERVER; token in $HITCH_TOKEN)")
 	pf.DurationVar(&g.leaseTTL, "lease-ttl", 30*time.Second, "how long a run's lease outlives its process (renewed every third)")
 	root.AddCommand(
 		newDemo(g), newRun(g), newRuns(g), newWorker(g), newRecover(g),
