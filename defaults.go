@@ -139,6 +139,11 @@ var Defaults = []Default{
 	{"console: runs counted per status on the runs page", "web.CountCap", "1000", "fixed (more shows as 1000+)"},
 	{"console: text of one journal entry shown", "web.MaxShown", "16 KiB", "fixed (the API has it all)"},
 	{"console: a live transcript's browser must take a write within", "web.LiveWriteTimeout", "30s", "fixed"},
+	{"hitch serve: sessions listed per page", "GET /v1/sessions ?limit", "50", "1–1000"},
+	{"Go client: event stream reconnect wait (doubling)", "client.DefaultRetryMin / DefaultRetryMax (client.WithRetry)", "100ms / 5s", "more than 0"},
+	{"Go client: reconnects in a row without an event before a stream gives up", "client.DefaultRetries", "10", "1 or more"},
+	{"Go client: one request that is not a stream", "client.DefaultTimeout (client.WithTimeout)", "2m0s", "more than 0"},
+	{"Go client: one JSON answer / one event read", "client.MaxResponseBytes / MaxEventBytes", "64 MiB / 16 MiB", "fixed"},
 }
 
 // DefaultsMarkdown renders Defaults as a markdown table.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/client"
 	"github.com/hitch-dev/hitch/cron"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/policy"
@@ -110,6 +111,10 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"web.CountCap", itoa(web.CountCap)},
 		{"web.MaxShown", itoa(web.MaxShown>>10) + " KiB"},
 		{"web.LiveWriteTimeout", dur(web.LiveWriteTimeout)},
+		{"client.DefaultRetryMin / DefaultRetryMax (client.WithRetry)", dur(client.DefaultRetryMin) + " / " + dur(client.DefaultRetryMax)},
+		{"client.DefaultRetries", itoa(client.DefaultRetries)},
+		{"client.DefaultTimeout (client.WithTimeout)", dur(client.DefaultTimeout)},
+		{"client.MaxResponseBytes / MaxEventBytes", itoa(client.MaxResponseBytes>>20) + " MiB / " + itoa(client.MaxEventBytes>>20) + " MiB"},
 	}
 	for _, c := range checks {
 		if got := row(c.setting); got != c.want {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hitch-dev/hitch/api"
 )
 
 const (
@@ -197,5 +200,27 @@ func TestRemoteCommands(t *testing.T) {
 	}
 	if code, _, _ := cli(t, "--server", "localhost:1", "runs", "list"); code != exitUsage {
 		t.Fatalf("a server URL without a scheme: %d", code)
+	}
+}
+
+// TestProblemExitTableIsDocumented keeps the table of docs/cli.md equal to
+// api.Problems, the one table the CLI maps problems by.
+func TestProblemExitTableIsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, c := range api.Problems {
+		name := "`" + strings.TrimPrefix(c.Type, "/v1/problems/") + "`"
+		found := false
+		for _, line := range strings.Split(doc, "\n") {
+			if strings.HasPrefix(line, "| ") && strings.Contains(line, name) && strings.HasSuffix(line, fmt.Sprintf("| %d |", c.Exit)) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("docs/cli.md has no row giving %s exit code %d", name, c.Exit)
+		}
 	}
 }
