@@ -40,7 +40,6 @@ var localOnly = map[string]string{
 	"hitch bench":   "it measures the store on this machine",
 	"hitch serve":   "it is the server",
 	"hitch mcp":     "it serves the config's agents itself",
-	"hitch chat":    "it drives the session in this process",
 }
 
 // goRemote swaps a command's body for its remote one, or refuses a command
@@ -112,6 +111,7 @@ func remoteCommands(g *globals) map[string]func(context.Context, *remote, []stri
 		"hitch sessions edit":      remoteSessionsEdit,
 		"hitch sessions remove":    remoteSessionsRemove,
 		"hitch sessions interrupt": remoteSessionsInterrupt,
+		"hitch chat":               remoteChat,
 	}
 }
 

@@ -186,6 +186,14 @@ func TestRemoteCommands(t *testing.T) {
 		t.Fatalf("sessions queue: %d", code)
 	}
 
+	// chat follows its submissions through their runs' streams.
+	chatInput = strings.NewReader("first\nsecond\n")
+	t.Cleanup(func() { chatInput = os.Stdin })
+	code, out, errOut = at("chat", "--session", "rc", "--agent", "quick")
+	if code != 0 || !strings.Contains(out, "session rc") || !strings.Contains(out, "agent: quick done") || !strings.Contains(out, "agent: quick again") {
+		t.Fatalf("chat: %d\n%s\n%s", code, out, errOut)
+	}
+
 	// Commands that need the store here refuse, with the usage code.
 	for _, args := range [][]string{{"worker"}, {"migrate"}, {"recover"}, {"demo"}, {"bench"}} {
 		code, _, errOut := at(args...)
