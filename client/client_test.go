@@ -51,7 +51,11 @@ func newFixture(t *testing.T) *fixture {
   quick: {provider: scripted, script: quick.yaml}
   slow: {provider: scripted, script: slow.yaml}
   gate: {provider: scripted, script: gate.yaml}
+  boss: {provider: scripted, script: boss.yaml}
+  kid: {provider: scripted, script: slow.yaml}
 agents:
+  - {name: boss, model: boss, policy: allow_all, sub_agents: [kid]}
+  - {name: kid, model: kid, policy: allow_all, tools: [glob], workspace: ws}
   - {name: quick, model: quick, policy: allow_all}
   - {name: slow, model: slow, policy: allow_all, tools: [glob], workspace: ws}
   - name: gate
@@ -65,6 +69,7 @@ agents:
 `,
 		"quick.yaml": "turns:\n  - text: quick done\n  - text: quick again\n",
 		"slow.yaml":  slow.String(),
+		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}, {name: kid, args: '{\"prompt\": \"again\"}'}]\n  - text: boss done\n",
 		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",
 	}
 	for name, body := range files {
@@ -262,7 +267,7 @@ func TestRunsAndErrors(t *testing.T) {
 		t.Fatalf("cancel an ended run: %v", err)
 	}
 	agents, err := c.Agents(ctx)
-	if err != nil || len(agents.Agents) != 3 {
+	if err != nil || len(agents.Agents) != 5 {
 		t.Fatalf("agents: %+v %v", agents, err)
 	}
 	bad := newClient(t, f.url, client.WithToken("wrong"))
@@ -453,5 +458,43 @@ func TestSessions(t *testing.T) {
 	}
 	if _, err := c.Session(ctx, "nope"); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("missing session: %v", err)
+	}
+}
+
+// TestFollowFamily follows a root run and its sub-agents through cuts:
+// each run's entries, reassembled, equal its journal.
+func TestFollowFamily(t *testing.T) {
+	f := newFixture(t)
+	c := newClient(t, f.url)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f.cut.arm(11, 2500)
+	if _, err := c.StartRun(ctx, api.StartRun{Agent: "boss", Input: "go", ID: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]api.Entry{}
+	for e, err := range c.FollowFamily(ctx, "b1", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Cursor == "" || !strings.Contains(e.Cursor, fmt.Sprintf("%s=%d", e.RunID, e.Pos)) {
+			t.Fatalf("cursor %q for %s at %d", e.Cursor, e.RunID, e.Pos)
+		}
+		got[e.RunID] = append(got[e.RunID], e.Entry)
+	}
+	page, err := c.Runs(ctx, client.RunFilter{RootID: "b1"})
+	if err != nil || len(page.Runs) != 3 {
+		t.Fatalf("family: %+v %v", page, err)
+	}
+	for _, run := range page.Runs {
+		want := journal(t, c, run.ID)
+		if len(got[run.ID]) != len(want) {
+			t.Fatalf("%s: followed %d entries, journal has %d", run.ID, len(got[run.ID]), len(want))
+		}
+		for i := range want {
+			if got[run.ID][i].Pos != want[i].Pos || string(got[run.ID][i].Data) != string(want[i].Data) {
+				t.Fatalf("%s entry %d differs", run.ID, i)
+			}
+		}
 	}
 }

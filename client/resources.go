@@ -67,7 +67,9 @@ func (c *Client) WaitOnce(ctx context.Context, id string, timeout time.Duration)
 }
 
 // Wait long-polls a run until it has ended or parked (status waiting), or
-// ctx ends.
+// ctx ends. Right after an approval or a reconciliation the run may still
+// read waiting until a runner takes it up: follow its events (Follow) to
+// see it go on.
 func (c *Client) Wait(ctx context.Context, id string) (api.Run, error) {
 	poll := min(60*time.Second, c.timeout/2)
 	for {

@@ -133,51 +133,26 @@ func entryOf(e api.Entry) store.Entry {
 }
 
 // settle prints a run's entries after position after as they come, until
-// the run has ended or parked, then its outcome, and gives its exit code.
+// the run has ended, or has parked with a run.waiting entry after after
+// and nothing since; then its outcome, and its exit code. A command that
+// answers a parked run passes the position from before its answer.
 func (r *remote) settle(ctx context.Context, id string, after int64) error {
 	r.out.following(id)
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type result struct {
-		run api.Run
-		err error
-	}
-	settled := make(chan result, 1)
-	go func() {
-		run, err := r.c.Wait(fctx, id)
-		settled <- result{run, err}
-		if err == nil && run.Status == "waiting" {
-			cancel() // a parked run's stream does not end
-		}
-	}()
-	for e, err := range r.c.Follow(fctx, id, after) {
+	for e, err := range r.c.Follow(ctx, id, after) {
 		if err != nil {
-			if fctx.Err() != nil && ctx.Err() == nil {
-				break
-			}
-			cancel()
-			<-settled
 			return err
 		}
 		r.out.mu.Lock()
 		r.out.entry(entryOf(e))
 		r.out.mu.Unlock()
-		after = e.Pos
-	}
-	cancel()
-	<-settled
-	// What the stream had not sent when the run parked.
-	for {
-		page, err := r.c.Journal(ctx, id, after, 0)
-		if err != nil {
-			return err
-		}
-		for _, e := range page.Entries {
-			r.out.entry(entryOf(e))
-			after = e.Pos
-		}
-		if page.Next == nil {
-			break
+		if e.Kind == hitchtype.KindRunWaiting {
+			run, err := r.c.Run(ctx, id)
+			if err != nil {
+				return err
+			}
+			if run.Status == string(hitchtype.StatusWaiting) && run.Position == e.Pos {
+				break
+			}
 		}
 	}
 	run, err := r.c.Run(ctx, id)
@@ -316,11 +291,14 @@ func remoteReconcile(ctx context.Context, r *remote, a []string) error {
 	if (output == "") == !unconfirmed {
 		return usageError{fmt.Errorf("give exactly one of --output TEXT or --unconfirmed")}
 	}
-	run, err := r.c.Reconcile(ctx, a[0], api.Reconcile{Call: a[1], Output: output, Unconfirmed: unconfirmed, By: by})
+	before, err := r.c.Run(ctx, a[0])
 	if err != nil {
 		return err
 	}
-	return r.settle(ctx, a[0], run.Position)
+	if _, err := r.c.Reconcile(ctx, a[0], api.Reconcile{Call: a[1], Output: output, Unconfirmed: unconfirmed, By: by}); err != nil {
+		return err
+	}
+	return r.settle(ctx, a[0], before.Position)
 }
 
 func approvalOf(p api.Approval) hitch.PendingApproval {
@@ -386,17 +364,19 @@ func remoteAnswer(ctx context.Context, r *remote, a []string, approve bool) erro
 		return usageError{err}
 	}
 	wire := api.Credential{Name: cred.Name, Secret: cred.Secret}
-	var run api.Run
+	before, err := r.c.Run(ctx, a[0])
+	if err != nil {
+		return err
+	}
 	if approve {
-		run, err = r.c.Approve(ctx, a[0], a[1], wire)
+		_, err = r.c.Approve(ctx, a[0], a[1], wire)
 	} else {
-		run, err = r.c.Reject(ctx, a[0], a[1], wire, r.str("reason"))
+		_, err = r.c.Reject(ctx, a[0], a[1], wire, r.str("reason"))
 	}
 	if err != nil {
 		return err
 	}
-	_ = run
-	return r.settle(ctx, a[0], 0)
+	return r.settle(ctx, a[0], before.Position)
 }
 
 func remoteWorkspaceList(ctx context.Context, r *remote, a []string) error {
