@@ -30,8 +30,9 @@ const (
 	tokenEnv  = "HITCH_TOKEN"
 )
 
-// localOnly are the commands that need the store or the config on this
-// machine; with --server they are refused.
+// localOnly says why the commands that need the store or the agents in
+// this process cannot work with --server; a command without a remote form
+// that is not listed here or in localFine is refused too.
 var localOnly = map[string]string{
 	"hitch demo":    "it runs its own offline store",
 	"hitch migrate": "it migrates a store this machine opens",
@@ -42,16 +43,24 @@ var localOnly = map[string]string{
 	"hitch mcp":     "it serves the config's agents itself",
 }
 
+// localFine are the commands that read only the local config, and work
+// with --server as without.
+var localFine = map[string]bool{"hitch models": true, "hitch models check": true, "hitch help": true, "hitch completion": true}
+
 // goRemote swaps a command's body for its remote one, or refuses a command
 // that cannot work remotely.
 func goRemote(g *globals, cmd *cobra.Command) error {
 	path := cmd.CommandPath()
-	if why, ok := localOnly[path]; ok {
-		return usageError{fmt.Errorf("%s cannot work with --server (%s): run it where the store is, without --server and %s", path, why, serverEnv)}
-	}
 	fn, ok := remoteCommands(g)[path]
 	if !ok {
-		return nil // help, config checks: local as ever
+		if cmd.HasSubCommands() || localFine[path] || strings.HasPrefix(path, "hitch completion") || strings.HasPrefix(path, "hitch __complete") {
+			return nil // help, config checks: local as ever
+		}
+		why, ok := localOnly[path]
+		if !ok {
+			why = "it has no remote form yet"
+		}
+		return usageError{fmt.Errorf("%s cannot work with --server (%s): run it where the store is, without --server and %s", path, why, serverEnv)}
 	}
 	c, err := client.New(g.server, client.WithToken(os.Getenv(tokenEnv)))
 	if err != nil {

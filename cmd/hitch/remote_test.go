@@ -195,7 +195,7 @@ func TestRemoteCommands(t *testing.T) {
 	}
 
 	// Commands that need the store here refuse, with the usage code.
-	for _, args := range [][]string{{"worker"}, {"migrate"}, {"recover"}, {"demo"}, {"bench"}} {
+	for _, args := range [][]string{{"worker"}, {"migrate"}, {"recover"}, {"demo"}, {"bench"}, {"prune"}} {
 		code, _, errOut := at(args...)
 		if code != exitUsage || !strings.Contains(errOut, "cannot work with --server") {
 			t.Errorf("%v with --server: %d %s", args, code, errOut)
