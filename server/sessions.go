@@ -21,7 +21,7 @@ import (
 // tenant's session answers 404, exactly as one that does not exist.
 
 // sessionTenant is the tenant a session belongs to.
-func sessionTenant(hitch.Session) string { return defaultTenant }
+func sessionTenant(ses hitch.Session) string { return ses.Tenant }
 
 // sessionKey names a session's stream in the hub. Run ids never hold a
 // slash, so a session's key never wakes a run's stream.
@@ -252,9 +252,6 @@ func (s *Server) createSession(ctx context.Context, in *struct {
 		return nil, invalid("body.agent", "%q is not an agent of this server (GET /v1/agents lists them)", b.Agent)
 	}
 	p := principalOf(ctx)
-	if _, err := startOptions(p.tenant); err != nil {
-		return nil, api.NewProblem(api.TypeForbidden, err.Error())
-	}
 	created := true
 	if b.ID != "" {
 		// An id another tenant holds is not revealed: the create is
@@ -269,7 +266,11 @@ func (s *Server) createSession(ctx context.Context, in *struct {
 			return nil, s.sessionFail("create session", err)
 		}
 	}
-	ses, err := s.cfg.Runtime.OpenSession(ctx, a, hitch.SessionOptions{ID: b.ID, Metadata: b.Metadata})
+	ses, err := s.cfg.Runtime.OpenSession(ctx, a, hitch.SessionOptions{ID: b.ID, Tenant: p.tenant, Metadata: b.Metadata})
+	if errors.Is(err, hitch.ErrSessionTenant) {
+		// Created meanwhile by another tenant: not revealed.
+		return nil, api.NewProblem(api.TypeConflict, fmt.Sprintf("session id %s cannot be used: choose another", b.ID))
+	}
 	if err != nil {
 		return nil, s.sessionFail("create session", err)
 	}
@@ -289,12 +290,7 @@ func (s *Server) listSessions(ctx context.Context, in *struct {
 }) (*struct{ Body api.SessionPage }, error) {
 	p := principalOf(ctx)
 	page := api.SessionPage{Sessions: []api.Session{}}
-	if p.tenant != defaultTenant {
-		// Sessions carry no tenant of their own in this build: every one
-		// is the default tenant's.
-		return &struct{ Body api.SessionPage }{page}, nil
-	}
-	list, err := s.cfg.Runtime.Sessions(ctx, in.After, in.Limit)
+	list, err := s.cfg.Runtime.Sessions(ctx, hitch.SessionsParams{Tenant: p.tenant, After: in.After, Limit: in.Limit})
 	if err != nil {
 		return nil, s.sessionFail("list sessions", err)
 	}

@@ -226,7 +226,41 @@ func TestSessionRoutes(t *testing.T) {
 			t.Errorf("%s %s tells tenant b something: %s", r.method, r.path, a.body)
 		}
 	}
-	e.other.do("POST", "/v1/sessions", api.CreateSession{Agent: "quick", ID: "chat1"}).want(t, 403, api.TypeForbidden)
+	a = e.other.do("POST", "/v1/sessions", api.CreateSession{Agent: "quick", ID: "chat1"}).want(t, 409, api.TypeConflict)
+	if strings.Contains(string(a.body), "default") {
+		t.Errorf("a taken id tells tenant b whose it is: %s", a.body)
+	}
+
+	// Tenant b's own session: its own, with its submissions' runs.
+	b := createSession(t, e.other, "quick", "chatb")
+	if b.Tenant != "b" {
+		t.Fatalf("tenant b's session: %+v", b)
+	}
+	sendMsg(t, e.other, "chatb", "hello from b", "", "")
+	followSession(t, e.other, "chatb", 0, 0, ended(1))
+	var stb api.SessionStatus
+	e.other.do("GET", "/v1/sessions/chatb/status", nil).want(t, 200, "").decode(t, &stb)
+	if len(stb.Submissions) != 1 {
+		t.Fatalf("tenant b's status: %+v", stb)
+	}
+	var run api.Run
+	e.other.do("GET", "/v1/runs/"+stb.Submissions[0].RunID, nil).want(t, 200, "").decode(t, &run)
+	if run.Tenant != "b" {
+		t.Fatalf("tenant b's submission run: %+v", run)
+	}
+	e.view.do("GET", "/v1/runs/"+stb.Submissions[0].RunID, nil).want(t, 404, api.TypeNotFound)
+	e.view.do("GET", "/v1/sessions/chatb", nil).want(t, 404, api.TypeNotFound)
+	e.other.do("GET", "/v1/sessions", nil).want(t, 200, "").decode(t, &pb)
+	if len(pb.Sessions) != 1 || pb.Sessions[0].ID != "chatb" {
+		t.Fatalf("tenant b lists %+v", pb)
+	}
+	var pa api.SessionPage
+	e.view.do("GET", "/v1/sessions?limit=1000", nil).want(t, 200, "").decode(t, &pa)
+	for _, ses := range pa.Sessions {
+		if ses.ID == "chatb" || ses.Tenant != "default" {
+			t.Fatalf("tenant default lists %+v", ses)
+		}
+	}
 }
 
 // TestSessionQueue edits, removes and interrupts while a submission waits

@@ -13,7 +13,7 @@ import (
 )
 
 func sessionOf(s api.Session) hitch.Session {
-	return hitch.Session{ID: s.ID, Agent: s.Agent, Version: s.Version, Metadata: s.Metadata, ActiveRun: s.ActiveRun,
+	return hitch.Session{ID: s.ID, Tenant: s.Tenant, Agent: s.Agent, Version: s.Version, Metadata: s.Metadata, ActiveRun: s.ActiveRun,
 		Position: s.Position, Queued: s.Queued, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 
