@@ -126,7 +126,7 @@ func remoteCommands(g *globals) map[string]func(context.Context, *remote, []stri
 
 // runOf turns the wire's run into the runtime's, for the printer.
 func runOf(r api.Run) hitch.Run {
-	out := hitch.Run{ID: r.ID, RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
+	out := hitch.Run{ID: r.ID, Tenant: r.Tenant, RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
 		Status: hitchtype.Status(r.Status), Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if o := r.Outcome; o != nil {
 		out.Outcome = &hitch.Outcome{Status: hitchtype.Status(o.Status), Answer: o.Answer, Raw: o.Raw, Reason: o.Reason, Error: o.Error,
@@ -188,6 +188,9 @@ func remoteRun(ctx context.Context, r *remote, a []string) error {
 		}
 		agent = list.Agents[0].Name
 	}
+	if r.str("tenant") != "" {
+		return usageError{fmt.Errorf("--tenant: with --server the run is filed under the token's tenant")}
+	}
 	id := r.str("id")
 	if id == "" {
 		id = hitch.NewRunID()
@@ -214,9 +217,15 @@ func remoteRunsList(ctx context.Context, r *remote, _ []string) error {
 	if err := checkLimit(limit); err != nil {
 		return err
 	}
-	page, err := r.c.Runs(ctx, client.RunFilter{Status: status, Limit: limit})
+	if r.str("tenant") != "" {
+		return usageError{fmt.Errorf("--tenant: with --server the token's tenant is the one listed")}
+	}
+	page, err := r.c.Runs(ctx, client.RunFilter{Status: status, Agent: r.str("agent"), After: r.str("after"), Limit: limit})
 	if err != nil {
 		return err
+	}
+	if page.Next != "" {
+		defer fmt.Fprintf(r.g.stderr, "more: --after %s\n", page.Next)
 	}
 	if r.g.json {
 		for _, run := range page.Runs {
@@ -225,9 +234,9 @@ func remoteRunsList(ctx context.Context, r *remote, _ []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(r.g.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tSTEPS\tUPDATED")
+	fmt.Fprintln(tw, "ID\tTENANT\tAGENT\tSTATUS\tSTEPS\tUPDATED")
 	for _, run := range page.Runs {
-		fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%d\t%s\n", run.ID, run.Agent, run.Version, run.Status, run.Position, run.UpdatedAt.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%s v%d\t%s\t%d\t%s\n", run.ID, run.Tenant, run.Agent, run.Version, run.Status, run.Position, run.UpdatedAt.Local().Format(time.DateTime))
 	}
 	return tw.Flush()
 }

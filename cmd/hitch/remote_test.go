@@ -106,8 +106,11 @@ func TestRemoteCommands(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.ID != "q1" || shown.Status != "completed" {
 		t.Fatalf("runs show --json: %d %s", code, out)
 	}
-	if code, out, _ = at("runs", "list"); code != 0 || !strings.Contains(out, "q1") {
+	if code, out, _ = at("runs", "list", "--agent", "quick"); code != 0 || !strings.Contains(out, "q1") || !strings.Contains(out, "default") {
 		t.Fatalf("runs list: %d %s", code, out)
+	}
+	if code, _, errOut = at("runs", "list", "--tenant", "b"); code != exitUsage || !strings.Contains(errOut, "token") {
+		t.Fatalf("runs list --tenant: %d %s", code, errOut)
 	}
 	if code, out, _ = at("runs", "events", "q1", "--after", "1"); code != 0 || strings.Contains(out, "   1 ") || !strings.Contains(out, "ended: completed") {
 		t.Fatalf("runs events: %d %s", code, out)
