@@ -60,6 +60,12 @@ func testConfig(t testing.TB, tokens bool) string {
 		slow.WriteString("  - delay: 15ms\n    calls: [{name: glob, args: '{\"pattern\": \"*\"}'}]\n")
 	}
 	slow.WriteString("  - text: slow done\n")
+	var crawl strings.Builder
+	crawl.WriteString("turns:\n")
+	for range 30 {
+		crawl.WriteString("  - delay: 30ms\n    calls: [{name: glob, args: '{\"pattern\": \"*\"}'}]\n")
+	}
+	crawl.WriteString("  - text: crawl done\n")
 	files := map[string]string{
 		"hitch.yaml": `store: runs.db
 models:
@@ -68,6 +74,7 @@ models:
   gate: {provider: scripted, script: gate.yaml}
   boss: {provider: scripted, script: boss.yaml}
   kid: {provider: scripted, script: slow.yaml}
+  crawl: {provider: scripted, script: crawl.yaml}
 agents:
   - {name: quick, model: quick, policy: allow_all}
   - {name: slow, model: slow, policy: allow_all, tools: [glob], workspace: ws}
@@ -81,9 +88,11 @@ agents:
       - {name: alice, secret: alice-secret, requirements: [shell]}
   - {name: boss, model: boss, policy: allow_all, sub_agents: [kid]}
   - {name: kid, model: kid, policy: allow_all, tools: [glob], workspace: ws}
+  - {name: crawl, model: crawl, policy: allow_all, tools: [glob], workspace: ws}
 `,
 		"quick.yaml": "turns:\n  - text: quick done\n",
 		"slow.yaml":  slow.String(),
+		"crawl.yaml": crawl.String(),
 		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",
 		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}, {name: kid, args: '{\"prompt\": \"look again\"}'}]\n  - text: boss done\n",
 	}
@@ -468,4 +477,16 @@ func (c *client) openStream(ctx context.Context, path, lastID string) (*http.Res
 		req.Header.Set("Last-Event-ID", lastID)
 	}
 	return http.DefaultClient.Do(req)
+}
+
+var httpClient = &http.Client{}
+
+func newRequest(method, url string, body io.Reader, token string) (*http.Request, error) {
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
 }

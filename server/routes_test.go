@@ -88,7 +88,7 @@ func TestRoutes(t *testing.T) {
 	t.Run("agents", func(t *testing.T) {
 		var as api.Agents
 		e.view.do("GET", "/v1/agents", nil).want(t, 200, "").decode(t, &as)
-		if len(as.Agents) != 5 || as.Agents[0].Name != "boss" {
+		if len(as.Agents) != 6 || as.Agents[0].Name != "boss" {
 			t.Errorf("agents %+v", as)
 		}
 		e.view.do("GET", "/v1/agents/gate", nil).want(t, 200, "")

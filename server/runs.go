@@ -35,7 +35,7 @@ func (s *Server) registerRuns() {
 				Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(api.StartedRun{}), true, ""),
 			}},
 		}},
-		Errors:        []int{http.StatusUnprocessableEntity, http.StatusConflict, http.StatusForbidden, http.StatusServiceUnavailable},
+		Errors: []int{http.StatusUnprocessableEntity, http.StatusConflict, http.StatusForbidden, http.StatusServiceUnavailable},
 	}, s.startRun)
 	huma.Register(s.api, huma.Operation{
 		OperationID: "list-runs", Method: http.MethodGet, Path: "/v1/runs", Tags: []string{"runs"},
@@ -177,7 +177,7 @@ func (s *Server) startRun(ctx context.Context, in *struct {
 }
 
 type listRunsIn struct {
-	Status   []string `query:"status" enum:"queued,running,waiting,completed,failed,cancelled,answer_invalid,budget_exhausted" doc:"Only runs with one of these statuses (repeat or comma-separate)."`
+	Status   []string `query:"status" enum:"queued,running,waiting,completed,failed,cancelled,answer_invalid,budget_exhausted" doc:"Only runs with one of these statuses, comma-separated."`
 	Agent    string   `query:"agent" maxLength:"64" doc:"Only runs of this agent."`
 	ParentID string   `query:"parent_id" maxLength:"128" doc:"Only the children of this run."`
 	RootID   string   `query:"root_id" maxLength:"128" doc:"Only this family: a root run and its descendants."`

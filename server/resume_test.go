@@ -1,0 +1,254 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch/api"
+)
+
+// cluster is one server at a time on one store: it can be SIGKILLed and
+// started again, and clients find the new one.
+type cluster struct {
+	t     *testing.T
+	dir   string
+	mu    sync.Mutex
+	p     *proc
+	ready chan struct{} // closed while a server is up
+	spec  *spec
+}
+
+func (c *cluster) current() (string, chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.p.url, c.ready
+}
+
+// restart SIGKILLs the server and starts another on the same store.
+func (c *cluster) restart() {
+	c.mu.Lock()
+	c.ready = make(chan struct{})
+	old := c.p
+	c.mu.Unlock()
+	old.kill()
+	p := serve(c.t, c.dir)
+	c.mu.Lock()
+	c.p = p
+	close(c.ready)
+	c.mu.Unlock()
+}
+
+func (c *cluster) client() *client {
+	url, _ := c.current()
+	return &client{t: c.t, url: url, token: tokView, spec: c.spec}
+}
+
+// TestStreamResume follows runs while they progress, cutting each
+// client's connection at random points and SIGKILLing the server once;
+// each client resumes from its last event id (on the restarted server
+// after the kill). The reassembled streams equal the journals exactly.
+func TestStreamResume(t *testing.T) {
+	dir := testConfig(t, true)
+	p := serve(t, dir)
+	c := &cluster{t: t, dir: dir, p: p, ready: make(chan struct{})}
+	close(c.ready)
+	c.spec = loadSpec(t, p.url, tokView)
+	admin := &client{t: t, url: p.url, token: tokAdmin, spec: c.spec}
+	var paths []string
+	for i := range 6 {
+		id := fmt.Sprintf("cr%d", i)
+		start(t, admin, "crawl", "go", id)
+		paths = append(paths, "/v1/runs/"+id+"/events")
+	}
+	start(t, admin, "boss", "go", "fam")
+	paths = append(paths, "/v1/runs/fam/family/events")
+
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	var received sync.WaitGroup
+	received.Add(len(paths))
+	results := make([][]api.Entry, len(paths))
+	errs := make(chan error, len(paths))
+	var wg sync.WaitGroup
+	for i, path := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
+			out, err := followWithCuts(c, path, rng, &received)
+			results[i] = out
+			errs <- err
+		}()
+	}
+	// SIGKILL the server once every client has some events, while the
+	// runs are still going.
+	received.Wait()
+	var before api.RunPage
+	c.client().do("GET", "/v1/runs?status=queued,running", nil).want(t, 200, "").decode(t, &before)
+	if len(before.Runs) == 0 {
+		t.Fatal("every run ended before the kill: the kill would not cut a run mid-stream")
+	}
+	t.Logf("SIGKILL with %d runs going", len(before.Runs))
+	c.restart()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	view := c.client()
+	for i, path := range paths {
+		if !strings.Contains(path, "/family/") {
+			id := strings.Split(path, "/")[3]
+			sameEntries(t, results[i], journal(t, view, id))
+			continue
+		}
+		var page api.RunPage
+		view.do("GET", "/v1/runs?root_id=fam", nil).want(t, 200, "").decode(t, &page)
+		total := 0
+		for _, r := range page.Runs {
+			var mine []api.Entry
+			for _, en := range results[i] {
+				if en.RunID == r.ID {
+					mine = append(mine, en)
+				}
+			}
+			sameEntries(t, mine, journal(t, view, r.ID))
+			total += len(mine)
+		}
+		if total != len(results[i]) {
+			t.Errorf("family stream sent %d entries of runs not in the family", len(results[i])-total)
+		}
+	}
+}
+
+// followWithCuts follows a stream to its end event, dropping the
+// connection after a random number of events and resuming from the last
+// id; a connection the server's death cuts is resumed once a server is up.
+func followWithCuts(c *cluster, path string, rng *rand.Rand, received *sync.WaitGroup) ([]api.Entry, error) {
+	var out []api.Entry
+	lastID := ""
+	signalled := false
+	deadline := time.Now().Add(2 * time.Minute)
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		url, ready := c.current()
+		<-ready
+		cl := &client{t: c.t, url: url, token: tokView}
+		ctx, cancel := context.WithCancel(context.Background())
+		resp, err := cl.openStream(ctx, path, lastID)
+		if err != nil {
+			cancel()
+			continue // the server died: wait for the next one
+		}
+		if resp.StatusCode != 200 {
+			cancel()
+			resp.Body.Close()
+			if resp.StatusCode == 503 || resp.StatusCode == 502 {
+				continue
+			}
+			return out, fmt.Errorf("%s: status %d", path, resp.StatusCode)
+		}
+		cut := 1 + rng.IntN(8)
+		n, ended := 0, false
+		var ferr error
+		_ = readEvents(resp.Body, func(ev event) bool {
+			switch ev.kind {
+			case api.EventEntry:
+				var en api.Entry
+				if err := json.Unmarshal(ev.data, &en); err != nil {
+					ferr = err
+					return false
+				}
+				out = append(out, en)
+				lastID = ev.id
+				n++
+			case api.EventEnd:
+				ended = true
+				return false
+			default:
+				ferr = fmt.Errorf("%s: event %s: %s", path, ev.kind, ev.data)
+				return false
+			}
+			if !signalled && len(out) >= 3 {
+				signalled = true
+				received.Done()
+			}
+			return n < cut
+		})
+		cancel()
+		resp.Body.Close()
+		if ferr != nil {
+			return out, ferr
+		}
+		if ended {
+			if !signalled {
+				received.Done()
+			}
+			return out, nil
+		}
+	}
+	return out, fmt.Errorf("%s: did not end in time", path)
+}
+
+// TestIdempotentStartAfterKill SIGKILLs the server while a start is in
+// flight, at random points (before the run is created, between commit
+// and reply, after the reply); the retried start with the same id on the
+// restarted server gives one run, driven once to its end.
+func TestIdempotentStartAfterKill(t *testing.T) {
+	dir := testConfig(t, true)
+	p := serve(t, dir)
+	c := &cluster{t: t, dir: dir, p: p, ready: make(chan struct{})}
+	close(c.ready)
+	c.spec = loadSpec(t, p.url, tokView)
+	for i := range 6 {
+		id := fmt.Sprintf("idem%d", i)
+		url, _ := c.current()
+		first := &client{t: t, url: url, token: tokAdmin}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			body := strings.NewReader(fmt.Sprintf(`{"agent":"crawl","input":"go","id":%q}`, id))
+			req, _ := newRequest("POST", first.url+"/v1/runs", body, tokAdmin)
+			if resp, err := httpClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		time.Sleep(time.Duration(i) * 700 * time.Microsecond) // where the kill lands, not a synchronisation
+		c.restart()
+		<-done
+		retry := c.client()
+		retry.token = tokAdmin
+		a := retry.do("POST", "/v1/runs", api.StartRun{Agent: "crawl", Input: "go", ID: id})
+		if a.status != 200 && a.status != 201 {
+			t.Fatalf("retried start: %d %s", a.status, a.body)
+		}
+		retry.token = tokView
+		if r := wait(t, retry, id); r.Status != "completed" {
+			t.Fatalf("%s: %+v", id, r)
+		}
+		starts, ends := 0, 0
+		for _, en := range journal(t, retry, id) {
+			switch en.Kind {
+			case "run.started":
+				starts++
+			case "run.ended":
+				ends++
+			}
+		}
+		if starts != 1 || ends != 1 {
+			t.Errorf("%s: %d starts and %d ends in its journal", id, starts, ends)
+		}
+		var page api.RunPage
+		retry.do("GET", "/v1/runs?agent=crawl", nil).want(t, 200, "").decode(t, &page)
+		if len(page.Runs) != i+1 {
+			t.Errorf("after %d starts, %d crawl runs", i+1, len(page.Runs))
+		}
+	}
+}
