@@ -21,23 +21,40 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// hitchBin is the hitch command, built once for the black-box tests.
-var hitchBin string
+// hitchBin is the hitch command, built once, at the first black-box test
+// that needs it (fuzzing in-process needs none).
+var (
+	hitchBin  string
+	buildOnce sync.Once
+	buildErr  error
+	binDir    string
+)
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hitch-serve-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	hitchBin = filepath.Join(dir, "hitch")
-	if out, err := exec.Command("go", "build", "-o", hitchBin, "../cmd/hitch").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build hitch: %v\n%s", err, out)
-		os.Exit(1)
-	}
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
 	os.Exit(code)
+}
+
+// bin returns the hitch command, building it the first time.
+func bin(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "hitch-serve-test")
+		if buildErr != nil {
+			return
+		}
+		hitchBin = filepath.Join(binDir, "hitch")
+		if out, err := exec.Command("go", "build", "-o", hitchBin, "../cmd/hitch").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build hitch: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return hitchBin
 }
 
 // Tokens of the test config.
@@ -151,7 +168,7 @@ var listening = regexp.MustCompile(`serve: listening on (http://\S+)`)
 func serve(t testing.TB, dir string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--lease-ttl", "500ms", "--poll", "100ms"}, extra...)
-	cmd := exec.Command(hitchBin, args...)
+	cmd := exec.Command(bin(t), args...)
 	cmd.Env = append(os.Environ(), "T_ADMIN="+tokAdmin, "T_OP="+tokOp, "T_B="+tokB)
 	pr, pw := io.Pipe()
 	p := &proc{t: t, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}

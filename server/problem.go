@@ -37,6 +37,9 @@ func init() {
 			}
 			p.Errors = append(p.Errors, api.FieldError{Message: err.Error()})
 		}
+		if c.Type == api.TypeInvalid && len(p.Errors) == 0 {
+			p.Errors = []api.FieldError{{Location: "body", Message: msg}} // a missing or unreadable body
+		}
 		if c.Type == api.TypeInternal {
 			p.Detail = "internal error"
 			p.Errors = nil
