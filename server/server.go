@@ -18,6 +18,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/web"
 )
@@ -39,6 +40,10 @@ type Config struct {
 	Limits Limits
 	// Version is reported in the OpenAPI document.
 	Version string
+	// MCPCredential, when set, is the approver identity the MCP tools at
+	// /mcp answer approval requests with; without it answer_approval is
+	// refused there.
+	MCPCredential *approval.Credential
 	// Log receives errors the client is not told about. Default
 	// io.Discard.
 	Log io.Writer
@@ -112,6 +117,9 @@ func New(cfg Config) (*Server, error) {
 	s.registerAgents()
 	s.registerSessions()
 	s.documentCommonErrors()
+	if err := s.mountMCP(mux); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
 	var h http.Handler = mux
 	h = s.withLimits(h)
 	h = s.withAuth(h)

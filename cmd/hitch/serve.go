@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/server"
 )
 
@@ -19,11 +21,12 @@ func newServe(g *globals) *cobra.Command {
 	var addr string
 	var poll, drain time.Duration
 	var streams int
+	var credentialEnv string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API (/v1) and drive runs, as a worker does",
 		Long: "Serve the config's agents over HTTP: runs, journals and their event streams, approvals, workspaces\n" +
-			"(docs/api.md; the OpenAPI document is at /v1/openapi.json). The server is also a node: it drives the runs\n" +
+			"(docs/api.md; the OpenAPI document is at /v1/openapi.json), and the MCP tools of hitch mcp at /mcp. The server is also a node: it drives the runs\n" +
 			"it starts and any due run, as hitch worker does. Requests need a bearer token from the config's server.tokens;\n" +
 			"without tokens only a loopback address is served, to one local admin. The first SIGINT or SIGTERM stops\n" +
 			"accepting, ends the event streams (clients resume elsewhere from their last event id), and drains the\n" +
@@ -69,8 +72,16 @@ func newServe(g *globals) *cobra.Command {
 				}
 				fmt.Fprintln(g.stderr, "serve: warning: no server.tokens in the config: every local request is an admin of tenant default")
 			}
+			var cred *approval.Credential
+			if raw := os.Getenv(credentialEnv); raw != "" {
+				c, err := approval.ParseCredential(raw)
+				if err != nil {
+					return usageError{fmt.Errorf("%s: %w", credentialEnv, err)}
+				}
+				cred = &c
+			}
 			s, err := server.New(server.Config{Runtime: e.rt, Store: e.store, Agents: e.cfg.Agents, Tokens: tokens,
-				Limits: server.Limits{StreamsPerToken: streams}, Version: version(), Log: g.stderr})
+				Limits: server.Limits{StreamsPerToken: streams}, Version: version(), Log: g.stderr, MCPCredential: cred})
 			if err != nil {
 				return err
 			}
@@ -98,6 +109,7 @@ func newServe(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&addr, "addr", hitch.DefaultServerAddr, "address to listen on (a non-loopback one needs server.tokens)")
 	cmd.Flags().DurationVar(&poll, "poll", hitch.DefaultSweepInterval, "how often to look for due runs")
 	cmd.Flags().DurationVar(&drain, "drain", hitch.DefaultDrainWindow, "on the first signal, how long running work and requests may finish")
+	cmd.Flags().StringVar(&credentialEnv, "mcp-credential-env", "HITCH_CREDENTIAL", "variable holding the approver credential \"name:secret\" the /mcp tools answer with")
 	cmd.Flags().IntVar(&streams, "streams-per-token", hitch.DefaultServerStreamsPerToken, "event streams one token may hold open")
 	return cmd
 }
