@@ -2,8 +2,7 @@
 // request and response bodies of every /v1 route, the server-sent event
 // of the journal streams, and the problem types of its errors.
 //
-// It is a leaf package: it imports only the shared types of hitchtype,
-// so a client (package client, a test, another program) speaks the API
+// It is a leaf package: it imports only the standard library, so a client (package client, a test, another program) speaks the API
 // without the runtime. The server (package server) registers its routes
 // with these types, and the OpenAPI document served at /v1/openapi.json is
 // generated from them, so the document and the handlers cannot drift.

@@ -95,8 +95,8 @@ func isStream(r *http.Request) bool {
 
 type streamIn struct {
 	ID          string `path:"id" maxLength:"128" doc:"The run's id."`
-	After       string `query:"after" maxLength:"8192" doc:"Resume after this event id (as Last-Event-ID)."`
-	LastEventID string `header:"Last-Event-ID" maxLength:"8192" doc:"Resume after this event id; ?after wins when both are given."`
+	After       string `query:"after" maxLength:"16384" doc:"Resume after this event id (as Last-Event-ID)."`
+	LastEventID string `header:"Last-Event-ID" maxLength:"16384" doc:"Resume after this event id; ?after wins when both are given."`
 }
 
 var sseResponses = map[string]*huma.Response{

@@ -1,12 +1,13 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,11 +20,13 @@ import (
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/server"
+	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
 // inProcess is a server in this process over a runtime on a SQLite file.
 type inProcess struct {
+	st    *sqlite.Store
 	srv   *server.Server
 	rt    *hitch.Runtime
 	close func()
@@ -35,10 +38,6 @@ func newInProcess(t testing.TB, limits server.Limits) *inProcess {
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var turns []scripted.Turn
-	for range 5 {
-		turns = append(turns, scripted.Turn{Delay: 5 * time.Millisecond, Text: "thinking"})
 	}
 	echo, err := hitch.Build(hitch.Spec{Name: "echo", Policy: policy.AllowAll(),
 		Model: scripted.New("echo", scripted.Script{Turns: []scripted.Turn{{Text: "echoed"}}})})
@@ -60,7 +59,7 @@ func newInProcess(t testing.TB, limits server.Limits) *inProcess {
 		t.Fatal(err)
 	}
 	srv.Store(s)
-	return &inProcess{srv: s, rt: rt, close: func() {
+	return &inProcess{st: st, srv: s, rt: rt, close: func() {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		_ = rt.Close(cctx)
@@ -107,6 +106,45 @@ func TestInProcess(t *testing.T) {
 	c.do("GET", "/readyz", nil).want(t, 503, api.TypeUnavailable)
 	c.do("POST", "/v1/runs", api.StartRun{Agent: "echo", Input: "hi"}).want(t, 503, api.TypeUnavailable)
 	c.do("GET", "/v1/runs/e1/events", nil).want(t, 503, api.TypeUnavailable)
+	ts.Close()
+	ip.close()
+}
+
+// TestHeartbeat: a stream of a run that makes no progress sends heartbeat
+// comments, at the configured interval, and nothing else.
+func TestHeartbeat(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ip := newInProcess(t, server.Limits{Heartbeat: 20 * time.Millisecond})
+	ctx := context.Background()
+	// A queued run nobody drives: this test runs no sweeper.
+	if _, _, err := ip.st.RunCreate(ctx, store.RunCreateParams{ID: "idle", Agent: "echo", Version: 1, InputHash: "x",
+		Entries: []store.EntryInput{{Kind: "run.started", Data: json.RawMessage(`{"agent":"echo","version":1,"input":"x"}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(ip.srv)
+	c := &client{t: t, url: ts.URL, token: tokAdmin}
+	sctx, cancel := context.WithCancel(ctx)
+	resp, err := c.openStream(sctx, "/v1/runs/idle/events", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	var lines []string
+	for beats := 0; beats < 3; {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream: %v after %q", err, lines)
+		}
+		lines = append(lines, strings.TrimSpace(line))
+		if strings.TrimSpace(line) == ": heartbeat" {
+			beats++
+		}
+	}
+	if !slices.Contains(lines, "id: 1") || slices.Contains(lines, "id: 2") {
+		t.Errorf("stream of an idle run: %q", lines)
+	}
+	cancel()
+	resp.Body.Close()
 	ts.Close()
 	ip.close()
 }
@@ -160,5 +198,3 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
-
-var _ = http.MethodGet

@@ -47,7 +47,11 @@ func bin(t testing.TB) string {
 			return
 		}
 		hitchBin = filepath.Join(binDir, "hitch")
-		if out, err := exec.Command("go", "build", "-o", hitchBin, "../cmd/hitch").CombinedOutput(); err != nil {
+		args := []string{"build", "-o", hitchBin}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		if out, err := exec.Command("go", append(args, "../cmd/hitch")...).CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("build hitch: %v\n%s", err, out)
 		}
 	})
