@@ -132,7 +132,14 @@ func New(cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("new server: %w", err)
 		}
-		s.handler = ch
+		// /mcp is the API's, beside the console.
+		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/mcp" {
+				h.ServeHTTP(w, r)
+				return
+			}
+			ch.ServeHTTP(w, r)
+		})
 	}
 	return s, nil
 }
