@@ -9,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -118,6 +120,13 @@ type Config struct {
 	// entries once durable, and model text deltas. It runs on the run's
 	// goroutine: keep it quick.
 	OnEvent func(Event)
+	// Secrets are the values that must never be written down. Each is
+	// replaced by [secret:NAME] (see package secret) in every journal
+	// entry before it is staged, so neither the store nor a model's
+	// context holds one; in streamed deltas and background errors given
+	// to OnEvent; and in the errors the runtime's commands return.
+	// Default: none.
+	Secrets *secret.Redactor
 }
 
 // Event is progress of a run.
@@ -252,16 +261,21 @@ func Open(cfg Config) (*Runtime, error) {
 		ForceSettleGrace: cfg.ForceSettleGrace, AwaitPoll: 50 * time.Millisecond, MaxRunners: cfg.MaxRunners,
 		Prices: model.DefaultPrices().With(cfg.Prices),
 	}
+	ecfg.Secrets = cfg.Secrets
 	if f := cfg.OnEvent; f != nil {
+		if !cfg.Secrets.Empty() {
+			f = redactEvents(cfg.Secrets, f)
+		}
 		ecfg.OnCommit = func(id string, es []store.Entry) { f(Event{RunID: id, Entries: es}) }
 		ecfg.OnDelta = func(id, d string) { f(Event{RunID: id, Delta: d}) }
+		rt.cfg.OnEvent = f
 	}
 	if err := rt.openSessions(&ecfg); err != nil {
 		return nil, fmt.Errorf("open runtime: %w", err)
 	}
 	rt.eng = engine.New(ecfg)
 	var onError func(error)
-	if f := cfg.OnEvent; f != nil {
+	if f := rt.cfg.OnEvent; f != nil {
 		onError = func(err error) { f(Event{Err: fmt.Errorf("lead: %w", err)}) }
 	}
 	rt.leader = rt.eng.NewElector(LeaderName, cfg.LeaderTTL, cfg.LeaderTTL/5, onError, cfg.OnLeader)
@@ -371,7 +385,7 @@ func (rt *Runtime) Start(ctx context.Context, agent *Agent, input string, opts .
 	p := engine.StartParams{ID: o.id, Tenant: o.tenant, Input: input, Instructions: o.instructions, Detached: o.detached}
 	res, err := rt.eng.Start(ctx, agent.eng, p)
 	if err != nil {
-		return StartResult{}, fmt.Errorf("start: %w", err)
+		return StartResult{}, rt.cfg.Secrets.Error(fmt.Errorf("start: %w", err))
 	}
 	run, err := RunOf(res.Run)
 	if err != nil {
@@ -385,7 +399,7 @@ func (rt *Runtime) Start(ctx context.Context, agent *Agent, input string, opts .
 func (rt *Runtime) Await(ctx context.Context, runID string) (Run, error) {
 	r, err := rt.eng.Await(ctx, runID)
 	if err != nil {
-		return Run{}, fmt.Errorf("await %s: %w", runID, err)
+		return Run{}, rt.cfg.Secrets.Error(fmt.Errorf("await %s: %w", runID, err))
 	}
 	return RunOf(r)
 }
@@ -879,4 +893,45 @@ func RunOf(r store.Run) (Run, error) {
 		out.Outcome = &o
 	}
 	return out, nil
+}
+
+// redactEvents wraps an event hook so that it sees no secret value: deltas
+// pass through one stream per run (a value split across deltas is held
+// back until it can be judged, and what is held is let out before the
+// run's next entries), and background errors are redacted. Entries are
+// already redacted when staged.
+func redactEvents(r *secret.Redactor, f func(Event)) func(Event) {
+	var mu sync.Mutex
+	streams := map[string]*secret.Stream{}
+	return func(ev Event) {
+		ev.Err = r.Error(ev.Err)
+		if ev.RunID == "" {
+			f(ev)
+			return
+		}
+		mu.Lock()
+		s := streams[ev.RunID]
+		if ev.Delta != "" {
+			if s == nil {
+				s = r.NewStream()
+				streams[ev.RunID] = s
+			}
+			ev.Delta = s.Write(ev.Delta)
+			mu.Unlock()
+			if ev.Delta != "" || len(ev.Entries) > 0 {
+				f(ev)
+			}
+			return
+		}
+		held := ""
+		if s != nil {
+			held = s.Flush()
+			delete(streams, ev.RunID)
+		}
+		mu.Unlock()
+		if held != "" {
+			f(Event{RunID: ev.RunID, Delta: held})
+		}
+		f(ev)
+	}
 }

@@ -279,7 +279,7 @@ func (rt *Runtime) Send(ctx context.Context, sessionID, text string, o SendOptio
 	case len(o.IdempotencyKey) > 256:
 		return SendResult{}, fmt.Errorf("send to %s: SendOptions.IdempotencyKey is %d bytes, over 256", sessionID, len(o.IdempotencyKey))
 	}
-	msg := hitchtype.MessageAdmitted{ID: "msg_" + randomID(8), IdempotencyKey: o.IdempotencyKey, Mode: o.Mode, Text: text}
+	msg := hitchtype.MessageAdmitted{ID: "msg_" + randomID(8), IdempotencyKey: o.IdempotencyKey, Mode: o.Mode, Text: rt.cfg.Secrets.String(text)}
 	data, _ := json.Marshal(msg)
 	res, err := ss.SessionAppend(ctx, store.SessionAppendParams{SessionID: sessionID, After: store.AnyPosition,
 		Kind: hitchtype.KindMessageAdmitted, Data: data, IdempotencyKey: o.IdempotencyKey, KeyTTL: rt.sess.cfg.IdempotencyTTL})

@@ -34,6 +34,11 @@ type File struct {
 	MCP []MCPServer `yaml:"mcp,omitempty"`
 	// Server configures hitch serve: its bearer tokens.
 	Server *Server `yaml:"server,omitempty"`
+	// Secrets name values kept out of everything hitch writes down (see
+	// docs/secrets.md); agents hand them to their commands with env.
+	Secrets map[string]Secret `yaml:"secrets,omitempty"`
+	// Sandbox sets what the shell tool's commands may see of the host.
+	Sandbox Sandbox `yaml:"sandbox,omitempty"`
 	// ExternalTools declare tools whose work another system does: hitch
 	// runs no body; a call waits for its result from outside (hitch calls
 	// complete). Agents name them in tools.
@@ -107,6 +112,9 @@ type Agent struct {
 	SubAgents []string `yaml:"sub_agents,omitempty"`
 	// Budget is the family budget of a root run of this agent.
 	Budget *Budget `yaml:"budget,omitempty"`
+	// Env sets variables of the agent's commands (the bash tool) to
+	// secrets: variable name → secret name.
+	Env map[string]string `yaml:"env,omitempty"`
 }
 
 // Budget limits a family of runs; zero or absent is unlimited.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -21,6 +22,7 @@ import (
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/sandbox"
 	"github.com/hitch-dev/hitch/sandbox/local"
+	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/tool"
 	"github.com/hitch-dev/hitch/tool/builtin"
 	"github.com/hitch-dev/hitch/tool/mcp"
@@ -30,8 +32,11 @@ import (
 type Options struct {
 	// Tools are Go tools the file may name besides the built-in ones.
 	Tools []tool.Tool
-	// Getenv reads API keys; default os.Getenv.
+	// Getenv reads API keys and secrets; default os.Getenv.
 	Getenv func(string) string
+	// RequireIsolation is the sandbox's require_isolation when the file
+	// does not set it (hitch serve sets it). Default false.
+	RequireIsolation bool
 }
 
 // Config is a loaded, validated configuration.
@@ -47,6 +52,17 @@ type Config struct {
 	// Closers release what the agents hold (sandboxes, MCP clients).
 	closers []func() error
 	clients map[string]*mcp.Client
+	// Secrets redacts every secret value the file names: its secrets
+	// section, model API keys and approver secrets. Give it to the
+	// runtime (hitch.Config.Secrets).
+	Secrets *secret.Redactor
+	// SecretVars are the environment variables Load read values from: a
+	// program drops them from its environment once loaded (see
+	// docs/secrets.md), so no process it starts can read them.
+	SecretVars []string
+	// Warnings are for the operator, one line each: agents whose commands
+	// run without isolation.
+	Warnings []string
 }
 
 // Agent returns the agent named name, or the only agent when name is empty.
@@ -152,6 +168,18 @@ func Load(path string, opts Options) (*Config, error) {
 	servers, mp := mcpServers(l, path, f.MCP, getenv)
 	probs = append(probs, mp...)
 	probs = append(probs, serverProblems(l, f.Server)...)
+	secretValues, vars, sp := cfg.secrets(l, f, getenv)
+	probs = append(probs, sp...)
+	cfg.SecretVars = vars
+	if len(sp) == 0 {
+		red, err := secret.New(secretValues)
+		if err != nil {
+			probs = append(probs, l.problem("secrets", "%v", err))
+		}
+		cfg.Secrets = red
+	}
+	sbox, sbp := cfg.sandboxOf(l, f.Sandbox, opts.RequireIsolation)
+	probs = append(probs, sbp...)
 	var sels []*selection // every agent's MCP tools
 
 	for _, name := range sortedKeys(f.Models) {
@@ -216,7 +244,9 @@ func Load(path string, opts Options) (*Config, error) {
 		p, pp := policyOf(l, field+".policy", a.Policy)
 		probs = append(probs, pp...)
 		spec.Policy = p
-		tools, workspace, tp := cfg.tools(l, field, a, extra)
+		env, ep := agentEnv(l, field+".env", a.Env, secretValues, f.Secrets)
+		probs = append(probs, ep...)
+		tools, workspace, tp := cfg.tools(l, field, a, extra, sbox, env)
 		var agentSels []*selection
 		for k, name := range a.Tools {
 			if strings.Contains(name, "__") && !slices.Contains(builtin.Names(), name) && extra[name] == nil {
@@ -351,7 +381,7 @@ func merge(decoded, checked Problems) Problems {
 
 // tools builds an agent's tools: built-in ones on a sandbox confined to the
 // workspace, and Go tools passed in Options.
-func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.Tool) ([]tool.Tool, func() (sandbox.Sandbox, []tool.Tool, error), []Problem) {
+func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.Tool, sbox local.Config, env []string) ([]tool.Tool, func() (sandbox.Sandbox, []tool.Tool, error), []Problem) {
 	var probs []Problem
 	var builtins []string
 	var out []tool.Tool
@@ -369,6 +399,9 @@ func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.T
 			probs = append(probs, l.problem(fmt.Sprintf("%s.tools[%d]", field, i), "%q is not a tool here: the built-in tools are %v, and MCP tools are named server__tool", name, builtin.Names()))
 		}
 	}
+	if len(a.Env) > 0 && !slices.Contains(builtins, "bash") {
+		probs = append(probs, l.problem(field+".env", "no tool of this agent runs commands: env is for the bash tool"))
+	}
 	if len(builtins) == 0 || len(probs) > 0 {
 		return out, nil, probs
 	}
@@ -376,19 +409,26 @@ func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.T
 	if ws == "" {
 		ws = relTo(c.Path, ".")
 	}
-	sb, err := local.New(local.Config{Root: ws})
+	sbox.Root, sbox.ExtraEnv = ws, env
+	sb, err := local.New(sbox)
 	if err != nil {
 		return nil, nil, append(probs, l.problem(field+".workspace", "%v", err))
 	}
 	c.closers = append(c.closers, sb.Close)
 	bt, err := builtin.New(sb, builtins...)
 	if err != nil {
+		if sbox.RequireIsolation {
+			return nil, nil, append(probs, l.problem(field+".tools", "%v (sandbox.require_isolation is set)", err))
+		}
 		return nil, nil, append(probs, l.problem(field+".tools", "%v", err))
+	}
+	if w := sb.Capabilities().Warning; w != "" && slices.Contains(builtins, "bash") {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("agent %s: %s", a.Name, w))
 	}
 	// Each run gets its own sandbox on the same folder, so roots granted
 	// to one run reach no other.
 	workspace := func() (sandbox.Sandbox, []tool.Tool, error) {
-		sb, err := local.New(local.Config{Root: ws})
+		sb, err := local.New(sbox)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -619,6 +659,28 @@ func externalTools(l locator, decls []ExternalTool, taken map[string]tool.Tool) 
 			continue
 		}
 		out = append(out, t)
+	}
+	return out, probs
+}
+
+// sandboxOf turns the sandbox section into the settings of every agent's
+// local sandbox.
+func (c *Config) sandboxOf(l locator, s Sandbox, requireDefault bool) (local.Config, []Problem) {
+	var probs []Problem
+	out := local.Config{RequireIsolation: requireDefault}
+	if s.RequireIsolation != nil {
+		out.RequireIsolation = *s.RequireIsolation
+	}
+	for i, p := range s.Read {
+		abs := relTo(c.Path, p)
+		if a, err := filepath.Abs(abs); err == nil {
+			abs = a
+		}
+		if _, err := os.Stat(abs); err != nil {
+			probs = append(probs, l.problem(fmt.Sprintf("sandbox.read[%d]", i), "%v", err))
+			continue
+		}
+		out.ReadPaths = append(out.ReadPaths, abs)
 	}
 	return out, probs
 }

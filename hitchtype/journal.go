@@ -70,6 +70,11 @@ type Context struct {
 	// its model attempts run out; Note is what the model is told.
 	FinalTurn bool   `json:"final_turn,omitempty"`
 	Note      string `json:"note,omitempty"`
+	// Isolation is how the turn's workspace ran commands ("bwrap" or
+	// "none"), and SandboxWarning what the sandbox said about it (commands
+	// run unconfined, or are refused): the turn's view of the host.
+	Isolation      string `json:"isolation,omitempty"`
+	SandboxWarning string `json:"sandbox_warning,omitempty"`
 }
 
 // ModelAttempt is the intent to call the model. A journal whose last attempt

@@ -262,3 +262,50 @@ func (r *Redactor) folded(s string) string {
 	b.WriteString(s[last:])
 	return b.String()
 }
+
+// Stream redacts a text that arrives in pieces (streamed model text): a
+// value split between two pieces is held back until it can be judged. It
+// is not safe for concurrent use.
+type Stream struct {
+	r   *Redactor
+	buf string
+}
+
+// NewStream returns a Stream that redacts with r.
+func (r *Redactor) NewStream() *Stream { return &Stream{r: r} }
+
+// Write takes the next piece and returns the redacted text that can be
+// shown now; a tail that could begin a value is kept for the next piece.
+func (s *Stream) Write(piece string) string {
+	if s.r.Empty() {
+		return piece
+	}
+	s.buf += piece
+	cut := len(s.buf) - s.r.hold(s.buf)
+	out := s.r.String(s.buf[:cut])
+	s.buf = s.buf[cut:]
+	return out
+}
+
+// Flush returns what is held back, redacted.
+func (s *Stream) Flush() string {
+	out := s.r.String(s.buf)
+	s.buf = ""
+	return out
+}
+
+// hold is the length of the longest tail of s that is the beginning of a
+// form, or that ends inside one found whole (a found value is redacted in
+// place, so only a partial one matters).
+func (r *Redactor) hold(s string) int {
+	longest := 0
+	for _, f := range r.forms {
+		for n := min(len(f.text)-1, len(s)); n > longest; n-- {
+			if strings.HasSuffix(s, f.text[:n]) {
+				longest = n
+				break
+			}
+		}
+	}
+	return longest
+}

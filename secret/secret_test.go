@@ -182,3 +182,25 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+func TestStreamHoldsASplitValue(t *testing.T) {
+	t.Parallel()
+	r := newRedactor(t)
+	text := "the key is " + canary + " and " + strings.ToUpper(canary) + ", done"
+	for _, size := range []int{1, 2, 3, 5, 7, 11, len(text)} {
+		s := r.NewStream()
+		var out strings.Builder
+		for i := 0; i < len(text); i += size {
+			out.WriteString(s.Write(text[i:min(i+size, len(text))]))
+		}
+		out.WriteString(s.Flush())
+		got := out.String()
+		if want := r.String(text); got != want {
+			t.Errorf("pieces of %d: got %q, want %q", size, got, want)
+		}
+	}
+	var nilR *Redactor
+	if s := nilR.NewStream(); s.Write("a"+canary) != "a"+canary || s.Flush() != "" {
+		t.Fatal("a nil redactor's stream changed a text")
+	}
+}

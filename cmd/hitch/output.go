@@ -107,7 +107,14 @@ func (p *printer) describe(e store.Entry) string {
 	case hitchtype.KindContext:
 		var d hitchtype.Context
 		_ = json.Unmarshal(e.Data, &d)
-		return prefix + fmt.Sprintf("context: tools [%s], instructions %d bytes", strings.Join(d.Tools, " "), len(d.Instructions))
+		s := prefix + fmt.Sprintf("context: tools [%s], instructions %d bytes", strings.Join(d.Tools, " "), len(d.Instructions))
+		if d.Isolation != "" {
+			s += ", commands isolated by " + d.Isolation
+		}
+		if d.SandboxWarning != "" {
+			s += "\n" + prefix + "WARNING: " + d.SandboxWarning
+		}
+		return s
 	case hitchtype.KindModelAttempt:
 		var d hitchtype.ModelAttempt
 		_ = json.Unmarshal(e.Data, &d)

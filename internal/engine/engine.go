@@ -14,6 +14,7 @@ import (
 	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
@@ -111,6 +112,9 @@ type Config struct {
 	// OnDelta, if set, sees model text deltas as they stream. They are not
 	// journaled; the journal keeps whole replies.
 	OnDelta func(runID, delta string)
+	// Secrets replaces secret values in every entry before it is staged,
+	// so neither the journal nor the model's context holds one.
+	Secrets *secret.Redactor
 }
 
 // Engine drives runs against one store.
@@ -182,7 +186,7 @@ func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResul
 	hash := InputHash(a.Name, a.Version, p.Input+"\x00"+p.Instructions)
 	run, created, err := e.cfg.Store.RunCreate(ctx, store.RunCreateParams{
 		ID: p.ID, Tenant: p.Tenant, Agent: a.Name, Version: a.Version, InputHash: hash, Budget: a.Budget,
-		Entries: []store.EntryInput{entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth, Instructions: p.Instructions})},
+		Entries: []store.EntryInput{e.redact(entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth, Instructions: p.Instructions}))},
 	})
 	if err != nil {
 		return StartResult{}, fmt.Errorf("create run: %w", err)

@@ -15,3 +15,9 @@ func entry(kind string, data any) store.EntryInput {
 	}
 	return store.EntryInput{Kind: kind, Data: b}
 }
+
+// redact replaces secret values in an entry's data.
+func (e *Engine) redact(in store.EntryInput) store.EntryInput {
+	in.Data = e.cfg.Secrets.Bytes(in.Data)
+	return in
+}

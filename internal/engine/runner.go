@@ -315,7 +315,13 @@ func (r *runner) callModel() error {
 		r.stage(entry(KindContext, Context{Instructions: instr, Tools: []string{}, FinalTurn: true,
 			Note: "This is your last turn: tools are no longer available. Give your final answer now from what you have, and say what is left undone."}))
 	case !final && (st.context == nil || st.context.Instructions != instr || !slices.Equal(st.context.Tools, names) || !sameSpecs(st.context.Specs, sourced)):
-		r.stage(entry(KindContext, Context{Instructions: instr, Tools: slices.Clone(names), Specs: sourced}))
+		c := Context{Instructions: instr, Tools: slices.Clone(names), Specs: sourced}
+		if r.sb != nil {
+			if caps := r.sb.Capabilities(); caps.Exec || caps.Warning != "" {
+				c.Isolation, c.SandboxWarning = string(caps.Isolation), caps.Warning
+			}
+		}
+		r.stage(entry(KindContext, c))
 	}
 	req := &model.Request{Instructions: instr, Messages: st.messages(), Tools: specs}
 	if final {
@@ -853,6 +859,7 @@ func (r *runner) markUncertain(c *callState, reason string) {
 // stage applies an entry to the state now and queues it for the next
 // commit. Nothing acts on staged state outside the runner before a commit.
 func (r *runner) stage(e store.EntryInput) {
+	e = r.e.redact(e)
 	pos := r.st.pos + 1
 	if err := r.st.apply(store.Entry{RunID: r.runID, Pos: pos, Kind: e.Kind, Data: e.Data}); err != nil {
 		// The runner built e itself; failing to fold it is a bug.
@@ -874,6 +881,7 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 		return nil
 	}
 	p.RunID, p.Token, p.After, p.Entries = r.runID, r.token, r.durable, r.pending
+	p.Outcome = r.e.cfg.Secrets.Bytes(p.Outcome)
 	if r.fam.ok && r.adjust != (store.Budget{}) {
 		if p.Charge == nil {
 			p.Charge = &store.BudgetCharge{}

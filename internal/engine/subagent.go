@@ -84,7 +84,7 @@ func (r *runner) startChild(c *callState) error {
 	_, created, err := r.e.cfg.Store.RunCreate(r.ctx, store.RunCreateParams{
 		ID: id, RootID: r.row.RootID, ParentID: r.runID, Depth: r.row.Depth + 1, Tenant: r.row.Tenant,
 		Agent: child.Name, Version: child.Version, InputHash: InputHash(child.Name, child.Version, in.Prompt),
-		Entries: []store.EntryInput{entry(KindRunStarted, RunStarted{Agent: child.Name, Version: child.Version, Input: in.Prompt, DepthLeft: left})},
+		Entries: []store.EntryInput{r.e.redact(entry(KindRunStarted, RunStarted{Agent: child.Name, Version: child.Version, Input: in.Prompt, DepthLeft: left}))},
 	})
 	if err != nil {
 		return fmt.Errorf("start sub-agent run %s: %w", id, err)

@@ -34,6 +34,9 @@ type Config struct {
 	// PATH, HOME, LANG, TERM and TMPDIR only, so that secrets in the host's
 	// environment do not leak into commands.
 	Env []string
+	// ExtraEnv are KEY=VALUE entries added to Env (or its default): the
+	// secrets an operator hands to commands. Default none.
+	ExtraEnv []string
 	// RequireIsolation refuses commands, rather than run them as plain
 	// processes, when bwrap is not usable: Capabilities then reports no
 	// exec and says why in Warning, and Exec fails with that reason. File
@@ -86,6 +89,13 @@ func New(cfg Config) (*Sandbox, error) {
 		s.env = slices.Clone(cfg.Env)
 	} else {
 		s.env = defaultEnv(ref.path)
+	}
+	for i, kv := range cfg.ExtraEnv {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			ref.root.Close()
+			return nil, fmt.Errorf("local sandbox: ExtraEnv[%d] is not KEY=VALUE", i)
+		}
+		s.env = append(s.env, kv)
 	}
 	read, err := readPaths(cfg.ReadPaths)
 	if err != nil {
