@@ -214,7 +214,7 @@ func (e *redactedError) Unwrap() error { return e.err }
 // say): it searches the text with its whitespace taken out and replaces the
 // spans they came from.
 func (r *Redactor) folded(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsSpace) {
+	if !strings.ContainsFunc(s, unicode.IsSpace) && !strings.Contains(s, `\`) {
 		return s
 	}
 	var dense strings.Builder
@@ -222,6 +222,11 @@ func (r *Redactor) folded(s string) string {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == ' ' || c == '\n' || c == '\r' || c == '\t' {
+			continue
+		}
+		// A line break inside a JSON string is spelled \n.
+		if c == '\\' && i+1 < len(s) && (s[i+1] == 'n' || s[i+1] == 'r' || s[i+1] == 't') {
+			i++
 			continue
 		}
 		dense.WriteByte(c)

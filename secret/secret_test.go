@@ -48,6 +48,8 @@ func TestRedactForms(t *testing.T) {
 		{"masked dots", "invalid key sk-live-...42Rt"},
 		{"masked ellipsis", "key sk-…42Rt refused"},
 		{"json escaped", mustJSON(t, map[string]string{"out": `pa"ss\word-123`})},
+		{"json folded", mustJSON(t, map[string]string{"out": fold(canary, 5)})},
+		{"json folded CRLF", mustJSON(t, map[string]string{"out": strings.Join(strings.Split(canary, ""), "\r\n")})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

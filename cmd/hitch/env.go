@@ -172,9 +172,9 @@ func openRuntimeWith(ctx context.Context, g *globals, create bool, onEvent func(
 // openRuntimeConfig is openRuntimeWith, letting set change the runtime's
 // config before it opens.
 func openRuntimeConfig(ctx context.Context, g *globals, create bool, onEvent func(hitch.Event), set func(*hitch.Config)) (*env, error) {
-	cfg, err := config.Load(g.config, config.Options{})
+	cfg, err := loadConfig(g, config.Options{})
 	if err != nil {
-		return nil, configError(g, err)
+		return nil, err
 	}
 	path := g.db
 	if path == "" {
@@ -198,7 +198,8 @@ func openRuntimeConfig(ctx context.Context, g *globals, create bool, onEvent fun
 	if onEvent == nil {
 		onEvent = e.out.event
 	}
-	rcfg := hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: onEvent, LeaseTTL: g.leaseTTL, Prices: cfg.Prices()}
+	rcfg := hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: onEvent, LeaseTTL: g.leaseTTL, Prices: cfg.Prices(),
+		Secrets: cfg.Secrets}
 	if set != nil {
 		set(&rcfg)
 	}
@@ -298,4 +299,24 @@ func runtimeFor(g *globals, create bool, fn func(ctx context.Context, e *env, ar
 		defer e.close()
 		return fn(ctx, e, a)
 	}
+}
+
+// loadConfig loads the config file, then makes its secrets safe: every
+// output of the command is redacted with them, the variables they came
+// from leave the process environment before any tool runs, and an agent
+// whose commands run without isolation is reported on standard error.
+func loadConfig(g *globals, opts config.Options) (*config.Config, error) {
+	opts.Getenv = vault.getenv
+	cfg, err := config.Load(g.config, opts)
+	if err != nil {
+		return nil, configError(g, err)
+	}
+	g.red.set(cfg.Secrets)
+	if err := vault.drop(cfg.SecretVars); err != nil {
+		fmt.Fprintf(g.stderr, "hitch: WARNING: secret variables are unset, but %v: a command run without isolation may read them from /proc\n", err)
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(g.stderr, "hitch: WARNING: %s\n", w)
+	}
+	return cfg, nil
 }

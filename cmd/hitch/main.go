@@ -60,11 +60,14 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	errT := &terminal{w: stderr}
-	outT := &terminal{w: stdout}
+	red := &redaction{}
+	errT := &terminal{w: stderr, red: red}
+	outT := &terminal{w: stdout, red: red}
+	jsonOut := &redactWriter{w: stdout, red: red}
 	defer errT.flush()
 	defer outT.flush()
-	root := newRoot(stdout, outT, errT)
+	defer jsonOut.flush()
+	root := newRoot(stdout, outT, errT, red, jsonOut)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -74,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &se) {
 		return int(se)
 	}
-	fmt.Fprintln(errT, "hitch:", err)
+	fmt.Fprintln(errT, "hitch:", red.get().Error(err))
 	var ce *codeError
 	switch {
 	case errors.As(err, &ce):
@@ -109,12 +112,16 @@ type globals struct {
 	config         string
 	leaseTTL       time.Duration
 	server         string // --server: talk to a hitch serve (remote.go)
+	// red redacts every output once the config names its secrets;
+	// jsonOut is standard output, exact but redacted, for --json.
+	red     *redaction
+	jsonOut io.Writer
 }
 
 // newRoot builds the command tree. Human output goes through term, which
 // escapes control characters; --json output goes to raw, exact.
-func newRoot(raw, term, stderr io.Writer) *cobra.Command {
-	g := &globals{stdout: term, stderr: stderr, raw: raw}
+func newRoot(raw, term, stderr io.Writer, red *redaction, jsonOut io.Writer) *cobra.Command {
+	g := &globals{stdout: term, stderr: stderr, raw: raw, red: red, jsonOut: jsonOut}
 	root := &cobra.Command{
 		Use:           "hitch",
 		Short:         "A durable runtime for LLM agents",
@@ -126,7 +133,7 @@ func newRoot(raw, term, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.json {
-			g.stdout = raw
+			g.stdout = jsonOut
 		}
 		if err := checkGlobals(g); err != nil {
 			return err

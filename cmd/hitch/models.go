@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"time"
 
@@ -25,7 +24,7 @@ func newModels(g *globals) *cobra.Command {
 			"to set. Scripted models are checked offline. Exits 1 when any call failed.",
 		Args: args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(g.config, config.Options{})
+			cfg, err := loadConfig(g, config.Options{})
 			if err != nil {
 				return err
 			}
@@ -45,7 +44,7 @@ func newModels(g *globals) *cobra.Command {
 					Detail string `json:"detail,omitempty"`
 					MS     int64  `json:"ms,omitempty"`
 				}{Model: name, Name: m.Name()}
-				if env := settings.KeyEnv(); env != "" && os.Getenv(env) == "" {
+				if env := settings.KeyEnv(); env != "" && vault.getenv(env) == "" {
 					res.Result, res.Detail = "skipped", fmt.Sprintf("%s is not set; export it to check this model", env)
 				} else {
 					ctx, cancel := context.WithTimeout(cmd.Context(), timeout)

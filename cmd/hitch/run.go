@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -144,7 +143,7 @@ func warnMissingKey(g *globals, e *env, agent string) {
 		if a.Name != agent {
 			continue
 		}
-		if env := e.cfg.File.Models[a.Model].KeyEnv(); env != "" && os.Getenv(env) == "" {
+		if env := e.cfg.File.Models[a.Model].KeyEnv(); env != "" && vault.getenv(env) == "" {
 			fmt.Fprintf(g.stderr, "hitch: warning: %s is not set; model %q will refuse the calls of agent %s\n", env, a.Model, agent)
 		}
 	}

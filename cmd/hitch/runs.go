@@ -184,14 +184,19 @@ func showRun(ctx context.Context, g *globals, id string) error {
 	if err != nil {
 		return err
 	}
+	sbox, err := sandboxOf(ctx, e.store, id)
+	if err != nil {
+		return err
+	}
 	if g.json {
 		view := struct {
-			Run    runView      `json:"run"`
-			Calls  []callView   `json:"calls"`
-			Family familyView   `json:"family"`
-			Budget *budgetsView `json:"budget,omitempty"`
-			Waits  []hitch.Wait `json:"waits,omitempty"`
-		}{runJSON(run), calls, familyView{fam.Runs, fam.Usage, fam.CostUSD}, nil, nil}
+			Run     runView      `json:"run"`
+			Calls   []callView   `json:"calls"`
+			Family  familyView   `json:"family"`
+			Budget  *budgetsView `json:"budget,omitempty"`
+			Waits   []hitch.Wait `json:"waits,omitempty"`
+			Sandbox *sandboxView `json:"sandbox,omitempty"`
+		}{runJSON(run), calls, familyView{fam.Runs, fam.Usage, fam.CostUSD}, nil, nil, sbox}
 		if run.Status == hitchtype.StatusWaiting {
 			view.Waits = waitsOf(ctx, e.store, id)
 		}
@@ -228,6 +233,14 @@ func showRun(ctx context.Context, g *globals, id string) error {
 	}
 	if hasBudget {
 		fmt.Fprintf(w, "budget   %s\n", budgetLine(limits, used))
+	}
+	if sbox != nil {
+		if sbox.Isolation != "" {
+			fmt.Fprintf(w, "sandbox  commands isolated by %s\n", sbox.Isolation)
+		}
+		if sbox.Warning != "" {
+			fmt.Fprintf(w, "sandbox  WARNING: %s\n", sbox.Warning)
+		}
 	}
 	if len(calls) > 0 {
 		fmt.Fprintln(w, "\ncalls")
@@ -427,4 +440,40 @@ func isRefusal(err error) bool {
 		}
 	}
 	return strings.Contains(err.Error(), "already")
+}
+
+// sandboxView is how a run's commands were isolated, as its last turn
+// recorded it.
+type sandboxView struct {
+	Isolation string `json:"isolation,omitempty"`
+	Warning   string `json:"warning,omitempty"`
+}
+
+// maxSandboxScan bounds the journal read to find a run's sandbox.
+const maxSandboxScan = 10_000
+
+// sandboxOf finds what the run's last context entry says of its sandbox;
+// nil when no turn recorded one.
+func sandboxOf(ctx context.Context, st store.Store, id string) (*sandboxView, error) {
+	var out *sandboxView
+	for after := int64(0); after < maxSandboxScan; {
+		es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: id, After: after, Limit: 500})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			if e.Kind != hitchtype.KindContext {
+				continue
+			}
+			var c hitchtype.Context
+			if json.Unmarshal(e.Data, &c) == nil && (c.Isolation != "" || c.SandboxWarning != "") {
+				out = &sandboxView{Isolation: c.Isolation, Warning: c.SandboxWarning}
+			}
+		}
+		if len(es) < 500 {
+			break
+		}
+		after = es[len(es)-1].Pos
+	}
+	return out, nil
 }

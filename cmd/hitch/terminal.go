@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hitch-dev/hitch/secret"
 )
 
 // escape makes text safe to show on a terminal: control characters (C0,
@@ -73,12 +75,31 @@ func printable(s string) string { return escape(s, false) }
 // terminal is the writer behind every line of human output: it escapes
 // what escape escapes, keeping newlines and tabs. A character split
 // across two writes is held back until it is whole.
+//
+// With red set, secret values are replaced first (see redactWriter).
 type terminal struct {
 	w       io.Writer
 	pending []byte
+	red     *redaction
+	stream  *secret.Stream
+	owner   *secret.Redactor
 }
 
 func (t *terminal) Write(p []byte) (int, error) {
+	if r := t.red.get(); !r.Empty() {
+		if t.stream == nil || t.owner != r {
+			t.stream, t.owner = r.NewStream(), r
+		}
+		p = []byte(t.stream.Write(string(p)))
+	}
+	n := len(p)
+	if _, err := t.write(p); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (t *terminal) write(p []byte) (int, error) {
 	buf := append(t.pending, p...)
 	cut := len(buf)
 	// Hold back the start of a character that is not whole yet.
@@ -103,6 +124,9 @@ func (t *terminal) Write(p []byte) (int, error) {
 
 // flush writes what is held back, escaped.
 func (t *terminal) flush() {
+	if t.stream != nil {
+		_, _ = t.write([]byte(t.stream.Flush()))
+	}
 	if len(t.pending) > 0 {
 		_, _ = io.WriteString(t.w, escape(string(t.pending), true))
 		t.pending = nil
