@@ -89,8 +89,8 @@ func (w *redactWriter) Write(p []byte) (int, error) {
 	if r.Empty() {
 		return w.w.Write(p)
 	}
-	if w.stream == nil || w.owner!= r {
-		w.stream, w.owner= r.NewStream(), r
+	if w.stream == nil || w.owner != r {
+		w.stream, w.owner = r.NewStream(), r
 	}
 	if _, err := io.WriteString(w.w, w.stream.Write(string(p))); err != nil {
 		return 0, err

@@ -78,7 +78,7 @@ agents:
       - ` + call(`echo "token $TOKEN refused" >&2; exit 3`) + `
       - ` + call(`cat /proc/$PPID/environ | tr '\0' '\n'; cat /proc/1/environ | tr '\0' '\n'`) + `
       - ` + call(`read -r _ _ _ pp _ < /proc/$PPID/stat; echo "hitch is $pp"; tr '\0' '\n' < /proc/$pp/environ | grep HITCH_ | rev`) + `
-      - ` + call("echo " + keyCanary) + `
+      - ` + call("echo "+keyCanary) + `
   - text: "done; the key was ` + keyCanary + `"
 `,
 	}
