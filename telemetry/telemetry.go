@@ -29,6 +29,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -66,6 +67,9 @@ type Options struct {
 	// Models names the model of each agent, "provider/model", for span
 	// names and attributes; see hitch's model.Model.Name.
 	Models map[string]string
+	// Resource describes the process (service.name and the like); nil
+	// is the SDK's default.
+	Resource *resource.Resource
 }
 
 // Telemetry draws traces and metrics from journal entries. It is safe for
@@ -80,6 +84,8 @@ type Telemetry struct {
 	runs     metric.Int64Counter
 	calls    metric.Int64Counter
 	cost     metric.Float64Counter
+
+	shutdown []func(context.Context) error // what FromEnv built
 
 	mu    sync.Mutex
 	open  map[string]*runTrack
@@ -110,6 +116,9 @@ func New(opts Options) (*Telemetry, error) {
 	if opts.Exporter != nil {
 		tpOpts = append(tpOpts, sdktrace.WithBatcher(opts.Exporter, opts.SpanProcessorOptions...))
 	}
+	if opts.Resource != nil {
+		tpOpts = append(tpOpts, sdktrace.WithResource(opts.Resource))
+	}
 	t.tp = sdktrace.NewTracerProvider(tpOpts...)
 	t.tracer = t.tp.Tracer("github.com/hitch-dev/hitch")
 	mp := opts.MeterProvider
@@ -137,8 +146,19 @@ func New(opts Options) (*Telemetry, error) {
 	return t, nil
 }
 
-// Shutdown flushes and stops the span exporter, bounded by ctx.
-func (t *Telemetry) Shutdown(ctx context.Context) error { return t.tp.Shutdown(ctx) }
+// Shutdown flushes and stops the span exporter (and the metric exporter
+// FromEnv built), bounded by ctx.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	errs := []error{t.tp.Shutdown(ctx)}
+	for _, f := range t.shutdown {
+		errs = append(errs, f(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// TraceID is the id of the trace of the family whose root run is rootID,
+// in hex, as exported spans and log lines carry it.
+func TraceID(rootID string) string { return traceOf(rootID).String() }
 
 // ForceFlush exports the spans ended so far, bounded by ctx.
 func (t *Telemetry) ForceFlush(ctx context.Context) error { return t.tp.ForceFlush(ctx) }

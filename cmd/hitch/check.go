@@ -73,7 +73,7 @@ func checkGlobals(g *globals) error {
 	if g.leaseTTL < minLeaseTTL {
 		return usageError{fmt.Errorf("--lease-ttl %s: want at least %s (default 30s)", g.leaseTTL, minLeaseTTL)}
 	}
-	return nil
+	return checkLogFlags(g)
 }
 
 // groupsRefuseUnknown makes every command that only holds subcommands

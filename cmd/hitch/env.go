@@ -30,6 +30,7 @@ type env struct {
 	cfg   *config.Config
 	rt    *hitch.Runtime
 	out   *printer
+	obs   *observer
 }
 
 // storePath is the store a command uses: --db, else $HITCH_DATABASE_URL,
@@ -198,6 +199,11 @@ func openRuntimeConfig(ctx context.Context, g *globals, create bool, onEvent fun
 	if onEvent == nil {
 		onEvent = e.out.event
 	}
+	if e.obs, err = newObserver(ctx, g, e.store, cfg); err != nil {
+		e.close()
+		return nil, err
+	}
+	onEvent = e.obs.wrap(onEvent)
 	rcfg := hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: onEvent, LeaseTTL: g.leaseTTL, Prices: cfg.Prices(),
 		Secrets: cfg.Secrets}
 	if set != nil {
@@ -215,6 +221,11 @@ func (e *env) close() {
 	if e.rt != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_ = e.rt.Close(ctx)
+		cancel()
+	}
+	if e.obs != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		e.obs.close(ctx)
 		cancel()
 	}
 	if e.cfg != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -116,6 +117,9 @@ type globals struct {
 	// jsonOut is standard output, exact but redacted, for --json.
 	red     *redaction
 	jsonOut io.Writer
+	// logFormat and logLevel shape the log lines on standard error.
+	logFormat, logLevelName string
+	logLevel                slog.Level
 }
 
 // newRoot builds the command tree. Human output goes through term, which
@@ -149,6 +153,8 @@ func newRoot(raw, term, stderr io.Writer, red *redaction, jsonOut io.Writer) *co
 	pf.StringVar(&g.db, "db", "", "SQLite file with the runs (default: the config's store, or hitch.db)")
 	pf.StringVarP(&g.config, "config", "c", "hitch.yaml", "configuration file")
 	pf.StringVar(&g.server, "server", os.Getenv(serverEnv), "talk to the hitch serve at this URL instead of opening the store ($HITCH_SERVER; token in $HITCH_TOKEN)")
+	pf.StringVar(&g.logFormat, "log-format", "text", "log lines on standard error: text or json")
+	pf.StringVar(&g.logLevelName, "log-level", "warn", "least level logged: debug, info, warn or error")
 	pf.DurationVar(&g.leaseTTL, "lease-ttl", 30*time.Second, "how long a run's lease outlives its process (renewed every third)")
 	root.AddCommand(
 		newDemo(g), newRun(g), newRuns(g), newWorker(g), newRecover(g),

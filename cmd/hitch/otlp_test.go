@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// receiver is an OTLP/HTTP collector stand-in: it decodes the spans every
+// process exports to it.
+type receiver struct {
+	mu      sync.Mutex
+	spans   []*tracepb.Span
+	metrics int
+	raw     bytes.Buffer
+}
+
+func newReceiver(t *testing.T) (*receiver, *httptest.Server) {
+	r := &receiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(req.Body, 16<<20))
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.raw.Write(body)
+		switch req.URL.Path {
+		case "/v1/traces":
+			var ex coltrace.ExportTraceServiceRequest
+			if err := proto.Unmarshal(body, &ex); err != nil {
+				http.Error(w, err.Error(), 400)
+				return
+			}
+			for _, rs := range ex.ResourceSpans {
+				for _, ss := range rs.ScopeSpans {
+					r.spans = append(r.spans, ss.Spans...)
+				}
+			}
+			b, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			w.Write(b)
+		case "/v1/metrics":
+			r.metrics++
+			w.Header().Set("Content-Type", "application/x-protobuf")
+		default:
+			http.NotFound(w, req)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return r, srv
+}
+
+// A family with a model retry, a denial, a sub-agent, an approval, and a
+// process killed mid-call then recovered and reconciled, driven by five
+// processes that each export over OTLP: one trace, the right tree.
+func TestOTLPTraceOfAFamilyAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	t.Parallel()
+	rec, srv := newReceiver(t)
+	dir := t.TempDir()
+	files := map[string]string{
+		"hitch.yaml": `
+models:
+  boss: {provider: scripted, script: boss.yaml}
+  kid: {provider: scripted, script: kid.yaml}
+agents:
+  - name: boss
+    model: boss
+    tools: [bash, read]
+    sub_agents: [researcher]
+    workspace: .
+    limits: {retry_delay: 1ms}
+    policy:
+      - {tools: [read], verdict: deny, reason: never}
+      - {tools: [bash], verdict: approval, requirement: ops}
+      - {tools: ["*"], verdict: allow}
+    approvers:
+      - {name: ann, secret: ann-secret-123, requirements: [ops]}
+  - name: researcher
+    model: kid
+    description: Finds facts.
+    policy: allow_all
+`,
+		"boss.yaml": `turns:
+  - fail: [{kind: overloaded, message: busy}]
+    calls:
+      - {name: researcher, args: '{"prompt": "find it"}'}
+      - {name: read, args: '{"path": "x"}'}
+  - calls: [{name: bash, args: '{"command": "echo started > started.txt; sleep 30"}'}]
+  - text: done
+`,
+		"kid.yaml": "turns:\n  - text: the answer is 42\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL, "OTEL_SERVICE_NAME=hitch-test",
+		"HITCH_CREDENTIAL=ann:ann-secret-123", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf")
+	hitchCmd := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(binary(t), append([]string{"--log-format", "json", "--log-level", "info"}, args...)...)
+		cmd.Dir, cmd.Env = dir, env
+		return cmd
+	}
+	var logs strings.Builder
+	step := func(want int, args ...string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		cmd := hitchCmd(args...)
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		logs.WriteString(errOut.String())
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s\n%s", args, code, want, out.String(), errOut.String())
+		}
+	}
+	// 1: the run retries, delegates, is denied a read and parks for the
+	// approval of its bash call.
+	step(exitWaiting, "run", "--agent", "boss", "--id", "fam", "go")
+	// 2: the approval is granted and the call starts; the process dies.
+	cmd := hitchCmd("approvals", "approve", "fam", "t2c1", "--lease-ttl", "300ms")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+		}
+	}()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "started.txt")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the approved call never started")
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	// 3: another process recovers it: the call's effect is unknown.
+	step(exitWaiting, "recover", "--wait", "2s")
+	// 4: a person reconciles it and the run completes.
+	step(exitOK, "reconcile", "fam", "t2c1", "--output", "it ran")
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.spans) == 0 {
+		t.Fatal("no spans exported")
+	}
+	trace := rec.spans[0].TraceId
+	byName := map[string][]*tracepb.Span{}
+	for _, s := range rec.spans {
+		byName[s.Name] = append(byName[s.Name], s)
+		if !bytes.Equal(s.TraceId, trace) {
+			t.Errorf("span %s is in trace %x, not %x", s.Name, s.TraceId, trace)
+		}
+	}
+	one := func(name string) *tracepb.Span {
+		t.Helper()
+		if len(byName[name]) != 1 {
+			var names []string
+			for _, s := range rec.spans {
+				names = append(names, s.Name)
+			}
+			t.Fatalf("want one %q span, have: %s", name, strings.Join(names, ", "))
+		}
+		return byName[name][0]
+	}
+	root, child := one("invoke_agent boss"), one("invoke_agent researcher")
+	delegation, shell := one("execute_tool researcher"), one("execute_tool bash")
+	if len(root.ParentSpanId) != 0 {
+		t.Error("the root run's span has a parent")
+	}
+	if !bytes.Equal(child.ParentSpanId, delegation.SpanId) {
+		t.Error("the sub-agent's run is not a child of the call that started it")
+	}
+	for _, s := range append(byName["chat boss"], delegation, shell) {
+		if !bytes.Equal(s.ParentSpanId, root.SpanId) {
+			t.Errorf("%s is not under the run's span", s.Name)
+		}
+	}
+	if n := len(byName["chat boss"]); n < 3 {
+		t.Errorf("chat boss spans: %d, want a failure and replies", n)
+	}
+	attr := func(s *tracepb.Span, key string) string {
+		for _, a := range s.Attributes {
+			if a.Key == key {
+				return a.Value.GetStringValue()
+			}
+		}
+		return ""
+	}
+	if attr(shell, "hitch.call.outcome") != "uncertain" || attr(shell, "hitch.policy.verdict") != "approval" {
+		t.Errorf("bash span attributes: %v", shell.Attributes)
+	}
+	events := map[string]int{}
+	for _, e := range root.Events {
+		events[e.Name]++
+	}
+	if events["model.retry"] != 1 || events["policy.decision"] < 3 || events["approval.granted"] != 1 || events["call.reconciled"] != 1 {
+		t.Errorf("run span events: %v", events)
+	}
+	// The log lines carry the run and the same trace id.
+	traceHex := hex.EncodeToString(trace)
+	found := false
+	for l := range strings.Lines(logs.String()) {
+		var line map[string]any
+		if json.Unmarshal([]byte(l), &line) != nil {
+			continue
+		}
+		if line["msg"] == "run ended" && line["run"] == "fam" {
+			found = true
+			if line["trace_id"] != traceHex {
+				t.Errorf("log line trace id %v, want %s", line["trace_id"], traceHex)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no JSON log line says the run ended:\n%s", logs.String())
+	}
+}
