@@ -18,7 +18,6 @@ import (
 // MetricInterval is how often metrics are exported over OTLP.
 const MetricInterval = 30 * time.Second
 
-
 // Enabled reports whether the standard OTEL_* variables ask for an OTLP
 // export of traces or metrics. With none set, a program should not build a
 // Telemetry at all: nothing is drawn and nothing costs.
