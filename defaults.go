@@ -112,6 +112,8 @@ var Defaults = []Default{
 	{"secret values per redactor", "secret.MaxValues", "1024", "fixed"},
 	{"telemetry: runs assembled at once", "telemetry.MaxOpenRuns", "10000", "fixed"},
 	{"telemetry: events on one run's span", "telemetry.MaxRunEvents", "128", "fixed"},
+	{"telemetry: OTLP metric export interval", "telemetry.MetricInterval", "30s", "fixed"},
+	{"secret file read (config secrets: file:)", "config secrets.NAME.file", "64 KiB", "fixed"},
 	{"cron: a schedule must fire within", "cron.MaxYears", "8 years", "fixed"},
 	{"hitch serve: listen address", "hitch serve --addr", "127.0.0.1:7077", "a non-loopback address needs tokens"},
 	{"hitch serve: request body", "server.Limits.MaxBodyBytes", "1 MiB", "1 B or more"},
