@@ -11,15 +11,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/telemetry"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -31,7 +37,22 @@ type Params struct {
 	DB string
 	// Sync is the SQLite durability setting.
 	Sync sqlite.Sync
+	// Tracing draws spans from the runs' journals: TracingOff (default)
+	// builds no telemetry, TracingNoExport draws spans and exports none,
+	// TracingOTLP exports them over OTLP/HTTP to OTLPEndpoint.
+	Tracing      Tracing
+	OTLPEndpoint string
 }
+
+// Tracing chooses what telemetry a measurement carries.
+type Tracing string
+
+// The tracing settings of a measurement.
+const (
+	TracingOff      Tracing = "off"
+	TracingNoExport Tracing = "noexport"
+	TracingOTLP     Tracing = "otlp"
+)
 
 // Result is one measurement.
 type Result struct {
@@ -39,6 +60,9 @@ type Result struct {
 	Elapsed time.Duration
 	// Entries is the number of journal entries written by all runs.
 	Entries int64
+	// Flush is how long the spans still queued took to export after the
+	// last run ended (TracingOTLP).
+	Flush time.Duration
 }
 
 // StepsPerSecond is the throughput in durable steps.
@@ -48,8 +72,12 @@ func (r Result) StepsPerSecond() float64 {
 
 // Line is the peer table's RESULT line.
 func (r Result) Line() string {
-	return fmt.Sprintf("RESULT peer=hitch mode=sqlite-%s runs=%d steps=%d total_steps=%d run_s=%.4f steps_per_s=%.0f entries=%d",
+	line := fmt.Sprintf("RESULT peer=hitch mode=sqlite-%s runs=%d steps=%d total_steps=%d run_s=%.4f steps_per_s=%.0f entries=%d",
 		strings.ToLower(r.Sync.String()), r.Runs, r.Steps, r.Runs*r.Steps, r.Elapsed.Seconds(), r.StepsPerSecond(), r.Entries)
+	if r.Tracing != "" && r.Tracing != TracingOff {
+		line += fmt.Sprintf(" tracing=%s flush_s=%.4f", r.Tracing, r.Flush.Seconds())
+	}
+	return line
 }
 
 type addArgs struct {
@@ -87,7 +115,27 @@ func Run(ctx context.Context, p Params) (Result, error) {
 		return Result{}, err
 	}
 	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, MaxRunners: max(p.Runs, 1)})
+	cfg := hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, MaxRunners: max(p.Runs, 1)}
+	var tel *telemetry.Telemetry
+	switch p.Tracing {
+	case "", TracingOff:
+	case TracingNoExport, TracingOTLP:
+		opts := telemetry.Options{Store: st, Models: map[string]string{"bench": agent.Name()}}
+		if p.Tracing == TracingOTLP {
+			exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(p.OTLPEndpoint+"/v1/traces"))
+			if err != nil {
+				return Result{}, err
+			}
+			opts.Exporter = exp
+		}
+		if tel, err = telemetry.New(opts); err != nil {
+			return Result{}, err
+		}
+		cfg.OnEvent = func(ev hitch.Event) { tel.Observe(ctx, ev.RunID, ev.Entries) }
+	default:
+		return Result{}, fmt.Errorf("bench: Tracing %q: want off, noexport or otlp", p.Tracing)
+	}
+	rt, err := hitch.Open(cfg)
 	if err != nil {
 		return Result{}, err
 	}
@@ -118,6 +166,13 @@ func Run(ctx context.Context, p Params) (Result, error) {
 	wg.Wait()
 	elapsed := time.Since(begin)
 	res := Result{Params: p, Elapsed: elapsed}
+	if tel != nil {
+		flushStart := time.Now()
+		if err := tel.Shutdown(ctx); err != nil {
+			return res, fmt.Errorf("bench: export spans: %w", err)
+		}
+		res.Flush = time.Since(flushStart)
+	}
 	for i, err := range errs {
 		if err != nil {
 			return res, err
@@ -130,3 +185,45 @@ func Run(ctx context.Context, p Params) (Result, error) {
 	}
 	return res, nil
 }
+
+// Collector is a stand-in for an OTLP collector on loopback: it accepts
+// span exports and keeps only their count and size.
+type Collector struct {
+	srv      *http.Server
+	ln       net.Listener
+	mu       sync.Mutex
+	requests int
+	bytes    int64
+}
+
+// StartCollector listens on a free loopback port.
+func StartCollector() (*Collector, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	c := &Collector{ln: ln}
+	c.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
+		c.mu.Lock()
+		c.requests++
+		c.bytes += n
+		c.mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	})}
+	go func() { _ = c.srv.Serve(ln) }()
+	return c, nil
+}
+
+// URL is the collector's base URL.
+func (c *Collector) URL() string { return "http://" + c.ln.Addr().String() }
+
+// Received is how many exports and bytes arrived.
+func (c *Collector) Received() (requests int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.requests, c.bytes
+}
+
+// Close stops the collector.
+func (c *Collector) Close() error { return c.srv.Close() }

@@ -14,7 +14,7 @@ import (
 
 func newBench(g *globals) *cobra.Command {
 	var runs, steps int
-	var db, syncMode string
+	var db, syncMode, tracing string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure durable steps per second with the scripted model on SQLite",
@@ -45,7 +45,24 @@ func newBench(g *globals) *cobra.Command {
 			} else if _, err := os.Stat(db); err == nil {
 				return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", db)}
 			}
-			res, err := bench.Run(cmd.Context(), bench.Params{Runs: runs, Steps: steps, DB: db, Sync: s})
+			p := bench.Params{Runs: runs, Steps: steps, DB: db, Sync: s, Tracing: bench.Tracing(tracing)}
+			switch p.Tracing {
+			case bench.TracingOff, bench.TracingNoExport:
+			case bench.TracingOTLP:
+				c, err := bench.StartCollector()
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				p.OTLPEndpoint = c.URL()
+				defer func() {
+					n, b := c.Received()
+					fmt.Fprintf(g.stderr, "collector stand-in received %d exports, %d bytes\n", n, b)
+				}()
+			default:
+				return usageError{fmt.Errorf("--tracing %q: want off, noexport or otlp", tracing)}
+			}
+			res, err := bench.Run(cmd.Context(), p)
 			if err != nil {
 				return err
 			}
@@ -56,6 +73,7 @@ func newBench(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&runs, "runs", 64, "concurrent runs (R)")
 	cmd.Flags().IntVar(&steps, "steps", 10, "steps per run (S)")
 	cmd.Flags().StringVar(&db, "db", "", "SQLite file to create (default: a temporary one)")
+	cmd.Flags().StringVar(&tracing, "tracing", "off", "off, noexport (spans drawn, none exported) or otlp (exported to a collector stand-in on loopback)")
 	cmd.Flags().StringVar(&syncMode, "sync", "FULL", "SQLite synchronous setting: FULL (power-loss safe) or NORMAL")
 	return cmd
 }
