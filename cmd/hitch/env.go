@@ -173,7 +173,7 @@ func openRuntimeWith(ctx context.Context, g *globals, create bool, onEvent func(
 // openRuntimeConfig is openRuntimeWith, letting set change the runtime's
 // config before it opens.
 func openRuntimeConfig(ctx context.Context, g *globals, create bool, onEvent func(hitch.Event), set func(*hitch.Config)) (*env, error) {
-	cfg, err := loadConfig(g, config.Options{})
+	cfg, err := loadConfig(g, config.Options{RequireIsolation: g.requireIsolation})
 	if err != nil {
 		return nil, err
 	}

@@ -120,6 +120,9 @@ type globals struct {
 	// logFormat and logLevel shape the log lines on standard error.
 	logFormat, logLevelName string
 	logLevel                slog.Level
+	// requireIsolation is the sandbox's require_isolation when the config
+	// does not set it: hitch serve sets it.
+	requireIsolation bool
 }
 
 // newRoot builds the command tree. Human output goes through term, which

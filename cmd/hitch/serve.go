@@ -52,6 +52,9 @@ func newServe(g *globals) *cobra.Command {
 					s.Notify(ev)
 				}
 			}
+			// A server refuses the bash tool without isolation unless
+			// its config says sandbox.require_isolation: false.
+			g.requireIsolation = true
 			e, err := openRuntimeWith(ctx, g, true, onEvent)
 			if err != nil {
 				return err
