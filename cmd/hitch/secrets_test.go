@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hitch-dev/hitch/secret"
 )
 
 // The two canaries: a model key named by api_key_env, and a secret the
@@ -181,4 +183,27 @@ func reverse(s string) string {
 	b := []byte(s)
 	slices.Reverse(b)
 	return string(b)
+}
+
+// The terminal redacts a value split across writes and reports every byte
+// it was given as written.
+func TestTerminalRedactsAcrossWrites(t *testing.T) {
+	t.Parallel()
+	red, err := secret.New(map[string]string{"gh": tokenCanary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	term := &terminal{w: &b, red: &redaction{r: red}}
+	text := "token: " + tokenCanary + "\n"
+	for i := 0; i < len(text); i += 4 {
+		piece := []byte(text[i:min(i+4, len(text))])
+		if n, err := term.Write(piece); err != nil || n != len(piece) {
+			t.Fatalf("Write(%q) = %d, %v", piece, n, err)
+		}
+	}
+	term.flush()
+	if b.String() != "token: [secret:gh]\n" {
+		t.Fatalf("terminal wrote %q", b.String())
+	}
 }

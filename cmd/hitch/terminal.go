@@ -86,13 +86,13 @@ type terminal struct {
 }
 
 func (t *terminal) Write(p []byte) (int, error) {
+	n := len(p) // what the caller gave, whatever redaction made of it
 	if r := t.red.get(); !r.Empty() {
 		if t.stream == nil || t.owner != r {
 			t.stream, t.owner = r.NewStream(), r
 		}
 		p = []byte(t.stream.Write(string(p)))
 	}
-	n := len(p)
 	if _, err := t.write(p); err != nil {
 		return 0, err
 	}
