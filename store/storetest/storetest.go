@@ -62,6 +62,7 @@ func run(t *testing.T, open opener) {
 		{"Leader", testLeader},
 		{"Prune", testPrune},
 		{"Tenants", testTenants},
+		{"Triggers", testTriggers},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

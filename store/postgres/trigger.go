@@ -1,0 +1,336 @@
+package postgres
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hitch-dev/hitch/store"
+)
+
+var _ store.TriggerStore = (*Store)(nil)
+
+const triggerCols = `id, tenant, session_id, spec::text, state, fire_count, missed_count, last_fire, next_fire,
+	claim_owner, claim_token, claim_until, failures, last_error, created_at, updated_at`
+
+func scanTrigger(sc pgx.Row) (store.Trigger, error) {
+	var (
+		t                 store.Trigger
+		spec              string
+		last, next, until *time.Time
+	)
+	err := sc.Scan(&t.ID, &t.Tenant, &t.SessionID, &spec, &t.State, &t.FireCount, &t.MissedCount, &last, &next,
+		&t.ClaimOwner, &t.ClaimToken, &until, &t.Failures, &t.LastError, &t.CreatedAt, &t.UpdatedAt)
+	if err != nil {
+		return store.Trigger{}, err
+	}
+	t.Spec = []byte(spec)
+	t.LastFire, t.NextFire, t.ClaimUntil = utc(last), utc(next), utc(until)
+	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
+	return t, nil
+}
+
+// TriggerCreate creates a binding, or returns (or replaces) the existing one.
+func (s *Store) TriggerCreate(ctx context.Context, p store.TriggerCreateParams) (store.Trigger, bool, error) {
+	if err := store.CheckTriggerCreate(p); err != nil {
+		return store.Trigger{}, false, fmt.Errorf("trigger create %q: %w", p.ID, err)
+	}
+	state := store.TriggerActive
+	if p.Paused {
+		state = store.TriggerPaused
+	}
+	var (
+		out     store.Trigger
+		created bool
+	)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		created = false
+		if p.MaxPerSession > 0 && p.SessionID != "" {
+			// Creates for one session take turns, so two cannot both pass
+			// the count.
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('hitch_triggers:' || $1))`, p.SessionID); err != nil {
+				return err
+			}
+		}
+		old, err := scanTrigger(tx.QueryRow(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE id = $1 FOR UPDATE`, p.ID))
+		switch {
+		case err == nil && (!p.Replace || bytes.Equal(old.Spec, p.Spec)):
+			out = old
+			return nil
+		case err == nil:
+			out, err = scanTrigger(tx.QueryRow(ctx, `UPDATE hitch_triggers SET spec = $2::json, state = $3, next_fire = $4,
+				claim_owner = '', claim_token = claim_token + 1, claim_until = NULL, failures = 0, last_error = '',
+				updated_at = `+nowSQL+` WHERE id = $5 RETURNING `+triggerCols,
+				s.clockArg(), string(p.Spec), state, nullTime(p.NextFire), p.ID))
+			return err
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		if p.MaxPerSession > 0 && p.SessionID != "" {
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM hitch_triggers WHERE session_id = $1 AND state <> 'done'`,
+				p.SessionID).Scan(&n); err != nil {
+				return err
+			}
+			if n >= p.MaxPerSession {
+				return &store.TriggerLimitError{SessionID: p.SessionID, Limit: p.MaxPerSession}
+			}
+		}
+		out, err = scanTrigger(tx.QueryRow(ctx, `INSERT INTO hitch_triggers (id, tenant, session_id, spec, state, next_fire,
+				created_at, updated_at)
+			VALUES ($2, $3, $4, $5::json, $6, $7, `+nowSQL+`, `+nowSQL+`)
+			ON CONFLICT (id) DO NOTHING RETURNING `+triggerCols,
+			s.clockArg(), p.ID, store.TenantOr(p.Tenant), p.SessionID, string(p.Spec), state, nullTime(p.NextFire)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Created by another node since the read: return that one.
+			out, err = scanTrigger(tx.QueryRow(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE id = $1`, p.ID))
+			return err
+		}
+		created = err == nil
+		return err
+	})
+	if err != nil {
+		return store.Trigger{}, false, fmt.Errorf("trigger create %q: %w", p.ID, err)
+	}
+	return out, created, nil
+}
+
+// TriggerGet returns one binding.
+func (s *Store) TriggerGet(ctx context.Context, id string) (store.Trigger, error) {
+	if s.closed.Load() {
+		return store.Trigger{}, ErrClosed
+	}
+	t, err := scanTrigger(s.pool.QueryRow(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrTriggerNotFound
+	}
+	if err != nil {
+		return store.Trigger{}, fmt.Errorf("trigger get %q: %w", id, err)
+	}
+	return t, nil
+}
+
+// TriggerList returns bindings by id after a cursor.
+func (s *Store) TriggerList(ctx context.Context, p store.TriggerListParams) ([]store.Trigger, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if p.Limit < 0 || p.Limit > store.MaxTriggerPage {
+		return nil, fmt.Errorf("trigger list: limit %d is outside 0..%d", p.Limit, store.MaxTriggerPage)
+	}
+	limit := p.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	where, args := []string{"id > $1"}, []any{p.After}
+	for _, f := range []struct{ col, v string }{{"session_id", p.SessionID}, {"state", p.State}, {"tenant", p.Tenant}} {
+		if f.v != "" {
+			args = append(args, f.v)
+			where = append(where, f.col+" = $"+strconv.Itoa(len(args)))
+		}
+	}
+	args = append(args, limit)
+	rows, err := s.pool.Query(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY id LIMIT $`+strconv.Itoa(len(args)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("trigger list: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Trigger
+	for rows.Next() {
+		t, err := scanTrigger(rows)
+		if err != nil {
+			return nil, fmt.Errorf("trigger list: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("trigger list: %w", err)
+	}
+	return out, nil
+}
+
+// TriggerPause pauses a binding.
+func (s *Store) TriggerPause(ctx context.Context, id string) (store.Trigger, error) {
+	return s.setTriggerState(ctx, "trigger pause", id, store.TriggerActive, store.TriggerPaused)
+}
+
+// TriggerResume resumes a paused binding.
+func (s *Store) TriggerResume(ctx context.Context, id string) (store.Trigger, error) {
+	return s.setTriggerState(ctx, "trigger resume", id, store.TriggerPaused, store.TriggerActive)
+}
+
+func (s *Store) setTriggerState(ctx context.Context, op, id, from, to string) (store.Trigger, error) {
+	var out store.Trigger
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE hitch_triggers SET state = $2, updated_at = `+nowSQL+` WHERE id = $3 AND state = $4`,
+			s.clockArg(), to, id, from); err != nil {
+			return err
+		}
+		var err error
+		out, err = scanTrigger(tx.QueryRow(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE id = $1`, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrTriggerNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return store.Trigger{}, fmt.Errorf("%s %q: %w", op, id, err)
+	}
+	return out, nil
+}
+
+// TriggerRemove deletes a binding.
+func (s *Store) TriggerRemove(ctx context.Context, id string) (bool, error) {
+	removed := false
+	err := s.retry(ctx, func() error {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM hitch_triggers WHERE id = $1`, id)
+		removed = err == nil && tag.RowsAffected() > 0
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("trigger remove %q: %w", id, err)
+	}
+	return removed, nil
+}
+
+// triggerClaimSQL claims up to $4 due bindings, the earliest first; FOR
+// UPDATE SKIP LOCKED lets concurrent claimers pass over each other's rows
+// and re-checks each locked row, so no binding is claimed twice.
+const triggerClaimSQL = `
+WITH due AS (
+	SELECT seq FROM hitch_triggers
+	WHERE state = 'active' AND next_fire <= ` + nowSQL + `
+		AND (claim_until IS NULL OR claim_until <= ` + nowSQL + `)
+	ORDER BY next_fire, seq
+	LIMIT $4
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE hitch_triggers AS t SET claim_owner = $2, claim_token = t.claim_token + 1,
+	claim_until = ` + nowSQL + ` + $3 * interval '1 microsecond', updated_at = ` + nowSQL + `
+FROM due WHERE t.seq = due.seq
+RETURNING t.id, t.tenant, t.session_id, t.spec::text, t.state, t.fire_count, t.missed_count, t.last_fire, t.next_fire,
+	t.claim_owner, t.claim_token, t.claim_until, t.failures, t.last_error, t.created_at, t.updated_at`
+
+// TriggerClaim claims due bindings, the earliest first.
+func (s *Store) TriggerClaim(ctx context.Context, p store.TriggerClaimParams) ([]store.Trigger, time.Time, error) {
+	if err := store.CheckTriggerClaim(p); err != nil {
+		return nil, time.Time{}, fmt.Errorf("trigger claim: %w", err)
+	}
+	var (
+		out []store.Trigger
+		now time.Time
+	)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		out = out[:0]
+		clock := s.clockArg()
+		// The clock is read first, in the same transaction: the claim's
+		// own reading is no earlier, so nothing claimed is early by it.
+		if err := tx.QueryRow(ctx, `SELECT `+nowSQL, clock).Scan(&now); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, triggerClaimSQL, clock, p.Owner, p.TTL.Microseconds(), max(p.Limit, 1))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			t, err := scanTrigger(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("trigger claim: %w", err)
+	}
+	slices.SortFunc(out, func(a, b store.Trigger) int {
+		return cmp.Or(a.NextFire.Compare(b.NextFire), cmp.Compare(a.ID, b.ID))
+	})
+	return out, now.UTC(), nil
+}
+
+// fencedTrigger explains why a fenced update of binding id matched no row.
+func (s *Store) fencedTrigger(ctx context.Context, id string) error {
+	var one int
+	err := s.pool.QueryRow(ctx, `SELECT 1 FROM hitch_triggers WHERE id = $1`, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrTriggerNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return store.ErrTriggerFenced
+}
+
+// TriggerRetire settles a claimed occurrence.
+func (s *Store) TriggerRetire(ctx context.Context, p store.TriggerRetireParams) (store.Trigger, error) {
+	var out store.Trigger
+	err := s.retry(ctx, func() error {
+		var err error
+		out, err = scanTrigger(s.pool.QueryRow(ctx, `UPDATE hitch_triggers SET
+			fire_count = fire_count + CASE WHEN $2 THEN 1 ELSE 0 END, missed_count = missed_count + $3,
+			last_fire = CASE WHEN $2 THEN $4::timestamptz ELSE last_fire END, next_fire = $5,
+			state = CASE WHEN $5::timestamptz IS NULL THEN 'done' ELSE state END,
+			claim_owner = '', claim_until = NULL, failures = 0, last_error = '', updated_at = `+nowSQL+`
+			WHERE id = $6 AND claim_token = $7 AND claim_owner = $8 AND next_fire = $4::timestamptz
+			RETURNING `+triggerCols,
+			s.clockArg(), p.Fired, p.Missed, nullTime(p.Occurrence), nullTime(p.Next), p.ID, p.Token, p.Owner))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return s.fencedTrigger(ctx, p.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return store.Trigger{}, fmt.Errorf("trigger retire %q: %w", p.ID, err)
+	}
+	return out, nil
+}
+
+// TriggerRelease gives back a claim whose dispatch failed.
+func (s *Store) TriggerRelease(ctx context.Context, p store.TriggerReleaseParams) (store.Trigger, error) {
+	msg := store.TriggerErrorText(p.Error)
+	var out store.Trigger
+	err := s.retry(ctx, func() error {
+		var err error
+		out, err = scanTrigger(s.pool.QueryRow(ctx, `UPDATE hitch_triggers SET claim_owner = '', claim_until = $2,
+			failures = failures + 1, last_error = $3, updated_at = `+nowSQL+`
+			WHERE id = $4 AND claim_token = $5 AND claim_owner = $6 AND next_fire = $7
+			RETURNING `+triggerCols,
+			s.clockArg(), nullTime(p.RetryAt), msg, p.ID, p.Token, p.Owner, nullTime(p.Occurrence)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return s.fencedTrigger(ctx, p.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return store.Trigger{}, fmt.Errorf("trigger release %q: %w", p.ID, err)
+	}
+	return out, nil
+}
+
+// TriggerNextDue returns when the next active binding becomes claimable.
+func (s *Store) TriggerNextDue(ctx context.Context) (time.Time, bool, error) {
+	if s.closed.Load() {
+		return time.Time{}, false, ErrClosed
+	}
+	var at *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT min(greatest(next_fire, claim_until)) FROM hitch_triggers WHERE state = 'active'`).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("trigger next due: %w", err)
+	}
+	if at == nil {
+		return time.Time{}, false, nil
+	}
+	return at.UTC(), true, nil
+}

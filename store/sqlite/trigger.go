@@ -1,0 +1,306 @@
+package sqlite
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hitch-dev/hitch/store"
+)
+
+var _ store.TriggerStore = (*Store)(nil)
+
+const triggerColumns = `id, tenant, session_id, spec, state, fire_count, missed_count, last_fire, next_fire,
+	claim_owner, claim_token, claim_until, failures, last_error, created_at, updated_at`
+
+func scanTrigger(sc scanner) (store.Trigger, error) {
+	var (
+		t                               store.Trigger
+		spec                            string
+		last, next, until, created, upd int64
+	)
+	err := sc.Scan(&t.ID, &t.Tenant, &t.SessionID, &spec, &t.State, &t.FireCount, &t.MissedCount, &last, &next,
+		&t.ClaimOwner, &t.ClaimToken, &until, &t.Failures, &t.LastError, &created, &upd)
+	if err != nil {
+		return store.Trigger{}, err
+	}
+	t.Spec = []byte(spec)
+	t.LastFire, t.NextFire, t.ClaimUntil = fromMicros(last), fromMicros(next), fromMicros(until)
+	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(upd)
+	return t, nil
+}
+
+func (x sx) trigger(id string) (store.Trigger, error) {
+	t, err := scanTrigger(x.row(`SELECT `+triggerColumns+` FROM triggers WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, store.ErrTriggerNotFound
+	}
+	return t, err
+}
+
+// TriggerCreate creates a binding, or returns (or replaces) the existing one.
+func (s *Store) TriggerCreate(ctx context.Context, p store.TriggerCreateParams) (store.Trigger, bool, error) {
+	if err := store.CheckTriggerCreate(p); err != nil {
+		return store.Trigger{}, false, fmt.Errorf("trigger create %q: %w", p.ID, err)
+	}
+	state := store.TriggerActive
+	if p.Paused {
+		state = store.TriggerPaused
+	}
+	var (
+		out     store.Trigger
+		created bool
+	)
+	err := s.write(ctx, func(tx *wtx) error {
+		x := s.sx(tx)
+		created = false
+		old, err := x.trigger(p.ID)
+		switch {
+		case err == nil && (!p.Replace || bytes.Equal(old.Spec, p.Spec)):
+			out = old
+			return nil
+		case err == nil:
+			out, err = scanTrigger(x.row(`UPDATE triggers SET spec = ?, state = ?, next_fire = ?, claim_owner = '',
+				claim_token = claim_token + 1, claim_until = 0, failures = 0, last_error = '', updated_at = ?
+				WHERE id = ? RETURNING `+triggerColumns, string(p.Spec), state, micros(p.NextFire), x.now, p.ID))
+			return err
+		case !errors.Is(err, store.ErrTriggerNotFound):
+			return err
+		}
+		if p.MaxPerSession > 0 && p.SessionID != "" {
+			var n int
+			if err := x.row(`SELECT count(*) FROM triggers WHERE session_id = ? AND state <> 'done'`, p.SessionID).Scan(&n); err != nil {
+				return err
+			}
+			if n >= p.MaxPerSession {
+				return &store.TriggerLimitError{SessionID: p.SessionID, Limit: p.MaxPerSession}
+			}
+		}
+		out, err = scanTrigger(x.row(`INSERT INTO triggers (id, tenant, session_id, spec, state, next_fire, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+triggerColumns,
+			p.ID, store.TenantOr(p.Tenant), p.SessionID, string(p.Spec), state, micros(p.NextFire), x.now, x.now))
+		created = err == nil
+		return err
+	})
+	if err != nil {
+		return store.Trigger{}, false, fmt.Errorf("trigger create %q: %w", p.ID, err)
+	}
+	return out, created, nil
+}
+
+// TriggerGet returns one binding.
+func (s *Store) TriggerGet(ctx context.Context, id string) (store.Trigger, error) {
+	if s.closed.Load() {
+		return store.Trigger{}, ErrClosed
+	}
+	t, err := scanTrigger(s.rdb.QueryRowContext(ctx, `SELECT `+triggerColumns+` FROM triggers WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrTriggerNotFound
+	}
+	if err != nil {
+		return store.Trigger{}, fmt.Errorf("trigger get %q: %w", id, err)
+	}
+	return t, nil
+}
+
+// TriggerList returns bindings by id after a cursor.
+func (s *Store) TriggerList(ctx context.Context, p store.TriggerListParams) ([]store.Trigger, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if p.Limit < 0 || p.Limit > store.MaxTriggerPage {
+		return nil, fmt.Errorf("trigger list: limit %d is outside 0..%d", p.Limit, store.MaxTriggerPage)
+	}
+	where, args := []string{"id > ?"}, []any{p.After}
+	for _, f := range []struct{ col, v string }{{"session_id", p.SessionID}, {"state", p.State}, {"tenant", p.Tenant}} {
+		if f.v != "" {
+			where, args = append(where, f.col+" = ?"), append(args, f.v)
+		}
+	}
+	args = append(args, max(p.Limit, 0))
+	if p.Limit == 0 {
+		args[len(args)-1] = 100
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+triggerColumns+` FROM triggers WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY id LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("trigger list: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Trigger
+	for rows.Next() {
+		t, err := scanTrigger(rows)
+		if err != nil {
+			return nil, fmt.Errorf("trigger list: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("trigger list: %w", err)
+	}
+	return out, nil
+}
+
+// TriggerPause pauses a binding.
+func (s *Store) TriggerPause(ctx context.Context, id string) (store.Trigger, error) {
+	return s.setTriggerState(ctx, "trigger pause", id, store.TriggerActive, store.TriggerPaused)
+}
+
+// TriggerResume resumes a paused binding.
+func (s *Store) TriggerResume(ctx context.Context, id string) (store.Trigger, error) {
+	return s.setTriggerState(ctx, "trigger resume", id, store.TriggerPaused, store.TriggerActive)
+}
+
+func (s *Store) setTriggerState(ctx context.Context, op, id, from, to string) (store.Trigger, error) {
+	var out store.Trigger
+	err := s.write(ctx, func(tx *wtx) error {
+		x := s.sx(tx)
+		if _, err := x.exec(`UPDATE triggers SET state = ?, updated_at = ? WHERE id = ? AND state = ?`, to, x.now, id, from); err != nil {
+			return err
+		}
+		var err error
+		out, err = x.trigger(id)
+		return err
+	})
+	if err != nil {
+		return store.Trigger{}, fmt.Errorf("%s %q: %w", op, id, err)
+	}
+	return out, nil
+}
+
+// TriggerRemove deletes a binding.
+func (s *Store) TriggerRemove(ctx context.Context, id string) (bool, error) {
+	removed := false
+	err := s.write(ctx, func(tx *wtx) error {
+		res, err := s.sx(tx).exec(`DELETE FROM triggers WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		removed = n > 0
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("trigger remove %q: %w", id, err)
+	}
+	return removed, nil
+}
+
+// TriggerClaim claims due bindings, the earliest first. Claims run on the
+// single writer, so two claims never return the same binding.
+func (s *Store) TriggerClaim(ctx context.Context, p store.TriggerClaimParams) ([]store.Trigger, time.Time, error) {
+	if err := store.CheckTriggerClaim(p); err != nil {
+		return nil, time.Time{}, fmt.Errorf("trigger claim: %w", err)
+	}
+	var (
+		out []store.Trigger
+		now time.Time
+	)
+	err := s.write(ctx, func(tx *wtx) error {
+		x := s.sx(tx)
+		out, now = nil, tx.now
+		rows, err := x.c.QueryContext(context.Background(), `UPDATE triggers SET claim_owner = ?1, claim_token = claim_token + 1,
+			claim_until = ?2, updated_at = ?3
+			WHERE seq IN (SELECT seq FROM triggers WHERE state = 'active' AND next_fire <= ?3 AND claim_until <= ?3
+				ORDER BY next_fire, seq LIMIT ?4)
+			RETURNING `+triggerColumns, p.Owner, micros(tx.now.Add(p.TTL)), x.now, max(p.Limit, 1))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			t, err := scanTrigger(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("trigger claim: %w", err)
+	}
+	slices.SortFunc(out, func(a, b store.Trigger) int {
+		return cmp.Or(a.NextFire.Compare(b.NextFire), cmp.Compare(a.ID, b.ID))
+	})
+	return out, now, nil
+}
+
+// fenced explains why a fenced update of binding id matched no row.
+func (x sx) fenced(id string) error {
+	if _, err := x.trigger(id); err != nil {
+		return err
+	}
+	return store.ErrTriggerFenced
+}
+
+// TriggerRetire settles a claimed occurrence.
+func (s *Store) TriggerRetire(ctx context.Context, p store.TriggerRetireParams) (store.Trigger, error) {
+	fired := 0
+	if p.Fired {
+		fired = 1
+	}
+	var out store.Trigger
+	err := s.write(ctx, func(tx *wtx) error {
+		x := s.sx(tx)
+		var err error
+		out, err = scanTrigger(x.row(`UPDATE triggers SET fire_count = fire_count + ?1, missed_count = missed_count + ?2,
+			last_fire = CASE WHEN ?1 = 1 THEN ?3 ELSE last_fire END, next_fire = ?4,
+			state = CASE WHEN ?4 = 0 THEN 'done' ELSE state END,
+			claim_owner = '', claim_until = 0, failures = 0, last_error = '', updated_at = ?5
+			WHERE id = ?6 AND claim_token = ?7 AND claim_owner = ?8 AND next_fire = ?3
+			RETURNING `+triggerColumns, fired, p.Missed, micros(p.Occurrence), micros(p.Next), x.now, p.ID, p.Token, p.Owner))
+		if errors.Is(err, sql.ErrNoRows) {
+			return x.fenced(p.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return store.Trigger{}, fmt.Errorf("trigger retire %q: %w", p.ID, err)
+	}
+	return out, nil
+}
+
+// TriggerRelease gives back a claim whose dispatch failed.
+func (s *Store) TriggerRelease(ctx context.Context, p store.TriggerReleaseParams) (store.Trigger, error) {
+	msg := store.TriggerErrorText(p.Error)
+	var out store.Trigger
+	err := s.write(ctx, func(tx *wtx) error {
+		x := s.sx(tx)
+		var err error
+		out, err = scanTrigger(x.row(`UPDATE triggers SET claim_owner = '', claim_until = ?1, failures = failures + 1,
+			last_error = ?2, updated_at = ?3
+			WHERE id = ?4 AND claim_token = ?5 AND claim_owner = ?6 AND next_fire = ?7
+			RETURNING `+triggerColumns, micros(p.RetryAt), msg, x.now, p.ID, p.Token, p.Owner, micros(p.Occurrence)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return x.fenced(p.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return store.Trigger{}, fmt.Errorf("trigger release %q: %w", p.ID, err)
+	}
+	return out, nil
+}
+
+// TriggerNextDue returns when the next active binding becomes claimable.
+func (s *Store) TriggerNextDue(ctx context.Context) (time.Time, bool, error) {
+	if s.closed.Load() {
+		return time.Time{}, false, ErrClosed
+	}
+	var at sql.NullInt64
+	err := s.rdb.QueryRowContext(ctx, `SELECT min(max(next_fire, claim_until)) FROM triggers WHERE state = 'active'`).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("trigger next due: %w", err)
+	}
+	if !at.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMicros(at.Int64), true, nil
+}
