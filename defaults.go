@@ -50,6 +50,22 @@ const (
 	DefaultServerJournalPage        = 100
 )
 
+// Defaults of trigger bindings and their dispatcher (Config.Triggers,
+// TriggerSpec).
+const (
+	DefaultTriggerPoll        = time.Second
+	DefaultTriggerBatch       = 32
+	DefaultTriggerClaimTTL    = 30 * time.Second
+	DefaultTriggersPerSession = 16
+	DefaultTriggerMinInterval = time.Minute
+	// DefaultTriggerGrace is how late an occurrence may be dispatched
+	// and still be on time; a later one is missed.
+	DefaultTriggerGrace = time.Minute
+	// DefaultTriggerMaxRetry bounds the wait before a failed dispatch is
+	// tried again (doubling from the poll interval).
+	DefaultTriggerMaxRetry = 10 * time.Minute
+)
+
 // Default is one row of the defaults table.
 type Default struct {
 	Limit   string // what is bounded
@@ -87,6 +103,15 @@ var Defaults = []Default{
 	{"sweeper: looks for due runs every (and at once when the store notifies: PostgreSQL LISTEN/NOTIFY)", "hitch worker --poll (Runtime.Sweep's interval)", "1s", "more than 0"},
 	{"sweeper: wait after store errors (doubling from the interval)", "DefaultSweepMaxBackoff", "30s", "fixed"},
 	{"run id: letters, digits and . _ : -", "hitch.WithID (MaxRunIDBytes)", "1–128 bytes", "fixed"},
+	{"triggers: dispatcher looks for due occurrences at least every", "Config.Triggers.Poll", "1s", "1ms–1m"},
+	{"triggers: occurrences claimed per pass", "Config.Triggers.Batch", "32", "1–1000"},
+	{"triggers: a claimed occurrence is held by its node for", "Config.Triggers.ClaimTTL", "30s", "10ms–1h"},
+	{"triggers: bindings a session registers through its tools (not done)", "Config.Triggers.MaxPerSession", "16", "1–1000"},
+	{"triggers: shortest gap between occurrences of a tool's binding", "Config.Triggers.MinInterval", "1m", "1s–24h"},
+	{"triggers: an occurrence later than this is missed (skip or once)", "TriggerSpec.Grace (config: grace)", "1m", "1s–24h"},
+	{"triggers: wait before a failed dispatch is retried (doubling from the poll)", "DefaultTriggerMaxRetry", "10m", "fixed"},
+	{"triggers: id of a binding", "TriggerSpec.ID (MaxTriggerIDBytes)", "1–64 bytes", "fixed"},
+	{"triggers: input or text of a binding", "MaxTriggerTextBytes", "32 KiB", "fixed"},
 	{"journal entries read per page", "store.DefaultReadLimit", "1000", ""},
 	{"approval requests listed per page", "PendingApprovalsParams.Limit", "100", "1–1000"},
 	{"session message text", "Config.Sessions.MaxMessageBytes", "256 KiB", "1 B–16 MiB"},

@@ -115,6 +115,15 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"client.DefaultRetries", itoa(client.DefaultRetries)},
 		{"client.DefaultTimeout (client.WithTimeout)", dur(client.DefaultTimeout)},
 		{"client.MaxResponseBytes / MaxEventBytes", itoa(client.MaxResponseBytes>>20) + " MiB / " + itoa(client.MaxEventBytes>>20) + " MiB"},
+		{"Config.Triggers.Poll", dur(hitch.DefaultTriggerPoll)},
+		{"Config.Triggers.Batch", itoa(hitch.DefaultTriggerBatch)},
+		{"Config.Triggers.ClaimTTL", dur(hitch.DefaultTriggerClaimTTL)},
+		{"Config.Triggers.MaxPerSession", itoa(hitch.DefaultTriggersPerSession)},
+		{"Config.Triggers.MinInterval", strings.TrimSuffix(dur(hitch.DefaultTriggerMinInterval), "0s")},
+		{"TriggerSpec.Grace (config: grace)", strings.TrimSuffix(dur(hitch.DefaultTriggerGrace), "0s")},
+		{"DefaultTriggerMaxRetry", strings.TrimSuffix(dur(hitch.DefaultTriggerMaxRetry), "0s")},
+		{"TriggerSpec.ID (MaxTriggerIDBytes)", "1–" + itoa(hitch.MaxTriggerIDBytes) + " bytes"},
+		{"MaxTriggerTextBytes", itoa(hitch.MaxTriggerTextBytes>>10) + " KiB"},
 	}
 	for _, c := range checks {
 		if got := row(c.setting); got != c.want {

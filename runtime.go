@@ -116,6 +116,9 @@ type Config struct {
 	Prices model.Prices
 	// Sessions configures sessions (see OpenSession).
 	Sessions SessionConfig
+	// Triggers configures trigger bindings and their dispatcher (see
+	// CreateTrigger, RunTriggers).
+	Triggers TriggerConfig
 	// OnEvent, if set, sees progress as it happens: every batch of journal
 	// entries once durable, and model text deltas. It runs on the run's
 	// goroutine: keep it quick.
@@ -152,6 +155,7 @@ type Runtime struct {
 	sess    sessions
 	// testPruned, when set by a test, gets each retention pass's error.
 	testPruned chan error
+	trig       triggers
 }
 
 // WithDefaults returns the config with every unset field set to its
@@ -169,6 +173,7 @@ func (c Config) WithDefaults() Config {
 	c.Retention = cmp.Or(c.Retention, DefaultRetention)
 	c.PruneEvery = cmp.Or(c.PruneEvery, DefaultPruneEvery)
 	c.PruneBatch = cmp.Or(c.PruneBatch, DefaultPruneBatch)
+	c.Triggers = c.Triggers.withDefaults()
 	return c
 }
 
@@ -206,6 +211,9 @@ func (c Config) validate() error {
 	if c.MaxRunners < 1 || c.MaxRunners > maxMaxRunners {
 		errs = append(errs, fmt.Errorf("out of range: Config.MaxRunners is %d, want 1 to %d", c.MaxRunners, maxMaxRunners))
 	}
+	if err := c.Triggers.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	for i, a := range c.Agents {
 		if a == nil {
 			errs = append(errs, fmt.Errorf("no agent: Config.Agents[%d] is nil", i))
@@ -222,7 +230,8 @@ func Open(cfg Config) (*Runtime, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("open runtime: %w", err)
 	}
-	rt := &Runtime{cfg: cfg, agents: map[string]*Agent{}, parents: map[string]*Agent{}}
+	rt := &Runtime{cfg: cfg, agents: map[string]*Agent{}, parents: map[string]*Agent{},
+		trig: triggers{cfg: cfg.Triggers, wake: make(chan struct{}, 1)}}
 	var register func(a *Agent, parent *Agent) error
 	register = func(a *Agent, parent *Agent) error {
 		key := agentKey(a.Name(), a.Version())

@@ -1,0 +1,345 @@
+package hitch_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/store/sqlite"
+)
+
+// manualClock is a store clock that moves only when the test moves it.
+type manualClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *manualClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
+func (c *manualClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = t
+}
+
+func triggerAgent(t testing.TB) *hitch.Agent {
+	t.Helper()
+	a, err := hitch.Build(hitch.Spec{Name: "tick", Model: scripted.New("tick", scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}}),
+		Policy: policy.AllowAll()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+type trigFixture struct {
+	t     *testing.T
+	ctx   context.Context
+	clock *manualClock
+	st    *sqlite.Store
+	rt    *hitch.Runtime
+	agent *hitch.Agent
+}
+
+func newTrigFixture(t *testing.T, start time.Time) *trigFixture {
+	t.Helper()
+	c := &manualClock{at: start}
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := triggerAgent(t)
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Triggers: hitch.TriggerConfig{ClaimTTL: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = rt.Close(context.Background())
+		_ = st.Close()
+	})
+	return &trigFixture{t: t, ctx: t.Context(), clock: c, st: st, rt: rt, agent: a}
+}
+
+// drain dispatches until nothing is due.
+func (f *trigFixture) drain() int {
+	f.t.Helper()
+	total := 0
+	for {
+		n, err := f.rt.DispatchTriggers(f.ctx)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if n == 0 {
+			return total
+		}
+		total += n
+	}
+}
+
+func (f *trigFixture) trigger(id string) hitch.Trigger {
+	f.t.Helper()
+	tr, err := f.rt.GetTrigger(f.ctx, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return tr
+}
+
+func (f *trigFixture) runExists(id string) bool {
+	f.t.Helper()
+	_, err := f.st.RunGet(f.ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		f.t.Fatal(err)
+	}
+	return err == nil
+}
+
+var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Walking the clock minute by minute, each occurrence starts its run once,
+// not a moment before it comes.
+func TestTriggerFiresEachOccurrenceOnceNeverEarly(t *testing.T) {
+	t.Parallel()
+	f := newTrigFixture(t, t0.Add(30*time.Second))
+	if _, created, err := f.rt.CreateTrigger(f.ctx, hitch.TriggerSpec{ID: "five", Cron: "*/5 * * * *", Agent: "tick", Input: "go"},
+		hitch.TriggerOptions{}); err != nil || !created {
+		t.Fatalf("create: %v %v", created, err)
+	}
+	for m := 1; m <= 60; m++ {
+		occ := t0.Add(time.Duration(m) * time.Minute)
+		// A microsecond before, nothing fires.
+		f.clock.set(occ.Add(-time.Microsecond))
+		f.drain()
+		if f.runExists(hitch.OccurrenceID("five", occ)) {
+			t.Fatalf("the occurrence of %v fired early", occ)
+		}
+		f.clock.set(occ)
+		f.drain()
+		f.drain()
+		if got, want := f.runExists(hitch.OccurrenceID("five", occ)), m%5 == 0; got != want {
+			t.Fatalf("at %v: run exists = %v, want %v", occ, got, want)
+		}
+		if m%5 == 0 {
+			r, _ := f.st.RunGet(f.ctx, hitch.OccurrenceID("five", occ))
+			if r.CreatedAt.Before(occ) {
+				t.Fatalf("run created at %v, before its occurrence %v", r.CreatedAt, occ)
+			}
+		}
+	}
+	tr := f.trigger("five")
+	if tr.FireCount != 12 || tr.MissedCount != 0 || !tr.LastFire.Equal(t0.Add(time.Hour)) ||
+		!tr.NextFire.Equal(t0.Add(65*time.Minute)) || tr.State != "active" {
+		t.Fatalf("after an hour: %+v", tr)
+	}
+}
+
+// Occurrences missed while nothing ran: once folds them into one fire,
+// skip fires none; both go on with the schedule.
+func TestTriggerMissedPolicies(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		policy       string
+		runs, missed int64
+	}{
+		{hitch.MissedOnce, 1, 11},
+		{hitch.MissedSkip, 0, 12},
+	} {
+		t.Run(c.policy, func(t *testing.T) {
+			t.Parallel()
+			f := newTrigFixture(t, t0)
+			_, _, err := f.rt.CreateTrigger(f.ctx, hitch.TriggerSpec{ID: "m", Cron: "*/5 * * * *", Agent: "tick", Missed: c.policy},
+				hitch.TriggerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Within the grace, a late occurrence is on time.
+			f.clock.set(t0.Add(time.Minute))
+			f.drain()
+			if !f.runExists(hitch.OccurrenceID("m", t0)) {
+				t.Fatal("an occurrence 1m late (within the grace) did not fire")
+			}
+			f.clock.set(t0.Add(62 * time.Minute))
+			f.drain()
+			tr := f.trigger("m")
+			if tr.FireCount != 1+c.runs || tr.MissedCount != c.missed || !tr.NextFire.Equal(t0.Add(65*time.Minute)) {
+				t.Fatalf("after an hour missed: %+v", tr)
+			}
+			if got := f.runExists(hitch.OccurrenceID("m", t0.Add(5*time.Minute))); got != (c.runs == 1) {
+				t.Fatalf("the first missed occurrence fired: %v", got)
+			}
+		})
+	}
+}
+
+func TestTriggerLifecycle(t *testing.T) {
+	t.Parallel()
+	f := newTrigFixture(t, t0)
+	specs := []hitch.TriggerSpec{
+		{ID: "max", Cron: "* * * * *", Agent: "tick", MaxFires: 3},
+		{ID: "exp", Cron: "* * * * *", Agent: "tick", ExpiresAt: t0.Add(2*time.Minute + 30*time.Second)},
+		{ID: "at", At: t0.Add(90 * time.Second), Agent: "tick"},
+		{ID: "paused", Cron: "* * * * *", Agent: "tick"},
+	}
+	for _, s := range specs {
+		if _, _, err := f.rt.CreateTrigger(f.ctx, s, hitch.TriggerOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.rt.PauseTrigger(f.ctx, "paused"); err != nil {
+		t.Fatal(err)
+	}
+	for m := 0; m <= 10; m++ {
+		f.clock.set(t0.Add(time.Duration(m) * time.Minute))
+		f.drain()
+	}
+	for _, c := range []struct {
+		id    string
+		fires int64
+		state string
+	}{{"max", 3, "done"}, {"exp", 3, "done"}, {"at", 1, "done"}, {"paused", 0, "paused"}} {
+		if tr := f.trigger(c.id); tr.FireCount != c.fires || tr.State != c.state {
+			t.Errorf("%s: %d fires, %s; want %d, %s", c.id, tr.FireCount, tr.State, c.fires, c.state)
+		}
+	}
+	if !f.runExists(hitch.OccurrenceID("at", t0.Add(90*time.Second))) {
+		t.Error("the one-shot did not start its run")
+	}
+	// Resumed, the paused binding's missed minutes fire once.
+	if _, err := f.rt.ResumeTrigger(f.ctx, "paused"); err != nil {
+		t.Fatal(err)
+	}
+	f.drain()
+	if tr := f.trigger("paused"); tr.FireCount != 1 || tr.MissedCount != 10 || tr.State != "active" {
+		t.Fatalf("resumed: %+v", tr)
+	}
+	if removed, err := f.rt.RemoveTrigger(f.ctx, "paused"); err != nil || !removed {
+		t.Fatalf("remove: %v %v", removed, err)
+	}
+	if _, err := f.rt.GetTrigger(f.ctx, "paused"); !errors.Is(err, hitch.ErrTriggerNotFound) {
+		t.Fatalf("get a removed binding: %v", err)
+	}
+}
+
+// A node that died after it sent an occurrence's message but before it
+// retired the occurrence: once its claim runs out, another dispatches the
+// occurrence again, and the session still has the message once.
+func TestTriggerRedispatchAfterCrashIsNoOp(t *testing.T) {
+	t.Parallel()
+	f := newTrigFixture(t, t0)
+	if _, err := f.rt.OpenSession(f.ctx, f.agent, hitch.SessionOptions{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.rt.CreateTrigger(f.ctx, hitch.TriggerSpec{ID: "ping", Cron: "@hourly", Session: "s", Text: "ping"},
+		hitch.TriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.set(t0.Add(time.Second))
+	dead, _, err := f.st.TriggerClaim(f.ctx, store.TriggerClaimParams{Owner: "dead", TTL: time.Minute, Limit: 1})
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("the dead node's claim: %v %v", dead, err)
+	}
+	first, err := f.rt.Send(f.ctx, "s", "ping", hitch.SendOptions{IdempotencyKey: hitch.OccurrenceID("ping", t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.drain(); n != 0 {
+		t.Fatalf("claimed %d while the dead node's claim was live", n)
+	}
+	f.clock.set(t0.Add(2 * time.Minute))
+	if n := f.drain(); n != 1 {
+		t.Fatalf("claimed %d after the dead node's claim ran out, want 1", n)
+	}
+	msgs, err := f.rt.SessionJournal(f.ctx, "s", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted := 0
+	for _, m := range msgs {
+		if m.Kind == "message.admitted" {
+			admitted++
+		}
+	}
+	if admitted != 1 {
+		t.Fatalf("the session admitted %d messages, want 1 (first was %s)", admitted, first.MessageID)
+	}
+	if tr := f.trigger("ping"); tr.FireCount != 1 || !tr.NextFire.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("after the re-dispatch: %+v", tr)
+	}
+}
+
+// A dispatch that fails is recorded and tried again later, not lost.
+func TestTriggerFailedDispatchRetries(t *testing.T) {
+	t.Parallel()
+	f := newTrigFixture(t, t0)
+	if _, _, err := f.rt.CreateTrigger(f.ctx, hitch.TriggerSpec{ID: "nosession", Cron: "@hourly", Session: "missing", Text: "x"},
+		hitch.TriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.drain()
+	tr := f.trigger("nosession")
+	if tr.Failures != 1 || !strings.Contains(tr.LastError, "not found") || tr.FireCount != 0 || !tr.NextFire.Equal(t0) {
+		t.Fatalf("after a failed dispatch: %+v", tr)
+	}
+	if n := f.drain(); n != 0 {
+		t.Fatalf("retried before its time: %d", n)
+	}
+	if _, err := f.rt.OpenSession(f.ctx, f.agent, hitch.SessionOptions{ID: "missing"}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.set(t0.Add(30 * time.Second)) // within the grace: still on time
+	f.drain()
+	if tr := f.trigger("nosession"); tr.Failures != 0 || tr.FireCount != 1 || tr.LastError != "" {
+		t.Fatalf("after the retry: %+v", tr)
+	}
+}
+
+// Daylight saving through the dispatcher: a daily 02:30 in New York fires
+// at the spring-forward change and once on the fall-back night.
+func TestTriggerDaylightSaving(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2027, 3, 13, 12, 0, 0, 0, time.UTC)
+	f := newTrigFixture(t, start)
+	if _, _, err := f.rt.CreateTrigger(f.ctx, hitch.TriggerSpec{ID: "ny", Cron: "30 2 * * *", Zone: "America/New_York", Agent: "tick"},
+		hitch.TriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2027-03-14T07:00:00Z", "2027-03-15T06:30:00Z"} {
+		at, _ := time.Parse(time.RFC3339, want)
+		if tr := f.trigger("ny"); !tr.NextFire.Equal(at) {
+			t.Fatalf("next fire %v, want %v", tr.NextFire, at)
+		}
+		f.clock.set(at)
+		f.drain()
+		if !f.runExists(hitch.OccurrenceID("ny", at)) {
+			t.Fatalf("nothing fired at %v", at)
+		}
+	}
+}
+
+func TestTriggerSpecErrorsNameFields(t *testing.T) {
+	t.Parallel()
+	err := hitch.TriggerSpec{ID: "bad id!", Cron: "61 * * * *", Agent: "a", Session: "s", Missed: "sometimes", Grace: time.Millisecond, MaxFires: -1}.Validate()
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{"id", "cron", "target", "missed", "grace", "max_fires"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not name %s", err, want)
+		}
+	}
+	if err := (hitch.TriggerSpec{ID: "x", At: t0, Zone: "Europe/Berlin", Session: "s", Text: "t"}).Validate(); err == nil || !strings.Contains(err.Error(), "zone") {
+		t.Errorf("a zone on a one-shot: %v", err)
+	}
+}
