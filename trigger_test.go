@@ -34,10 +34,14 @@ func (c *manualClock) set(t time.Time) {
 	c.at = t
 }
 
+func tickAgent() (*hitch.Agent, error) {
+	return hitch.Build(hitch.Spec{Name: "tick", Model: scripted.New("tick", scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}}),
+		Policy: policy.AllowAll()})
+}
+
 func triggerAgent(t testing.TB) *hitch.Agent {
 	t.Helper()
-	a, err := hitch.Build(hitch.Spec{Name: "tick", Model: scripted.New("tick", scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}}),
-		Policy: policy.AllowAll()})
+	a, err := tickAgent()
 	if err != nil {
 		t.Fatal(err)
 	}
