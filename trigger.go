@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hitch-dev/hitch/cron"
@@ -157,63 +158,74 @@ func (s TriggerSpec) schedule() (*cron.Schedule, error) {
 	return &sc, nil
 }
 
-// Validate reports every problem of a spec (defaults applied), each naming
-// its field.
+// Validate reports every problem of a spec (defaults applied) as
+// ConfigErrors, each naming its field by its JSON (and config) name: id,
+// cron, zone, at, agent, version, input, session, text, max_fires,
+// expires_at, missed, grace, tenant.
 func (s TriggerSpec) Validate() error {
 	s = s.withDefaults()
-	var errs []error
-	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	var errs ConfigErrors
+	add := func(field, format string, a ...any) {
+		errs = append(errs, ConfigError{Field: field, Problem: fmt.Sprintf(format, a...)})
+	}
 	if err := CheckRunID(s.ID); err != nil || len(s.ID) > MaxTriggerIDBytes {
-		add("id %.40q: want 1 to %d letters, digits and . _ : -", s.ID, MaxTriggerIDBytes)
+		add("id", "%.40q: want 1 to %d letters, digits and . _ : -", s.ID, MaxTriggerIDBytes)
 	}
 	switch {
 	case s.Cron == "" && s.At.IsZero():
-		add("schedule: set cron or at")
+		add("cron", "set a cron schedule or a one-shot time (at)")
 	case s.Cron != "" && !s.At.IsZero():
-		add("schedule: set cron or at, not both")
+		add("at", "set cron or at, not both")
 	case s.Cron != "":
 		if _, err := s.schedule(); err != nil {
-			add("cron: %v", err)
+			field := "cron"
+			if strings.HasPrefix(err.Error(), "zone") {
+				field = "zone"
+			}
+			add(field, "%v", err)
 		}
 	case s.Zone != "" && s.Zone != "UTC":
-		add("zone: only a cron schedule takes a zone")
+		add("zone", "only a cron schedule takes a zone")
 	}
 	switch {
 	case s.Agent == "" && s.Session == "":
-		add("target: set agent (start a run) or session (send a message)")
+		add("agent", "set a target: agent (start a run) or session (send a message)")
 	case s.Agent != "" && s.Session != "":
-		add("target: set agent or session, not both")
+		add("session", "set agent or session, not both")
 	case s.Agent != "" && s.Text != "":
-		add("text: a run target takes input, not text")
+		add("text", "a run target takes input, not text")
 	case s.Session != "" && (s.Input != "" || s.Version != 0):
-		add("input: a session target takes text, not input or version")
+		add("input", "a session target takes text, not input or version")
 	case s.Session != "" && s.Text == "":
-		add("text: a session target needs the message's text")
+		add("text", "a session target needs the message's text")
 	case s.Session != "":
 		if err := checkSessionID(s.Session); err != nil {
-			add("session: %v", err)
+			add("session", "%v", err)
 		}
 	}
 	if s.Version < 0 {
-		add("version %d: want 0 (the highest registered) or more", s.Version)
+		add("version", "%d: want 0 (the highest registered) or more", s.Version)
 	}
 	if s.MaxFires < 0 {
-		add("max_fires %d: want 0 (no bound) or more", s.MaxFires)
+		add("max_fires", "%d: want 0 (no bound) or more", s.MaxFires)
 	}
 	if s.Missed != MissedOnce && s.Missed != MissedSkip {
-		add("missed %q: want once or skip", s.Missed)
+		add("missed", "%q: want once or skip", s.Missed)
 	}
 	if s.Grace < time.Second || s.Grace > 24*time.Hour {
-		add("grace %s: want 1s to 24h", s.Grace)
+		add("grace", "%s: want 1s to 24h", s.Grace)
 	}
-	if len(s.Input) > MaxTriggerTextBytes || len(s.Text) > MaxTriggerTextBytes {
-		add("input or text: at most %d bytes", MaxTriggerTextBytes)
+	if len(s.Input) > MaxTriggerTextBytes {
+		add("input", "%d bytes: at most %d", len(s.Input), MaxTriggerTextBytes)
+	}
+	if len(s.Text) > MaxTriggerTextBytes {
+		add("text", "%d bytes: at most %d", len(s.Text), MaxTriggerTextBytes)
 	}
 	if err := store.CheckName("tenant", s.Tenant, false); err != nil {
-		add("%v", err)
+		add("tenant", "%v", err)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("trigger %q: %w", s.ID, errors.Join(errs...))
+		return errs
 	}
 	return nil
 }
@@ -299,7 +311,7 @@ func (rt *Runtime) CreateTrigger(ctx context.Context, spec TriggerSpec, o Trigge
 		return Trigger{}, false, err
 	}
 	if err := spec.Validate(); err != nil {
-		return Trigger{}, false, fmt.Errorf("create trigger: %w", err)
+		return Trigger{}, false, fmt.Errorf("create trigger %.40q: %w", spec.ID, err)
 	}
 	spec = spec.withDefaults()
 	if spec.Agent != "" {

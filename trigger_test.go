@@ -338,7 +338,7 @@ func TestTriggerSpecErrorsNameFields(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	for _, want := range []string{"id", "cron", "target", "missed", "grace", "max_fires"} {
+	for _, want := range []string{"id: ", "cron: ", "session: ", "missed: ", "grace: ", "max_fires: "} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not name %s", err, want)
 		}

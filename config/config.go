@@ -43,6 +43,9 @@ type File struct {
 	// runs no body; a call waits for its result from outside (hitch calls
 	// complete). Agents name them in tools.
 	ExternalTools []ExternalTool `yaml:"external_tools,omitempty"`
+	// Triggers declare trigger bindings: schedules that start runs or
+	// send sessions messages (docs/triggers.md).
+	Triggers []Trigger `yaml:"triggers,omitempty"`
 }
 
 // ExternalTool declares an external tool.

@@ -45,6 +45,8 @@ type Config struct {
 	File   *File
 	Models map[string]model.Model
 	Agents []*hitch.Agent
+	// Triggers are the file's trigger bindings, checked.
+	Triggers []ConfiguredTrigger
 	// MissingSecrets maps an approver ("agent/name") whose secret
 	// variable is not set to that variable's name: such an approver can
 	// answer nothing until it is set.
@@ -341,6 +343,9 @@ func Load(path string, opts Options) (*Config, error) {
 			cfg.Agents = append(cfg.Agents, a)
 		}
 	}
+	trs, trp := triggers(l, f.Triggers, index)
+	probs = append(probs, trp...)
+	cfg.Triggers = trs
 	probs = merge(decodeProbs, probs)
 	if len(probs) == 0 && len(servers) > 0 {
 		// Servers start only for a file that is otherwise sound.
