@@ -19,7 +19,7 @@ func newWorker(g *globals) *cobra.Command {
 	var poll, drain, leaderTTL time.Duration
 	cmd := &cobra.Command{
 		Use:   "worker",
-		Short: "Drive due runs until interrupted: queued runs, expired leases, due wakes",
+		Short: "Drive due runs and dispatch trigger bindings until interrupted: queued runs, expired leases, due wakes",
 		Long: "Drive due runs until interrupted. The first SIGINT or SIGTERM stops claiming and drains: tool bodies\n" +
 			"and model calls already started finish (for at most --drain), their results are journaled, and each run\n" +
 			"is parked and its lease given back, so another worker resumes it at once. A second signal abandons\n" +
@@ -58,7 +58,8 @@ func newWorker(g *globals) *cobra.Command {
 }
 
 // runNode is the worker loop of a node (hitch worker, hitch serve): it
-// drives due runs until the first SIGINT or SIGTERM, then drains: the
+// stores the config's trigger bindings, dispatches them and drives due
+// runs until the first SIGINT or SIGTERM, then drains: the
 // runtime claims nothing new, lets started tool bodies and model calls
 // finish for at most drain, parks each run and gives its lease back. A
 // second signal abandons what still runs. The node stands for the store's
@@ -90,17 +91,25 @@ func runNode(ctx context.Context, g *globals, e *env, name string, poll, drain t
 			}
 		}
 	}()
+	if err := syncTriggers(ctx, e); err != nil {
+		return err
+	}
 	if !g.json {
-		fmt.Fprintf(g.stderr, "%s: driving due runs every %s; Ctrl-C to stop\n", name, poll)
+		fmt.Fprintf(g.stderr, "%s: driving due runs every %s and dispatching triggers; Ctrl-C to stop\n", name, poll)
 	}
 	leading := make(chan error, 1)
 	go func() { leading <- e.rt.Lead(sweepCtx) }()
-	if err := e.rt.Sweep(sweepCtx, poll); err != nil {
-		stopSweep()
-		<-leading
-		return err
+	triggersDone := make(chan error, 1)
+	go func() { triggersDone <- e.rt.RunTriggers(sweepCtx) }()
+	err := e.rt.Sweep(sweepCtx, poll)
+	stopSweep()
+	if terr := <-triggersDone; err == nil {
+		err = terr
 	}
-	if err := <-leading; err != nil { // resigned: another node leads at its next attempt
+	if lerr := <-leading; err == nil { // resigned: another node leads at its next attempt
+		err = lerr
+	}
+	if err != nil {
 		return err
 	}
 	if stopping != nil {

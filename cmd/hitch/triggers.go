@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hitch-dev/hitch"
+)
+
+func newTriggers(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "triggers",
+		Short: "List, inspect, pause, resume and remove trigger bindings (schedules that start runs or send messages)",
+	}
+	cmd.AddCommand(newTriggersList(g), newTriggersShow(g),
+		newTriggersSet(g, "pause", "Pause a binding: its occurrences wait, judged by its missed policy on resume", (*hitch.Runtime).PauseTrigger),
+		newTriggersSet(g, "resume", "Resume a paused binding", (*hitch.Runtime).ResumeTrigger),
+		newTriggersRemove(g))
+	return cmd
+}
+
+func triggerErr(err error) error {
+	if errors.Is(err, hitch.ErrTriggerNotFound) {
+		return withCode(exitNotFound, err)
+	}
+	return err
+}
+
+// triggerLine is a binding in --json output.
+type triggerLine struct {
+	ID          string            `json:"id"`
+	Tenant      string            `json:"tenant"`
+	SessionID   string            `json:"session_id,omitempty"`
+	State       string            `json:"state"`
+	Spec        hitch.TriggerSpec `json:"spec"`
+	FireCount   int64             `json:"fire_count"`
+	MissedCount int64             `json:"missed_count"`
+	LastFire    string            `json:"last_fire,omitempty"`
+	NextFire    string            `json:"next_fire,omitempty"`
+	Failures    int               `json:"failures,omitempty"`
+	LastError   string            `json:"last_error,omitempty"`
+	ClaimOwner  string            `json:"claim_owner,omitempty"`
+	CreatedAt   string            `json:"created_at"`
+	UpdatedAt   string            `json:"updated_at"`
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
+func triggerJSON(t hitch.Trigger) triggerLine {
+	return triggerLine{ID: t.Spec.ID, Tenant: t.Spec.Tenant, SessionID: t.SessionID, State: t.State, Spec: t.Spec,
+		FireCount: t.FireCount, MissedCount: t.MissedCount, LastFire: stamp(t.LastFire), NextFire: stamp(t.NextFire),
+		Failures: t.Failures, LastError: t.LastError, ClaimOwner: t.ClaimOwner, CreatedAt: stamp(t.CreatedAt), UpdatedAt: stamp(t.UpdatedAt)}
+}
+
+func schedule(s hitch.TriggerSpec) string {
+	if s.Cron == "" {
+		return "at " + s.At.UTC().Format(time.RFC3339)
+	}
+	if s.Zone != "" && s.Zone != "UTC" {
+		return s.Cron + " (" + s.Zone + ")"
+	}
+	return s.Cron
+}
+
+func target(s hitch.TriggerSpec) string {
+	if s.Session != "" {
+		return "send to session " + s.Session
+	}
+	return "start " + s.Agent
+}
+
+func whenOr(t time.Time, d string) string {
+	if t.IsZero() {
+		return d
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func newTriggersList(g *globals) *cobra.Command {
+	var after, session, state string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List trigger bindings by id (--after pages on)",
+		Args:  args(0, "no arguments"),
+		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
+			if limit < 1 || limit > 1000 {
+				return usageError{fmt.Errorf("--limit %d: want 1 to 1000", limit)}
+			}
+			switch state {
+			case "", "active", "paused", "done":
+			default:
+				return usageError{fmt.Errorf("--state %q: want active, paused or done", state)}
+			}
+			list, err := e.rt.ListTriggers(ctx, hitch.TriggerListOptions{After: after, Limit: limit, SessionID: session, State: state})
+			if err != nil {
+				return err
+			}
+			if g.json {
+				for _, t := range list {
+					e.printJSON(triggerJSON(t))
+				}
+				return nil
+			}
+			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "TRIGGER\tSTATE\tSCHEDULE\tTARGET\tFIRES\tNEXT")
+			for _, t := range list {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", t.Spec.ID, t.State, clip(schedule(t.Spec), 40), clip(target(t.Spec), 40),
+					t.FireCount, whenOr(t.NextFire, "-"))
+			}
+			return w.Flush()
+		}),
+	}
+	cmd.Flags().StringVar(&after, "after", "", "list bindings whose id sorts after this one")
+	cmd.Flags().StringVar(&session, "session", "", "only the bindings a session registered")
+	cmd.Flags().StringVar(&state, "state", "", "only bindings in this state: active, paused or done")
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many (1 to 1000)")
+	return cmd
+}
+
+func (e *env) printTrigger(t hitch.Trigger) {
+	if e.g.json {
+		e.printJSON(triggerJSON(t))
+		return
+	}
+	w := e.g.stdout
+	s := t.Spec
+	fmt.Fprintf(w, "trigger %s: %s\n", s.ID, t.State)
+	fmt.Fprintf(w, "  schedule: %s; missed occurrences: %s (grace %s)\n", schedule(s), s.Missed, s.Grace)
+	fmt.Fprintf(w, "  target:   %s\n", target(s))
+	switch {
+	case s.Session != "":
+		fmt.Fprintf(w, "  text:     %s\n", clip(s.Text, 200))
+	case s.Input != "":
+		fmt.Fprintf(w, "  input:    %s\n", clip(s.Input, 200))
+	}
+	if s.MaxFires > 0 || !s.ExpiresAt.IsZero() {
+		fmt.Fprintf(w, "  ends:     after %d fires, at %s\n", s.MaxFires, whenOr(s.ExpiresAt, "no time"))
+	}
+	fmt.Fprintf(w, "  fired %d times (last %s), missed %d; next %s\n", t.FireCount, whenOr(t.LastFire, "never"), t.MissedCount,
+		whenOr(t.NextFire, "none"))
+	if t.SessionID != "" {
+		fmt.Fprintf(w, "  registered by session %s\n", t.SessionID)
+	}
+	if t.Failures > 0 {
+		fmt.Fprintf(w, "  %d failed dispatches, retried at %s: %s\n", t.Failures, whenOr(t.ClaimUntil, "-"), clip(t.LastError, 300))
+	}
+}
+
+func newTriggersShow(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show TRIGGER",
+		Short: "Show a binding: its schedule, target, lifecycle, counts and next occurrence",
+		Args:  args(1, "a trigger id"),
+		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
+			t, err := e.rt.GetTrigger(ctx, a[0])
+			if err != nil {
+				return triggerErr(err)
+			}
+			e.printTrigger(t)
+			return nil
+		}),
+	}
+}
+
+func newTriggersSet(g *globals, verb, short string, f func(*hitch.Runtime, context.Context, string) (hitch.Trigger, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   verb + " TRIGGER",
+		Short: short,
+		Args:  args(1, "a trigger id"),
+		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
+			t, err := f(e.rt, ctx, a[0])
+			if err != nil {
+				return triggerErr(err)
+			}
+			e.printTrigger(t)
+			return nil
+		}),
+	}
+}
+
+func newTriggersRemove(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove TRIGGER",
+		Short: "Remove a binding (an occurrence being dispatched as it goes may still fire)",
+		Args:  args(1, "a trigger id"),
+		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
+			removed, err := e.rt.RemoveTrigger(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				e.printJSON(struct {
+					ID      string `json:"id"`
+					Removed bool   `json:"removed"`
+				}{a[0], removed})
+			} else if removed {
+				fmt.Fprintf(g.stdout, "removed trigger %s\n", a[0])
+			}
+			if !removed {
+				return withCode(exitNotFound, fmt.Errorf("remove trigger %s: %w", a[0], hitch.ErrTriggerNotFound))
+			}
+			return nil
+		}),
+	}
+}
+
+// syncTriggers stores the config's bindings, replacing those whose
+// definition changed.
+func syncTriggers(ctx context.Context, e *env) error {
+	for _, t := range e.cfg.Triggers {
+		if _, _, err := e.rt.CreateTrigger(ctx, t.Spec, hitch.TriggerOptions{Replace: true, Paused: t.Paused}); err != nil {
+			return fmt.Errorf("config trigger %s: %w", t.Spec.ID, err)
+		}
+	}
+	return nil
+}
