@@ -57,7 +57,7 @@ const (
 	DefaultTriggerBatch       = 32
 	DefaultTriggerClaimTTL    = 30 * time.Second
 	DefaultTriggersPerSession = 16
-	DefaultTriggerMinInterval = time.Minute
+	DefaultTriggerMinInterval = 5 * time.Minute
 	// DefaultTriggerGrace is how late an occurrence may be dispatched
 	// and still be on time; a later one is missed.
 	DefaultTriggerGrace = time.Minute
@@ -107,10 +107,11 @@ var Defaults = []Default{
 	{"triggers: occurrences claimed per pass", "Config.Triggers.Batch", "32", "1–1000"},
 	{"triggers: a claimed occurrence is held by its node for", "Config.Triggers.ClaimTTL", "30s", "10ms–1h"},
 	{"triggers: bindings a session registers through its tools (not done)", "Config.Triggers.MaxPerSession", "16", "1–1000"},
-	{"triggers: shortest gap between occurrences of a tool's binding", "Config.Triggers.MinInterval", "1m", "1s–24h"},
+	{"triggers: shortest gap between occurrences of a tool's binding", "Config.Triggers.MinInterval", "5m", "1s–24h"},
 	{"triggers: an occurrence later than this is missed (skip or once)", "TriggerSpec.Grace (config: grace)", "1m", "1s–24h"},
 	{"triggers: wait before a failed dispatch is retried (doubling from the poll)", "DefaultTriggerMaxRetry", "10m", "fixed"},
 	{"triggers: id of a binding", "TriggerSpec.ID (MaxTriggerIDBytes)", "1–64 bytes", "fixed"},
+	{"triggers: schedule_wake sets a wake at most this far ahead", "MaxWakeAhead", "366 days", "fixed"},
 	{"triggers: input or text of a binding", "MaxTriggerTextBytes", "32 KiB", "fixed"},
 	{"journal entries read per page", "store.DefaultReadLimit", "1000", ""},
 	{"approval requests listed per page", "PendingApprovalsParams.Limit", "100", "1–1000"},

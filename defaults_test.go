@@ -124,6 +124,7 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"DefaultTriggerMaxRetry", strings.TrimSuffix(dur(hitch.DefaultTriggerMaxRetry), "0s")},
 		{"TriggerSpec.ID (MaxTriggerIDBytes)", "1–" + itoa(hitch.MaxTriggerIDBytes) + " bytes"},
 		{"MaxTriggerTextBytes", itoa(hitch.MaxTriggerTextBytes>>10) + " KiB"},
+		{"MaxWakeAhead", itoa(int(hitch.MaxWakeAhead/(24*time.Hour))) + " days"},
 	}
 	for _, c := range checks {
 		if got := row(c.setting); got != c.want {

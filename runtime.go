@@ -18,6 +18,7 @@ import (
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/tool/builtin"
 )
 
 // Outcome is a run's terminal summary.
@@ -278,6 +279,9 @@ func Open(cfg Config) (*Runtime, error) {
 		ecfg.OnCommit = func(id string, es []store.Entry) { f(Event{RunID: id, Entries: es}) }
 		ecfg.OnDelta = func(id, d string) { f(Event{RunID: id, Delta: d}) }
 		rt.cfg.OnEvent = f
+	}
+	if _, ok := cfg.Store.(store.TriggerStore); ok {
+		ecfg.RunContext = func(ctx context.Context) context.Context { return builtin.WithScheduler(ctx, scheduler{rt}) }
 	}
 	if err := rt.openSessions(&ecfg); err != nil {
 		return nil, fmt.Errorf("open runtime: %w", err)

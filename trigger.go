@@ -30,7 +30,7 @@ type TriggerConfig struct {
 	// 1000.
 	MaxPerSession int
 	// MinInterval is the shortest gap between two occurrences of a
-	// binding registered through a tool. Default 1m; 1s to 24h.
+	// binding registered through a tool. Default 5m; 1s to 24h.
 	MinInterval time.Duration
 }
 

@@ -396,12 +396,19 @@ func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.T
 			builtins = append(builtins, name)
 		case name == tool.AwaitEventName:
 			out = append(out, tool.AwaitEvent())
+		case slices.Contains(builtin.ScheduleToolNames, name) && extra[name] == nil:
+			st, err := builtin.ScheduleTools(name)
+			if err != nil {
+				probs = append(probs, l.problem(fmt.Sprintf("%s.tools[%d]", field, i), "%v", err))
+				continue
+			}
+			out = append(out, st...)
 		case extra[name] != nil:
 			out = append(out, extra[name])
 		case strings.Contains(name, "__"):
 			// An MCP tool: see mcpTool.
 		default:
-			probs = append(probs, l.problem(fmt.Sprintf("%s.tools[%d]", field, i), "%q is not a tool here: the built-in tools are %v, and MCP tools are named server__tool", name, builtin.Names()))
+			probs = append(probs, l.problem(fmt.Sprintf("%s.tools[%d]", field, i), "%q is not a tool here: the built-in tools are %v and %v, and MCP tools are named server__tool", name, builtin.Names(), builtin.ScheduleToolNames))
 		}
 	}
 	if len(a.Env) > 0 && !slices.Contains(builtins, "bash") {

@@ -15,6 +15,7 @@ agents:
   - name: helper
     model: demo
     policy: allow_all
+    tools: [schedule_wake, schedule]
 triggers:
   - name: morning
     cron: "0 9 * * mon-fri"

@@ -115,6 +115,9 @@ type Config struct {
 	// Secrets replaces secret values in every entry before it is staged,
 	// so neither the journal nor the model's context holds one.
 	Secrets *secret.Redactor
+	// RunContext, if set, adds values to the context every runner (and
+	// so every tool body) starts from, such as the runtime's scheduler.
+	RunContext func(context.Context) context.Context
 }
 
 // Engine drives runs against one store.

@@ -75,7 +75,11 @@ type runner struct {
 }
 
 func newRunner(e *Engine, l store.Lease) *runner {
-	ctx, end := context.WithCancelCause(context.Background())
+	base := context.Background()
+	if e.cfg.RunContext != nil {
+		base = e.cfg.RunContext(base)
+	}
+	ctx, end := context.WithCancelCause(base)
 	work, stopWork := context.WithCancelCause(ctx)
 	r := &runner{e: e, row: l.Run, runID: l.Run.ID, token: l.Token, ctx: ctx, end: end, work: work, stopWork: stopWork,
 		done: make(chan struct{}), drainCh: make(chan struct{})}

@@ -1,0 +1,146 @@
+package hitch_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/tool/builtin"
+)
+
+// schedulingSession opens a session whose agent plays calls (one turn of
+// tool calls, then a text) under pol, sends it one message and waits for
+// the session to rest.
+func schedulingSession(t *testing.T, calls []scripted.Call, pol policy.Policy, tc hitch.TriggerConfig) *trigFixture {
+	t.Helper()
+	c := &manualClock{at: t0}
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := builtin.ScheduleTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := hitch.Build(hitch.Spec{Name: "waker", Tools: tools, Policy: pol, Model: scripted.New("waker", scripted.Script{
+		Turns: []scripted.Turn{{Calls: calls}, {Text: "noted"}}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Triggers: tc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = rt.Close(context.Background())
+		_ = st.Close()
+	})
+	f := &trigFixture{t: t, ctx: t.Context(), clock: c, st: st, rt: rt, agent: a}
+	if _, err := rt.OpenSession(f.ctx, a, hitch.SessionOptions{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Send(f.ctx, "s", "remind me", hitch.SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.AwaitSession(f.ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *trigFixture) sessionTriggers() []hitch.Trigger {
+	f.t.Helper()
+	trs, err := f.rt.ListTriggers(f.ctx, hitch.TriggerListOptions{SessionID: "s"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return trs
+}
+
+// The model asks to be woken in 10 minutes: the wake is a binding of its
+// session, and when the store clock gets there the session receives the
+// message and works it.
+func TestScheduleWakeWakesTheSession(t *testing.T) {
+	t.Parallel()
+	f := schedulingSession(t, []scripted.Call{{Name: "schedule_wake", Args: `{"in":"10m","text":"check the deploy"}`}},
+		policy.AllowAll(), hitch.TriggerConfig{})
+	trs := f.sessionTriggers()
+	if len(trs) != 1 || trs[0].Spec.Session != "s" || !trs[0].NextFire.Equal(t0.Add(10*time.Minute)) || trs[0].SessionID != "s" {
+		t.Fatalf("bindings of the session: %+v", trs)
+	}
+	f.clock.set(t0.Add(10*time.Minute - time.Second))
+	if n := f.drain(); n != 0 {
+		t.Fatalf("dispatched %d before the wake", n)
+	}
+	f.clock.set(t0.Add(10 * time.Minute))
+	if n := f.drain(); n != 1 {
+		t.Fatalf("dispatched %d at the wake, want 1", n)
+	}
+	st, err := f.rt.AwaitSession(f.ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Submissions) != 2 || st.Submissions[1].Text != "check the deploy" || st.Submissions[1].Outcome != "completed" {
+		t.Fatalf("submissions: %+v", st.Submissions)
+	}
+	if tr := f.trigger(trs[0].Spec.ID); tr.State != "done" || tr.FireCount != 1 {
+		t.Fatalf("after the wake: %+v", tr)
+	}
+}
+
+// The tools are decided by the policy like any other: denied, nothing is
+// scheduled.
+func TestScheduleToolsAreDecidedByThePolicy(t *testing.T) {
+	t.Parallel()
+	pol := policy.Func(func(_ context.Context, a policy.Action) (policy.Decision, error) {
+		if strings.HasPrefix(a.Tool, "schedule") {
+			return policy.Decision{Verdict: policy.Deny, Reason: "no timers here"}, nil
+		}
+		return policy.Decision{Verdict: policy.Allow}, nil
+	})
+	f := schedulingSession(t, []scripted.Call{{Name: "schedule_wake", Args: `{"in":"10m"}`},
+		{Name: "schedule", Args: `{"cron":"@daily","text":"standup"}`}}, pol, hitch.TriggerConfig{})
+	if trs := f.sessionTriggers(); len(trs) != 0 {
+		t.Fatalf("denied calls scheduled %+v", trs)
+	}
+}
+
+// A session's bindings are bounded in number, and a recurring one in how
+// often it fires.
+func TestScheduleToolsAreBounded(t *testing.T) {
+	t.Parallel()
+	f := schedulingSession(t, []scripted.Call{
+		{Name: "schedule", Args: `{"cron":"*/2 * * * *","text":"too often"}`},
+		{Name: "schedule", Args: `{"cron":"0 9 * * mon-fri","zone":"Europe/Berlin","text":"standup"}`},
+		{Name: "schedule_wake", Args: `{"in":"1h"}`},
+		{Name: "schedule_wake", Args: `{"at":"2020-01-01T00:00:00Z"}`},
+	}, policy.AllowAll(), hitch.TriggerConfig{MaxPerSession: 1})
+	trs := f.sessionTriggers()
+	if len(trs) != 1 || trs[0].Spec.Cron != "0 9 * * mon-fri" || trs[0].Spec.Zone != "Europe/Berlin" {
+		t.Fatalf("bindings: %+v", trs)
+	}
+	// The model was told why each other call was refused.
+	st, err := f.rt.SessionStatus(f.ctx, "s")
+	if err != nil || len(st.Submissions) != 1 {
+		t.Fatalf("status: %v %+v", err, st)
+	}
+	entries, err := f.rt.Journal(f.ctx, st.Submissions[0].RunID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, e := range entries {
+		all.Write(e.Data)
+	}
+	for _, want := range []string{"at least 5m0s apart", "its limit", "in the past"} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("the journal does not tell the model %q", want)
+		}
+	}
+}
