@@ -84,6 +84,25 @@ func TestDaylightSaving(t *testing.T) {
 			[]string{"2027-03-15T13:00:00Z", "2027-03-16T13:00:00Z"}},
 		{"Sunday as 7", "0 0 * * 7", nil, "2027-01-01T00:00:00Z", []string{"2027-01-03T00:00:00Z"}},
 		{"macro", "@monthly", nil, "2027-01-15T00:00:00Z", []string{"2027-02-01T00:00:00Z", "2027-03-01T00:00:00Z"}},
+		// The southern hemisphere: Sydney springs forward at 16:00Z on 2
+		// October and falls back at 16:00Z on 3 April 2027.
+		{"Sydney spring forward in October", "30 2 * * *", zone(t, "Australia/Sydney"), "2027-10-02T00:00:00Z",
+			[]string{"2027-10-02T16:00:00Z", "2027-10-03T15:30:00Z"}},
+		{"Sydney fall back in April", "30 2 * * *", zone(t, "Australia/Sydney"), "2027-04-03T00:00:00Z",
+			[]string{"2027-04-03T15:30:00Z", "2027-04-04T16:30:00Z"}},
+		// Lord Howe Island moves its clocks by half an hour: 02:00 becomes
+		// 02:30 at 15:30Z on 2 October; 02:00 becomes 01:30 at 15:00Z on 3
+		// April 2027.
+		{"Lord Howe: a time in the skipped half hour", "15 2 * * *", zone(t, "Australia/Lord_Howe"), "2027-10-02T00:00:00Z",
+			[]string{"2027-10-02T15:30:00Z", "2027-10-03T15:15:00Z"}},
+		{"Lord Howe: a time in the repeated half hour", "45 1 * * *", zone(t, "Australia/Lord_Howe"), "2027-04-03T00:00:00Z",
+			[]string{"2027-04-03T14:45:00Z", "2027-04-04T15:15:00Z"}},
+		{"Lord Howe: every quarter hour keeps its rhythm", "*/15 * * * *", zone(t, "Australia/Lord_Howe"), "2027-10-02T15:00:00Z",
+			[]string{"2027-10-02T15:15:00Z", "2027-10-02T15:30:00Z", "2027-10-02T15:45:00Z"}},
+		// A leap day or a Monday, in February only: the next Monday in
+		// February is in 2029.
+		{"29 February or a Monday, in Berlin", "0 12 29 2 mon", zone(t, "Europe/Berlin"), "2028-02-26T00:00:00Z",
+			[]string{"2028-02-28T11:00:00Z", "2028-02-29T11:00:00Z", "2029-02-05T11:00:00Z"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
