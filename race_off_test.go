@@ -1,0 +1,5 @@
+//go:build !race
+
+package hitch_test
+
+const raceEnabled = false
