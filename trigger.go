@@ -110,6 +110,43 @@ type TriggerSpec struct {
 	Tenant string `json:"tenant,omitempty"`
 }
 
+// MarshalJSON writes the grace as a duration string ("1m0s").
+func (s TriggerSpec) MarshalJSON() ([]byte, error) {
+	type plain TriggerSpec
+	return json.Marshal(struct {
+		plain
+		Grace string `json:"grace,omitempty"`
+	}{plain(s), durationText(s.Grace)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *TriggerSpec) UnmarshalJSON(b []byte) error {
+	type plain TriggerSpec
+	var v struct {
+		plain
+		Grace string `json:"grace,omitempty"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = TriggerSpec(v.plain)
+	if v.Grace != "" {
+		d, err := time.ParseDuration(v.Grace)
+		if err != nil {
+			return fmt.Errorf("grace: %w", err)
+		}
+		s.Grace = d
+	}
+	return nil
+}
+
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
 // MaxTriggerIDBytes bounds a binding's id, so the run ids derived from it
 // stay within MaxRunIDBytes.
 const MaxTriggerIDBytes = 64

@@ -2,6 +2,7 @@ package hitch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -345,5 +346,22 @@ func TestTriggerSpecErrorsNameFields(t *testing.T) {
 	}
 	if err := (hitch.TriggerSpec{ID: "x", At: t0, Zone: "Europe/Berlin", Session: "s", Text: "t"}).Validate(); err == nil || !strings.Contains(err.Error(), "zone") {
 		t.Errorf("a zone on a one-shot: %v", err)
+	}
+}
+
+func TestTriggerSpecJSON(t *testing.T) {
+	t.Parallel()
+	in := hitch.TriggerSpec{ID: "x", Cron: "@daily", Zone: "Europe/Berlin", Session: "s", Text: "hi", Grace: 90 * time.Second,
+		MaxFires: 3, ExpiresAt: t0}
+	b, err := json.Marshal(in)
+	if err != nil || !strings.Contains(string(b), `"grace":"1m30s"`) {
+		t.Fatalf("marshal: %s %v", b, err)
+	}
+	var out hitch.TriggerSpec
+	if err := json.Unmarshal(b, &out); err != nil || out != in {
+		t.Fatalf("round trip: %+v %v", out, err)
+	}
+	if err := json.Unmarshal([]byte(`{"grace":"soon"}`), &out); err == nil || !strings.Contains(err.Error(), "grace") {
+		t.Fatalf("a bad grace: %v", err)
 	}
 }
