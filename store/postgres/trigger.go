@@ -231,13 +231,13 @@ func (s *Store) TriggerClaim(ctx context.Context, p store.TriggerClaimParams) ([
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		out = out[:0]
-		clock := s.clockArg()
-		// The clock is read first, in the same transaction: the claim's
-		// own reading is no earlier, so nothing claimed is early by it.
-		if err := tx.QueryRow(ctx, `SELECT `+nowSQL, clock).Scan(&now); err != nil {
+		// The clock is read once and the claim judged by that reading,
+		// which the caller gets back: an instant no later than the claim,
+		// so nothing is claimed early, and caller and claim agree.
+		if err := tx.QueryRow(ctx, `SELECT `+nowSQL, s.clockArg()).Scan(&now); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, triggerClaimSQL, clock, p.Owner, p.TTL.Microseconds(), max(p.Limit, 1))
+		rows, err := tx.Query(ctx, triggerClaimSQL, now, p.Owner, p.TTL.Microseconds(), max(p.Limit, 1))
 		if err != nil {
 			return err
 		}
