@@ -9,6 +9,7 @@ func WatchPrunes(rt *Runtime) <-chan error {
 	rt.testPruned = make(chan error, 16)
 	return rt.testPruned
 }
+
 // OnTriggerPass lets a test see every pass of rt's trigger dispatcher.
 func OnTriggerPass(rt *Runtime, f func(n int, err error)) { rt.trig.onPass = f }
 

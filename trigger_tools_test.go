@@ -121,8 +121,10 @@ func TestScheduleToolsAreBounded(t *testing.T) {
 		{Name: "schedule_wake", Args: `{"in":"1h"}`},
 		{Name: "schedule_wake", Args: `{"at":"2020-01-01T00:00:00Z"}`},
 	}, policy.AllowAll(), hitch.TriggerConfig{MaxPerSession: 1})
+	// The calls of one turn run at once: the standup or the wake, whichever
+	// came first, takes the one place.
 	trs := f.sessionTriggers()
-	if len(trs) != 1 || trs[0].Spec.Cron != "0 9 * * mon-fri" || trs[0].Spec.Zone != "Europe/Berlin" {
+	if len(trs) != 1 || (trs[0].Spec.Cron != "0 9 * * mon-fri" && !trs[0].NextFire.Equal(t0.Add(time.Hour))) {
 		t.Fatalf("bindings: %+v", trs)
 	}
 	// The model was told why each other call was refused.
