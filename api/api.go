@@ -106,6 +106,23 @@ type Reconcile struct {
 	By          string `json:"by,omitempty" doc:"Who reconciled, for the journal; default the token's name."`
 }
 
+// Wake is the body of POST /v1/runs/{id}/wake: an event delivered to the
+// wake a run armed for it (the built-in tool await_event).
+type Wake struct {
+	Event string          `json:"event" minLength:"1" maxLength:"128" doc:"The event's name, as the run awaits it."`
+	Data  json.RawMessage `json:"data,omitempty" doc:"JSON the model sees with the event."`
+	By    string          `json:"by,omitempty" maxLength:"128" doc:"Who delivered it, for the journal; default the token's name."`
+}
+
+// CompleteCall is the body of POST /v1/runs/{id}/calls/{call}/complete:
+// the result of an external call, or the release of a call held by a hook.
+type CompleteCall struct {
+	Output  string `json:"output,omitempty" doc:"The call's result, shown to the model."`
+	Error   string `json:"error,omitempty" doc:"A failure the model sees instead of a result."`
+	Execute bool   `json:"execute,omitempty" doc:"For a call held by a hook: run its body here."`
+	By      string `json:"by,omitempty" maxLength:"128" doc:"Who completed it, for the journal; default the token's name."`
+}
+
 // Approval is an approval request waiting for an answer.
 type Approval struct {
 	RunID       string          `json:"run_id"`

@@ -96,6 +96,9 @@ models:
   boss: {provider: scripted, script: boss.yaml}
   kid: {provider: scripted, script: slow.yaml}
   crawl: {provider: scripted, script: crawl.yaml}
+  ops: {provider: scripted, script: ops.yaml}
+external_tools:
+  - {name: ship, description: Ships an order; the warehouse answers., timeout: 2h}
 agents:
   - {name: quick, model: quick, policy: allow_all}
   - {name: slow, model: slow, policy: allow_all, tools: [glob], workspace: ws}
@@ -110,8 +113,10 @@ agents:
   - {name: boss, model: boss, policy: allow_all, sub_agents: [kid]}
   - {name: kid, model: kid, policy: allow_all, tools: [glob], workspace: ws}
   - {name: crawl, model: crawl, policy: allow_all, tools: [glob], workspace: ws}
+  - {name: ops, model: ops, policy: allow_all, tools: [await_event, ship]}
 `,
 		"quick.yaml": "turns:\n  - text: quick done\n",
+		"ops.yaml":   "turns:\n  - calls: [{name: await_event, args: '{\"name\": \"paid\", \"timeout\": \"30m\"}'}, {name: ship, args: '{}'}]\n  - text: ops done\n",
 		"slow.yaml":  slow.String(),
 		"crawl.yaml": crawl.String(),
 		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",

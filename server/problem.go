@@ -96,7 +96,10 @@ func problemOf(err error, op string) error {
 	case errors.Is(err, hitch.ErrNotUncertain), errors.Is(err, hitch.ErrReconciled),
 		errors.Is(err, hitch.ErrNoApproval), errors.Is(err, hitch.ErrAnswered),
 		errors.Is(err, hitch.ErrDeniedAtAnswer), errors.Is(err, hitch.ErrNoWorkspace),
-		errors.Is(err, hitch.ErrUnknownAgent):
+		errors.Is(err, hitch.ErrUnknownAgent),
+		errors.Is(err, hitch.ErrNoWake), errors.Is(err, hitch.ErrWakeDelivered), errors.Is(err, hitch.ErrWakeExpired),
+		errors.Is(err, hitch.ErrNotPending), errors.Is(err, hitch.ErrCallCompleted), errors.Is(err, hitch.ErrCallTimedOut),
+		errors.Is(err, hitch.ErrNotHeld):
 		typ = api.TypeRefused
 	case errors.Is(err, hitch.ErrBadRunID):
 		typ = api.TypeInvalid

@@ -88,7 +88,7 @@ func TestRoutes(t *testing.T) {
 	t.Run("agents", func(t *testing.T) {
 		var as api.Agents
 		e.view.do("GET", "/v1/agents", nil).want(t, 200, "").decode(t, &as)
-		if len(as.Agents) != 6 || as.Agents[0].Name != "boss" {
+		if len(as.Agents) != 7 || as.Agents[0].Name != "boss" {
 			t.Errorf("agents %+v", as)
 		}
 		e.view.do("GET", "/v1/agents/gate", nil).want(t, 200, "")
@@ -393,6 +393,43 @@ func sameEntries(t *testing.T, got, want []api.Entry) {
 		g, w := got[i], want[i]
 		if g.RunID != w.RunID || g.Pos != w.Pos || g.Kind != w.Kind || !g.At.Equal(w.At) || string(g.Data) != string(w.Data) {
 			t.Fatalf("entry %d: %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+// TestWakeAndCompleteRoutes: a run parked on an awaited event and a pending
+// external call moves on through the API; a wrong, repeated or
+// unauthorised delivery or completion is refused and changes nothing.
+func TestWakeAndCompleteRoutes(t *testing.T) {
+	e := newEnv(t)
+	start(t, e.admin, "ops", "ship once paid", "o1")
+	if r := wait(t, e.admin, "o1"); r.Status != "waiting" {
+		t.Fatalf("run %+v, want waiting", r)
+	}
+	e.view.do("POST", "/v1/runs/o1/wake", api.Wake{Event: "paid"}).want(t, 403, api.TypeForbidden)
+	e.other.do("POST", "/v1/runs/o1/wake", api.Wake{Event: "paid"}).want(t, 404, api.TypeNotFound)
+	e.op.do("POST", "/v1/runs/o1/wake", api.Wake{Event: "lost"}).want(t, 409, api.TypeRefused)
+	e.op.do("POST", "/v1/runs/o1/wake", `{"event":""}`).want(t, 422, api.TypeInvalid)
+	e.op.do("POST", "/v1/runs/o1/wake", api.Wake{Event: "paid", Data: json.RawMessage(`{"amount":12}`)}).want(t, 200, "")
+	e.op.do("POST", "/v1/runs/o1/wake", api.Wake{Event: "paid"}).want(t, 409, api.TypeRefused)
+
+	e.op.do("POST", "/v1/runs/o1/calls/t1c2/complete", `{}`).want(t, 422, api.TypeInvalid)
+	e.op.do("POST", "/v1/runs/o1/calls/t1c2/complete", api.CompleteCall{Output: "a", Error: "b"}).want(t, 422, api.TypeInvalid)
+	e.other.do("POST", "/v1/runs/o1/calls/t1c2/complete", api.CompleteCall{Output: "x"}).want(t, 404, api.TypeNotFound)
+	e.op.do("POST", "/v1/runs/o1/calls/t1c9/complete", api.CompleteCall{Output: "x"}).want(t, 404, api.TypeNotFound)
+	e.op.do("POST", "/v1/runs/o1/calls/t1c2/complete", api.CompleteCall{Output: "shipped as #99"}).want(t, 200, "")
+	if r := wait(t, e.admin, "o1"); r.Status != "completed" {
+		t.Fatalf("run %+v, want completed", r)
+	}
+	e.op.do("POST", "/v1/runs/o1/calls/t1c2/complete", api.CompleteCall{Output: "again"}).want(t, 409, api.TypeRefused)
+	var seen []string
+	for _, en := range journal(t, e.admin, "o1") {
+		seen = append(seen, en.Kind)
+	}
+	got := strings.Join(seen, " ")
+	for _, k := range []string{"wake.delivered", "call.pending"} {
+		if !strings.Contains(got, k) {
+			t.Errorf("journal lacks %s: %s", k, got)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,6 +111,55 @@ func (s *Server) registerRuns() {
 			return nil, err
 		}
 		return &runOut{wireRun(run)}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "wake-run", Method: http.MethodPost, Path: "/v1/runs/{id}/wake", Tags: []string{"runs"},
+		Summary:     "Deliver an event to a run's armed wake (operator)",
+		Description: "Delivers an event, with optional JSON data, to the wake the run armed for it, and drives the run on. A late, repeated or unawaited event is refused and changes nothing.",
+		Errors:      []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity},
+	}, func(ctx context.Context, in *struct {
+		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
+		Body api.Wake
+	}) (*runOut, error) {
+		if err := need(ctx, api.RoleOperator); err != nil {
+			return nil, err
+		}
+		if _, err := s.run(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		if err := s.cfg.Runtime.Wake(ctx, in.ID, in.Body.Event, in.Body.Data, cmp.Or(in.Body.By, principalOf(ctx).name)); err != nil {
+			return nil, s.fail("wake", err)
+		}
+		return s.runAfter(ctx, in.ID)
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "complete-call", Method: http.MethodPost, Path: "/v1/runs/{id}/calls/{call}/complete", Tags: []string{"runs"},
+		Summary:     "Complete an external call, or release a held one (operator)",
+		Description: "Gives a pending external call its result or error, or releases a call held by a hook (execute), and drives the run on. A second completion, or one after the call timed out, is refused and changes nothing.",
+		Errors:      []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity},
+	}, func(ctx context.Context, in *struct {
+		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
+		Call string `path:"call" maxLength:"128" doc:"The call's id."`
+		Body api.CompleteCall
+	}) (*runOut, error) {
+		if err := need(ctx, api.RoleOperator); err != nil {
+			return nil, err
+		}
+		if in.Body.Output != "" && in.Body.Error != "" {
+			return nil, invalid("body.error", "give output or error, not both")
+		}
+		if !in.Body.Execute && in.Body.Output == "" && in.Body.Error == "" {
+			return nil, invalid("body.output", "give output, error or execute: true")
+		}
+		if _, err := s.run(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		c := hitch.Completion{Call: in.Call, Output: in.Body.Output, Error: in.Body.Error, Execute: in.Body.Execute,
+			By: cmp.Or(in.Body.By, principalOf(ctx).name)}
+		if err := s.cfg.Runtime.CompleteCall(ctx, in.ID, c); err != nil {
+			return nil, s.fail("complete call", err)
+		}
+		return s.runAfter(ctx, in.ID)
 	})
 	huma.Register(s.api, huma.Operation{
 		OperationID: "read-journal", Method: http.MethodGet, Path: "/v1/runs/{id}/journal", Tags: []string{"runs"},
@@ -276,4 +326,13 @@ func wireRun(r hitch.Run) api.Run {
 				CachedInputTokens: o.Usage.CachedInputTokens, Generations: o.Usage.Generations}}
 	}
 	return out
+}
+
+// runAfter answers a command with the run as it stands after it.
+func (s *Server) runAfter(ctx context.Context, id string) (*runOut, error) {
+	run, err := s.run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &runOut{wireRun(run)}, nil
 }
