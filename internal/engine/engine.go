@@ -218,7 +218,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) error {
 	if e.isClosing() {
 		return ErrClosed
 	}
-	leases, err := e.cfg.Store.LeaseClaim(ctx, store.LeaseClaimParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, RunID: runID})
+	leases, err := e.claim(ctx, store.LeaseClaimParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, RunID: runID})
 	if err != nil {
 		return err
 	}
@@ -288,11 +288,32 @@ func (e *Engine) claimDue(ctx context.Context) ([]store.Lease, error) {
 	if free <= 0 || e.isClosing() {
 		return nil, nil
 	}
-	leases, err := e.cfg.Store.LeaseClaim(ctx, store.LeaseClaimParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, Limit: free})
+	leases, err := e.claim(ctx, store.LeaseClaimParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, Limit: free})
 	if err != nil {
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
 	return leases, nil
+}
+
+// claim asks the store for leases and sees the request through to its
+// answer even when ctx ends meanwhile (bounded by the lease TTL): a claim
+// cancelled in flight may still commit, and its runs would then stay leased
+// to nobody until the leases ran out. Leases answered after ctx ended are
+// given back at once.
+func (e *Engine) claim(ctx context.Context, p store.LeaseClaimParams) ([]store.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.LeaseTTL)
+	defer cancel()
+	leases, err := e.cfg.Store.LeaseClaim(cctx, p)
+	if err == nil && ctx.Err() != nil {
+		for _, l := range leases {
+			e.giveBack(l)
+		}
+		return nil, ctx.Err()
+	}
+	return leases, err
 }
 
 // spawnAll starts a runner for each lease; when one cannot start, the
@@ -550,7 +571,7 @@ func (e *Engine) claimForCommand(ctx context.Context, runID string, wait time.Du
 	deadline := time.Now().Add(wait)
 	delay := 10 * time.Millisecond
 	for {
-		leases, err := e.cfg.Store.LeaseClaim(ctx, store.LeaseClaimParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, RunID: runID})
+		leases, err := e.claim(ctx, store.LeaseClaimParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, RunID: runID})
 		if err == nil && len(leases) == 1 {
 			return leases[0], nil
 		}

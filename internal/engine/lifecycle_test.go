@@ -180,3 +180,49 @@ func TestSweeperWakesOnNotification(t *testing.T) {
 		t.Fatalf("%+v %v", run, err)
 	}
 }
+
+// claimAcrossCancel is a store whose claim commits and then finds its
+// caller gone, as a claim cancelled in flight on a networked database may:
+// the rows are leased, the caller is told only that its context ended.
+type claimAcrossCancel struct {
+	store.Store
+	cancel context.CancelFunc
+}
+
+func (s claimAcrossCancel) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]store.Lease, error) {
+	ls, err := s.Store.LeaseClaim(context.WithoutCancel(ctx), p)
+	s.cancel() // the stop arrives while the answer is on its way
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return ls, err
+}
+
+// TestAClaimCutShortByAStopLeavesNoLease: a sweep stopped while its claim
+// is in flight sees the claim through and gives back what it leased, so a
+// graceful stop never leaves a run leased to nobody until its TTL runs out.
+func TestAClaimCutShortByAStopLeavesNoLease(t *testing.T) {
+	ctx := context.Background()
+	sq, _ := openClock(t)
+	a := testAgent(scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "over"}}}))
+	setup := testEngine(sq, "setup", a, time.Minute, time.Second)
+	if _, err := setup.Start(ctx, a, StartParams{ID: "r1", Input: "hi", Detached: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := setup.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	e := testEngine(claimAcrossCancel{Store: sq, cancel: cancel}, "node", a, time.Minute, time.Second)
+	_, _ = e.Work(wctx)
+	if err := e.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := sq.RunGet(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LeaseOwner != "" && r.Status != hitchtype.StatusCompleted {
+		t.Fatalf("run %s is still leased to %q after a stopped sweep and a graceful close", r.Status, r.LeaseOwner)
+	}
+}
