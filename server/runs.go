@@ -106,11 +106,7 @@ func (s *Server) registerRuns() {
 		if err := s.cfg.Runtime.Reconcile(ctx, in.ID, rec); err != nil {
 			return nil, s.fail("reconcile", err)
 		}
-		run, err := s.run(ctx, in.ID)
-		if err != nil {
-			return nil, err
-		}
-		return &runOut{wireRun(run)}, nil
+		return s.runAfter(ctx, in.ID)
 	})
 	huma.Register(s.api, huma.Operation{
 		OperationID: "wake-run", Method: http.MethodPost, Path: "/v1/runs/{id}/wake", Tags: []string{"runs"},
