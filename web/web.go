@@ -104,7 +104,7 @@ func New(cfg Config) (*Console, error) {
 		return nil, fmt.Errorf("new console: %w", err)
 	}
 	c := &Console{api: cfg.API, maxAge: cfg.SessionMaxAge, key: key, mux: http.NewServeMux(), tmpl: map[string]*template.Template{}}
-	for _, page := range []string{"signin", "runs", "run", "approvals", "agents", "error", "entries", "workspace"} {
+	for _, page := range []string{"signin", "runs", "run", "approvals", "agents", "error", "entries", "workspace", "sessions", "session"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/entry.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("new console: parse %s: %w", page, err)
@@ -128,6 +128,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("POST /runs/{id}/approvals/{call}", c.signed(c.answer))
 	c.mux.HandleFunc("GET /approvals", c.signed(c.approvalsPage))
 	c.mux.HandleFunc("GET /agents", c.signed(c.agentsPage))
+	c.registerSessions()
 	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusNotFound, "error", page{Title: "Not found", Error: "there is no page " + r.URL.Path})
 	})

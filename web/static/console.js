@@ -5,7 +5,7 @@
 
 const fmt = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
 
-function localTimes(root) {
+export function localTimes(root) {
   for (const t of root.querySelectorAll("time[datetime]:not([data-local])")) {
     const d = new Date(t.getAttribute("datetime"));
     if (isNaN(d)) continue;

@@ -1,0 +1,107 @@
+// hitch console, a session's page: the transcript followed live (each
+// entry arrives rendered), the session's state and its queue refreshed as
+// the session moves, and older entries loaded on demand. A queued
+// message being edited is never replaced under the user's hands.
+
+import { localTimes } from "./console.js";
+
+const chat = document.getElementById("chat");
+const id = chat.dataset.session;
+const live = document.getElementById("slive");
+const base = "/sessions/" + encodeURIComponent(id);
+
+function atBottom(el) {
+  return el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+}
+
+// busy reports whether the user is working in a queued message's forms:
+// its text changed, or the focus is inside it.
+function busy(li) {
+  if (li.contains(document.activeElement)) return true;
+  for (const t of li.querySelectorAll("textarea")) if (t.value !== t.defaultValue) return true;
+  return false;
+}
+
+let refreshing = false, again = false;
+
+// refresh replaces the state line and the queue with the page as it now
+// stands, keeping every queued message the user is editing.
+async function refresh() {
+  if (refreshing) { again = true; return; }
+  refreshing = true;
+  try {
+    const res = await fetch(base, { credentials: "same-origin" });
+    if (!res.ok) return;
+    const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+    const state = doc.getElementById("ses-state"), cur = document.getElementById("ses-state");
+    if (state && cur) cur.replaceWith(state);
+    const fresh = doc.getElementById("queue"), queue = document.getElementById("queue");
+    if (!fresh || !queue) return;
+    const kept = new Map();
+    for (const li of queue.querySelectorAll("li[data-id]")) if (busy(li)) kept.set(li.dataset.id, li);
+    const items = [];
+    for (const li of fresh.children) {
+      const mine = kept.get(li.dataset.id);
+      if (mine) { items.push(mine); kept.delete(li.dataset.id); } else items.push(li);
+    }
+    // A message being edited that left the queue stays, marked: saving
+    // it is refused, and the refusal keeps the text.
+    for (const li of kept.values()) {
+      if (!li.querySelector(".gone")) {
+        const p = document.createElement("p");
+        p.className = "gone msg err";
+        p.textContent = "This message no longer waits (it started or was removed): it can no longer be edited.";
+        li.prepend(p);
+      }
+      items.push(li);
+    }
+    const empty = items.length > 1 ? items.filter((li) => li.dataset.id) : items;
+    queue.replaceChildren(...empty);
+    localTimes(document);
+  } finally {
+    refreshing = false;
+    if (again) { again = false; refresh(); }
+  }
+}
+
+function follow() {
+  const es = new EventSource(base + "/live?after=" + chat.dataset.last);
+  es.addEventListener("entry", (ev) => {
+    const pos = Number(ev.lastEventId);
+    if (pos <= Number(chat.dataset.last)) return;
+    const stick = atBottom(chat);
+    chat.insertAdjacentHTML("beforeend", ev.data);
+    chat.dataset.last = String(pos);
+    localTimes(chat);
+    if (stick) chat.scrollTop = chat.scrollHeight;
+    refresh();
+  });
+  es.addEventListener("failed", (ev) => {
+    es.close();
+    live.textContent = "The live transcript stopped: " + ev.data + ". Reload to resume.";
+  });
+  es.onerror = () => { live.textContent = "Reconnecting…"; };
+  es.onopen = () => { live.textContent = "Following the session live."; document.body.dataset.live = "1"; };
+}
+
+const older = document.getElementById("sold");
+if (older) {
+  older.addEventListener("click", async () => {
+    older.disabled = true;
+    const res = await fetch(base + "/older?before=" + older.dataset.before, { credentials: "same-origin" });
+    older.disabled = false;
+    if (!res.ok) { older.textContent = "Could not load older entries: " + res.status; return; }
+    const first = chat.firstElementChild;
+    const y = first ? first.offsetTop - chat.scrollTop : 0;
+    chat.insertAdjacentHTML("afterbegin", await res.text());
+    localTimes(chat);
+    if (first) chat.scrollTop = first.offsetTop - y;
+    const from = Number(res.headers.get("X-First"));
+    if (from <= 1) { older.remove(); return; }
+    older.dataset.before = String(from);
+    older.textContent = "Load older entries (before #" + from + ")";
+  });
+}
+
+chat.scrollTop = chat.scrollHeight;
+follow();
