@@ -167,6 +167,8 @@ var Defaults = []Default{
 	{"console: runs counted per status on the runs page", "web.CountCap", "1000", "fixed (more shows as 1000+)"},
 	{"console: text of one journal entry shown", "web.MaxShown", "16 KiB", "fixed (the API has it all)"},
 	{"console: a live transcript's browser must take a write within", "web.LiveWriteTimeout", "30s", "fixed"},
+	{"console: sessions read to list them newest first", "web.SessionsRead", "1000", "fixed (the API lists more by id)"},
+	{"console: queued messages a session page lists", "web.QueueShown", "100", "fixed (more are counted)"},
 	{"hitch serve: sessions listed per page", "GET /v1/sessions ?limit", "50", "1–1000"},
 	{"Go client: event stream reconnect wait (doubling)", "client.DefaultRetryMin / DefaultRetryMax (client.WithRetry)", "100ms / 5s", "more than 0"},
 	{"Go client: reconnects in a row without an event before a stream gives up", "client.DefaultRetries", "10", "1 or more"},

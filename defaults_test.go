@@ -111,6 +111,8 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"web.CountCap", itoa(web.CountCap)},
 		{"web.MaxShown", itoa(web.MaxShown>>10) + " KiB"},
 		{"web.LiveWriteTimeout", dur(web.LiveWriteTimeout)},
+		{"web.SessionsRead", itoa(web.SessionsRead)},
+		{"web.QueueShown", itoa(web.QueueShown)},
 		{"client.DefaultRetryMin / DefaultRetryMax (client.WithRetry)", dur(client.DefaultRetryMin) + " / " + dur(client.DefaultRetryMax)},
 		{"client.DefaultRetries", itoa(client.DefaultRetries)},
 		{"client.DefaultTimeout (client.WithTimeout)", dur(client.DefaultTimeout)},

@@ -29,8 +29,9 @@ import (
 // newest first: the API lists sessions by id.
 const SessionsRead = 1000
 
-// queueShown bounds the queued messages a session page lists.
-const queueShown = 100
+// QueueShown bounds the queued messages a session page lists; more are
+// counted.
+const QueueShown = 100
 
 // sendModes are the modes a message can be sent with, as the composer
 // offers them.
@@ -151,7 +152,7 @@ func (c *Console) renderSession(w http.ResponseWriter, r *http.Request, status i
 	}
 	d.Older = d.First > 1
 	var q api.Queue
-	if res := c.get(r, fmt.Sprintf("/v1/sessions/%s/queue?limit=%d", esc, queueShown), &q); !res.ok() {
+	if res := c.get(r, fmt.Sprintf("/v1/sessions/%s/queue?limit=%d", esc, QueueShown), &q); !res.ok() {
 		c.refused(w, r, res)
 		return
 	}

@@ -182,7 +182,8 @@ func TestConsoleCSRF(t *testing.T) {
 		if tc.csrf != "" {
 			form.Set("csrf", tc.csrf)
 		}
-		for _, path := range []string{"/signout", "/runs/r1/cancel", "/runs/r1/reconcile", "/runs/r1/workspace", "/runs/r1/approvals/c1"} {
+		for _, path := range []string{"/signout", "/runs/r1/cancel", "/runs/r1/reconcile", "/runs/r1/workspace", "/runs/r1/approvals/c1",
+			"/sessions", "/sessions/s1/send", "/sessions/s1/interrupt", "/sessions/s1/queue/m1/edit", "/sessions/s1/queue/m1/remove"} {
 			res, body := b.do("POST", path, form)
 			if res.StatusCode != http.StatusForbidden || !strings.Contains(body, "anti-forgery") {
 				t.Fatalf("POST %s with a %s csrf token: %d\n%s", path, tc.name, res.StatusCode, body)

@@ -1,0 +1,145 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/server"
+	"github.com/hitch-dev/hitch/store/sqlite"
+)
+
+// newSessionServer is newServer with an admin token, which sessions need
+// to send: a real runtime, SQLite store, API and console in process.
+func newSessionServer(t *testing.T) (http.Handler, *hitch.Runtime) {
+	t.Helper()
+	ctx := context.Background()
+	agent, err := hitch.Build(hitch.Spec{
+		Name:   "quick",
+		Model:  scripted.New("quick", scripted.Script{Turns: []scripted.Turn{{Text: "done"}}, Repeat: true}),
+		Policy: policy.Rules{{Tools: []string{"*"}, Verdict: policy.Allow}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{agent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Runtime: rt, Store: st, Agents: []*hitch.Agent{agent}, Tokens: []server.Token{
+		{Name: "admin", Tenant: "default", Role: api.RoleAdmin, Hash: server.HashToken(tokAdmin)},
+		{Name: "viewer", Tenant: "default", Role: api.RoleViewer, Hash: server.HashToken(tokB)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Stop()
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = rt.Close(cctx)
+		_ = st.Close()
+	})
+	return srv, rt
+}
+
+var keyInput = regexp.MustCompile(`name="key" value="([^"]+)"`)
+
+// TestConsoleSessionForms checks the session forms without a browser: a
+// form posted twice sends once; a refused send or edit keeps its text; a
+// viewer's send is refused with the API's reason.
+func TestConsoleSessionForms(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	h, rt := newSessionServer(t)
+	b := &browserless{t: t, h: h, jar: map[string]*http.Cookie{}}
+	b.signIn(tokAdmin)
+	_, page := b.do("GET", "/sessions", nil)
+	if !strings.Contains(page, "No sessions yet") {
+		t.Fatalf("sessions page of a fresh install:\n%s", page)
+	}
+	csrf := csrfInput.FindStringSubmatch(page)[1]
+	res, _ := b.do("POST", "/sessions", url.Values{"csrf": {csrf}, "agent": {"quick"}, "id": {"s1"}})
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/sessions/s1?") {
+		t.Fatalf("create: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	res, page = b.do("POST", "/sessions", url.Values{"csrf": {csrf}, "agent": {"nobody"}, "id": {"s2"}})
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(page, "nobody") || !strings.Contains(page, `value="s2"`) {
+		t.Fatalf("create with an unknown agent: %d\n%s", res.StatusCode, page)
+	}
+
+	_, page = b.do("GET", "/sessions/s1", nil)
+	key := keyInput.FindStringSubmatch(page)
+	if key == nil {
+		t.Fatalf("session page has no key field:\n%s", page)
+	}
+	form := url.Values{"csrf": {csrf}, "key": {key[1]}, "text": {"hello"}, "mode": {"queue"}}
+	first, _ := b.do("POST", "/sessions/s1/send", form)
+	again, _ := b.do("POST", "/sessions/s1/send", form)
+	if first.StatusCode != http.StatusSeeOther || again.StatusCode != http.StatusSeeOther || !strings.Contains(again.Header.Get("Location"), "sent+already") {
+		t.Fatalf("a form posted twice: %d %q, then %d %q", first.StatusCode, first.Header.Get("Location"), again.StatusCode, again.Header.Get("Location"))
+	}
+	es, err := rt.SessionJournal(context.Background(), "s1", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted := 0
+	for _, e := range es {
+		if e.Kind == "message.admitted" {
+			admitted++
+		}
+	}
+	if admitted != 1 {
+		t.Fatalf("a form posted twice admitted %d messages", admitted)
+	}
+
+	for _, tc := range []struct {
+		path      string
+		form      url.Values
+		status    int
+		msg, kept string
+	}{
+		{"/sessions/s1/send", url.Values{"text": {"  "}}, http.StatusUnprocessableEntity, "blank", ""},
+		{"/sessions/s1/send", url.Values{"text": {"keep me"}, "mode": {"shout"}}, http.StatusUnprocessableEntity, `mode &#34;shout&#34;`, "keep me"},
+		{"/sessions/s1/queue/msg_nope/edit", url.Values{"text": {"my edit"}}, http.StatusNotFound, "no longer waits", "my edit"},
+		{"/sessions/nope/send", url.Values{"text": {"lost?"}}, http.StatusNotFound, "no session nope", ""},
+	} {
+		tc.form.Set("csrf", csrf)
+		res, page := b.do("POST", tc.path, tc.form)
+		if res.StatusCode != tc.status || !strings.Contains(page, tc.msg) {
+			t.Fatalf("POST %s %v: %d, want %d and %q:\n%s", tc.path, tc.form, res.StatusCode, tc.status, tc.msg, page)
+		}
+		if tc.kept != "" && !strings.Contains(page, `name="text" rows="3">`+tc.kept+`</textarea>`) {
+			t.Fatalf("POST %s: the text %q is not kept in the composer:\n%s", tc.path, tc.kept, page)
+		}
+	}
+
+	// A viewer may read the session, not send to it: the API's reason is
+	// shown, and the text is kept.
+	v := &browserless{t: t, h: h, jar: map[string]*http.Cookie{}}
+	v.signIn(tokB)
+	_, page = v.do("GET", "/sessions/s1", nil)
+	if !strings.Contains(page, "hello") {
+		t.Fatalf("viewer's session page:\n%s", page)
+	}
+	vcsrf := csrfInput.FindStringSubmatch(page)[1]
+	res, page = v.do("POST", "/sessions/s1/send", url.Values{"csrf": {vcsrf}, "text": {"let me in"}})
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(page, "admin") || !strings.Contains(page, ">let me in</textarea>") {
+		t.Fatalf("viewer's send: %d\n%s", res.StatusCode, page)
+	}
+}
