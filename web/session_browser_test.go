@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/hitch-dev/hitch/api"
 )
@@ -83,7 +84,7 @@ func TestConsoleSession(t *testing.T) {
 			chromedp.WaitVisible(css(".msg.ok")))
 	}
 
-	do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css("main h1")))
+	do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css(".signout button")))
 	do(t, ctx, "sessions, empty", chromedp.Navigate(base+"/sessions"), chromedp.WaitVisible(css(".empty")))
 	if empty := text(t, ctx, ".empty"); !strings.Contains(empty, "No sessions yet") {
 		t.Fatalf("empty state %q", empty)
@@ -131,7 +132,16 @@ func TestConsoleSession(t *testing.T) {
 
 	// Steer the running turn; then start editing the second message, and
 	// let the turn go on while the edit is still in its form.
-	do(t, ctx, "steer", send("also say hi", "steer"))
+	// By keyboard: the steer mode, the text, and Ctrl+Enter.
+	do(t, ctx, "steer", clearMsgs,
+		chromedp.Focus(css(`input[name="mode"][value="queue"]`)),
+		chromedp.KeyEvent(kb.ArrowRight),
+		chromedp.SendKeys(chromedp.ID("msg"), "also say hi"),
+		chromedp.KeyEvent("\r", chromedp.KeyModifiers(kb.ModifierCtrl)),
+		chromedp.WaitVisible(css(".msg.ok")))
+	if msg := text(t, ctx, ".msg.ok"); !strings.Contains(msg, "(steer)") {
+		t.Fatalf("notice %q", msg)
+	}
 	if state := text(t, ctx, "#ses-state"); !strings.Contains(state, "working") {
 		t.Fatalf("state while the turn waits: %q", state)
 	}
@@ -196,7 +206,7 @@ func TestConsoleSession(t *testing.T) {
 	until(t, ctx, "the turn is interrupted", `document.querySelector("#chat .k-submission-interrupted") !== null && document.querySelectorAll("#chat .o-aborted").length === 1 && document.querySelectorAll("#chat .k-submission-started").length === 4`)
 	do(t, ctx, "queue one more", send("and then?", "queue"))
 	until(t, ctx, "one waits", `document.querySelectorAll("#queue li[data-id]").length === 1`)
-	do(t, ctx, "scroll the transcript to its end", chromedp.Evaluate[chromedp.Void](`document.getElementById("chat").scrollTop = 1e9`))
+	do(t, ctx, "scroll the transcript to the steer", chromedp.Evaluate[chromedp.Void](`const steer = [...document.querySelectorAll("#chat .k-message-admitted")].find((e) => e.textContent.includes("also say hi")); document.getElementById("chat").scrollTop = steer.offsetTop - 8`))
 	shot(t, ctx, "session")
 
 	do(t, ctx, "narrow", chromedp.EmulateViewport(360, 780), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("chat")))
@@ -228,7 +238,7 @@ func TestConsoleSession(t *testing.T) {
 	// Tenant B sees none of it.
 	do(t, ctx, "sign out and in as B",
 		chromedp.Click(css(".signout button")), chromedp.WaitVisible(chromedp.ID("token")),
-		signIn(base, tokB), chromedp.WaitVisible(css("main h1")),
+		signIn(base, tokB), chromedp.WaitVisible(css(".signout button")),
 		chromedp.Navigate(base+"/sessions"), chromedp.WaitVisible(css(".empty")))
 	do(t, ctx, "open A's session", chromedp.Navigate(base+"/sessions/"+sid), chromedp.WaitVisible(css(".msg.err")))
 	if msg := text(t, ctx, ".msg.err"); !strings.Contains(msg, "no session "+sid) {

@@ -55,8 +55,8 @@ async function refresh() {
       }
       items.push(li);
     }
-    const empty = items.length > 1 ? items.filter((li) => li.dataset.id) : items;
-    queue.replaceChildren(...empty);
+    // The "nothing waits" line goes when a message is kept.
+    queue.replaceChildren(...(items.length > 1 ? items.filter((li) => li.dataset.id) : items));
     localTimes(document);
   } finally {
     refreshing = false;
@@ -102,6 +102,14 @@ if (older) {
     older.textContent = "Load older entries (before #" + from + ")";
   });
 }
+
+// Ctrl+Enter (or Cmd+Enter) sends; after a send the composer has the focus
+// again, for the next message.
+const msg = document.getElementById("msg");
+msg.addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); msg.form.requestSubmit(); }
+});
+if (location.hash === "#composer") msg.focus({ preventScroll: true });
 
 chat.scrollTop = chat.scrollHeight;
 follow();
