@@ -169,6 +169,7 @@ var Defaults = []Default{
 	{"console: a live transcript's browser must take a write within", "web.LiveWriteTimeout", "30s", "fixed"},
 	{"console: sessions read to list them newest first", "web.SessionsRead", "1000", "fixed (the API lists more by id)"},
 	{"console: queued messages a session page lists", "web.QueueShown", "100", "fixed (more are counted)"},
+	{"console: steps of the running turn a session page opens with", "web.TurnTail", "20", "fixed (its run page has them all)"},
 	{"hitch serve: sessions listed per page", "GET /v1/sessions ?limit", "50", "1–1000"},
 	{"Go client: event stream reconnect wait (doubling)", "client.DefaultRetryMin / DefaultRetryMax (client.WithRetry)", "100ms / 5s", "more than 0"},
 	{"Go client: reconnects in a row without an event before a stream gives up", "client.DefaultRetries", "10", "1 or more"},

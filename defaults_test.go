@@ -113,6 +113,7 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"web.LiveWriteTimeout", dur(web.LiveWriteTimeout)},
 		{"web.SessionsRead", itoa(web.SessionsRead)},
 		{"web.QueueShown", itoa(web.QueueShown)},
+		{"web.TurnTail", itoa(web.TurnTail)},
 		{"client.DefaultRetryMin / DefaultRetryMax (client.WithRetry)", dur(client.DefaultRetryMin) + " / " + dur(client.DefaultRetryMax)},
 		{"client.DefaultRetries", itoa(client.DefaultRetries)},
 		{"client.DefaultTimeout (client.WithTimeout)", dur(client.DefaultTimeout)},

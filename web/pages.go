@@ -517,6 +517,11 @@ func view(e api.Entry) entryView {
 		add("reason", d.Reason)
 		add("error", d.Error)
 		add("uncertain", strings.Join(d.Uncertain, ", "))
+	case hitchtype.KindSessionSteered:
+		var d hitchtype.SessionSteered
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = "steered by message " + d.MessageID
+		v.Text = cut(d.Text)
 	case hitchtype.KindContext:
 		var d hitchtype.Context
 		_ = json.Unmarshal(e.Data, &d)

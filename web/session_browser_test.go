@@ -59,6 +59,12 @@ func setText(sel, v string) chromedp.Action[chromedp.Void] {
 	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).value = %q`, sel, v))
 }
 
+// jsClick clicks an element from the page's script: steadier than a
+// click by node across the page loads that each form post makes.
+func jsClick(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).click()`, sel))
+}
+
 func queued(t *testing.T, base, id string) []api.QueuedMessage {
 	t.Helper()
 	st, b := call(t, base, tokAdmin, "GET", "/v1/sessions/"+id+"/queue", nil)
@@ -77,11 +83,11 @@ func TestConsoleSession(t *testing.T) {
 	inQueue := func(msg string) string { return fmt.Sprintf(`#queue li[data-id=%q]`, msg) }
 	send := func(text, mode string) chromedp.Action[chromedp.Void] {
 		return chromedp.Steps(clearMsgs,
-			setText("#msg", ""),
-			chromedp.SendKeys(chromedp.ID("msg"), text),
-			chromedp.Click(css(`input[name="mode"][value="`+mode+`"]`)),
-			chromedp.Click(chromedp.ID("send")),
-			chromedp.WaitVisible(css(".msg.ok")))
+			setText("#msg", text),
+			jsClick(`input[name="mode"][value="`+mode+`"]`),
+			jsClick("#send"),
+			chromedp.WaitVisible(css(".msg.ok")),
+			chromedp.WaitReady(css(`html[data-ready="1"]`)))
 	}
 
 	do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css(".signout button")))
@@ -93,7 +99,7 @@ func TestConsoleSession(t *testing.T) {
 	do(t, ctx, "create a session",
 		chromedp.SetValue(chromedp.ID("new-agent"), "waiter"),
 		chromedp.SendKeys(chromedp.ID("new-id"), sid),
-		chromedp.Click(css(`form[action="/sessions"] button`)),
+		jsClick(`form[action="/sessions"] button`),
 		chromedp.WaitVisible(chromedp.ID("chat")))
 	if loc := get(t, ctx, "location", chromedp.Location()); !strings.Contains(loc, "/sessions/"+sid) {
 		t.Fatalf("created session opened at %s", loc)
@@ -113,15 +119,15 @@ func TestConsoleSession(t *testing.T) {
 	m2, m3, m4 := q[0].ID, q[1].ID, q[2].ID
 
 	do(t, ctx, "edit the third", clearMsgs,
-		chromedp.Click(css(inQueue(m3)+" summary")),
+		jsClick(inQueue(m3)+" summary"),
 		setText(inQueue(m3)+" textarea", "third, edited"),
-		chromedp.Click(css(inQueue(m3)+` form[action$="/edit"] button`)),
+		jsClick(inQueue(m3)+` form[action$="/edit"] button`),
 		chromedp.WaitVisible(css(".msg.ok")))
 	if got := text(t, ctx, inQueue(m3)+" pre"); got != "third, edited" {
 		t.Fatalf("edited message shows %q", got)
 	}
 	do(t, ctx, "remove the fourth", clearMsgs,
-		chromedp.Click(css(inQueue(m4)+` form[action$="/remove"] button`)),
+		jsClick(inQueue(m4)+` form[action$="/remove"] button`),
 		chromedp.WaitVisible(css(".msg.ok")))
 	if n := count(t, ctx, "#queue li[data-id]"); n != 2 {
 		t.Fatalf("%d messages wait after a remove, want 2", n)
@@ -133,7 +139,7 @@ func TestConsoleSession(t *testing.T) {
 	// Steer the running turn; then start editing the second message, and
 	// let the turn go on while the edit is still in its form.
 	// By keyboard: the steer mode, the text, and Ctrl+Enter.
-	do(t, ctx, "steer", clearMsgs,
+	do(t, ctx, "steer", chromedp.WaitReady(css(`html[data-ready="1"]`)), clearMsgs,
 		chromedp.Focus(css(`input[name="mode"][value="queue"]`)),
 		chromedp.KeyEvent(kb.ArrowRight),
 		chromedp.SendKeys(chromedp.ID("msg"), "also say hi"),
@@ -145,14 +151,21 @@ func TestConsoleSession(t *testing.T) {
 	if state := text(t, ctx, "#ses-state"); !strings.Contains(state, "working") {
 		t.Fatalf("state while the turn waits: %q", state)
 	}
+	// The running turn's steps show in the chat: the model asked for the
+	// command that waits.
+	until(t, ctx, "the running turn's steps", `[...document.querySelectorAll("#chat .turn.live .k-model-reply .tool")].some((e) => e.textContent === "bash")`)
+	do(t, ctx, "scroll the transcript to its end", chromedp.Evaluate[chromedp.Void](`document.getElementById("chat").scrollTop = 1e9`))
+	shot(t, ctx, "session")
 	do(t, ctx, "edit the second, unsaved",
-		chromedp.Click(css(inQueue(m2)+" summary")),
+		jsClick(inQueue(m2)+" summary"),
 		setText(inQueue(m2)+" textarea", "second, changed too late"))
 	composer := get(t, ctx, "composer position", chromedp.Evaluate[float64](`document.getElementById("composer").getBoundingClientRect().top + scrollY`))
 	if err := os.WriteFile(filepath.Join(ws, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	until(t, ctx, "the steer joins and the answer streams in", `document.querySelector("#chat .k-message-joined") !== null && document.querySelector("#chat .k-submission-ended") !== null`)
+	// The steer shows in the turn's steps, and the answer follows them.
+	until(t, ctx, "the steer in the turn's steps", `[...document.querySelectorAll("#chat .turn .k-session-steered")].some((e) => e.textContent.includes("also say hi")) && document.querySelector("#chat .turn").nextElementSibling.matches(".k-submission-ended")`)
 	answer := text(t, ctx, "#chat .k-submission-ended pre")
 	if answer != "carried on, and said hi as you asked" {
 		t.Fatalf("answer %q", answer)
@@ -188,7 +201,7 @@ func TestConsoleSession(t *testing.T) {
 		t.Fatalf("the unsaved edit was replaced: %q", v)
 	}
 	do(t, ctx, "save the late edit", clearMsgs,
-		chromedp.Click(css(inQueue(m2)+` form[action$="/edit"] button`)),
+		jsClick(inQueue(m2)+` form[action$="/edit"] button`),
 		chromedp.WaitVisible(css(".msg.err")))
 	if msg := text(t, ctx, ".msg.err"); !strings.Contains(msg, "no longer waits") || !strings.Contains(msg, m2) {
 		t.Fatalf("refusal %q", msg)
@@ -200,14 +213,12 @@ func TestConsoleSession(t *testing.T) {
 	// Send the kept text as an interrupt: the waiting turn ends aborted and
 	// the message runs next.
 	do(t, ctx, "interrupt with a message", clearMsgs,
-		chromedp.Click(css(`input[name="mode"][value="interrupt"]`)),
-		chromedp.Click(chromedp.ID("send")),
+		jsClick(`input[name="mode"][value="interrupt"]`),
+		jsClick("#send"),
 		chromedp.WaitVisible(css(".msg.ok")))
 	until(t, ctx, "the turn is interrupted", `document.querySelector("#chat .k-submission-interrupted") !== null && document.querySelectorAll("#chat .o-aborted").length === 1 && document.querySelectorAll("#chat .k-submission-started").length === 4`)
 	do(t, ctx, "queue one more", send("and then?", "queue"))
 	until(t, ctx, "one waits", `document.querySelectorAll("#queue li[data-id]").length === 1`)
-	do(t, ctx, "scroll the transcript to the steer", chromedp.Evaluate[chromedp.Void](`const steer = [...document.querySelectorAll("#chat .k-message-admitted")].find((e) => e.textContent.includes("also say hi")); document.getElementById("chat").scrollTop = steer.offsetTop - 8`))
-	shot(t, ctx, "session")
 
 	do(t, ctx, "narrow", chromedp.EmulateViewport(360, 780), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("chat")))
 	if w := get(t, ctx, "page width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 360 {
@@ -222,9 +233,9 @@ func TestConsoleSession(t *testing.T) {
 		t.Fatalf("queue %+v", last)
 	}
 	do(t, ctx, "remove the last", clearMsgs,
-		chromedp.Click(css(inQueue(last[0].ID)+` form[action$="/remove"] button`)),
+		jsClick(inQueue(last[0].ID)+` form[action$="/remove"] button`),
 		chromedp.WaitVisible(css(".msg.ok")))
-	do(t, ctx, "interrupt", clearMsgs, chromedp.Click(chromedp.ID("interrupt")), chromedp.WaitVisible(css(".msg.ok")))
+	do(t, ctx, "interrupt", clearMsgs, jsClick("#interrupt"), chromedp.WaitVisible(css(".msg.ok")))
 	if msg := text(t, ctx, ".msg.ok"); !strings.Contains(msg, "interrupted") {
 		t.Fatalf("notice %q", msg)
 	}
@@ -237,7 +248,7 @@ func TestConsoleSession(t *testing.T) {
 
 	// Tenant B sees none of it.
 	do(t, ctx, "sign out and in as B",
-		chromedp.Click(css(".signout button")), chromedp.WaitVisible(chromedp.ID("token")),
+		jsClick(".signout button"), chromedp.WaitVisible(chromedp.ID("token")),
 		signIn(base, tokB), chromedp.WaitVisible(css(".signout button")),
 		chromedp.Navigate(base+"/sessions"), chromedp.WaitVisible(css(".empty")))
 	do(t, ctx, "open A's session", chromedp.Navigate(base+"/sessions/"+sid), chromedp.WaitVisible(css(".msg.err")))

@@ -33,6 +33,10 @@ const SessionsRead = 1000
 // counted.
 const QueueShown = 100
 
+// TurnTail bounds the steps of a running turn a session page shows when
+// it opens; the turn's run page has them all.
+const TurnTail = 20
+
 // sendModes are the modes a message can be sent with, as the composer
 // offers them.
 var sendModes = []string{api.ModeQueue, api.ModeSteer, api.ModeInterrupt}
@@ -118,6 +122,9 @@ type sessionData struct {
 	Queue   []api.QueuedMessage
 	More    int // queued messages not listed
 	Modes   []string
+	// RunAfter is where the running turn's steps start: the last
+	// TurnTail entries of its run's journal.
+	RunAfter int64
 	// The composer's values: kept when a send or an edit is refused.
 	Text string
 	Mode string
@@ -161,6 +168,12 @@ func (c *Console) renderSession(w http.ResponseWriter, r *http.Request, status i
 	if d.Kept.Message != "" && !slices.ContainsFunc(d.Queue, func(m api.QueuedMessage) bool { return m.ID == d.Kept.Message }) {
 		// The message left the queue: the text goes to the composer.
 		d.Text, d.Kept.Message = d.Kept.Text, ""
+	}
+	if d.Session.ActiveRun != "" {
+		var run api.Run
+		if res := c.get(r, "/v1/runs/"+url.PathEscape(d.Session.ActiveRun), &run); res.ok() {
+			d.RunAfter = max(0, run.Position-TurnTail)
+		}
 	}
 	d.Modes = sendModes
 	if d.Mode == "" {

@@ -22,6 +22,72 @@ function busy(li) {
   return false;
 }
 
+// The running turn's steps (its model replies, tool results, steers)
+// follow its run's live transcript, in a panel at the end of the chat;
+// when the turn ends the panel folds and its answer follows it.
+const steps = ["k-model-reply", "k-call-settled", "k-call-failed", "k-call-rejected", "k-call-uncertain", "k-session-steered", "k-run-waiting", "k-approval-"];
+let turn = null;
+
+// add puts a session entry in the chat. The session's journal orders the
+// turns: a turn's steps start after its "working on" line, and its answer
+// (or abort) follows them; what comes meanwhile goes before them.
+function add(html) {
+  const t = document.createElement("template");
+  t.innerHTML = html;
+  const e = t.content.firstElementChild;
+  if (!e) return;
+  if (e.classList.contains("k-submission-ended")) endTurn();
+  const stick = atBottom(chat);
+  if (turn) turn.li.before(e);
+  else chat.append(e);
+  localTimes(chat);
+  if (stick) chat.scrollTop = chat.scrollHeight;
+  if (e.classList.contains("k-submission-started")) watchTurn(e.dataset.run, 0);
+}
+
+// still marks a turn's steps complete: its run has ended.
+function still(t) {
+  t.es.close();
+  t.li.querySelector("summary").textContent = "steps of run " + t.run;
+  t.li.classList.remove("live");
+}
+
+function endTurn() {
+  if (!turn) return;
+  still(turn);
+  turn.li.querySelector("details").open = false;
+  turn = null;
+}
+
+function watchTurn(run, after) {
+  if (turn && turn.run === run) return;
+  endTurn();
+  if (!run) return;
+  const li = document.createElement("li");
+  li.className = "se turn live";
+  li.innerHTML = "<details open><summary></summary><ol></ol></details>";
+  li.querySelector("summary").textContent = "steps of run " + run + ", live";
+  const stick = atBottom(chat);
+  chat.append(li);
+  if (stick) chat.scrollTop = chat.scrollHeight;
+  const list = li.querySelector("ol");
+  const es = new EventSource("/runs/" + encodeURIComponent(run) + "/live?after=" + (after || 0));
+  turn = { run, es, li };
+  es.addEventListener("entry", (ev) => {
+    const t = document.createElement("template");
+    t.innerHTML = ev.data;
+    const e = t.content.firstElementChild;
+    if (!e || !steps.some((k) => e.className.includes(k))) return;
+    const stick = atBottom(chat);
+    list.append(e);
+    localTimes(list);
+    if (stick) chat.scrollTop = chat.scrollHeight;
+  });
+  const me = turn;
+  es.addEventListener("end", () => still(me));
+  es.addEventListener("failed", () => still(me));
+}
+
 let refreshing = false, again = false;
 
 // refresh replaces the state line and the queue with the page as it now
@@ -69,11 +135,8 @@ function follow() {
   es.addEventListener("entry", (ev) => {
     const pos = Number(ev.lastEventId);
     if (pos <= Number(chat.dataset.last)) return;
-    const stick = atBottom(chat);
-    chat.insertAdjacentHTML("beforeend", ev.data);
+    add(ev.data);
     chat.dataset.last = String(pos);
-    localTimes(chat);
-    if (stick) chat.scrollTop = chat.scrollHeight;
     refresh();
   });
   es.addEventListener("failed", (ev) => {
@@ -112,4 +175,5 @@ msg.addEventListener("keydown", (ev) => {
 if (location.hash === "#composer") msg.focus({ preventScroll: true });
 
 chat.scrollTop = chat.scrollHeight;
+watchTurn(chat.dataset.run, Number(chat.dataset.runAfter));
 follow();
