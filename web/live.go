@@ -40,18 +40,41 @@ func (p *pipeWriter) Flush() {}
 // data is each entry rendered as HTML, by the template the page uses. It
 // follows the API's own stream of the run, in process.
 func (c *Console) live(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	c.relay(w, r, "/v1/runs/"+url.PathEscape(r.PathValue("id"))+"/events", "journal", func(ev sseEvent) (string, bool) {
+		switch ev.event {
+		case api.EventEntry:
+			var e api.Entry
+			if err := json.Unmarshal([]byte(ev.data), &e); err != nil {
+				return "", false
+			}
+			return c.entryFrame(e.Pos, "entries", "entry", view(e))
+		case api.EventEnd:
+			var run api.Run
+			_ = json.Unmarshal([]byte(ev.data), &run)
+			return fmt.Sprintf("event: end\ndata: %s\n\n", run.Status), false
+		}
+		return failedFrame(ev), false
+	})
+}
+
+// relay follows the API's stream at path (a run's or a session's events),
+// in process and as the signed-in principal, from the position the browser
+// asks for (?after= or Last-Event-ID), and writes to the browser what frame
+// makes of each event, until frame says to stop, the API ends the stream
+// or the browser leaves. Heartbeats pass through. what names the journal in
+// the refusal of a bad position.
+func (c *Console) relay(w http.ResponseWriter, r *http.Request, path, what string, frame func(sseEvent) (string, bool)) {
 	after := r.FormValue("after")
 	if le := r.Header.Get("Last-Event-ID"); le != "" {
 		after = le
 	}
-	if _, err := strconv.ParseInt(after, 10, 64); err != nil {
-		http.Error(w, fmt.Sprintf("after %q: want a journal position", after), http.StatusUnprocessableEntity)
+	if n, err := strconv.ParseInt(after, 10, 64); err != nil || n < 0 {
+		http.Error(w, fmt.Sprintf("after %q: want a %s position", after, what), http.StatusUnprocessableEntity)
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/events?after="+after, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, path+"?after="+after, nil)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -104,29 +127,30 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	readSSE(pr, func(ev sseEvent) bool {
-		switch ev.event {
-		case "":
+		if ev.event == "" {
 			return write(": heartbeat\n\n")
-		case api.EventEntry:
-			var e api.Entry
-			if err := json.Unmarshal([]byte(ev.data), &e); err != nil {
-				return false
-			}
-			var buf bytes.Buffer
-			if err := c.tmpl["entries"].ExecuteTemplate(&buf, "entry", view(e)); err != nil {
-				return false
-			}
-			return write(fmt.Sprintf("id: %d\nevent: entry\ndata: %s\n\n", e.Pos, strings.ReplaceAll(strings.TrimSpace(buf.String()), "\n", "\ndata: ")))
-		case api.EventEnd:
-			var run api.Run
-			_ = json.Unmarshal([]byte(ev.data), &run)
-			write(fmt.Sprintf("event: end\ndata: %s\n\n", run.Status))
-			return false
-		default:
-			var p api.Problem
-			_ = json.Unmarshal([]byte(ev.data), &p)
-			write(fmt.Sprintf("event: failed\ndata: %s\n\n", strings.ReplaceAll(p.Detail, "\n", " ")))
+		}
+		s, more := frame(ev)
+		if s != "" && !write(s) {
 			return false
 		}
+		return more
 	})
+}
+
+// entryFrame renders one journal entry with the named template of page as
+// an SSE "entry" event whose id is its position.
+func (c *Console) entryFrame(pos int64, page, name string, v any) (string, bool) {
+	var buf bytes.Buffer
+	if err := c.tmpl[page].ExecuteTemplate(&buf, name, v); err != nil {
+		return "", false
+	}
+	return fmt.Sprintf("id: %d\nevent: entry\ndata: %s\n\n", pos, strings.ReplaceAll(strings.TrimSpace(buf.String()), "\n", "\ndata: ")), true
+}
+
+// failedFrame passes a problem the API streamed on as a "failed" event.
+func failedFrame(ev sseEvent) string {
+	var p api.Problem
+	_ = json.Unmarshal([]byte(ev.data), &p)
+	return fmt.Sprintf("event: failed\ndata: %s\n\n", strings.ReplaceAll(p.Detail, "\n", " "))
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -344,87 +343,15 @@ func (c *Console) olderSessionEntries(w http.ResponseWriter, r *http.Request) {
 // own stream of the session, in process; a session does not end, so the
 // stream lasts until the browser leaves.
 func (c *Console) sessionLive(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	after := r.FormValue("after")
-	if le := r.Header.Get("Last-Event-ID"); le != "" {
-		after = le
-	}
-	if n, err := strconv.ParseInt(after, 10, 64); err != nil || n < 0 {
-		http.Error(w, fmt.Sprintf("after %q: want a session journal position", after), http.StatusUnprocessableEntity)
-		return
-	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/events?after="+after, nil)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	if tok := sessionFrom(r.Context()).token; tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	req.RemoteAddr = "127.0.0.1:0"
-	pr, pw := io.Pipe()
-	sw := &pipeWriter{h: http.Header{}, pw: pw, ready: make(chan struct{})}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.api.ServeHTTP(sw, req)
-		sw.WriteHeader(http.StatusOK)
-		_ = pw.Close()
-	}()
-	defer func() {
-		cancel()
-		_ = pr.CloseWithError(io.ErrClosedPipe)
-		<-done
-	}()
-	<-sw.ready
-	if sw.status != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(pr, 64<<10))
-		res := result{status: sw.status, body: b}
-		if res.status == http.StatusUnauthorized {
-			http.Error(w, "signed out", http.StatusUnauthorized)
-			return
+	c.relay(w, r, "/v1/sessions/"+url.PathEscape(r.PathValue("id"))+"/events", "session journal", func(ev sseEvent) (string, bool) {
+		if ev.event != api.EventEntry {
+			return failedFrame(ev), false
 		}
-		http.Error(w, res.message(), res.status)
-		return
-	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	write := func(s string) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(LiveWriteTimeout))
-		if _, err := io.WriteString(w, s); err != nil {
-			return false
+		var e api.SessionEntry
+		if err := json.Unmarshal([]byte(ev.data), &e); err != nil {
+			return "", false
 		}
-		return rc.Flush() == nil
-	}
-	if !write(": hitch console\n\n") {
-		return
-	}
-	readSSE(pr, func(ev sseEvent) bool {
-		switch ev.event {
-		case "":
-			return write(": heartbeat\n\n")
-		case api.EventEntry:
-			var e api.SessionEntry
-			if err := json.Unmarshal([]byte(ev.data), &e); err != nil {
-				return false
-			}
-			var buf bytes.Buffer
-			if err := c.tmpl["session"].ExecuteTemplate(&buf, "sentry", sessionView(e)); err != nil {
-				return false
-			}
-			return write(fmt.Sprintf("id: %d\nevent: entry\ndata: %s\n\n", e.Pos, strings.ReplaceAll(strings.TrimSpace(buf.String()), "\n", "\ndata: ")))
-		default:
-			var p api.Problem
-			_ = json.Unmarshal([]byte(ev.data), &p)
-			write(fmt.Sprintf("event: failed\ndata: %s\n\n", strings.ReplaceAll(p.Detail, "\n", " ")))
-			return false
-		}
+		return c.entryFrame(e.Pos, "session", "sentry", sessionView(e))
 	})
 }
 
