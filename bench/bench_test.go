@@ -52,3 +52,31 @@ func TestWorkloadCompletes(t *testing.T) {
 		t.Errorf("entries = %d, want %d", res.Entries, want)
 	}
 }
+
+// BenchmarkTracing measures the workload (64 runs of 10 steps, NORMAL)
+// with each tracing setting, for profiling what drawing spans costs.
+func BenchmarkTracing(b *testing.B) {
+	for _, tr := range []Tracing{TracingOff, TracingNoExport, TracingOTLP} {
+		b.Run(string(tr), func(b *testing.B) {
+			p := Params{Runs: 64, Steps: 10, Sync: sqlite.SyncNormal, Tracing: tr}
+			if tr == TracingOTLP {
+				c, err := StartCollector()
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				p.OTLPEndpoint = c.URL()
+			}
+			var total float64
+			for i := 0; b.Loop(); i++ {
+				p.DB = filepath.Join(b.TempDir(), fmt.Sprintf("bench-%d.db", i))
+				res, err := Run(context.Background(), p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += res.Elapsed.Seconds()
+			}
+			b.ReportMetric(float64(b.N*p.Runs*p.Steps)/total, "steps/s")
+		})
+	}
+}

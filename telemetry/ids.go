@@ -5,11 +5,7 @@ import (
 	"crypto/rand"
 
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/hitch-dev/hitch/model"
 )
-
-type modelReply = model.Reply
 
 type idKey struct{}
 type traceKey struct{}

@@ -16,6 +16,7 @@
 package telemetry
 
 import (
+	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -73,11 +74,16 @@ type Options struct {
 }
 
 // Telemetry draws traces and metrics from journal entries. It is safe for
-// concurrent use.
+// concurrent use: entries are decoded outside any lock, and one run's
+// entries are applied under that run's own lock.
 type Telemetry struct {
 	opts   Options
 	tp     *sdktrace.TracerProvider
 	tracer trace.Tracer
+
+	// spans and metered say whether drawn spans go anywhere and whether
+	// metrics are recorded; with neither, Observe does nothing.
+	spans, metered bool
 
 	tokens   metric.Int64Histogram
 	duration metric.Float64Histogram
@@ -87,17 +93,27 @@ type Telemetry struct {
 
 	shutdown []func(context.Context) error // what FromEnv built
 
-	mu    sync.Mutex
+	mu    sync.Mutex // guards open and order, never held while waiting on a run
 	open  map[string]*runTrack
-	order []string // open runs, oldest first
+	order list.List // of *runTrack, oldest first
 }
 
 type runTrack struct {
-	id, root, parent, agent string
-	started                 time.Time
-	attempts                map[int]time.Time
-	calls                   map[string]*callTrack
-	events                  []sdktrace.Event
+	mu      sync.Mutex // held while the run's entries are applied
+	elem    *list.Element
+	broken  bool // its earlier entries could not be read: dropped
+	id      string
+	root    string
+	parent  string
+	agent   string
+	started time.Time
+	// trace and span are the ids of the run's trace and span.
+	trace trace.TraceID
+	span  trace.SpanID
+
+	attempts map[int]time.Time
+	calls    map[string]*callTrack
+	events   []sdktrace.Event
 }
 
 type callTrack struct {
@@ -111,7 +127,7 @@ func New(opts Options) (*Telemetry, error) {
 	if opts.Store == nil {
 		return nil, errors.New("telemetry: Options.Store is required")
 	}
-	t := &Telemetry{opts: opts, open: map[string]*runTrack{}}
+	t := &Telemetry{opts: opts, open: map[string]*runTrack{}, spans: opts.Exporter != nil, metered: opts.MeterProvider != nil}
 	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithIDGenerator(idGenerator{}), sdktrace.WithSampler(sdktrace.AlwaysSample())}
 	if opts.Exporter != nil {
 		tpOpts = append(tpOpts, sdktrace.WithBatcher(opts.Exporter, opts.SpanProcessorOptions...))
@@ -165,100 +181,202 @@ func (t *Telemetry) ForceFlush(ctx context.Context) error { return t.tp.ForceFlu
 
 // Observe records entries a run has made durable, in journal order. It is
 // meant for hitch.Config.OnEvent; it reads the store only for a run it has
-// not seen start.
+// not seen start. With neither an exporter nor a meter provider it returns
+// at once: nothing it could draw would go anywhere.
 func (t *Telemetry) Observe(ctx context.Context, runID string, entries []store.Entry) {
-	if len(entries) == 0 {
+	if len(entries) == 0 || (!t.spans && !t.metered) {
 		return
 	}
+	facts := make([]fact, 0, len(entries))
+	for _, e := range entries {
+		if f, ok := t.decode(e); ok {
+			facts = append(facts, f)
+		}
+	}
+	if len(facts) == 0 {
+		return // nothing here opens, closes or marks anything
+	}
+	r, fresh := t.lookup(runID)
+	defer r.mu.Unlock()
+	if fresh {
+		if err := t.rebuild(ctx, r, entries[0].Pos); err != nil {
+			r.broken = true // the store is unreadable: drop these spans, never the run
+			t.forget(r)
+			return
+		}
+	}
+	if r.broken {
+		return
+	}
+	for i := range facts {
+		t.apply(r, &facts[i], true)
+	}
+}
+
+// lookup returns a run's track, locked, registering a new one (fresh)
+// when the run is not tracked; past MaxOpenRuns the oldest is forgotten.
+// A fresh track is locked before anyone else can see it, so its rebuild
+// comes before any other batch of the run.
+func (t *Telemetry) lookup(runID string) (r *runTrack, fresh bool) {
+	t.mu.Lock()
+	r = t.open[runID]
+	if r == nil {
+		r = &runTrack{id: runID, attempts: map[int]time.Time{}, calls: map[string]*callTrack{}}
+		r.mu.Lock() // nobody else holds it: it is not in the map yet
+		if t.order.Len() >= MaxOpenRuns {
+			old := t.order.Remove(t.order.Front()).(*runTrack)
+			delete(t.open, old.id)
+			old.elem = nil
+		}
+		r.elem = t.order.PushBack(r)
+		t.open[runID] = r
+		t.mu.Unlock()
+		return r, true
+	}
+	t.mu.Unlock()
+	r.mu.Lock()
+	return r, false
+}
+
+// forget stops tracking a run, if it still is.
+func (t *Telemetry) forget(r *runTrack) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r := t.open[runID]
-	if r == nil {
-		var err error
-		if r, err = t.rebuild(ctx, runID, entries[0].Pos); err != nil {
-			return // the store is unreadable: drop these spans, never the run
-		}
-	}
-	for _, e := range entries {
-		t.apply(r, e, true)
-	}
-}
-
-// track registers a run, forgetting the oldest past MaxOpenRuns.
-func (t *Telemetry) track(r *runTrack) {
-	if len(t.order) >= MaxOpenRuns {
-		delete(t.open, t.order[0])
-		t.order = t.order[1:]
-	}
-	t.open[r.id] = r
-	t.order = append(t.order, r.id)
-}
-
-func (t *Telemetry) forget(id string) {
-	delete(t.open, id)
-	for i, o := range t.order {
-		if o == id {
-			t.order = append(t.order[:i], t.order[i+1:]...)
-			break
+	if r.elem != nil {
+		t.order.Remove(r.elem)
+		r.elem = nil
+		if t.open[r.id] == r {
+			delete(t.open, r.id)
 		}
 	}
 }
 
-// rebuild starts tracking a run: its family from the store, and, when the
-// entries begin past the start, what came before them from its journal.
-func (t *Telemetry) rebuild(ctx context.Context, runID string, from int64) (*runTrack, error) {
-	run, err := t.opts.Store.RunGet(ctx, runID)
+// rebuild fills a fresh track: the run's family from the store, and, when
+// the entries begin past the start, what came before them from its journal.
+func (t *Telemetry) rebuild(ctx context.Context, r *runTrack, from int64) error {
+	run, err := t.opts.Store.RunGet(ctx, r.id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	r := &runTrack{id: runID, root: run.RootID, parent: run.ParentID, agent: run.Agent, started: run.CreatedAt,
-		attempts: map[int]time.Time{}, calls: map[string]*callTrack{}}
-	t.track(r)
+	r.root, r.parent, r.agent, r.started = run.RootID, run.ParentID, run.Agent, run.CreatedAt
+	r.trace, r.span = traceOf(r.root), runSpanID(r.id)
 	if from > 1 {
-		earlier, err := t.opts.Store.JournalRead(ctx, store.JournalReadParams{RunID: runID, Limit: int(min(from-1, maxRebuild))})
+		earlier, err := t.opts.Store.JournalRead(ctx, store.JournalReadParams{RunID: r.id, Limit: int(min(from-1, maxRebuild))})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, e := range earlier {
 			// State and events only: those spans were drawn by the
 			// process that wrote the entries.
-			t.apply(r, e, false)
+			if f, ok := t.decode(e); ok {
+				t.apply(r, &f, false)
+			}
 		}
 	}
-	return r, nil
+	return nil
+}
+
+// fact is what telemetry reads from one journal entry: its kind and time
+// and the few fields of its data that open, close or mark a span.
+type fact struct {
+	kind string
+	at   time.Time
+	data entryData
+	// text is the model's reply text or the run's answer, read only when
+	// Options.Content asks for it.
+	text string
+}
+
+// entryData holds the fields telemetry reads from the kinds it uses (see
+// decode); decoding skips the rest of an entry (arguments, tool output,
+// history) without keeping it. No two of those kinds give one name two
+// types.
+type entryData struct {
+	Agent   string     `json:"agent"`   // run.started
+	Attempt int        `json:"attempt"` // model.*
+	Turn    int        `json:"turn"`    // model.reply
+	Reply   *replyData `json:"reply"`   // model.reply
+	Kind    string     `json:"kind"`    // model.failed
+	Message string     `json:"message"` // model.failed
+	Call    string     `json:"call"`    // call.*, approval.*
+	Verdict string     `json:"verdict"` // call.decided
+	Reason  string     `json:"reason"`  // call.decided, call.uncertain, run.waiting, run.ended
+	Error   string     `json:"error"`   // call.rejected, call.failed, run.ended
+	By      string     `json:"by"`      // approval.*, call.reconciled
+	Calls   []string   `json:"calls"`   // run.waiting
+	Status  string     `json:"status"`  // run.ended
+	Usage   usageData  `json:"usage"`   // run.ended
+	CostUSD *float64   `json:"cost_usd"`
+}
+
+type replyData struct {
+	Model      string     `json:"model"`
+	StopReason string     `json:"stop_reason"`
+	Usage      *usageData `json:"usage"`
+	ToolCalls  []struct {
+		Name string `json:"name"`
+	} `json:"tool_calls"`
+}
+
+type usageData struct {
+	InputTokens  *int64 `json:"input_tokens"`
+	OutputTokens *int64 `json:"output_tokens"`
+}
+
+// decode reads an entry of a kind that telemetry uses; ok is false for
+// the other kinds and for data that does not decode.
+func (t *Telemetry) decode(e store.Entry) (f fact, ok bool) {
+	switch e.Kind {
+	case hitchtype.KindRunStarted, hitchtype.KindModelAttempt, hitchtype.KindModelReply, hitchtype.KindModelFailed,
+		hitchtype.KindModelLost, hitchtype.KindCallDecided, hitchtype.KindCallRejected, hitchtype.KindCallStarted,
+		hitchtype.KindCallSettled, hitchtype.KindCallFailed, hitchtype.KindCallUncertain, hitchtype.KindRunEnded:
+	case hitchtype.KindApprovalGrant, hitchtype.KindApprovalDeny, hitchtype.KindApprovalLapse, hitchtype.KindCallReconcile,
+		hitchtype.KindRunWaiting:
+		if !t.spans {
+			return f, false // they only mark the run's span
+		}
+	default:
+		return f, false
+	}
+	f.kind, f.at = e.Kind, e.At
+	if json.Unmarshal(e.Data, &f.data) != nil {
+		return f, false
+	}
+	if t.opts.Content && t.spans && (e.Kind == hitchtype.KindModelReply || e.Kind == hitchtype.KindRunEnded) {
+		var c struct {
+			Reply struct {
+				Text string `json:"text"`
+			} `json:"reply"`
+			Answer string `json:"answer"`
+		}
+		if json.Unmarshal(e.Data, &c) == nil {
+			f.text = c.Reply.Text + c.Answer
+		}
+	}
+	return f, true
 }
 
 // note updates a run's state from an entry without drawing anything.
-func (t *Telemetry) note(r *runTrack, e store.Entry) {
-	switch e.Kind {
+func (t *Telemetry) note(r *runTrack, f *fact) {
+	d := &f.data
+	switch f.kind {
 	case hitchtype.KindRunStarted:
-		r.started = e.At
-		var d hitchtype.RunStarted
-		if json.Unmarshal(e.Data, &d) == nil && d.Agent != "" {
+		r.started = f.at
+		if d.Agent != "" {
 			r.agent = d.Agent
 		}
 	case hitchtype.KindModelAttempt:
-		var d hitchtype.ModelAttempt
-		if json.Unmarshal(e.Data, &d) == nil {
-			r.attempts[d.Attempt] = e.At
-		}
+		r.attempts[d.Attempt] = f.at
 	case hitchtype.KindModelReply:
-		var d hitchtype.ModelReply
-		if json.Unmarshal(e.Data, &d) == nil {
+		if d.Reply != nil {
 			for i, tc := range d.Reply.ToolCalls {
 				r.calls[fmt.Sprintf("t%dc%d", d.Turn, i+1)] = &callTrack{tool: tc.Name}
 			}
 		}
 	case hitchtype.KindCallDecided:
-		var d hitchtype.CallDecided
-		if json.Unmarshal(e.Data, &d) == nil {
-			r.call(d.Call).verdict = string(d.Verdict)
-		}
+		r.call(d.Call).verdict = d.Verdict
 	case hitchtype.KindCallStarted:
-		var d hitchtype.CallStarted
-		if json.Unmarshal(e.Data, &d) == nil {
-			r.call(d.Call).started = e.At
-		}
+		r.call(d.Call).started = f.at
 	}
 }
 
@@ -271,80 +389,59 @@ func (r *runTrack) call(id string) *callTrack {
 	return c
 }
 
-func (r *runTrack) event(name string, at time.Time, attrs ...attribute.KeyValue) {
-	if len(r.events) < MaxRunEvents {
+func (t *Telemetry) event(r *runTrack, name string, at time.Time, attrs ...attribute.KeyValue) {
+	if t.spans && len(r.events) < MaxRunEvents {
 		r.events = append(r.events, sdktrace.Event{Name: name, Time: at, Attributes: attrs})
 	}
 }
 
 // apply notes what an entry opens, adds its events to the run's span, and,
-// when draw is set, draws the spans it closes.
-func (t *Telemetry) apply(r *runTrack, e store.Entry, draw bool) {
-	t.note(r, e)
-	switch e.Kind {
+// when draw is set, draws the spans and records the metrics it closes.
+func (t *Telemetry) apply(r *runTrack, f *fact, draw bool) {
+	t.note(r, f)
+	d := &f.data
+	switch f.kind {
 	case hitchtype.KindModelReply:
-		var d hitchtype.ModelReply
-		if json.Unmarshal(e.Data, &d) == nil && draw {
-			t.chatSpan(r, d.Attempt, d.Turn, e.At, &d.Reply, "", "")
+		if draw && d.Reply != nil {
+			t.chatSpan(r, d.Attempt, d.Turn, f.at, d.Reply, f.text, "", "")
 		}
 	case hitchtype.KindModelFailed:
-		var d hitchtype.ModelFailed
-		if json.Unmarshal(e.Data, &d) == nil {
-			if draw {
-				t.chatSpan(r, d.Attempt, 0, e.At, nil, string(d.Kind), d.Message)
-			}
-			r.event("model.retry", e.At, attrAttempt.Int(d.Attempt), attrErrorType.String(string(d.Kind)))
+		if draw {
+			t.chatSpan(r, d.Attempt, 0, f.at, nil, "", d.Kind, d.Message)
 		}
+		t.event(r, "model.retry", f.at, attrAttempt.Int(d.Attempt), attrErrorType.String(d.Kind))
 	case hitchtype.KindModelLost:
-		var d hitchtype.ModelInterrupted
-		if json.Unmarshal(e.Data, &d) == nil && draw {
-			t.chatSpan(r, d.Attempt, 0, e.At, nil, "interrupted", "the process stopped during the call")
+		if draw {
+			t.chatSpan(r, d.Attempt, 0, f.at, nil, "", "interrupted", "the process stopped during the call")
 		}
 	case hitchtype.KindCallDecided:
-		var d hitchtype.CallDecided
-		if json.Unmarshal(e.Data, &d) == nil {
-			attrs := []attribute.KeyValue{attrToolCallID.String(d.Call), attrVerdict.String(string(d.Verdict))}
+		if t.spans {
+			attrs := []attribute.KeyValue{attrToolCallID.String(d.Call), attrVerdict.String(d.Verdict)}
 			if c := r.calls[d.Call]; c != nil && c.tool != "" {
 				attrs = append(attrs, attrToolName.String(c.tool))
 			}
 			if d.Reason != "" {
 				attrs = append(attrs, attrMessage.String(t.text(d.Reason)))
 			}
-			r.event("policy.decision", e.At, attrs...)
+			t.event(r, "policy.decision", f.at, attrs...)
 		}
 	case hitchtype.KindCallRejected:
-		var d hitchtype.CallRejected
-		if json.Unmarshal(e.Data, &d) == nil {
-			r.event("call.rejected", e.At, attrToolCallID.String(d.Call), attrMessage.String(t.text(d.Error)))
+		if t.spans {
+			t.event(r, "call.rejected", f.at, attrToolCallID.String(d.Call), attrMessage.String(t.text(d.Error)))
 		}
 	case hitchtype.KindCallSettled, hitchtype.KindCallFailed, hitchtype.KindCallUncertain:
-		var d struct {
-			Call   string `json:"call"`
-			Error  string `json:"error"`
-			Reason string `json:"reason"`
-		}
-		if json.Unmarshal(e.Data, &d) == nil && draw {
-			t.toolSpan(r, d.Call, e, d.Error+d.Reason)
+		if draw {
+			t.toolSpan(r, d.Call, f.kind, f.at, d.Error+d.Reason)
 		}
 	case hitchtype.KindApprovalGrant, hitchtype.KindApprovalDeny, hitchtype.KindApprovalLapse, hitchtype.KindCallReconcile:
-		var d struct {
-			Call string `json:"call"`
-			By   string `json:"by"`
-		}
-		if json.Unmarshal(e.Data, &d) == nil {
-			r.event(e.Kind, e.At, attrToolCallID.String(d.Call), attribute.String("hitch.by", d.By))
-		}
+		t.event(r, f.kind, f.at, attrToolCallID.String(d.Call), attribute.String("hitch.by", d.By))
 	case hitchtype.KindRunWaiting:
-		var d hitchtype.RunWaiting
-		if json.Unmarshal(e.Data, &d) == nil {
-			r.event("run.waiting", e.At, attribute.String("hitch.wait.reason", d.Reason), attribute.StringSlice("hitch.wait.calls", d.Calls))
-		}
+		t.event(r, "run.waiting", f.at, attribute.String("hitch.wait.reason", d.Reason), attribute.StringSlice("hitch.wait.calls", d.Calls))
 	case hitchtype.KindRunEnded:
-		var d hitchtype.Outcome
-		if json.Unmarshal(e.Data, &d) == nil && draw {
-			t.runSpan(r, e.At, &d)
+		if draw {
+			t.runSpan(r, f)
 		}
-		t.forget(r.id)
+		t.forget(r)
 	}
 }
 
@@ -396,7 +493,7 @@ func runSpanID(runID string) trace.SpanID            { return spanOf(runID, "run
 func callSpanID(runID, call string) trace.SpanID     { return spanOf(runID, "call", call) }
 func attemptSpanID(runID string, n int) trace.SpanID { return spanOf(runID, "attempt", fmt.Sprint(n)) }
 
-func (t *Telemetry) chatSpan(r *runTrack, attempt, turn int, end time.Time, reply *modelReply, errType, errMsg string) {
+func (t *Telemetry) chatSpan(r *runTrack, attempt, turn int, end time.Time, reply *replyData, text, errType, errMsg string) {
 	start, ok := r.attempts[attempt]
 	if !ok {
 		start = end
@@ -406,11 +503,30 @@ func (t *Telemetry) chatSpan(r *runTrack, attempt, turn int, end time.Time, repl
 		replied = reply.Model
 	}
 	provider, model := t.model(r, replied)
+	if t.metered {
+		mattrs := []attribute.KeyValue{attrOperation.String(opChat), attrProvider.String(provider), attrRequestModel.String(model)}
+		if reply != nil && reply.Usage != nil {
+			if n := reply.Usage.InputTokens; n != nil {
+				t.tokens.Record(context.Background(), *n, metric.WithAttributes(append(mattrs, attrTokenType.String("input"))...))
+			}
+			if n := reply.Usage.OutputTokens; n != nil {
+				t.tokens.Record(context.Background(), *n, metric.WithAttributes(append(mattrs, attrTokenType.String("output"))...))
+			}
+		}
+		if errType != "" {
+			mattrs = append(mattrs, attrErrorType.String(errType))
+		}
+		t.duration.Record(context.Background(), end.Sub(start).Seconds(), metric.WithAttributes(mattrs...))
+	}
+	if !t.spans {
+		return
+	}
 	name := opChat
 	if model != "" {
 		name += " " + model
 	}
-	attrs := []attribute.KeyValue{attrOperation.String(opChat), attrRunID.String(r.id), attrAttempt.Int(attempt)}
+	attrs := make([]attribute.KeyValue, 0, 12)
+	attrs = append(attrs, attrOperation.String(opChat), attrRunID.String(r.id), attrAttempt.Int(attempt))
 	if provider != "" {
 		attrs = append(attrs, attrProvider.String(provider))
 	}
@@ -420,7 +536,6 @@ func (t *Telemetry) chatSpan(r *runTrack, attempt, turn int, end time.Time, repl
 	if turn > 0 {
 		attrs = append(attrs, attrTurn.Int(turn))
 	}
-	mattrs := []attribute.KeyValue{attrOperation.String(opChat), attrProvider.String(provider), attrRequestModel.String(model)}
 	if reply != nil {
 		if reply.Model != "" {
 			attrs = append(attrs, attrResponseModel.String(reply.Model))
@@ -431,23 +546,19 @@ func (t *Telemetry) chatSpan(r *runTrack, attempt, turn int, end time.Time, repl
 		if u := reply.Usage; u != nil {
 			if u.InputTokens != nil {
 				attrs = append(attrs, attrInputTokens.Int64(*u.InputTokens))
-				t.tokens.Record(context.Background(), *u.InputTokens, metric.WithAttributes(append(mattrs, attrTokenType.String("input"))...))
 			}
 			if u.OutputTokens != nil {
 				attrs = append(attrs, attrOutputTokens.Int64(*u.OutputTokens))
-				t.tokens.Record(context.Background(), *u.OutputTokens, metric.WithAttributes(append(mattrs, attrTokenType.String("output"))...))
 			}
 		}
-		if t.opts.Content && reply.Text != "" {
-			attrs = append(attrs, attribute.String("gen_ai.output.text", t.text(reply.Text)))
+		if t.opts.Content && text != "" {
+			attrs = append(attrs, attribute.String("gen_ai.output.text", t.text(text)))
 		}
 	}
 	if errType != "" {
 		attrs = append(attrs, attrErrorType.String(errType))
-		mattrs = append(mattrs, attrErrorType.String(errType))
 	}
-	t.duration.Record(context.Background(), end.Sub(start).Seconds(), metric.WithAttributes(mattrs...))
-	ctx := spanCtx(traceOf(r.root), runSpanID(r.id), attemptSpanID(r.id, attempt))
+	ctx := spanCtx(r.trace, r.span, attemptSpanID(r.id, attempt))
 	_, sp := t.tracer.Start(ctx, name, trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	if errType != "" {
 		sp.SetStatus(codes.Error, t.text(errMsg))
@@ -455,34 +566,50 @@ func (t *Telemetry) chatSpan(r *runTrack, attempt, turn int, end time.Time, repl
 	sp.End(trace.WithTimestamp(end))
 }
 
-func (t *Telemetry) toolSpan(r *runTrack, call string, e store.Entry, errText string) {
+func (t *Telemetry) toolSpan(r *runTrack, call, kind string, end time.Time, errText string) {
 	c := r.call(call)
+	outcome := strings.TrimPrefix(kind, "call.")
+	if t.metered {
+		t.calls.Add(context.Background(), 1, metric.WithAttributes(attrToolName.String(c.tool), attrOutcome.String(outcome)))
+	}
+	if !t.spans {
+		return
+	}
 	start := c.started
 	if start.IsZero() {
-		start = e.At
+		start = end
 	}
-	outcome := strings.TrimPrefix(e.Kind, "call.")
 	name := opExecuteTool
 	if c.tool != "" {
 		name += " " + c.tool
 	}
-	attrs := []attribute.KeyValue{attrOperation.String(opExecuteTool), attrToolName.String(c.tool), attrToolCallID.String(call),
-		attrRunID.String(r.id), attrOutcome.String(outcome)}
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, attrOperation.String(opExecuteTool), attrToolName.String(c.tool), attrToolCallID.String(call),
+		attrRunID.String(r.id), attrOutcome.String(outcome))
 	if c.verdict != "" {
 		attrs = append(attrs, attrVerdict.String(c.verdict))
 	}
-	t.calls.Add(context.Background(), 1, metric.WithAttributes(attrToolName.String(c.tool), attrOutcome.String(outcome)))
-	ctx := spanCtx(traceOf(r.root), runSpanID(r.id), callSpanID(r.id, call))
+	ctx := spanCtx(r.trace, r.span, callSpanID(r.id, call))
 	_, sp := t.tracer.Start(ctx, name, trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
-	if e.Kind != hitchtype.KindCallSettled {
+	if kind != hitchtype.KindCallSettled {
 		sp.SetStatus(codes.Error, t.text(errText))
 	}
-	sp.End(trace.WithTimestamp(e.At))
+	sp.End(trace.WithTimestamp(end))
 }
 
-func (t *Telemetry) runSpan(r *runTrack, end time.Time, o *hitchtype.Outcome) {
+func (t *Telemetry) runSpan(r *runTrack, f *fact) {
+	o := &f.data
+	if t.metered {
+		if o.CostUSD != nil {
+			t.cost.Add(context.Background(), *o.CostUSD, metric.WithAttributes(attrAgentName.String(r.agent)))
+		}
+		t.runs.Add(context.Background(), 1, metric.WithAttributes(attrAgentName.String(r.agent), attrStatus.String(o.Status)))
+	}
+	if !t.spans {
+		return
+	}
 	attrs := []attribute.KeyValue{attrOperation.String(opInvokeAgent), attrAgentName.String(r.agent), attrAgentID.String(r.agent),
-		attrRunID.String(r.id), attrRootID.String(r.root), attrStatus.String(string(o.Status))}
+		attrRunID.String(r.id), attrRootID.String(r.root), attrStatus.String(o.Status)}
 	if provider, model := t.model(r, ""); model != "" {
 		attrs = append(attrs, attrRequestModel.String(model), attrProvider.String(provider))
 	}
@@ -497,25 +624,23 @@ func (t *Telemetry) runSpan(r *runTrack, end time.Time, o *hitchtype.Outcome) {
 	}
 	if o.CostUSD != nil {
 		attrs = append(attrs, attrCostUSD.Float64(*o.CostUSD))
-		t.cost.Add(context.Background(), *o.CostUSD, metric.WithAttributes(attrAgentName.String(r.agent)))
 	}
-	if t.opts.Content && o.Answer != "" {
-		attrs = append(attrs, attribute.String("gen_ai.output.text", t.text(o.Answer)))
+	if t.opts.Content && f.text != "" {
+		attrs = append(attrs, attribute.String("gen_ai.output.text", t.text(f.text)))
 	}
-	t.runs.Add(context.Background(), 1, metric.WithAttributes(attrAgentName.String(r.agent), attrStatus.String(string(o.Status))))
 	var parent trace.SpanID
 	if r.parent != "" {
 		parent = callSpanID(r.parent, strings.TrimPrefix(r.id, r.parent+"."))
 	}
-	ctx := spanCtx(traceOf(r.root), parent, runSpanID(r.id))
+	ctx := spanCtx(r.trace, parent, r.span)
 	_, sp := t.tracer.Start(ctx, opInvokeAgent+" "+r.agent, trace.WithTimestamp(r.started), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	for _, ev := range r.events {
 		sp.AddEvent(ev.Name, trace.WithTimestamp(ev.Time), trace.WithAttributes(ev.Attributes...))
 	}
-	if o.Status != hitchtype.StatusCompleted {
-		sp.SetStatus(codes.Error, t.text(cmpOr(o.Error, o.Reason, string(o.Status))))
+	if o.Status != string(hitchtype.StatusCompleted) {
+		sp.SetStatus(codes.Error, t.text(cmpOr(o.Error, o.Reason, o.Status)))
 	}
-	sp.End(trace.WithTimestamp(end))
+	sp.End(trace.WithTimestamp(f.at))
 }
 
 func cmpOr(vs ...string) string {
