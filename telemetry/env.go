@@ -8,8 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -49,18 +52,22 @@ func metricsWanted(getenv func(string) string) bool {
 // standard OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT and its
 // per-signal forms, _HEADERS, _TIMEOUT, OTEL_SERVICE_NAME,
 // OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER
-// set to none), over OTLP/HTTP with protobuf. It returns nil and no error
-// when the variables ask for no export. opts.Exporter and
-// opts.MeterProvider are set here; Shutdown stops both.
+// set to none), over OTLP/HTTP with protobuf, or over gRPC when
+// OTEL_EXPORTER_OTLP_PROTOCOL (or its per-signal form) is grpc. It returns
+// nil and no error when the variables ask for no export. opts.Exporter
+// and opts.MeterProvider are set here; Shutdown stops both.
 func FromEnv(ctx context.Context, opts Options) (*Telemetry, error) {
 	getenv := os.Getenv
 	if !Enabled(getenv) {
 		return nil, nil
 	}
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
-		if p := getenv(k); p != "" && p != "http/protobuf" {
-			return nil, fmt.Errorf("telemetry: %s=%s: only http/protobuf is supported", k, p)
-		}
+	traceProto, err := protocol(getenv, "TRACES")
+	if err != nil {
+		return nil, err
+	}
+	metricProto, err := protocol(getenv, "METRICS")
+	if err != nil {
+		return nil, err
 	}
 	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
 		resource.WithAttributes(semconv.ServiceName(serviceName(getenv))))
@@ -70,14 +77,24 @@ func FromEnv(ctx context.Context, opts Options) (*Telemetry, error) {
 	opts.Resource = res
 	var shut []func(context.Context) error
 	if tracesWanted(getenv) {
-		exp, err := otlptracehttp.New(ctx)
+		var exp sdktrace.SpanExporter
+		if traceProto == protoGRPC {
+			exp, err = otlptracegrpc.New(ctx)
+		} else {
+			exp, err = otlptracehttp.New(ctx)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: trace exporter: %w", err)
 		}
 		opts.Exporter = exp
 	}
 	if metricsWanted(getenv) {
-		exp, err := otlpmetrichttp.New(ctx)
+		var exp sdkmetric.Exporter
+		if metricProto == protoGRPC {
+			exp, err = otlpmetricgrpc.New(ctx)
+		} else {
+			exp, err = otlpmetrichttp.New(ctx)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: metric exporter: %w", err)
 		}
@@ -92,6 +109,31 @@ func FromEnv(ctx context.Context, opts Options) (*Telemetry, error) {
 	}
 	t.shutdown = shut
 	return t, nil
+}
+
+// The OTLP transports FromEnv builds.
+const (
+	protoHTTP = "http/protobuf"
+	protoGRPC = "grpc"
+)
+
+// protocol is the OTLP transport of a signal (TRACES or METRICS): its own
+// OTEL_EXPORTER_OTLP_<signal>_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL,
+// else http/protobuf. http/json is refused, naming the variable.
+func protocol(getenv func(string) string, signal string) (string, error) {
+	key := "OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"
+	p := getenv(key)
+	if p == "" {
+		key = "OTEL_EXPORTER_OTLP_PROTOCOL"
+		p = getenv(key)
+	}
+	switch p {
+	case "", protoHTTP:
+		return protoHTTP, nil
+	case protoGRPC:
+		return protoGRPC, nil
+	}
+	return "", fmt.Errorf("telemetry: %s=%q: want grpc or http/protobuf", key, p)
 }
 
 // serviceName is OTEL_SERVICE_NAME, or hitch.
