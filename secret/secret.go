@@ -49,6 +49,7 @@ type form struct {
 
 type maskedPattern struct {
 	re   *regexp.Regexp
+	head string // the characters a mask keeps first
 	name string
 }
 
@@ -85,7 +86,7 @@ func New(values map[string]string) (*Redactor, error) {
 			}
 		}
 		if p := maskPattern(v); p != nil {
-			r.masked = append(r.masked, maskedPattern{re: p, name: n})
+			r.masked = append(r.masked, maskedPattern{re: p, head: v[:maskHead], name: n})
 		}
 	}
 	if len(errs) > 0 {
@@ -150,9 +151,17 @@ func maskPattern(v string) *regexp.Regexp {
 	if len(v) < 12 || !utf8.ValidString(v) {
 		return nil
 	}
-	head, tail := regexp.QuoteMeta(v[:3]), regexp.QuoteMeta(v[len(v)-4:])
+	head, tail := regexp.QuoteMeta(v[:maskHead]), regexp.QuoteMeta(v[len(v)-maskTail:])
 	return regexp.MustCompile(head + `[^\s"'*.…•]{0,16}(?:[*•]{3,}|…+|\.{3,})[^\s"'*.…•]{0,16}` + tail)
 }
+
+// The characters a masked key keeps of the value, first and last.
+const maskHead, maskTail = 3, 4
+
+// maxMasked bounds the length of a masked value a Stream waits for: the
+// kept head and tail, up to 16 bytes each side of the mask, and a mask of
+// up to 64 bytes.
+const maxMasked = maskHead + 16 + 64 + 16 + maskTail
 
 // Empty reports whether r redacts nothing.
 func (r *Redactor) Empty() bool { return r == nil || len(r.forms) == 0 }
@@ -299,18 +308,68 @@ func (s *Stream) Flush() string {
 	return out
 }
 
-// hold is the length of the longest tail of s that is the beginning of a
-// form, or that ends inside one found whole (a found value is redacted in
-// place, so only a partial one matters).
+// MaxHold bounds what a Stream holds back, in bytes: past it, a tail that
+// might still grow into a value is let go (redacted as far as it can be
+// judged alone).
+const MaxHold = 4096
+
+// hold is the length of the tail of s a Stream keeps back: the longest
+// tail that begins a form, with whitespace anywhere in it (a value folded
+// across lines), or that begins a masked value not yet closed.
 func (r *Redactor) hold(s string) int {
+	return min(max(r.holdForm(s), r.holdMasked(s)), MaxHold)
+}
+
+// holdForm finds the longest tail of s that, whitespace taken out, is the
+// beginning of a form.
+func (r *Redactor) holdForm(s string) int {
+	// The last maxLen-1 characters other than whitespace, from the end,
+	// and where each is in s.
+	dense := make([]byte, 0, r.maxLen)
+	idx := make([]int, 0, r.maxLen)
+	for i := len(s) - 1; i >= 0 && len(dense) < r.maxLen-1 && len(s)-i <= MaxHold; i-- {
+		if c := s[i]; !isFold(c) {
+			dense = append(dense, c)
+			idx = append(idx, i)
+		}
+	}
+	slices.Reverse(dense)
+	slices.Reverse(idx)
 	longest := 0
 	for _, f := range r.forms {
-		for n := min(len(f.text)-1, len(s)); n > longest; n-- {
-			if strings.HasSuffix(s, f.text[:n]) {
+		for n := min(len(f.text)-1, len(dense)); n > longest; n-- {
+			if string(dense[len(dense)-n:]) == f.text[:n] {
 				longest = n
 				break
 			}
 		}
 	}
-	return longest
+	if longest == 0 {
+		return 0
+	}
+	return len(s) - idx[len(idx)-longest]
 }
+
+// holdMasked finds the earliest tail of s, at most maxMasked long, that
+// starts with a masked value's head and holds nothing that would end one.
+func (r *Redactor) holdMasked(s string) int {
+	from := max(0, len(s)-maxMasked)
+	hold := 0
+	for _, m := range r.masked {
+		for at := from; at < len(s); {
+			k := strings.Index(s[at:], m.head)
+			if k < 0 {
+				break
+			}
+			k += at
+			if !strings.ContainsFunc(s[k:], func(c rune) bool { return unicode.IsSpace(c) || c == '"' || c == '\'' }) {
+				hold = max(hold, len(s)-k)
+				break
+			}
+			at = k + 1
+		}
+	}
+	return hold
+}
+
+func isFold(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }

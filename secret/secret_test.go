@@ -206,3 +206,52 @@ func TestStreamHoldsASplitValue(t *testing.T) {
 		t.Fatal("a nil redactor's stream changed a text")
 	}
 }
+
+// TestStreamRedactsEveryForm streams texts holding each form a value can
+// take (upper case, masked as providers print keys, base64 alone, inside a
+// longer encoding and wrapped across a line as base64(1) wraps it, folded across lines)
+// in pieces of every small size, and checks that what comes out is what
+// redacting the whole text gives, with nothing of the value left.
+func TestStreamRedactsEveryForm(t *testing.T) {
+	t.Parallel()
+	r := newRedactor(t)
+	wrap := func(s string, w int) string {
+		var b strings.Builder
+		for i := 0; i < len(s); i += w {
+			b.WriteString(s[i:min(i+w, len(s))])
+			b.WriteString("\n")
+		}
+		return b.String()
+	}
+	long := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("pad ", 7) + "export OPENAI_API_KEY=" + canary + "\n"))
+	texts := map[string]string{
+		"upper":           "the key is " + strings.ToUpper(canary) + ", done",
+		"masked stars":    "Incorrect API key provided: sk-l*************42Rt. Check it.",
+		"masked dots":     "invalid key sk-live-...42Rt sent",
+		"masked ellipsis": "key sk-…42Rt refused",
+		"base64":          "b64: " + base64.StdEncoding.EncodeToString([]byte(canary)) + " end",
+		"base64 url":      "b64: " + base64.URLEncoding.EncodeToString([]byte("x"+canary+"tail")) + " end",
+		"base64 wrapped":  "$ base64 env.txt\n" + wrap(long, 76) + "$ ",
+		"folded":          "the key:\n" + wrap(canary, 5) + "that was it",
+		"folded CRLF":     "k=" + strings.Join(strings.Split(canary, ""), "\r\n") + " ok",
+	}
+	for name, text := range texts {
+		want := r.String(text)
+		for _, leak := range append(leaks(text), "sk-l", "42Rt") {
+			if strings.Contains(strings.Join(strings.Fields(want), ""), leak) {
+				t.Fatalf("%s: the whole text keeps %q: %q", name, leak, want)
+			}
+		}
+		for size := 1; size <= 13; size++ {
+			s := r.NewStream()
+			var out strings.Builder
+			for i := 0; i < len(text); i += size {
+				out.WriteString(s.Write(text[i:min(i+size, len(text))]))
+			}
+			out.WriteString(s.Flush())
+			if got := out.String(); got != want {
+				t.Errorf("%s in pieces of %d:\n got %q\nwant %q", name, size, got, want)
+			}
+		}
+	}
+}
