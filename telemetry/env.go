@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,9 +13,9 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
@@ -54,8 +55,10 @@ func metricsWanted(getenv func(string) string) bool {
 // OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER
 // set to none), over OTLP/HTTP with protobuf, or over gRPC when
 // OTEL_EXPORTER_OTLP_PROTOCOL (or its per-signal form) is grpc. It returns
-// nil and no error when the variables ask for no export. opts.Exporter
-// and opts.MeterProvider are set here; Shutdown stops both.
+// nil and no error when the variables ask for no export.
+// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true sets
+// opts.Content. opts.Exporter and opts.MeterProvider are set here;
+// Shutdown stops both.
 func FromEnv(ctx context.Context, opts Options) (*Telemetry, error) {
 	getenv := os.Getenv
 	if !Enabled(getenv) {
@@ -75,6 +78,13 @@ func FromEnv(ctx context.Context, opts Options) (*Telemetry, error) {
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
 	}
 	opts.Resource = res
+	if v := getenv(envContent); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: %s=%q: want true or false", envContent, v)
+		}
+		opts.Content = opts.Content || on
+	}
 	var shut []func(context.Context) error
 	if tracesWanted(getenv) {
 		var exp sdktrace.SpanExporter
@@ -110,6 +120,10 @@ func FromEnv(ctx context.Context, opts Options) (*Telemetry, error) {
 	t.shutdown = shut
 	return t, nil
 }
+
+// envContent turns on recording model and tool text (Options.Content), as
+// the GenAI instrumentations of other languages read it.
+const envContent = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 // The OTLP transports FromEnv builds.
 const (

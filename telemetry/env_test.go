@@ -24,7 +24,8 @@ import (
 func clearOTEL(t *testing.T) {
 	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER",
 		"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
+		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+		"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"} {
 		t.Setenv(k, "")
 	}
 }
@@ -109,7 +110,7 @@ func TestFromEnvExportsOverGRPC(t *testing.T) {
 
 // TestFromEnvProtocols checks which OTLP protocols FromEnv takes: grpc and
 // http/protobuf, per signal or for both; anything else is refused naming
-// the variable.
+// the variable, as is a content switch that is not a boolean.
 func TestFromEnvProtocols(t *testing.T) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
@@ -126,6 +127,7 @@ func TestFromEnvProtocols(t *testing.T) {
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/protobuf"}},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: `OTEL_EXPORTER_OTLP_PROTOCOL="http/json"`},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "GRPC"}, wantErr: `OTEL_EXPORTER_OTLP_METRICS_PROTOCOL="GRPC"`},
+		{env: map[string]string{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "yes please"}, wantErr: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="yes please"`},
 	} {
 		clearOTEL(t)
 		// A port nobody listens on: exporters connect lazily, and

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hitch-dev/hitch/internal/otlptest"
+)
+
+const canaryAdmin = "canary-admin-token-0123"
+
+// The secret canary over a real hitch serve: a run started over the API,
+// whose model and bash tool repeat the secrets, leaves them out of every
+// API answer (the run, the runs list, every journal page, the event
+// stream, the family stream), of the spans the server exports over
+// OTLP/gRPC with content recording on, and of what the server logs.
+func TestSecretCanaryOverServeAndSpans(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bwrap is not installed: hitch serve refuses the bash tool without isolation")
+	}
+	t.Parallel()
+	dir := canaryDir(t)
+	f, err := os.OpenFile(filepath.Join(dir, "hitch.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("server:\n  tokens:\n    - {name: admin, role: admin, env: T_CANARY_ADMIN}\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	rcv := otlptest.StartGRPC(t)
+
+	cmd := exec.Command(binary(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--poll", "50ms")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "HITCH_CANARY_KEY=" + keyCanary, "HITCH_CANARY_TOKEN=" + tokenCanary,
+		"T_CANARY_ADMIN=" + canaryAdmin, "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.Endpoint(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_METRICS_EXPORTER=none", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	exited := make(chan error, 1)
+	found := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`serve: listening on (http://\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logMu.Lock()
+			logs.WriteString(sc.Text() + "\n")
+			logMu.Unlock()
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	var url string
+	select {
+	case url = <-found:
+	case err := <-exited:
+		t.Fatalf("hitch serve exited: %v\n%s", err, logs.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("hitch serve did not listen")
+	}
+
+	var answers strings.Builder // every API answer, whole
+	client := &http.Client{Timeout: 70 * time.Second}
+	call := func(method, path, body string) []byte {
+		t.Helper()
+		req, err := http.NewRequest(method, url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+canaryAdmin)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if strings.HasSuffix(path, "/events") {
+			req.Header.Set("Accept", "text/event-stream")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+		answers.Write(b)
+		return b
+	}
+
+	call("POST", "/v1/runs", `{"agent":"ops","input":"check the secrets","id":"canary-s"}`)
+	var run struct{ Status string }
+	for range 10 { // each wait is bounded by the server
+		if json.Unmarshal(call("GET", "/v1/runs/canary-s/wait?timeout=30", ""), &run) != nil || run.Status != "running" {
+			break
+		}
+	}
+	if run.Status != "completed" {
+		t.Fatalf("run ended %q:\n%s", run.Status, answers.String())
+	}
+	call("GET", "/v1/runs/canary-s", "")
+	call("GET", "/v1/runs", "")
+	pages := 0
+	for after := "0"; after != ""; pages++ {
+		var page struct{ Next *int64 }
+		if err := json.Unmarshal(call("GET", "/v1/runs/canary-s/journal?limit=3&after="+after, ""), &page); err != nil {
+			t.Fatal(err)
+		}
+		after = ""
+		if page.Next != nil {
+			after = fmt.Sprint(*page.Next)
+		}
+		if pages > 1000 {
+			t.Fatal("the journal has no end")
+		}
+	}
+	stream := string(call("GET", "/v1/runs/canary-s/events", ""))
+	call("GET", "/v1/runs/canary-s/family/events", "")
+	if pages < 5 || !strings.Contains(stream, "run.ended") || !strings.Contains(answers.String(), "[secret:gh]") {
+		t.Fatalf("the API showed too little to judge (%d pages):\n%s", pages, answers.String())
+	}
+
+	// Spans are flushed when the server stops.
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		if err != nil {
+			t.Fatalf("hitch serve on SIGTERM: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("hitch serve did not stop")
+	}
+	names := map[string]bool{}
+	for _, s := range rcv.Spans() {
+		names[s.Name] = true
+	}
+	raw := string(rcv.Raw())
+	if !names["invoke_agent ops"] || !names["execute_tool bash"] || !strings.Contains(raw, "gen_ai.output.text") {
+		t.Fatalf("spans received: %v (content recorded: %v)", names, strings.Contains(raw, "gen_ai.output.text"))
+	}
+
+	if l := leaked(answers.String()); l != "" {
+		t.Errorf("an API answer holds %q:\n%s", l, answers.String())
+	}
+	if l := leaked(raw); l != "" {
+		t.Errorf("the exported spans hold %q", l)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if l := leaked(logs.String()); l != "" {
+		t.Errorf("the server logged %q:\n%s", l, logs.String())
+	}
+}
