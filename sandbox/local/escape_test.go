@@ -31,22 +31,47 @@ func run(t *testing.T, sb *local.Sandbox, script string) string {
 }
 
 // Under bwrap, a command sees the system directories and its roots, not the
-// host's secrets, other users' homes, or this process's environment.
+// host's secrets (/etc/shadow, /root, credential files under ~/.aws,
+// ~/.ssh and ~/.config), other users' homes, or the environment of this
+// process, of pid 1 or of the process that started it. Without a usable
+// bwrap it is skipped, saying so.
 func TestBwrapEscapeCorpus(t *testing.T) {
 	bwrapOrSkip(t)
 	canary := fmt.Sprintf("canary-%d-secret", os.Getpid())
 	t.Setenv("HITCH_TEST_CANARY", canary)
 
-	// A home directory and a file under /root, holding the canary, when
-	// this test may create them; otherwise the host's own.
+	// Files holding the canary where credentials live: another user's
+	// home with ~/.aws, ~/.ssh and ~/.config, and a file under /root,
+	// when this test may create them; a directory in this user's own
+	// ~/.config always. Each must be refused or empty inside the view.
 	homes := []string{"/root"}
+	var planted []string
+	plant := func(path string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(canary+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		planted = append(planted, path)
+	}
 	if os.Getuid() == 0 {
 		home, err := os.MkdirTemp("/home", "hitch-escape-")
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.RemoveAll(home) })
-		if err := os.WriteFile(filepath.Join(home, "secret"), []byte(canary), 0o644); err != nil {
+		for _, f := range []string{"secret", ".aws/credentials", ".ssh/id_ed25519", ".config/gh/hosts.yml"} {
+			plant(filepath.Join(home, f))
+		}
+		// Another user's: nobody owns it.
+		if err := filepath.Walk(home, func(p string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Chown(p, 65534, 65534)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		f, err := os.CreateTemp("/root", "hitch-escape-")
@@ -56,11 +81,26 @@ func TestBwrapEscapeCorpus(t *testing.T) {
 		t.Cleanup(func() { os.Remove(f.Name()) })
 		f.WriteString(canary)
 		f.Close()
+		planted = append(planted, f.Name())
 		homes = append(homes, home)
 	}
-	if h, err := os.UserHomeDir(); err == nil {
-		homes = append(homes, h)
+	own, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatalf("this user's home: %v", err)
 	}
+	homes = append(homes, own)
+	cfgDir, err := os.MkdirTemp(filepath.Join(own, ".config"), "hitch-escape-")
+	if err != nil {
+		if err := os.MkdirAll(filepath.Join(own, ".config"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if cfgDir, err = os.MkdirTemp(filepath.Join(own, ".config"), "hitch-escape-"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.RemoveAll(cfgDir) })
+	plant(filepath.Join(cfgDir, "token"))
+
 	sb := open(t, local.Config{Isolation: sandbox.IsolationBwrap})
 
 	// Sanity: the commands below would find something if the view let
@@ -75,9 +115,21 @@ func TestBwrapEscapeCorpus(t *testing.T) {
 		"cat ~/.ssh/* ~/.aws/* ~/.config/*",
 		"cat /proc/1/environ", "cat /proc/$PPID/environ", fmt.Sprintf("cat /proc/%d/environ", os.Getpid()),
 		"cat /proc/*/environ", "env", "ls /run /var /srv /mnt",
+		// The process that started the command, and its parent: hitch.
+		"read -r _ _ _ pp _ < /proc/$PPID/stat; cat /proc/$pp/environ",
+		"cat /proc/1/root/etc/shadow /proc/1/root/root/* /proc/1/cwd/*",
+		"find / -maxdepth 3 -path /proc -prune -o -name 'hitch-escape-*' -print",
 	}
 	for _, h := range homes {
-		probes = append(probes, "ls -la "+h, "cat "+h+"/* "+h+"/.*")
+		probes = append(probes, "ls -la "+h, "cat "+h+"/* "+h+"/.*",
+			"HOME="+h+"; cat ~/.ssh/* ~/.aws/* ~/.config/* ~/.config/*/* ~/.config/*/*/*")
+	}
+	// Each planted file, named: refused or empty.
+	refuse := map[string]bool{}
+	for _, f := range planted {
+		p := "cat " + f
+		probes = append(probes, p)
+		refuse[p] = true
 	}
 	var shadow []string
 	for _, f := range []string{"/etc/shadow", "/etc/gshadow"} {
@@ -102,6 +154,12 @@ func TestBwrapEscapeCorpus(t *testing.T) {
 		if !strings.Contains(p, "hitch-escape-") && strings.Contains(out, "hitch-escape-") {
 			t.Errorf("%s: shows a file this test hid: %q", p, lineWith(out, "hitch-escape-"))
 		}
+		if refuse[p] && out != "" && !strings.Contains(out, "No such file") && !strings.Contains(out, "Permission denied") {
+			t.Errorf("%s: neither refused nor empty: %q", p, out)
+		}
+	}
+	if len(planted) < 2 && os.Getuid() == 0 {
+		t.Fatalf("planted only %v", planted)
 	}
 }
 
