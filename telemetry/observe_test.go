@@ -158,8 +158,9 @@ func TestObserveMetersWithoutSpans(t *testing.T) {
 	}
 }
 
-// TestObserveOneRunDoesNotWaitForAnother checks that a run whose family is
-// being read from the store holds up no other run's spans.
+// TestObserveOneRunDoesNotWaitForAnother checks that a run first seen
+// mid-way, whose family and earlier entries are being read from the store,
+// holds up no other run's spans.
 func TestObserveOneRunDoesNotWaitForAnother(t *testing.T) {
 	st, runs := journals(t, 2)
 	cs := &countingStore{Store: st, holdRun: "r0", entered: make(chan struct{}), release: make(chan struct{})}
@@ -170,7 +171,9 @@ func TestObserveOneRunDoesNotWaitForAnother(t *testing.T) {
 	}
 	ctx := context.Background()
 	var held sync.WaitGroup
-	held.Go(func() { tel.Observe(ctx, "r0", runs[0]) })
+	held.Go(func() {
+		tel.Observe(ctx, "r0", runs[0][3:]) // as another process recovering it would
+	})
 	<-cs.entered
 	done := make(chan struct{})
 	go func() {
@@ -209,8 +212,9 @@ func TestObserveOneRunDoesNotWaitForAnother(t *testing.T) {
 func TestObserveManyRunsAtOnce(t *testing.T) {
 	const n = 16
 	st, runs := journals(t, n)
+	cs := &countingStore{Store: st}
 	exp := tracetest.NewInMemoryExporter()
-	tel, err := telemetry.New(telemetry.Options{Store: st, Exporter: exp, Models: map[string]string{"worker": "scripted/w"}})
+	tel, err := telemetry.New(telemetry.Options{Store: cs, Exporter: exp, Models: map[string]string{"worker": "scripted/w"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,5 +238,9 @@ func TestObserveManyRunsAtOnce(t *testing.T) {
 	}
 	if names["invoke_agent worker"] != n || names["chat w"] != 3*n || names["execute_tool echo"] != 2*n {
 		t.Errorf("spans: %v", names)
+	}
+	// Root runs seen from their start: nothing to look up.
+	if r := cs.reads.Load(); r != 0 {
+		t.Errorf("%d store reads for root runs seen from their start", r)
 	}
 }

@@ -253,7 +253,14 @@ func (t *Telemetry) forget(r *runTrack) {
 
 // rebuild fills a fresh track: the run's family from the store, and, when
 // the entries begin past the start, what came before them from its journal.
+// A run seen from its start whose id has no "." is a root (a sub-agent's
+// run is named parent.call): its start tells all, and the store is not read.
 func (t *Telemetry) rebuild(ctx context.Context, r *runTrack, from int64) error {
+	if from == 1 && !strings.Contains(r.id, ".") {
+		r.root = r.id
+		r.trace, r.span = traceOf(r.root), runSpanID(r.id)
+		return nil
+	}
 	run, err := t.opts.Store.RunGet(ctx, r.id)
 	if err != nil {
 		return err
