@@ -38,8 +38,9 @@ type Params struct {
 	// Sync is the SQLite durability setting.
 	Sync sqlite.Sync
 	// Tracing draws spans from the runs' journals: TracingOff (default)
-	// builds no telemetry, TracingNoExport draws spans and exports none,
-	// TracingOTLP exports them over OTLP/HTTP to OTLPEndpoint.
+	// builds no telemetry, TracingNoExport hands every batch to a
+	// Telemetry with no exporter and no meter (which then draws nothing),
+	// TracingOTLP exports spans over OTLP/HTTP to OTLPEndpoint.
 	Tracing      Tracing
 	OTLPEndpoint string
 }

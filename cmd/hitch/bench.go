@@ -73,7 +73,7 @@ func newBench(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&runs, "runs", 64, "concurrent runs (R)")
 	cmd.Flags().IntVar(&steps, "steps", 10, "steps per run (S)")
 	cmd.Flags().StringVar(&db, "db", "", "SQLite file to create (default: a temporary one)")
-	cmd.Flags().StringVar(&tracing, "tracing", "off", "off, noexport (spans drawn, none exported) or otlp (exported to a collector stand-in on loopback)")
+	cmd.Flags().StringVar(&tracing, "tracing", "off", "off, noexport (telemetry with no exporter: it draws nothing) or otlp (exported to a collector stand-in on loopback)")
 	cmd.Flags().StringVar(&syncMode, "sync", "FULL", "SQLite synchronous setting: FULL (power-loss safe) or NORMAL")
 	return cmd
 }
