@@ -99,9 +99,9 @@ type Telemetry struct {
 }
 
 type runTrack struct {
-	mu      sync.Mutex // held while the run's entries are applied
-	elem    *list.Element
-	broken  bool // its earlier entries could not be read: dropped
+	mu      sync.Mutex    // held while the run's entries are applied
+	elem    *list.Element // its place in Telemetry.order; nil once forgotten; guarded by Telemetry.mu
+	broken  bool          // its earlier entries could not be read: dropped
 	id      string
 	root    string
 	parent  string
