@@ -55,7 +55,7 @@ type Options struct {
 	// mid-way (recovered from another process), its earlier entries.
 	// Required.
 	Store store.Store
-	// Exporter receives the spans; nil exports none.
+	// Exporter receives the spans; with nil none are drawn.
 	Exporter sdktrace.SpanExporter
 	// SpanProcessorOptions tune the batching span processor.
 	SpanProcessorOptions []sdktrace.BatchSpanProcessorOption
