@@ -106,6 +106,9 @@ func FromEnv(ctx context.Context, opts Options) (*Telemetry, error) {
 			exp, err = otlpmetrichttp.New(ctx)
 		}
 		if err != nil {
+			if opts.Exporter != nil {
+				_ = opts.Exporter.Shutdown(ctx) // built above, never used
+			}
 			return nil, fmt.Errorf("telemetry: metric exporter: %w", err)
 		}
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
@@ -115,6 +118,12 @@ func FromEnv(ctx context.Context, opts Options) (*Telemetry, error) {
 	}
 	t, err := New(opts)
 	if err != nil {
+		if opts.Exporter != nil {
+			shut = append(shut, opts.Exporter.Shutdown)
+		}
+		for _, f := range shut {
+			_ = f(ctx)
+		}
 		return nil, err
 	}
 	t.shutdown = shut
