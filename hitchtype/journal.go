@@ -90,6 +90,10 @@ type ModelAttempt struct {
 	// attempt with no reply keeps its reservation.
 	ReservedTokens   int64 `json:"reserved_tokens,omitempty"`
 	ReservedMicroUSD int64 `json:"reserved_micro_usd,omitempty"`
+	// Context is where the request's tokens sit, by estimate, and the
+	// window it was fitted into; nil in journals written before hitch
+	// kept context accounts.
+	Context *ContextAccount `json:"context,omitempty"`
 }
 
 // ModelReply is a model's complete reply to one attempt.

@@ -79,8 +79,9 @@ func (r *runner) checkWall() (ended bool, err error) {
 // beforeModel checks the run's own token budget and the family's wall
 // time, and prices the family's reservation for a model call: one call,
 // the request's estimated input tokens and their price. The reservation
-// is charged by reserve with the attempt's entry.
-func (r *runner) beforeModel(req *model.Request) (res store.Budget, ended bool, err error) {
+// is charged by reserve with the attempt's entry. est is the request's
+// estimated input tokens, from its context account.
+func (r *runner) beforeModel(est int64) (res store.Budget, ended bool, err error) {
 	lim, u := r.agent.Limits, r.st.usage
 	if lim.MaxTokens > 0 && u.Generations > 0 {
 		if u.InputTokens == nil || u.OutputTokens == nil {
@@ -97,7 +98,6 @@ func (r *runner) beforeModel(req *model.Request) (res store.Budget, ended bool, 
 	if !r.fam.ok {
 		return res, false, nil
 	}
-	est := estimateTokens(req)
 	res = store.Budget{ModelCalls: 1, Tokens: est}
 	if r.fam.limits.MicroUSD > 0 {
 		micro, known := r.microUSD(&model.Usage{InputTokens: &est, OutputTokens: model.Int64(0), CachedInputTokens: model.Int64(0)})
@@ -191,22 +191,4 @@ func (r *runner) toolCharge() store.Budget {
 func (r *runner) microUSD(u *model.Usage) (int64, bool) {
 	usd, known := r.e.cfg.Prices.Cost(r.agent.Model.Name(), u)
 	return int64(math.Ceil(usd * 1e6)), known
-}
-
-// estimateTokens guesses a request's input tokens, four bytes a token.
-func estimateTokens(req *model.Request) int64 {
-	n := len(req.Instructions)
-	for _, m := range req.Messages {
-		n += len(m.Text) + len(m.ToolCallID) + len(m.ToolName)
-		for _, c := range m.ToolCalls {
-			n += len(c.Name) + len(c.Arguments) + len(c.ID)
-		}
-	}
-	for _, t := range req.Tools {
-		n += len(t.Name) + len(t.Description) + len(t.Schema)
-	}
-	if req.Answer != nil {
-		n += len(req.Answer.Schema)
-	}
-	return int64(n/4 + 1)
 }

@@ -20,9 +20,9 @@ const compactInstructions = "You compress the history of an AI agent's work so t
 // other, journaled before it is made; its result is journaled before any
 // request uses it. A failed summary changes nothing and is not retried
 // before the history grows.
-func (r *runner) maybeCompact(req *model.Request) (compacted bool, err error) {
+func (r *runner) maybeCompact(est int64) (compacted bool, err error) {
 	st, lim := r.st, r.agent.Limits
-	if lim.ContextWindow <= 0 || float64(estimateTokens(req)) < compactAt*float64(lim.ContextWindow) {
+	if lim.ContextWindow <= 0 || float64(est) < compactAt*float64(lim.ContextWindow) {
 		return false, nil
 	}
 	if st.attempts+2 >= lim.ModelAttempts {
@@ -54,13 +54,14 @@ func (r *runner) maybeCompact(req *model.Request) (compacted bool, err error) {
 	default:
 		return false, nil
 	}
-	reserved, ended, err := r.beforeModel(sreq)
+	acct := account(sreq, layers{system: len(compactInstructions)}, st.summaryText(), lim.ContextWindow)
+	reserved, ended, err := r.beforeModel(acct.Estimate)
 	if ended || err != nil {
 		return ended, err
 	}
 	attempt := st.attempts + 1
 	if ended, err := r.reserve(reserved, entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1, Purpose: "compaction",
-		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD})); ended || err != nil {
+		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct})); ended || err != nil {
 		return ended, err
 	}
 	reply, err := r.generate(sreq, false)

@@ -309,8 +309,10 @@ func (r *runner) callModel() error {
 			Error: "the pre-generate hook failed, so the model was not called (fail closed): " + err.Error()})
 	}
 	instr := layer(a.Instructions, st.started.Instructions)
+	lay := layers{agent: len(a.Instructions)}
 	if extra != "" {
 		instr += "\n\n" + extra
+		lay.hook = 2 + len(extra)
 	}
 	names, specs, sourced := r.turnTools()
 	final := st.finalAt >= 0 || (a.Limits.FinalTurn && st.attempts+1 == a.Limits.ModelAttempts && len(st.turns) > 0 && len(names) > 0)
@@ -334,21 +336,23 @@ func (r *runner) callModel() error {
 	if a.Answer != nil {
 		req.Answer = a.Answer.request()
 	}
-	if compacted, err := r.maybeCompact(req); err != nil || r.st.ended != nil || r.lost() || r.cancelled.Load() {
+	acct := account(req, lay, st.summaryText(), a.Limits.ContextWindow)
+	if compacted, err := r.maybeCompact(acct.Estimate); err != nil || r.st.ended != nil || r.lost() || r.cancelled.Load() {
 		return err
 	} else if compacted {
 		req.Messages = st.messages()
+		acct = account(req, lay, st.summaryText(), a.Limits.ContextWindow)
 	}
 	if r.draining() {
 		return r.commit() // the step loop parks it
 	}
-	reserved, ended, err := r.beforeModel(req)
+	reserved, ended, err := r.beforeModel(acct.Estimate)
 	if ended || err != nil {
 		return err
 	}
 	attempt := st.attempts + 1
 	if ended, err := r.reserve(reserved, entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1,
-		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD})); ended || err != nil {
+		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct})); ended || err != nil {
 		return err
 	}
 	st = r.st
