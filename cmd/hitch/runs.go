@@ -188,6 +188,10 @@ func showRun(ctx context.Context, g *globals, id string) error {
 	if err != nil {
 		return err
 	}
+	reqs, err := requestsOf(ctx, e.store, id)
+	if err != nil {
+		return err
+	}
 	if g.json {
 		view := struct {
 			Run     runView      `json:"run"`
@@ -196,7 +200,13 @@ func showRun(ctx context.Context, g *globals, id string) error {
 			Budget  *budgetsView `json:"budget,omitempty"`
 			Waits   []hitch.Wait `json:"waits,omitempty"`
 			Sandbox *sandboxView `json:"sandbox,omitempty"`
-		}{runJSON(run), calls, familyView{fam.Runs, fam.Usage, fam.CostUSD}, nil, nil, sbox}
+			// Requests are the run's model requests with their context
+			// accounts.
+			Requests []hitchtype.ContextRequest `json:"requests"`
+		}{runJSON(run), calls, familyView{fam.Runs, fam.Usage, fam.CostUSD}, nil, nil, sbox, reqs}
+		if view.Requests == nil {
+			view.Requests = []hitchtype.ContextRequest{}
+		}
 		if run.Status == hitchtype.StatusWaiting {
 			view.Waits = waitsOf(ctx, e.store, id)
 		}
@@ -250,6 +260,7 @@ func showRun(ctx context.Context, g *globals, id string) error {
 		}
 		_ = tw.Flush()
 	}
+	printContext(w, reqs)
 	if run.Status == hitchtype.StatusWaiting {
 		printWaits(ctx, w, e.store, id)
 		fmt.Fprintln(w)

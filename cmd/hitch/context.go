@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/store"
+)
+
+// maxContextRows bounds the per-request table `runs show` prints; the
+// latest requests are kept.
+const maxContextRows = 20
+
+// requestsOf folds a run's journal into its model requests, reading at
+// most maxSandboxScan entries.
+func requestsOf(ctx context.Context, st store.Store, id string) ([]hitchtype.ContextRequest, error) {
+	var f hitchtype.ContextFold
+	for after := int64(0); after < maxSandboxScan; {
+		es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: id, After: after, Limit: 500})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			if err := f.Add(e.Kind, e.Data); err != nil {
+				return nil, fmt.Errorf("journal entry %d of %s: %w", e.Pos, id, err)
+			}
+		}
+		if len(es) < 500 {
+			break
+		}
+		after = es[len(es)-1].Pos
+	}
+	return f.Requests(), nil
+}
+
+// printContext prints the meter of a run's latest model request, then a
+// line for each request.
+func printContext(w io.Writer, reqs []hitchtype.ContextRequest) {
+	if len(reqs) == 0 {
+		return
+	}
+	last := reqs[len(reqs)-1]
+	fmt.Fprintf(w, "\ncontext  latest model request: attempt %d, turn %d%s\n", last.Attempt, last.Turn, purpose(last.Purpose))
+	printMeter(w, last)
+	if len(reqs) < 2 {
+		return
+	}
+	fmt.Fprintln(w, "\nrequests")
+	if n := len(reqs) - maxContextRows; n > 0 {
+		fmt.Fprintf(w, "  (%d earlier requests not shown)\n", n)
+		reqs = reqs[n:]
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ATTEMPT\tTURN\tPURPOSE\tESTIMATE\tFILL\tINPUT\tOUTPUT")
+	for _, r := range reqs {
+		est, fill := "not accounted", "-"
+		if a := r.Context; a != nil {
+			est = fmt.Sprint(a.Estimate)
+			if pct, ok := a.Fill(); ok {
+				fill = fmt.Sprintf("%.1f%%", pct)
+			}
+		}
+		in, out := reported(r)
+		fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Attempt, r.Turn, or(r.Purpose, "turn"), est, fill, in, out)
+	}
+	_ = tw.Flush()
+}
+
+// printMeter prints one request's account: the window, the estimate and
+// its fill, a bar, the categories that hold tokens, and the provider's
+// count.
+func printMeter(w io.Writer, r hitchtype.ContextRequest) {
+	a := r.Context
+	if a == nil {
+		fmt.Fprintln(w, "  not accounted (journaled before hitch kept context accounts)")
+	} else {
+		window := "not set (nothing is compacted)"
+		if a.Window > 0 {
+			window = fmt.Sprintf("%d tokens", a.Window)
+		}
+		fmt.Fprintf(w, "  window     %s\n", window)
+		fill := ""
+		if pct, ok := a.Fill(); ok {
+			fill = fmt.Sprintf(", %.1f%% of the window", pct)
+		}
+		fmt.Fprintf(w, "  estimate   %d tokens%s (estimator %s)\n", a.Estimate, fill, a.Estimator)
+		if a.Window > 0 {
+			fmt.Fprintf(w, "  meter      [%s]\n", bar(a, 40))
+		}
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		for _, c := range a.Categories.List() {
+			if c.Tokens > 0 {
+				fmt.Fprintf(tw, "    %s\t%d\n", c.Label, c.Tokens)
+			}
+		}
+		_ = tw.Flush()
+	}
+	in, out := reported(r)
+	fmt.Fprintf(w, "  reported   input %s, output %s\n", in, out)
+}
+
+// reported says what the provider counted for a request: "not reported"
+// when it gave nothing, never 0.
+func reported(r hitchtype.ContextRequest) (in, out string) {
+	switch {
+	case r.Result == "":
+		return "pending", "pending"
+	case r.Usage == nil:
+		return "not reported", "not reported"
+	}
+	return tokensOr(r.Usage.InputTokens), tokensOr(r.Usage.OutputTokens)
+}
+
+func tokensOr(v *int64) string {
+	if v == nil {
+		return "not reported"
+	}
+	return fmt.Sprint(*v)
+}
+
+func purpose(p string) string {
+	if p == "" {
+		return ""
+	}
+	return " (" + p + ")"
+}
+
+// bar draws a's fill of its window in width cells: # for the estimate,
+// . for the room left.
+func bar(a *hitchtype.ContextAccount, width int) string {
+	n := int(min(int64(width)*a.Estimate/max(a.Window, 1), int64(width)))
+	if a.Estimate > 0 && n == 0 {
+		n = 1
+	}
+	return strings.Repeat("#", n) + strings.Repeat(".", width-n)
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hitch-dev/hitch/hitchtype"
+)
+
+// TestRunsShowContextMeter: `runs show` prints the latest request's
+// context meter (window, estimate and fill, estimator, categories, the
+// provider's count, "not reported" when it gave none) and a line for
+// each request; --json carries every request's account.
+func TestRunsShowContextMeter(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{
+		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
+			"agents:\n  - {name: ops, model: m, instructions: You keep notes., policy: allow_all, limits: {context_window: 8000}}\n",
+		"script.yaml": "turns:\n  - calls: [{name: nothing}]\n  - {text: done, no_usage: true}\n",
+	})
+	cfg := filepath.Join(dir, "hitch.yaml")
+	if code, out, errOut := cli(t, "run", "-c", cfg, "--id", "m1", "take a note"); code != exitOK {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := cli(t, "runs", "show", "m1", "-c", cfg)
+	if code != exitOK {
+		t.Fatalf("runs show: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"context  latest model request: attempt 2, turn 2",
+		"  window     8000 tokens",
+		"% of the window (estimator bytes/4)",
+		"  meter      [#",
+		"agent instructions  4",
+		"tool results",
+		"  reported   input not reported, output not reported",
+		"ATTEMPT  TURN  PURPOSE  ESTIMATE  FILL  INPUT",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runs show lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "input 0") {
+		t.Errorf("runs show reports a count the provider did not give as 0:\n%s", out)
+	}
+
+	code, out, _ = cli(t, "runs", "show", "m1", "-c", cfg, "--json")
+	var v struct {
+		Requests []hitchtype.ContextRequest `json:"requests"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Requests) != 2 {
+		t.Fatalf("runs show --json: exit %d\n%s", code, out)
+	}
+	for _, r := range v.Requests {
+		a := r.Context
+		if a == nil || a.Window != 8000 || a.Estimator != "bytes/4" || a.Estimate == 0 || a.Estimate != a.Categories.Sum() {
+			t.Errorf("request %d: account %+v", r.Attempt, a)
+		}
+	}
+	if u := v.Requests[0].Usage; u == nil || u.InputTokens == nil {
+		t.Errorf("the first reply's usage is missing: %+v", v.Requests[0])
+	}
+	if v.Requests[1].Usage != nil || v.Requests[1].Result != "reply" {
+		t.Errorf("the second reply reported no usage, got %+v", v.Requests[1])
+	}
+}
