@@ -117,6 +117,8 @@ type ContextRequest struct {
 	// has not answered yet. A nil counter was not reported, which is not
 	// zero.
 	Usage *model.Usage `json:"usage,omitempty"`
+	// CostUSD is Usage at the model's price; nil when either is unknown.
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 }
 
 // ContextFold gathers a journal's model requests, entry by entry, in
@@ -131,6 +133,7 @@ func (f *ContextFold) Add(kind string, data []byte) error {
 	var attempt int
 	var result string
 	var usage *model.Usage
+	var cost *float64
 	switch kind {
 	case KindModelAttempt:
 		var a ModelAttempt
@@ -148,13 +151,13 @@ func (f *ContextFold) Add(kind string, data []byte) error {
 		if err := json.Unmarshal(data, &m); err != nil {
 			return fmt.Errorf("decode %s: %w", kind, err)
 		}
-		attempt, result, usage = m.Attempt, "reply", m.Reply.Usage
+		attempt, result, usage, cost = m.Attempt, "reply", m.Reply.Usage, m.CostUSD
 	case KindCompacted:
 		var m Compacted
 		if err := json.Unmarshal(data, &m); err != nil {
 			return fmt.Errorf("decode %s: %w", kind, err)
 		}
-		attempt, result, usage = m.Attempt, "reply", m.Usage
+		attempt, result, usage, cost = m.Attempt, "reply", m.Usage, m.CostUSD
 		if m.Error != "" && m.Usage == nil {
 			result = "failed"
 		}
@@ -174,10 +177,28 @@ func (f *ContextFold) Add(kind string, data []byte) error {
 		return nil
 	}
 	if i, ok := f.at[attempt]; ok && f.reqs[i].Result == "" {
-		f.reqs[i].Result, f.reqs[i].Usage = result, usage
+		f.reqs[i].Result, f.reqs[i].Usage, f.reqs[i].CostUSD = result, usage, cost
 	}
 	return nil
 }
 
 // Requests returns the requests folded so far, oldest first.
 func (f *ContextFold) Requests() []ContextRequest { return f.reqs }
+
+// CostSoFar sums the cost of the requests that have come back. It is nil
+// when any of them is not priced (no usage reported, no price, or
+// journaled before replies were priced): never a made-up figure. A
+// request still in flight is not counted yet.
+func CostSoFar(reqs []ContextRequest) *float64 {
+	total := 0.0
+	for _, r := range reqs {
+		if r.Result == "" {
+			continue
+		}
+		if r.CostUSD == nil {
+			return nil
+		}
+		total += *r.CostUSD
+	}
+	return &total
+}

@@ -101,6 +101,10 @@ type ModelReply struct {
 	Attempt int         `json:"attempt"`
 	Turn    int         `json:"turn"`
 	Reply   model.Reply `json:"reply"`
+	// CostUSD is the reply's usage at the model's price when it came;
+	// absent when the price or a counter is unknown (and in journals
+	// written before replies were priced).
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 }
 
 // ModelFailed is a failed attempt.
@@ -124,6 +128,8 @@ type Compacted struct {
 	Summary string       `json:"summary,omitempty"`
 	Error   string       `json:"error,omitempty"`
 	Usage   *model.Usage `json:"usage,omitempty"`
+	// CostUSD prices Usage as ModelReply.CostUSD does.
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 }
 
 // ModelInterrupted records, at recovery, an attempt whose process stopped

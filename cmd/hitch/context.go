@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
@@ -137,4 +138,34 @@ func bar(a *hitchtype.ContextAccount, width int) string {
 		n = 1
 	}
 	return strings.Repeat("#", n) + strings.Repeat(".", width-n)
+}
+
+// runningCostView is a family's or a session's cost so far, as --json
+// reports it: usd is null when not priced.
+type runningCostView struct {
+	USD  *float64 `json:"usd"`
+	Runs int      `json:"runs"`
+	Live int      `json:"live"`
+}
+
+func costJSON(c *hitch.RunningCost) *runningCostView {
+	if c == nil {
+		return nil
+	}
+	return &runningCostView{USD: c.USD, Runs: c.Runs, Live: c.Live}
+}
+
+// costLine says what a family or session (where) has cost so far.
+func costLine(c hitch.RunningCost, where string) string {
+	runs := fmt.Sprintf("%d runs %s", c.Runs, where)
+	if c.Runs == 1 {
+		runs = "1 run " + where
+	}
+	if c.Live > 0 {
+		runs += fmt.Sprintf(", %d still running", c.Live)
+	}
+	if c.USD == nil {
+		return "not priced (a model without a price, or a call that reported no usage); " + runs
+	}
+	return fmt.Sprintf("$%.6f so far; %s", *c.USD, runs)
 }

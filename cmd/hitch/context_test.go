@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ import (
 func TestRunsShowContextMeter(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
+		"hitch.yaml": "store: runs.db\nprices: {scripted/script: {input: 1, output: 2}}\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
 			"agents:\n  - {name: ops, model: m, instructions: You keep notes., policy: allow_all, limits: {context_window: 8000}}\n",
 		"script.yaml": "turns:\n  - calls: [{name: nothing}]\n  - {text: done, no_usage: true}\n",
 	})
@@ -37,6 +38,7 @@ func TestRunsShowContextMeter(t *testing.T) {
 		"tool results",
 		"  reported   input not reported, output not reported",
 		"ATTEMPT  TURN  PURPOSE  ESTIMATE  FILL  INPUT",
+		"spent    not priced (a model without a price, or a call that reported no usage); 1 run in the family",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("runs show lacks %q:\n%s", want, out)
@@ -64,5 +66,41 @@ func TestRunsShowContextMeter(t *testing.T) {
 	}
 	if v.Requests[1].Usage != nil || v.Requests[1].Result != "reply" {
 		t.Errorf("the second reply reported no usage, got %+v", v.Requests[1])
+	}
+}
+
+// TestSessionsShowCost: `sessions show` says what the session has cost so
+// far, summed over its submissions' runs.
+func TestSessionsShowCost(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{
+		"hitch.yaml": "store: runs.db\nprices: {scripted/script: {input: 1000, output: 2000}}\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
+			"agents:\n  - {name: ops, model: m, policy: allow_all}\n",
+		"script.yaml": "turns:\n  - text: noted\nrepeat: true\n",
+	})
+	cfg := filepath.Join(dir, "hitch.yaml")
+	for _, msg := range []string{"one", "two"} {
+		if code, out, errOut := cli(t, "sessions", "send", "s1", msg, "-c", cfg); code != exitOK {
+			t.Fatalf("send: exit %d\n%s%s", code, out, errOut)
+		}
+	}
+	code, out, _ := cli(t, "sessions", "show", "s1", "-c", cfg, "--json")
+	var v struct {
+		CostUSD     *float64 `json:"cost_usd"`
+		RunningCost struct {
+			USD  *float64 `json:"usd"`
+			Runs int      `json:"runs"`
+			Live int      `json:"live"`
+		} `json:"running_cost"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || v.CostUSD == nil || v.RunningCost.USD == nil {
+		t.Fatalf("sessions show --json: exit %d\n%s", code, out)
+	}
+	if rc := v.RunningCost; rc.Runs != 2 || rc.Live != 0 || *rc.USD == 0 || *rc.USD-*v.CostUSD > 1e-12 || *v.CostUSD-*rc.USD > 1e-12 {
+		t.Errorf("running cost %+v, want $%v over 2 runs", rc, *v.CostUSD)
+	}
+	code, out, _ = cli(t, "sessions", "show", "s1", "-c", cfg)
+	if want := fmt.Sprintf("cost: $%.6f so far; 2 runs in the session\n", *v.CostUSD); code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("sessions show lacks %q:\n%s", want, out)
 	}
 }

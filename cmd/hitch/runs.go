@@ -192,6 +192,10 @@ func showRun(ctx context.Context, g *globals, id string) error {
 	if err != nil {
 		return err
 	}
+	famCost, err := rt.FamilyCost(ctx, run.RootID)
+	if err != nil {
+		return err
+	}
 	if g.json {
 		view := struct {
 			Run     runView      `json:"run"`
@@ -203,7 +207,9 @@ func showRun(ctx context.Context, g *globals, id string) error {
 			// Requests are the run's model requests with their context
 			// accounts.
 			Requests []hitchtype.ContextRequest `json:"requests"`
-		}{runJSON(run), calls, familyView{fam.Runs, fam.Usage, fam.CostUSD}, nil, nil, sbox, reqs}
+			// FamilyCost is what the run's family has cost so far.
+			FamilyCost *runningCostView `json:"family_cost"`
+		}{runJSON(run), calls, familyView{fam.Runs, fam.Usage, fam.CostUSD}, nil, nil, sbox, reqs, costJSON(&famCost)}
 		if view.Requests == nil {
 			view.Requests = []hitchtype.ContextRequest{}
 		}
@@ -241,6 +247,7 @@ func showRun(ctx context.Context, g *globals, id string) error {
 	if fam.Runs > 1 {
 		fmt.Fprintf(w, "family   %d runs, tokens in %s, out %s, cost %s\n", fam.Runs, count(fam.Usage.InputTokens), count(fam.Usage.OutputTokens), usd(fam.CostUSD))
 	}
+	fmt.Fprintf(w, "spent    %s\n", costLine(famCost, "in the family"))
 	if hasBudget {
 		fmt.Fprintf(w, "budget   %s\n", budgetLine(limits, used))
 	}

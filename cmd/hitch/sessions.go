@@ -117,7 +117,7 @@ type queuedLine struct {
 	Text     string         `json:"text"`
 }
 
-func statusJSON(st hitch.SessionStatus) any {
+func statusJSON(st hitch.SessionStatus, cost *hitch.RunningCost) any {
 	subs := make([]submissionLine, 0, len(st.Submissions))
 	for _, s := range st.Submissions {
 		subs = append(subs, submissionLine{s.MessageID, s.RunID, s.Text, s.Joined, s.Outcome, s.Status, s.Reason, s.Answer, s.Error, s.Usage, s.CostUSD})
@@ -132,12 +132,17 @@ func statusJSON(st hitch.SessionStatus) any {
 		Submissions []submissionLine `json:"submissions"`
 		Usage       hitch.Usage      `json:"usage"`
 		CostUSD     *float64         `json:"cost_usd"`
-	}{sessionJSON(st.Session), q, subs, st.Usage, st.CostUSD}
+		RunningCost *runningCostView `json:"running_cost,omitempty"`
+	}{sessionJSON(st.Session), q, subs, st.Usage, st.CostUSD, costJSON(cost)}
 }
 
-func (e *env) printStatus(st hitch.SessionStatus) {
+func (e *env) printStatus(st hitch.SessionStatus) { e.printStatusCost(st, nil) }
+
+// printStatusCost prints a session's status and, when cost is set, what
+// the session has cost so far.
+func (e *env) printStatusCost(st hitch.SessionStatus, cost *hitch.RunningCost) {
 	if e.g.json {
-		e.printJSON(statusJSON(st))
+		e.printJSON(statusJSON(st, cost))
 		return
 	}
 	w := e.g.stdout
@@ -167,6 +172,9 @@ func (e *env) printStatus(st hitch.SessionStatus) {
 		fmt.Fprintf(w, "  queued %s (%s): %s\n", m.ID, m.Mode, clip(m.Text, 100))
 	}
 	fmt.Fprintf(w, "usage: %d generations, input %s, output %s tokens\n", st.Usage.Generations, count(st.Usage.InputTokens), count(st.Usage.OutputTokens))
+	if cost != nil {
+		fmt.Fprintf(w, "cost: %s\n", costLine(*cost, "in the session"))
+	}
 }
 
 func newSessionsShow(g *globals) *cobra.Command {
@@ -179,7 +187,11 @@ func newSessionsShow(g *globals) *cobra.Command {
 			if err != nil {
 				return sessionErr(err)
 			}
-			e.printStatus(st)
+			cost, err := e.rt.SessionCost(ctx, a[0])
+			if err != nil {
+				return sessionErr(err)
+			}
+			e.printStatusCost(st, &cost)
 			return nil
 		}),
 	}

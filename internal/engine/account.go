@@ -56,3 +56,12 @@ func (s *state) summaryText() string {
 	}
 	return summaryPrefix + s.summary
 }
+
+// costOf prices one reply's usage at the agent's model's price; nil when
+// either is unknown.
+func (r *runner) costOf(u *model.Usage) *float64 {
+	if usd, known := r.e.cfg.Prices.Cost(r.agent.Model.Name(), u); known {
+		return &usd
+	}
+	return nil
+}

@@ -70,7 +70,7 @@ func (r *runner) maybeCompact(est int64) (compacted bool, err error) {
 	}
 	if r.cancelled.Load() {
 		if err == nil && reply.Text != "" {
-			r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Summary: reply.Text, Usage: reply.Usage}))
+			r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Summary: reply.Text, Usage: reply.Usage, CostUSD: r.costOf(reply.Usage)}))
 			r.settleModel(reserved, reply.Usage)
 		}
 		return false, nil
@@ -83,7 +83,7 @@ func (r *runner) maybeCompact(est int64) (compacted bool, err error) {
 		r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Error: why}))
 		return false, nil
 	}
-	r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Summary: reply.Text, Usage: reply.Usage}))
+	r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Summary: reply.Text, Usage: reply.Usage, CostUSD: r.costOf(reply.Usage)}))
 	if ended, err := r.afterReply(reserved, reply.Usage); ended || err != nil {
 		return ended, err
 	}

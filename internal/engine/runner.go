@@ -365,7 +365,7 @@ func (r *runner) callModel() error {
 		// its usage is counted; without one, finish records the attempt
 		// as interrupted.
 		if err == nil {
-			r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply}))
+			r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(reply.Usage)}))
 			r.settleModel(reserved, reply.Usage)
 		}
 		return nil
@@ -375,7 +375,7 @@ func (r *runner) callModel() error {
 			RetryAfterMS: model.RetryAfterOf(err).Milliseconds()}))
 		return nil
 	}
-	r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply}))
+	r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(reply.Usage)}))
 	_, err = r.afterReply(reserved, reply.Usage)
 	return err
 }
