@@ -116,6 +116,7 @@ func New(cfg Config) (*Server, error) {
 	s.registerWorkspaces()
 	s.registerAgents()
 	s.registerSessions()
+	s.registerContext()
 	s.documentCommonErrors()
 	if err := s.mountMCP(mux); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)

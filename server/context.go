@@ -1,0 +1,64 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/hitchtype"
+)
+
+// maxContextRequests bounds the requests GET /v1/runs/{id}/context
+// answers with; the latest are kept.
+const maxContextRequests = 100
+
+func (s *Server) registerContext() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "run-context", Method: http.MethodGet, Path: "/v1/runs/{id}/context", Tags: []string{"runs"},
+		Summary: "Read where a run's model requests put their tokens, and what its family has cost so far",
+		Description: "Each model request's context account (the instruction layers, tool definitions, the transcript by role, " +
+			"the compaction summary and the answer schema, estimated; the window it was fitted into; the estimator), " +
+			"with the provider's exact usage once the reply came. The same account is data.context of the journal's model.attempt entries.",
+		Errors: []int{http.StatusNotFound},
+	}, func(ctx context.Context, in *struct {
+		ID string `path:"id" maxLength:"128" doc:"The run's id."`
+	}) (*struct{ Body api.RunContext }, error) {
+		run, err := s.run(ctx, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		reqs, err := s.cfg.Runtime.ContextRequests(ctx, run.ID)
+		if err != nil {
+			return nil, s.fail("read context", err)
+		}
+		cost, err := s.cfg.Runtime.FamilyCost(ctx, run.RootID)
+		if err != nil {
+			return nil, s.fail("read family cost", err)
+		}
+		out := api.RunContext{Run: run.ID, Requests: []api.ContextRequest{},
+			FamilyCost: api.RunningCost{USD: cost.USD, Runs: cost.Runs, Live: cost.Live}}
+		if n := len(reqs) - maxContextRequests; n > 0 {
+			out.Omitted, reqs = n, reqs[n:]
+		}
+		for _, r := range reqs {
+			out.Requests = append(out.Requests, wireContextRequest(r))
+		}
+		return &struct{ Body api.RunContext }{out}, nil
+	})
+}
+
+func wireContextRequest(r hitchtype.ContextRequest) api.ContextRequest {
+	out := api.ContextRequest{Attempt: r.Attempt, Turn: r.Turn, Purpose: r.Purpose, Result: r.Result, CostUSD: r.CostUSD}
+	if a := r.Context; a != nil {
+		c := a.Categories
+		out.Context = &api.ContextAccount{Estimator: a.Estimator, Window: a.Window, Estimate: a.Estimate, Categories: api.ContextCategories{
+			System: c.System, Agent: c.Agent, Run: c.Run, Hook: c.Hook, Tools: c.Tools, User: c.User, Assistant: c.Assistant,
+			ToolResults: c.ToolResults, Summary: c.Summary, AnswerSchema: c.AnswerSchema}}
+	}
+	if u := r.Usage; u != nil {
+		out.Usage = &api.ReplyUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens}
+	}
+	return out
+}
