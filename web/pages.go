@@ -38,6 +38,7 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("$%.4f", *c)
 	},
 	"pretty": prettyJSON,
+	"runningCost": runningCost,
 	"pair": func(a api.Approval, back, csrf string) approvalForm {
 		return approvalForm{A: a, Back: back, CSRF: csrf}
 	},
@@ -140,6 +141,8 @@ type runData struct {
 	Uncertain []string
 	Approvals []api.Approval
 	Waiting   string
+	// Context is the context meter of the latest model request.
+	Context contextData
 }
 
 type familyRow struct {
@@ -198,6 +201,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	if res := c.get(r, "/v1/runs?root_id="+url.QueryEscape(d.Run.RootID)+"&limit=1000", &fam); res.ok() && len(fam.Runs) > 1 {
 		d.Family = familyTree(fam.Runs, d.Run.ID)
 	}
+	d.Context = c.contextMeter(r, esc)
 	p := page{Title: "Run " + d.Run.ID, Nav: "runs", Data: d, Error: r.FormValue("error"), Notice: r.FormValue("notice")}
 	c.render(w, r, http.StatusOK, "run", p)
 }
@@ -446,6 +450,7 @@ func view(e api.Entry) entryView {
 		_ = json.Unmarshal(e.Data, &d)
 		v.Title = fmt.Sprintf("model call, turn %d attempt %d", d.Turn, d.Attempt)
 		add("purpose", d.Purpose)
+		add("context", contextField(d.Context))
 	case hitchtype.KindModelFailed:
 		var d hitchtype.ModelFailed
 		_ = json.Unmarshal(e.Data, &d)

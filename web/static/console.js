@@ -40,7 +40,7 @@ async function refreshPanels() {
   const res = await fetch(location.pathname, { credentials: "same-origin" });
   if (!res.ok) return;
   const doc = new DOMParser().parseFromString(await res.text(), "text/html");
-  for (const id of ["summary", "actions"]) {
+  for (const id of ["summary", "actions", "context"]) {
     const fresh = doc.getElementById(id), cur = document.getElementById(id);
     if (fresh && cur) cur.replaceWith(fresh);
   }
@@ -61,7 +61,7 @@ function follow(list) {
     localTimes(list.lastElementChild.parentNode);
     if (atBottom) window.scrollTo(0, document.body.scrollHeight);
     const kind = list.lastElementChild.className;
-    if (kind.includes("k-run-waiting") || kind.includes("k-call-reconciled") || kind.includes("k-approval-")) refreshPanels();
+    if (kind.includes("k-run-waiting") || kind.includes("k-call-reconciled") || kind.includes("k-approval-") || kind.includes("k-model-reply")) refreshPanels();
   });
   es.addEventListener("end", () => {
     es.close();
