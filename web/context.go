@@ -10,6 +10,8 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 )
 
+func init() { funcs["runningCost"] = runningCost }
+
 // meterWidth is the SVG meter's width in user units; segments are laid
 // out on it in proportion to the window (or, with no window, to the
 // estimate).

@@ -38,7 +38,6 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("$%.4f", *c)
 	},
 	"pretty": prettyJSON,
-	"runningCost": runningCost,
 	"pair": func(a api.Approval, back, csrf string) approvalForm {
 		return approvalForm{A: a, Back: back, CSRF: csrf}
 	},
