@@ -8,7 +8,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -168,4 +170,38 @@ func costLine(c hitch.RunningCost, where string) string {
 		return "not priced (a model without a price, or a call that reported no usage); " + runs
 	}
 	return fmt.Sprintf("$%.6f so far; %s", *c.USD, runs)
+}
+
+// printRemoteContext prints, for runs show --server, the run's context
+// meter and its family's cost, read from GET /v1/runs/{id}/context.
+func printRemoteContext(ctx context.Context, r *remote, id string) error {
+	rc, err := r.c.RunContext(ctx, id)
+	if err != nil {
+		return err
+	}
+	w := r.g.stdout
+	fmt.Fprintf(w, "spent %s\n", costLine(hitch.RunningCost{USD: rc.FamilyCost.USD, Runs: rc.FamilyCost.Runs, Live: rc.FamilyCost.Live}, "in the family"))
+	reqs := make([]hitchtype.ContextRequest, 0, len(rc.Requests))
+	for _, q := range rc.Requests {
+		reqs = append(reqs, contextRequestOf(q))
+	}
+	if rc.Omitted > 0 {
+		fmt.Fprintf(w, "(%d earlier model requests are not listed)\n", rc.Omitted)
+	}
+	printContext(w, reqs)
+	return nil
+}
+
+func contextRequestOf(q api.ContextRequest) hitchtype.ContextRequest {
+	out := hitchtype.ContextRequest{Attempt: q.Attempt, Turn: q.Turn, Purpose: q.Purpose, Result: q.Result, CostUSD: q.CostUSD}
+	if a := q.Context; a != nil {
+		c := a.Categories
+		out.Context = &hitchtype.ContextAccount{Estimator: a.Estimator, Window: a.Window, Estimate: a.Estimate, Categories: hitchtype.ContextCategories{
+			System: c.System, Agent: c.Agent, Run: c.Run, Hook: c.Hook, Tools: c.Tools, User: c.User, Assistant: c.Assistant,
+			ToolResults: c.ToolResults, Summary: c.Summary, AnswerSchema: c.AnswerSchema}}
+	}
+	if u := q.Usage; u != nil {
+		out.Usage = &model.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens}
+	}
+	return out
 }

@@ -256,7 +256,7 @@ func remoteRunsShow(ctx context.Context, r *remote, a []string) error {
 	}
 	fmt.Fprintf(r.g.stdout, "steps %d, created %s, updated %s\n", run.Position, run.CreatedAt.Local().Format(time.DateTime), run.UpdatedAt.Local().Format(time.DateTime))
 	r.out.outcome(runOf(run))
-	return nil
+	return printRemoteContext(ctx, r, run.ID)
 }
 
 func remoteRunsEvents(ctx context.Context, r *remote, a []string) error {
