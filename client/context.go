@@ -15,3 +15,11 @@ func (c *Client) RunContext(ctx context.Context, id string) (api.RunContext, err
 	_, err := c.do(ctx, "read context of "+id, http.MethodGet, "/v1/runs/"+esc(id)+"/context", nil, nil, &out)
 	return out, err
 }
+
+// SessionCost returns what a session has cost so far: every submission's
+// run and sub-agents, the one at work included.
+func (c *Client) SessionCost(ctx context.Context, id string) (api.RunningCost, error) {
+	var out api.RunningCost
+	_, err := c.do(ctx, "read cost of session "+id, http.MethodGet, "/v1/sessions/"+esc(id)+"/cost", nil, nil, &out)
+	return out, err
+}

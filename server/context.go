@@ -47,6 +47,23 @@ func (s *Server) registerContext() {
 		}
 		return &struct{ Body api.RunContext }{out}, nil
 	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "session-cost", Method: http.MethodGet, Path: "/v1/sessions/{id}/cost", Tags: []string{"sessions"},
+		Summary:     "Read what a session has cost so far",
+		Description: "Every submission's run and its sub-agents, the one at work included, summed in USD; usd is null when not priced.",
+		Errors:      []int{http.StatusNotFound},
+	}, func(ctx context.Context, in *struct {
+		ID string `path:"id" maxLength:"128" doc:"The session's id."`
+	}) (*struct{ Body api.RunningCost }, error) {
+		if _, err := s.session(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		c, err := s.cfg.Runtime.SessionCost(ctx, in.ID)
+		if err != nil {
+			return nil, s.fail("read session cost", err)
+		}
+		return &struct{ Body api.RunningCost }{api.RunningCost{USD: c.USD, Runs: c.Runs, Live: c.Live}}, nil
+	})
 }
 
 func wireContextRequest(r hitchtype.ContextRequest) api.ContextRequest {

@@ -46,6 +46,19 @@ func TestRunContext(t *testing.T) {
 	}
 	c.do("GET", "/v1/runs/nosuch/context", nil).want(t, 404, api.TypeNotFound)
 
+	// A session's cost: unpriced here, over its one submission's run.
+	createSession(t, c, "echo", "s1")
+	sendMsg(t, c, "s1", "hello", "", "")
+	if _, err := ip.rt.AwaitSession(context.Background(), "s1"); err != nil {
+		t.Fatal(err)
+	}
+	var sc api.RunningCost
+	c.do("GET", "/v1/sessions/s1/cost", nil).want(t, 200, "").decode(t, &sc)
+	if sc.Runs != 1 || sc.Live != 0 || sc.USD != nil {
+		t.Errorf("session cost %+v, want one run, not priced", sc)
+	}
+	c.do("GET", "/v1/sessions/nosuch/cost", nil).want(t, 404, api.TypeNotFound)
+
 	// The Go client reads the same.
 	gc, err := hc.New(ts.URL, hc.WithToken(tokAdmin))
 	if err != nil {
@@ -54,6 +67,9 @@ func TestRunContext(t *testing.T) {
 	got, err := gc.RunContext(context.Background(), "c1")
 	if err != nil || len(got.Requests) != 1 || *got.Requests[0].Context != *a {
 		t.Errorf("client: %+v %v", got, err)
+	}
+	if got, err := gc.SessionCost(context.Background(), "s1"); err != nil || got != sc {
+		t.Errorf("client, session cost: %+v %v", got, err)
 	}
 	if _, err := gc.RunContext(context.Background(), "nosuch"); !errors.Is(err, hc.ErrNotFound) {
 		t.Errorf("client, an unknown run: %v", err)

@@ -131,4 +131,11 @@ func TestRemoteRunsShowContext(t *testing.T) {
 			t.Errorf("runs show --server lacks %q:\n%s", want, out)
 		}
 	}
+	if code, out, errOut := cli(t, "--server", url, "sessions", "send", "s1", "hello", "--agent", "quick"); code != exitOK {
+		t.Fatalf("sessions send: %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = cli(t, "--server", url, "sessions", "show", "s1")
+	if want := "cost: not priced (a model without a price, or a call that reported no usage); 1 run in the session"; code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("sessions show --server lacks %q: %d\n%s", want, code, out)
+	}
 }

@@ -72,7 +72,11 @@ func remoteSessionsShow(ctx context.Context, r *remote, a []string) error {
 	if err != nil {
 		return err
 	}
-	r.env().printStatus(sessionStatusOf(st))
+	c, err := r.c.SessionCost(ctx, a[0])
+	if err != nil {
+		return err
+	}
+	r.env().printStatusCost(sessionStatusOf(st), &hitch.RunningCost{USD: c.USD, Runs: c.Runs, Live: c.Live})
 	return nil
 }
 
