@@ -114,6 +114,7 @@ var Defaults = []Default{
 	{"triggers: schedule_wake sets a wake at most this far ahead", "MaxWakeAhead", "366 days", "fixed"},
 	{"triggers: input or text of a binding", "MaxTriggerTextBytes", "32 KiB", "fixed"},
 	{"journal entries read per page", "store.DefaultReadLimit", "1000", ""},
+	{"model requests with their context accounts in one GET /v1/runs/{id}/context (the latest)", "server.MaxContextRequests", "100", "fixed"},
 	{"approval requests listed per page", "PendingApprovalsParams.Limit", "100", "1–1000"},
 	{"session message text", "Config.Sessions.MaxMessageBytes", "256 KiB", "1 B–16 MiB"},
 	{"session send idempotency key remembered", "Config.Sessions.IdempotencyTTL", "24h", "1s–720h"},

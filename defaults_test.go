@@ -14,6 +14,7 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/secret"
+	"github.com/hitch-dev/hitch/server"
 	"github.com/hitch-dev/hitch/server/mcpserver"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/telemetry"
@@ -107,6 +108,7 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"Limits.PendingCallTimeout", strings.TrimSuffix(dur(l.PendingCallTimeout), "0m0s")},
 		{"hitchtype.MaxEventNameBytes / MaxWakeDataBytes", itoa(hitchtype.MaxEventNameBytes) + " B / " + itoa(hitchtype.MaxWakeDataBytes>>10) + " KiB"},
 		{"web.JournalPage", itoa(web.JournalPage)},
+		{"server.MaxContextRequests", itoa(server.MaxContextRequests)},
 		{"web.Config.SessionMaxAge", itoa(int(web.DefaultSessionMaxAge/time.Hour)) + "h"},
 		{"web.CountCap", itoa(web.CountCap)},
 		{"web.MaxShown", itoa(web.MaxShown>>10) + " KiB"},

@@ -10,9 +10,9 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 )
 
-// maxContextRequests bounds the requests GET /v1/runs/{id}/context
+// MaxContextRequests bounds the model requests GET /v1/runs/{id}/context
 // answers with; the latest are kept.
-const maxContextRequests = 100
+const MaxContextRequests = 100
 
 func (s *Server) registerContext() {
 	huma.Register(s.api, huma.Operation{
@@ -39,7 +39,7 @@ func (s *Server) registerContext() {
 		}
 		out := api.RunContext{Run: run.ID, Requests: []api.ContextRequest{},
 			FamilyCost: api.RunningCost{USD: cost.USD, Runs: cost.Runs, Live: cost.Live}}
-		if n := len(reqs) - maxContextRequests; n > 0 {
+		if n := len(reqs) - MaxContextRequests; n > 0 {
 			out.Omitted, reqs = n, reqs[n:]
 		}
 		for _, r := range reqs {
