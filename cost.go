@@ -31,6 +31,50 @@ func (rt *Runtime) ContextRequests(ctx context.Context, runID string) ([]hitchty
 	}
 }
 
+// LatestContextRequests returns up to n of a run's latest model
+// requests, oldest first, as ContextRequests does; more reports that
+// earlier ones exist. It reads the journal backwards from its end a page
+// at a time and stops once it holds n+1 requests, so a long journal costs
+// what its last turns hold.
+func (rt *Runtime) LatestContextRequests(ctx context.Context, runID string, n int) (reqs []hitchtype.ContextRequest, more bool, err error) {
+	if n < 1 {
+		return nil, false, fmt.Errorf("latest context requests of %s: n %d: want at least 1", runID, n)
+	}
+	run, err := rt.cfg.Store.RunGet(ctx, runID)
+	if err != nil {
+		return nil, false, fmt.Errorf("latest context requests of %s: %w", runID, err)
+	}
+	var pages [][]store.Entry
+	seen := 0
+	for from := run.Position; from > 0 && seen <= n; {
+		after := max(0, from-int64(store.DefaultReadLimit))
+		es, err := rt.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: runID, After: after, Limit: int(from - after)})
+		if err != nil {
+			return nil, false, fmt.Errorf("latest context requests of %s: %w", runID, err)
+		}
+		for _, e := range es {
+			if e.Kind == hitchtype.KindModelAttempt {
+				seen++
+			}
+		}
+		pages = append(pages, es)
+		from = after
+	}
+	var f hitchtype.ContextFold
+	for i := len(pages) - 1; i >= 0; i-- {
+		for _, e := range pages[i] {
+			if err := f.Add(e.Kind, e.Data); err != nil {
+				return nil, false, fmt.Errorf("latest context requests of %s: entry %d: %w", runID, e.Pos, err)
+			}
+		}
+	}
+	reqs = f.Requests()
+	if len(reqs) > n {
+		return reqs[len(reqs)-n:], true, nil
+	}
+	return reqs, false, nil
+}
+
 // RunningCost is what a family of runs, or a session, has cost so far.
 type RunningCost struct {
 	// USD sums every model reply so far, at the model's price when it

@@ -131,3 +131,39 @@ func TestSessionCostSumsItsSubmissions(t *testing.T) {
 		t.Fatalf("session cost %+v %v, want $%v", c, err, *st.CostUSD)
 	}
 }
+
+// TestLatestContextRequests: the latest requests, read backwards from the
+// journal's end across pages, are the tail of all of them, each paired
+// with its reply.
+func TestLatestContextRequests(t *testing.T) {
+	t.Parallel()
+	a := build(t, hitch.Spec{Name: "long", Model: scripted.New("long", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{{Name: "nothing"}}},
+	}, Repeat: true}), Limits: hitch.Limits{ModelAttempts: 400}})
+	rt := openPriced(t, a)
+	run := runToRest(t, rt, a, "go on and on")
+	if run.Status != hitchtype.StatusCompleted || run.Position < 1100 {
+		t.Fatalf("run: %s at %d entries, want a completed journal of more than one page", run.Status, run.Position)
+	}
+	ctx := context.Background()
+	all, err := rt.ContextRequests(ctx, run.ID)
+	if err != nil || len(all) != 400 {
+		t.Fatalf("%d requests, %v; want 400", len(all), err)
+	}
+	for _, n := range []int{1, 2, 350, 400, 1000} {
+		got, more, err := rt.LatestContextRequests(ctx, run.ID, n)
+		want := all[max(0, len(all)-n):]
+		if err != nil || more != (n < len(all)) || len(got) != len(want) {
+			t.Fatalf("n %d: %d requests, more %v, %v; want %d", n, len(got), more, err, len(want))
+		}
+		for i := range got {
+			if got[i].Attempt != want[i].Attempt || got[i].Result != "reply" || got[i].Usage == nil || got[i].Context == nil ||
+				*got[i].Context != *want[i].Context {
+				t.Fatalf("n %d: request %d is %+v, want %+v", n, i, got[i], want[i])
+			}
+		}
+	}
+	if _, _, err := rt.LatestContextRequests(ctx, run.ID, 0); err == nil {
+		t.Error("n 0 was accepted")
+	}
+}

@@ -4,8 +4,8 @@ package api
 // of a run put its tokens, and what the run's family has cost so far.
 type RunContext struct {
 	Run      string           `json:"run" doc:"The run's id."`
-	Requests []ContextRequest `json:"requests" nullable:"false" doc:"The run's model requests, oldest first; the latest last. At most the last 100: see omitted."`
-	Omitted  int              `json:"omitted" doc:"How many earlier requests are left out."`
+	Requests []ContextRequest `json:"requests" nullable:"false" doc:"The run's latest model requests, oldest first, at most limit of them; the latest last."`
+	More     bool             `json:"more" doc:"Earlier requests exist that are not listed."`
 	// FamilyCost is the running cost of the run's family.
 	FamilyCost RunningCost `json:"family_cost" doc:"What the run's family (its root and every sub-agent run) has cost so far."`
 }

@@ -3,16 +3,22 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/hitch-dev/hitch/api"
 )
 
-// RunContext returns where a run's model requests put their tokens (the
-// latest 100), with the provider's usage, and what the run's family has
-// cost so far.
-func (c *Client) RunContext(ctx context.Context, id string) (api.RunContext, error) {
+// RunContext returns where a run's latest model requests put their
+// tokens (at most limit, 1 to 100; 0 is 100), with the provider's usage,
+// and what the run's family has cost so far.
+func (c *Client) RunContext(ctx context.Context, id string, limit int) (api.RunContext, error) {
 	var out api.RunContext
-	_, err := c.do(ctx, "read context of "+id, http.MethodGet, "/v1/runs/"+esc(id)+"/context", nil, nil, &out)
+	var q url.Values
+	if limit > 0 {
+		q = url.Values{"limit": {strconv.Itoa(limit)}}
+	}
+	_, err := c.do(ctx, "read context of "+id, http.MethodGet, "/v1/runs/"+esc(id)+"/context", q, nil, &out)
 	return out, err
 }
 

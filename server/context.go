@@ -11,7 +11,7 @@ import (
 )
 
 // MaxContextRequests bounds the model requests GET /v1/runs/{id}/context
-// answers with; the latest are kept.
+// answers with (its limit); the latest are kept.
 const MaxContextRequests = 100
 
 func (s *Server) registerContext() {
@@ -23,13 +23,14 @@ func (s *Server) registerContext() {
 			"with the provider's exact usage once the reply came. The same account is data.context of the journal's model.attempt entries.",
 		Errors: []int{http.StatusNotFound},
 	}, func(ctx context.Context, in *struct {
-		ID string `path:"id" maxLength:"128" doc:"The run's id."`
+		ID    string `path:"id" maxLength:"128" doc:"The run's id."`
+		Limit int    `query:"limit" minimum:"1" maximum:"100" default:"100" doc:"How many of the latest requests to list. The journal is read backwards from its end until they are found, so a small limit is cheap on a long journal."`
 	}) (*struct{ Body api.RunContext }, error) {
 		run, err := s.run(ctx, in.ID)
 		if err != nil {
 			return nil, err
 		}
-		reqs, err := s.cfg.Runtime.ContextRequests(ctx, run.ID)
+		reqs, more, err := s.cfg.Runtime.LatestContextRequests(ctx, run.ID, min(max(in.Limit, 1), MaxContextRequests))
 		if err != nil {
 			return nil, s.fail("read context", err)
 		}
@@ -37,11 +38,8 @@ func (s *Server) registerContext() {
 		if err != nil {
 			return nil, s.fail("read family cost", err)
 		}
-		out := api.RunContext{Run: run.ID, Requests: []api.ContextRequest{},
+		out := api.RunContext{Run: run.ID, Requests: []api.ContextRequest{}, More: more,
 			FamilyCost: api.RunningCost{USD: cost.USD, Runs: cost.Runs, Live: cost.Live}}
-		if n := len(reqs) - MaxContextRequests; n > 0 {
-			out.Omitted, reqs = n, reqs[n:]
-		}
 		for _, r := range reqs {
 			out.Requests = append(out.Requests, wireContextRequest(r))
 		}

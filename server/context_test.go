@@ -28,7 +28,7 @@ func TestRunContext(t *testing.T) {
 
 	var rc api.RunContext
 	c.do("GET", "/v1/runs/c1/context", nil).want(t, 200, "").decode(t, &rc)
-	if rc.Run != "c1" || len(rc.Requests) != 1 || rc.Omitted != 0 {
+	if rc.Run != "c1" || len(rc.Requests) != 1 || rc.More {
 		t.Fatalf("context: %+v", rc)
 	}
 	r := rc.Requests[0]
@@ -64,14 +64,14 @@ func TestRunContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := gc.RunContext(context.Background(), "c1")
+	got, err := gc.RunContext(context.Background(), "c1", 0)
 	if err != nil || len(got.Requests) != 1 || *got.Requests[0].Context != *a {
 		t.Errorf("client: %+v %v", got, err)
 	}
 	if got, err := gc.SessionCost(context.Background(), "s1"); err != nil || got != sc {
 		t.Errorf("client, session cost: %+v %v", got, err)
 	}
-	if _, err := gc.RunContext(context.Background(), "nosuch"); !errors.Is(err, hc.ErrNotFound) {
+	if _, err := gc.RunContext(context.Background(), "nosuch", 1); !errors.Is(err, hc.ErrNotFound) {
 		t.Errorf("client, an unknown run: %v", err)
 	}
 }

@@ -21,7 +21,6 @@ const meterWidth = 1000
 // request's account and the family's running cost.
 type contextData struct {
 	Latest     *meterRequest
-	Requests   int // model requests so far
 	FamilyCost api.RunningCost
 	Failed     bool // the account could not be read
 }
@@ -50,10 +49,10 @@ type meterSeg struct {
 // renders.
 func (c *Console) contextMeter(r *http.Request, id string) contextData {
 	var rc api.RunContext
-	if res := c.get(r, "/v1/runs/"+id+"/context", &rc); !res.ok() {
+	if res := c.get(r, "/v1/runs/"+id+"/context?limit=1", &rc); !res.ok() {
 		return contextData{Failed: true}
 	}
-	d := contextData{Requests: rc.Omitted + len(rc.Requests), FamilyCost: rc.FamilyCost}
+	d := contextData{FamilyCost: rc.FamilyCost}
 	if n := len(rc.Requests); n > 0 {
 		d.Latest = layOut(rc.Requests[n-1])
 	}

@@ -11,38 +11,15 @@ import (
 	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
-	"github.com/hitch-dev/hitch/store"
 )
 
-// maxContextRows bounds the per-request table `runs show` prints; the
-// latest requests are kept.
+// maxContextRows bounds the model requests `runs show` lists; the
+// latest are kept.
 const maxContextRows = 20
-
-// requestsOf folds a run's journal into its model requests, reading at
-// most maxSandboxScan entries.
-func requestsOf(ctx context.Context, st store.Store, id string) ([]hitchtype.ContextRequest, error) {
-	var f hitchtype.ContextFold
-	for after := int64(0); after < maxSandboxScan; {
-		es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: id, After: after, Limit: 500})
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range es {
-			if err := f.Add(e.Kind, e.Data); err != nil {
-				return nil, fmt.Errorf("journal entry %d of %s: %w", e.Pos, id, err)
-			}
-		}
-		if len(es) < 500 {
-			break
-		}
-		after = es[len(es)-1].Pos
-	}
-	return f.Requests(), nil
-}
 
 // printContext prints the meter of a run's latest model request, then a
 // line for each request.
-func printContext(w io.Writer, reqs []hitchtype.ContextRequest) {
+func printContext(w io.Writer, reqs []hitchtype.ContextRequest, more bool) {
 	if len(reqs) == 0 {
 		return
 	}
@@ -53,9 +30,8 @@ func printContext(w io.Writer, reqs []hitchtype.ContextRequest) {
 		return
 	}
 	fmt.Fprintln(w, "\nrequests")
-	if n := len(reqs) - maxContextRows; n > 0 {
-		fmt.Fprintf(w, "  (%d earlier requests not shown)\n", n)
-		reqs = reqs[n:]
+	if more {
+		fmt.Fprintf(w, "  (the latest %d; earlier requests are not listed)\n", len(reqs))
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ATTEMPT\tTURN\tPURPOSE\tESTIMATE\tFILL\tINPUT\tOUTPUT")
@@ -175,7 +151,7 @@ func costLine(c hitch.RunningCost, where string) string {
 // printRemoteContext prints, for runs show --server, the run's context
 // meter and its family's cost, read from GET /v1/runs/{id}/context.
 func printRemoteContext(ctx context.Context, r *remote, id string) error {
-	rc, err := r.c.RunContext(ctx, id)
+	rc, err := r.c.RunContext(ctx, id, maxContextRows)
 	if err != nil {
 		return err
 	}
@@ -185,10 +161,7 @@ func printRemoteContext(ctx context.Context, r *remote, id string) error {
 	for _, q := range rc.Requests {
 		reqs = append(reqs, contextRequestOf(q))
 	}
-	if rc.Omitted > 0 {
-		fmt.Fprintf(w, "(%d earlier model requests are not listed)\n", rc.Omitted)
-	}
-	printContext(w, reqs)
+	printContext(w, reqs, rc.More)
 	return nil
 }
 

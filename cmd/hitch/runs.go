@@ -188,7 +188,7 @@ func showRun(ctx context.Context, g *globals, id string) error {
 	if err != nil {
 		return err
 	}
-	reqs, err := requestsOf(ctx, e.store, id)
+	reqs, moreReqs, err := rt.LatestContextRequests(ctx, id, maxContextRows)
 	if err != nil {
 		return err
 	}
@@ -204,12 +204,13 @@ func showRun(ctx context.Context, g *globals, id string) error {
 			Budget  *budgetsView `json:"budget,omitempty"`
 			Waits   []hitch.Wait `json:"waits,omitempty"`
 			Sandbox *sandboxView `json:"sandbox,omitempty"`
-			// Requests are the run's model requests with their context
-			// accounts.
-			Requests []hitchtype.ContextRequest `json:"requests"`
+			// Requests are the run's latest model requests with their
+			// context accounts; MoreRequests says earlier ones exist.
+			Requests     []hitchtype.ContextRequest `json:"requests"`
+			MoreRequests bool                       `json:"more_requests,omitempty"`
 			// FamilyCost is what the run's family has cost so far.
 			FamilyCost *runningCostView `json:"family_cost"`
-		}{runJSON(run), calls, familyView{fam.Runs, fam.Usage, fam.CostUSD}, nil, nil, sbox, reqs, costJSON(&famCost)}
+		}{runJSON(run), calls, familyView{fam.Runs, fam.Usage, fam.CostUSD}, nil, nil, sbox, reqs, moreReqs, costJSON(&famCost)}
 		if view.Requests == nil {
 			view.Requests = []hitchtype.ContextRequest{}
 		}
@@ -267,7 +268,7 @@ func showRun(ctx context.Context, g *globals, id string) error {
 		}
 		_ = tw.Flush()
 	}
-	printContext(w, reqs)
+	printContext(w, reqs, moreReqs)
 	if run.Status == hitchtype.StatusWaiting {
 		printWaits(ctx, w, e.store, id)
 		fmt.Fprintln(w)
