@@ -84,6 +84,9 @@ func TestConsoleSessionForms(t *testing.T) {
 	}
 
 	_, page = b.do("GET", "/sessions/s1", nil)
+	if !strings.Contains(page, `cost so far <span class="session-cost">`) {
+		t.Fatalf("session page does not say what the session has cost:\n%s", page)
+	}
 	key := keyInput.FindStringSubmatch(page)
 	if key == nil {
 		t.Fatalf("session page has no key field:\n%s", page)

@@ -124,6 +124,9 @@ type sessionData struct {
 	// RunAfter is where the running turn's steps start: the last
 	// TurnTail entries of its run's journal.
 	RunAfter int64
+	// Cost is what the session has cost so far; nil when it could not be
+	// read (the page still opens).
+	Cost *api.RunningCost
 	// The composer's values: kept when a send or an edit is refused.
 	Text string
 	Mode string
@@ -173,6 +176,10 @@ func (c *Console) renderSession(w http.ResponseWriter, r *http.Request, status i
 		if res := c.get(r, "/v1/runs/"+url.PathEscape(d.Session.ActiveRun), &run); res.ok() {
 			d.RunAfter = max(0, run.Position-TurnTail)
 		}
+	}
+	var cost api.RunningCost
+	if res := c.get(r, "/v1/sessions/"+esc+"/cost", &cost); res.ok() {
+		d.Cost = &cost
 	}
 	d.Modes = sendModes
 	if d.Mode == "" {
