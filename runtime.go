@@ -131,7 +131,20 @@ type Config struct {
 	// to OnEvent; and in the errors the runtime's commands return.
 	// Default: none.
 	Secrets *secret.Redactor
+	// OnStoreTiming, if set, sees how long each lease claim (op
+	// TimingClaim, n the runs claimed) and each journal append (op
+	// TimingAppend, n the entries of the batch) of this runtime's runners
+	// took, and its error: the seam for claim and commit latency metrics
+	// (see telemetry.Metrics.StoreTiming). It runs on the caller's
+	// goroutine: keep it quick.
+	OnStoreTiming func(op string, took time.Duration, n int, err error)
 }
+
+// The operations Config.OnStoreTiming sees.
+const (
+	TimingClaim  = engine.TimingClaim
+	TimingAppend = engine.TimingAppend
+)
 
 // Event is progress of a run.
 type Event struct {
@@ -272,6 +285,7 @@ func Open(cfg Config) (*Runtime, error) {
 		Prices: model.DefaultPrices().With(cfg.Prices),
 	}
 	ecfg.Secrets = cfg.Secrets
+	ecfg.OnStoreTiming = cfg.OnStoreTiming
 	if f := cfg.OnEvent; f != nil {
 		if !cfg.Secrets.Empty() {
 			f = redactEvents(cfg.Secrets, f)

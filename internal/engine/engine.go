@@ -118,7 +118,18 @@ type Config struct {
 	// RunContext, if set, adds values to the context every runner (and
 	// so every tool body) starts from, such as the runtime's scheduler.
 	RunContext func(context.Context) context.Context
+	// OnStoreTiming, if set, sees how long each lease claim
+	// (op TimingClaim; n runs claimed) and each journal append (op
+	// TimingAppend; n entries) took, and its error. It runs on the
+	// caller's goroutine: keep it quick.
+	OnStoreTiming func(op string, took time.Duration, n int, err error)
 }
+
+// The operations Config.OnStoreTiming sees.
+const (
+	TimingClaim  = "claim"
+	TimingAppend = "append"
+)
 
 // Engine drives runs against one store.
 type Engine struct {
@@ -306,7 +317,11 @@ func (e *Engine) claim(ctx context.Context, p store.LeaseClaimParams) ([]store.L
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.LeaseTTL)
 	defer cancel()
+	began := time.Now()
 	leases, err := e.cfg.Store.LeaseClaim(cctx, p)
+	if f := e.cfg.OnStoreTiming; f != nil {
+		f(TimingClaim, time.Since(began), len(leases), err)
+	}
 	if err == nil && ctx.Err() != nil {
 		for _, l := range leases {
 			e.giveBack(l)

@@ -896,7 +896,11 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 		}
 		p.Charge.Adjust = p.Charge.Adjust.Add(r.adjust)
 	}
+	began := time.Now()
 	run, err := r.e.cfg.Store.JournalAppend(r.ctx, p)
+	if f := r.e.cfg.OnStoreTiming; f != nil {
+		f(TimingAppend, time.Since(began), len(p.Entries), err)
+	}
 	if err != nil {
 		var be *store.BudgetExhaustedError
 		if errors.As(err, &be) {
