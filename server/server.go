@@ -50,6 +50,10 @@ type Config struct {
 	// NoConsole leaves out the web console (package web), which is
 	// otherwise served at /.
 	NoConsole bool
+	// Metrics, when set, is served at /metrics (see telemetry.
+	// PrometheusReader), to tokens of tenant default with role viewer or
+	// more (metrics.go).
+	Metrics http.Handler
 }
 
 // Server is the HTTP API of a runtime.
@@ -121,6 +125,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.mountMCP(mux); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
+	s.mountMetrics(mux)
 	var h http.Handler = mux
 	h = s.withLimits(h)
 	h = s.withAuth(h)
@@ -133,9 +138,9 @@ func New(cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("new server: %w", err)
 		}
-		// /mcp is the API's, beside the console.
+		// /mcp and /metrics are the API's, beside the console.
 		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/mcp" {
+			if r.URL.Path == "/mcp" || r.URL.Path == metricsPath {
 				h.ServeHTTP(w, r)
 				return
 			}

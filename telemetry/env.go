@@ -61,7 +61,7 @@ func metricsWanted(getenv func(string) string) bool {
 // Shutdown stops both.
 func FromEnv(ctx context.Context, opts Options) (*Telemetry, error) {
 	getenv := os.Getenv
-	if !Enabled(getenv) {
+	if !Enabled(getenv) && len(opts.MetricReaders) == 0 {
 		return nil, nil
 	}
 	traceProto, err := protocol(getenv, "TRACES")
@@ -98,6 +98,7 @@ func FromEnv(ctx context.Context, opts Options) (*Telemetry, error) {
 		}
 		opts.Exporter = exp
 	}
+	readers := opts.MetricReaders
 	if metricsWanted(getenv) {
 		var exp sdkmetric.Exporter
 		if metricProto == protoGRPC {
@@ -111,8 +112,14 @@ func FromEnv(ctx context.Context, opts Options) (*Telemetry, error) {
 			}
 			return nil, fmt.Errorf("telemetry: metric exporter: %w", err)
 		}
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
-			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(MetricInterval))))
+		readers = append(readers, sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(MetricInterval)))
+	}
+	if len(readers) > 0 {
+		mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+		for _, r := range readers {
+			mpOpts = append(mpOpts, sdkmetric.WithReader(r))
+		}
+		mp := sdkmetric.NewMeterProvider(mpOpts...)
 		opts.MeterProvider = mp
 		shut = append(shut, mp.Shutdown)
 	}

@@ -30,6 +30,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -61,6 +62,11 @@ type Options struct {
 	SpanProcessorOptions []sdktrace.BatchSpanProcessorOption
 	// MeterProvider records metrics; nil records none.
 	MeterProvider metric.MeterProvider
+	// MetricReaders are read by the MeterProvider FromEnv builds, beside
+	// the OTLP exporter when the variables ask for one (see
+	// PrometheusReader); with readers, FromEnv builds a Telemetry even
+	// when the variables ask for no export.
+	MetricReaders []sdkmetric.Reader
 	// Content records model and tool text on spans, redacted by Redactor.
 	Content bool
 	// Redactor replaces secret values in every text recorded.

@@ -206,6 +206,9 @@ func openRuntimeConfig(ctx context.Context, g *globals, create bool, onEvent fun
 	onEvent = e.obs.wrap(onEvent)
 	rcfg := hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: onEvent, LeaseTTL: g.leaseTTL, Prices: cfg.Prices(),
 		Secrets: cfg.Secrets}
+	if e.obs.met != nil {
+		rcfg.OnStoreTiming = e.obs.met.StoreTiming
+	}
 	if set != nil {
 		set(&rcfg)
 	}

@@ -123,6 +123,9 @@ type globals struct {
 	// requireIsolation is the sandbox's require_isolation when the config
 	// does not set it: hitch serve sets it.
 	requireIsolation bool
+	// metrics is what a node command asks of hitch's own metrics
+	// (metrics.go).
+	metrics nodeMetrics
 }
 
 // newRoot builds the command tree. Human output goes through term, which

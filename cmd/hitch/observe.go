@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/hitch-dev/hitch"
@@ -47,6 +48,10 @@ type observer struct {
 	log *slog.Logger
 	tel *telemetry.Telemetry
 	st  store.Store
+	// met and prom are hitch's own metrics and their /metrics handler,
+	// when the command asks for them (metrics.go).
+	met  *telemetry.Metrics
+	prom http.Handler
 
 	mu   sync.Mutex
 	runs map[string]runIDs
@@ -62,11 +67,19 @@ func newObserver(ctx context.Context, g *globals, st store.Store, cfg *config.Co
 			models[a.Name] = m.Name()
 		}
 	}
-	tel, err := telemetry.FromEnv(ctx, telemetry.Options{Store: st, Redactor: cfg.Secrets, Models: models})
+	opts := telemetry.Options{Store: st, Redactor: cfg.Secrets, Models: models}
+	if err := o.prometheus(g, &opts); err != nil {
+		return nil, err
+	}
+	tel, err := telemetry.FromEnv(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	o.tel = tel
+	if err := o.nodeMetrics(g); err != nil {
+		_ = tel.Shutdown(ctx)
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -81,6 +94,9 @@ func (o *observer) wrap(next func(hitch.Event)) func(hitch.Event) {
 }
 
 func (o *observer) close(ctx context.Context) {
+	if o.met != nil {
+		_ = o.met.Close()
+	}
 	if o.tel != nil {
 		if err := o.tel.Shutdown(ctx); err != nil {
 			o.log.Warn("export telemetry", "err", err)

@@ -22,6 +22,8 @@ func newServe(g *globals) *cobra.Command {
 	var poll, drain time.Duration
 	var streams int
 	var credentialEnv string
+	var metricsCache time.Duration
+	var metricsOn bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API (/v1) and drive runs, as a worker does",
@@ -39,7 +41,7 @@ func newServe(g *globals) *cobra.Command {
 			if streams < 1 {
 				return usageError{fmt.Errorf("--streams-per-token %d: want 1 or more", streams)}
 			}
-			return nil
+			return checkMetricsCache(metricsCache)
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -55,6 +57,7 @@ func newServe(g *globals) *cobra.Command {
 			// A server refuses the bash tool without isolation unless
 			// its config says sandbox.require_isolation: false.
 			g.requireIsolation = true
+			g.metrics = nodeMetrics{gauges: true, prometheus: metricsOn, cache: metricsCache}
 			e, err := openRuntimeWith(ctx, g, true, onEvent)
 			if err != nil {
 				return err
@@ -84,7 +87,8 @@ func newServe(g *globals) *cobra.Command {
 				cred = &c
 			}
 			s, err := server.New(server.Config{Runtime: e.rt, Store: e.store, Agents: e.cfg.Agents, Tokens: tokens,
-				Limits: server.Limits{StreamsPerToken: streams}, Version: version(), Log: g.stderr, MCPCredential: cred})
+				Limits: server.Limits{StreamsPerToken: streams}, Version: version(), Log: g.stderr, MCPCredential: cred,
+				Metrics: e.obs.prom})
 			if err != nil {
 				return err
 			}
@@ -114,6 +118,8 @@ func newServe(g *globals) *cobra.Command {
 	cmd.Flags().DurationVar(&drain, "drain", hitch.DefaultDrainWindow, "on the first signal, how long running work and requests may finish")
 	cmd.Flags().StringVar(&credentialEnv, "mcp-credential-env", "HITCH_CREDENTIAL", "variable holding the approver credential \"name:secret\" the /mcp tools answer with")
 	cmd.Flags().IntVar(&streams, "streams-per-token", hitch.DefaultServerStreamsPerToken, "event streams one token may hold open")
+	metricsCacheFlag(cmd, &metricsCache)
+	cmd.Flags().BoolVar(&metricsOn, "metrics", true, "serve /metrics (false: no metrics are drawn unless OTEL_* asks for an export)")
 	return cmd
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 func newWorker(g *globals) *cobra.Command {
-	var poll, drain, leaderTTL time.Duration
+	var poll, drain, leaderTTL, metricsCache time.Duration
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Drive due runs and dispatch trigger bindings until interrupted: queued runs, expired leases, due wakes",
@@ -36,10 +36,11 @@ func newWorker(g *globals) *cobra.Command {
 			if leaderTTL < 10*time.Millisecond || leaderTTL > 10*time.Minute {
 				return usageError{fmt.Errorf("--leader-ttl %s: want 10ms to 10m", leaderTTL)}
 			}
-			return nil
+			return checkMetricsCache(metricsCache)
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			g.metrics = nodeMetrics{gauges: true, cache: metricsCache}
 			var e *env // set before Lead starts, the only caller of OnLeader
 			e, err := openRuntimeConfig(ctx, g, true, nil, func(c *hitch.Config) {
 				c.LeaderTTL, c.OnLeader = leaderTTL, func(l string) { e.out.leader(g.stderr, "worker", e.rt.Node(), l) }
@@ -54,6 +55,7 @@ func newWorker(g *globals) *cobra.Command {
 	cmd.Flags().DurationVar(&poll, "poll", hitch.DefaultSweepInterval, "how often to look for due runs")
 	cmd.Flags().DurationVar(&drain, "drain", hitch.DefaultDrainWindow, "on the first signal, how long running work may finish")
 	cmd.Flags().DurationVar(&leaderTTL, "leader-ttl", hitch.DefaultLeaderTTL, "how long a leadership outlives its worker (re-elected every third)")
+	metricsCacheFlag(cmd, &metricsCache)
 	return cmd
 }
 
