@@ -94,13 +94,14 @@ func (o *observer) wrap(next func(hitch.Event)) func(hitch.Event) {
 }
 
 func (o *observer) close(ctx context.Context) {
-	if o.met != nil {
-		_ = o.met.Close()
-	}
 	if o.tel != nil {
+		// The last export reads the gauges: the store is still open.
 		if err := o.tel.Shutdown(ctx); err != nil {
 			o.log.Warn("export telemetry", "err", err)
 		}
+	}
+	if o.met != nil {
+		_ = o.met.Close()
 	}
 }
 

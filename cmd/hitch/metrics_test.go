@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// metricReceiver is an OTLP/HTTP collector stand-in for metrics: it keeps
+// the last export of each metric (exports are cumulative).
+type metricReceiver struct {
+	mu   sync.Mutex
+	last map[string]*metricpb.Metric
+}
+
+func newMetricReceiver(t *testing.T) (*metricReceiver, *httptest.Server) {
+	r := &metricReceiver{last: map[string]*metricpb.Metric{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(req.Body, 16<<20))
+		if err != nil || req.URL.Path != "/v1/metrics" {
+			http.Error(w, "not a metrics export", 400)
+			return
+		}
+		var ex colmetric.ExportMetricsServiceRequest
+		if err := proto.Unmarshal(body, &ex); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		r.mu.Lock()
+		for _, rm := range ex.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					r.last[m.Name] = m
+				}
+			}
+		}
+		r.mu.Unlock()
+		b, _ := proto.Marshal(&colmetric.ExportMetricsServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return r, srv
+}
+
+func (r *metricReceiver) get(name string) *metricpb.Metric {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last[name]
+}
+
+var listeningAt = regexp.MustCompile(`serve: listening on (http://\S+)`)
+
+// hitch serve pushes hitch's own metrics over OTLP when the OTEL_*
+// variables ask for metrics: the gauges read at its last export, and the
+// journal appends of the run it drove.
+func TestServeExportsMetricsOverOTLP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	t.Parallel()
+	rec, srv := newMetricReceiver(t)
+	dir := t.TempDir()
+	files := map[string]string{
+		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: s.yaml}\nagents:\n  - {name: a, model: m, policy: allow_all}\n",
+		"s.yaml":     "turns:\n  - text: done\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(binary(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--metrics=false")
+	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="+srv.URL+"/v1/metrics", "OTEL_TRACES_EXPORTER=none")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	url := ""
+	for url == "" && sc.Scan() {
+		if m := listeningAt.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+	}
+	if url == "" {
+		t.Fatal("hitch serve did not listen")
+	}
+	go io.Copy(io.Discard, stderr)
+	resp, err := http.Post(url+"/v1/runs", "application/json", strings.NewReader(`{"agent": "a", "input": "go", "id": "r1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var run struct {
+		Status   string `json:"status"`
+		Position int64  `json:"position"`
+	}
+	for range 10 {
+		resp, err := http.Get(url + "/v1/runs/r1/wait?timeout=30")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&run)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Status == "completed" {
+			break
+		}
+	}
+	if run.Status != "completed" {
+		t.Fatalf("r1: %+v", run)
+	}
+	// /metrics is not served with --metrics=false.
+	resp, err = http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/metrics with --metrics=false: %d", resp.StatusCode)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("hitch serve: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("hitch serve did not stop")
+	}
+
+	runs := rec.get("hitch.runs")
+	if runs == nil {
+		t.Fatal("no hitch.runs exported")
+	}
+	completed := int64(-1)
+	for _, p := range runs.GetGauge().GetDataPoints() {
+		for _, a := range p.Attributes {
+			if a.Key == "hitch.run.status" && a.Value.GetStringValue() == "completed" {
+				completed = p.GetAsInt()
+			}
+		}
+	}
+	if completed != 1 {
+		t.Errorf("hitch.runs{completed} = %d, want 1", completed)
+	}
+	entries := rec.get("hitch.journal.append.entries")
+	if entries == nil || len(entries.GetHistogram().GetDataPoints()) != 1 {
+		t.Fatalf("hitch.journal.append.entries: %v", entries)
+	}
+	if got := entries.GetHistogram().GetDataPoints()[0].GetSum(); got != float64(run.Position-1) {
+		t.Errorf("appends carried %v entries; the journal holds %d after run.started", got, run.Position-1)
+	}
+	if rec.get("gen_ai.client.token.usage") == nil || rec.get("hitch.claim.duration") == nil {
+		t.Error("token usage or claim latency not exported")
+	}
+}
