@@ -61,8 +61,11 @@ func metricsWanted(getenv func(string) string) bool {
 // Shutdown stops both.
 func FromEnv(ctx context.Context, opts Options) (*Telemetry, error) {
 	getenv := os.Getenv
-	if !Enabled(getenv) && len(opts.MetricReaders) == 0 {
-		return nil, nil
+	if !Enabled(getenv) {
+		if len(opts.MetricReaders) == 0 {
+			return nil, nil
+		}
+		getenv = func(string) string { return "" } // the readers only: nothing is exported
 	}
 	traceProto, err := protocol(getenv, "TRACES")
 	if err != nil {

@@ -391,3 +391,38 @@ func BenchmarkScrape(b *testing.B) {
 		})
 	}
 }
+
+// FromEnv with metric readers builds a Telemetry whose metrics reach them
+// even when the variables ask for no export, or disable the SDK (then
+// nothing is exported); without readers it builds none.
+func TestFromEnvMetricReaders(t *testing.T) {
+	t.Setenv("OTEL_SDK_DISABLED", "true")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if tel, err := telemetry.FromEnv(ctx, telemetry.Options{Store: st}); err != nil || tel != nil {
+		t.Fatalf("no readers: %v %v", tel, err)
+	}
+	reader := sdkmetric.NewManualReader()
+	tel, err := telemetry.FromEnv(ctx, telemetry.Options{Store: st, MetricReaders: []sdkmetric.Reader{reader}})
+	if err != nil || tel == nil || tel.MeterProvider() == nil {
+		t.Fatalf("readers: %v %v", tel, err)
+	}
+	m, err := telemetry.NewMetrics(telemetry.MetricsOptions{Store: st, MeterProvider: tel.MeterProvider(), CacheFor: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := gaugeValues(t, reader)["hitch.runs"]; !ok || len(got) != 8 {
+		t.Errorf("hitch.runs through FromEnv's provider: %v", got)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+}
