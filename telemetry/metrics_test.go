@@ -31,13 +31,13 @@ import (
 	"github.com/hitch-dev/hitch/tool"
 )
 
-// countingStore counts the gauges' reads of a real store.
-type countingStore struct {
+// gaugeCounting counts the gauges' reads of a real store.
+type gaugeCounting struct {
 	store.Store
 	counts atomic.Int64
 }
 
-func (s *countingStore) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
+func (s *gaugeCounting) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
 	s.counts.Add(1)
 	return s.Store.RunCounts(ctx, tenant)
 }
@@ -168,7 +168,7 @@ func TestMetricsGauges(t *testing.T) {
 
 func testGauges(t *testing.T, clk *clock, raw store.Store, fallback bool) {
 	ctx := context.Background()
-	st := &countingStore{Store: raw}
+	st := &gaugeCounting{Store: raw}
 	started := []store.EntryInput{entry(t, hitchtype.KindRunStarted, hitchtype.RunStarted{Agent: "a"})}
 	// Queued: due.
 	if _, _, err := st.RunCreate(ctx, store.RunCreateParams{ID: "queued", Agent: "a", Version: 1, Entries: started}); err != nil {
