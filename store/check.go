@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/hitch-dev/hitch/hitchtype"
 )
@@ -20,7 +23,48 @@ const (
 	MaxEntryBytes = 16 << 20
 	// MaxWriteBytes bounds the JSON data of one call in all.
 	MaxWriteBytes = 64 << 20
+	// MaxTitleRunes bounds a run's title: the head of its input kept to
+	// find it by.
+	MaxTitleRunes = 200
+	// MaxTextRunes bounds RunListParams.Text.
+	MaxTextRunes = 200
+	// MaxReadKinds bounds JournalReadParams.Kinds.
+	MaxReadKinds = 16
 )
+
+// Title is the title a run with this input keeps: its first MaxTitleRunes
+// characters (invalid UTF-8 replaced).
+func Title(input string) string {
+	input = strings.ToValidUTF8(input, "\uFFFD")
+	n := 0
+	for i := range input {
+		if n == MaxTitleRunes {
+			return input[:i]
+		}
+		n++
+	}
+	return input
+}
+
+// LikePattern is a LIKE pattern, with a backslash as its escape character, that
+// matches any text containing s.
+func LikePattern(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(s) + "%"
+}
+
+// CheckKinds refuses more than MaxReadKinds kinds, or a bad kind.
+func CheckKinds(kinds []string) error {
+	if len(kinds) > MaxReadKinds {
+		return fmt.Errorf("kinds: %d kinds, more than %d", len(kinds), MaxReadKinds)
+	}
+	for i, k := range kinds {
+		if err := CheckName(fmt.Sprintf("kinds[%d]", i), k, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // CheckName refuses an empty required name and one longer than
 // MaxNameBytes, naming field.
@@ -95,6 +139,13 @@ func CheckList(p RunListParams) (limit int, after Cursor, err error) {
 		CheckName("root id", p.RootID, false),
 	); err != nil {
 		return 0, Cursor{}, err
+	}
+	if n := utf8.RuneCountInString(p.Text); n > MaxTextRunes || !utf8.ValidString(p.Text) {
+		return 0, Cursor{}, fmt.Errorf("text: %d characters of valid UTF-8 at most, got %d bytes", MaxTextRunes, len(p.Text))
+	}
+	if !p.CreatedAfter.IsZero() && !p.CreatedBefore.IsZero() && !p.CreatedAfter.Before(p.CreatedBefore) {
+		return 0, Cursor{}, fmt.Errorf("created after %s is not before created before %s",
+			p.CreatedAfter.UTC().Format(time.RFC3339Nano), p.CreatedBefore.UTC().Format(time.RFC3339Nano))
 	}
 	if p.After != "" {
 		if after, err = ParseRunCursor(p.After); err != nil {

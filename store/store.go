@@ -38,6 +38,11 @@ type Store interface {
 	// of all. Statuses without runs are absent from the map.
 	RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error)
 
+	// RunCountsFor counts runs by status among those p's filters select,
+	// as RunList would (p.After and p.Limit are ignored). Statuses
+	// without runs are absent. Bad filters are refused as RunList does.
+	RunCountsFor(ctx context.Context, p RunListParams) (map[hitchtype.Status]int, error)
+
 	// RunRequestCancel records a durable request to cancel a run. A waiting
 	// run becomes due at once so a runner picks the request up. It is
 	// idempotent; on a terminal run it changes nothing and returns the run.
@@ -80,6 +85,8 @@ type Store interface {
 	// error: when a position it should hold (from p.After+1 up to the
 	// run's Position, as far as the limit reaches) has no entry, the error
 	// is ErrCorrupt, naming the run and the position.
+	// With p.Kinds only entries of those kinds are read, and only the
+	// positions read are checked.
 	JournalRead(ctx context.Context, p JournalReadParams) ([]Entry, error)
 
 	// LeaseClaim leases runs to p.Owner for p.TTL and returns them. Without
@@ -351,6 +358,9 @@ type Run struct {
 	Outcome   json.RawMessage
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Title is the text the run is found by: the first MaxTitleRunes
+	// characters of its input.
+	Title string
 }
 
 // Entry is one journal entry.
@@ -386,6 +396,10 @@ type RunCreateParams struct {
 	Entries []EntryInput
 	// Budget, for a root run, is its family's budget limits.
 	Budget *Budget
+	// Title is kept with the run to find it by (RunListParams.Text):
+	// callers pass the run's input; the store keeps its first
+	// MaxTitleRunes characters.
+	Title string
 }
 
 // RunListParams are the parameters of RunList. Filters combine with AND.
@@ -405,6 +419,14 @@ type RunListParams struct {
 	After string
 	// Limit bounds the answer: 0 means 100, at most MaxListLimit.
 	Limit int
+	// CreatedAfter, when set, keeps runs created at or after it;
+	// CreatedBefore, when set, runs created before it.
+	CreatedAfter, CreatedBefore time.Time
+	// Text, when set, keeps runs whose id, agent or title contains it,
+	// ignoring ASCII case; at most MaxTextRunes characters. It is a
+	// substring match over those bounded columns, not an index: the list
+	// reads runs newest first until its page is full.
+	Text string
 }
 
 // JournalAppendParams are the parameters of JournalAppend.
@@ -431,6 +453,10 @@ type JournalReadParams struct {
 	RunID string
 	After int64
 	Limit int
+	// Kinds, when set, keeps only entries of these kinds (at most
+	// MaxReadKinds), read inside the store without sending the others:
+	// positions between them are then absent by design.
+	Kinds []string
 }
 
 // LeaseClaimParams are the parameters of LeaseClaim.

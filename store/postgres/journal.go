@@ -186,6 +186,16 @@ LEFT JOIN LATERAL (
 ) AS j ON true
 ORDER BY j.pos`
 
+// journalKindsSQL is journalReadSQL keeping only the kinds in $4.
+const journalKindsSQL = `
+SELECT r.position, j.pos, j.kind, j.at, j.data::text
+FROM (SELECT seq, position FROM hitch_runs WHERE id = $1) AS r
+LEFT JOIN LATERAL (
+	SELECT pos, kind, at, data FROM hitch_journal
+	WHERE run_seq = r.seq AND pos > $2 AND kind = ANY($4::text[]) ORDER BY pos LIMIT $3
+) AS j ON true
+ORDER BY j.pos`
+
 // JournalRead returns a run's entries after an offset, in order. A run that
 // does not exist gives store.ErrNotFound.
 func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]store.Entry, error) {
@@ -202,7 +212,14 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	if p.After < 0 {
 		return nil, fmt.Errorf("journal read %q: after %d is negative", p.RunID, p.After)
 	}
-	rows, err := s.pool.Query(ctx, journalReadSQL, p.RunID, p.After, limit)
+	if err := store.CheckKinds(p.Kinds); err != nil {
+		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
+	}
+	q, args := journalReadSQL, []any{p.RunID, p.After, limit}
+	if len(p.Kinds) > 0 {
+		q, args = journalKindsSQL, append(args, p.Kinds)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
 	}
@@ -230,6 +247,9 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	}
 	if !found {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, store.ErrNotFound)
+	}
+	if len(p.Kinds) > 0 {
+		return entries, nil // positions between the kinds asked for are not read
 	}
 	if err := whole(entries, p.After, length, limit); err != nil {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)

@@ -17,7 +17,7 @@ import (
 
 // runCols are a run's columns, in the order scanRun reads them.
 const runCols = `seq, id, root_id, parent_id, depth, agent, version, input_hash, status, position,
-	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant`
+	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant, title`
 
 // row is a runs row: the run plus its internal key.
 type row struct {
@@ -36,7 +36,7 @@ func scanRun(sc pgx.Row, extra ...any) (row, error) {
 	err := sc.Scan(append([]any{&r.seq, &r.run.ID, &r.run.RootID, &r.run.ParentID, &r.run.Depth, &r.run.Agent,
 		&r.run.Version, &r.run.InputHash, &status, &r.run.Position, &r.run.LeaseOwner,
 		&r.run.LeaseToken, &leaseExpires, &wakeAt, &r.run.CancelRequested, &outcome, &r.run.CreatedAt, &r.run.UpdatedAt,
-		&r.run.Tenant},
+		&r.run.Tenant, &r.run.Title},
 		extra...)...)
 	if err != nil {
 		return row{}, err
@@ -81,8 +81,8 @@ func entryArrays(es []store.EntryInput) (kinds, data []string) {
 const createSQL = `
 WITH r AS (
 	INSERT INTO hitch_runs (id, root_id, parent_id, depth, agent, version, input_hash, status, position,
-		created_at, updated_at, tenant)
-	VALUES ($2, $3, $4, $5, $6, $7, $8, 'queued', cardinality($9::text[]), ` + nowSQL + `, ` + nowSQL + `, $17)
+		created_at, updated_at, tenant, title)
+	VALUES ($2, $3, $4, $5, $6, $7, $8, 'queued', cardinality($9::text[]), ` + nowSQL + `, ` + nowSQL + `, $17, $18)
 	ON CONFLICT (id) DO NOTHING
 	RETURNING ` + runCols + `
 ), j AS (
@@ -117,7 +117,7 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 			return err
 		}
 		r, err := scanRun(s.pool.QueryRow(ctx, createSQL, s.clockArg(), p.ID, p.RootID, p.ParentID, p.Depth, p.Agent,
-			p.Version, p.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS, tenant))
+			p.Version, p.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS, tenant, store.Title(p.Title)))
 		if err == nil {
 			run, created = r.run, true
 			return nil
@@ -184,23 +184,7 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	if err != nil {
 		return nil, fmt.Errorf("run list: %w", err)
 	}
-	var statuses []string
-	for _, st := range slices.Compact(slices.Sorted(slices.Values(p.Statuses))) {
-		statuses = append(statuses, string(st))
-	}
-	where, args := []string{"true"}, []any{limit}
-	if len(statuses) > 0 {
-		args = append(args, statuses)
-		where = append(where, fmt.Sprintf("status = ANY ($%d::text[])", len(args)))
-	}
-	for _, f := range []struct{ col, v string }{
-		{"tenant", p.Tenant}, {"agent", p.Agent}, {"parent_id", p.ParentID}, {"root_id", p.RootID},
-	} {
-		if f.v != "" {
-			args = append(args, f.v)
-			where = append(where, fmt.Sprintf("%s = $%d", f.col, len(args)))
-		}
-	}
+	where, args := runFilter(p, []any{limit})
 	if p.After != "" {
 		args = append(args, after.CreatedAt, after.ID)
 		where = append(where, fmt.Sprintf("(created_at, id) < ($%d::timestamptz, $%d::text)", len(args)-1, len(args)))
@@ -225,15 +209,63 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	return runs, nil
 }
 
+// runFilter is the WHERE clause of RunList's filters, but the cursor,
+// with its arguments appended to args.
+func runFilter(p store.RunListParams, args []any) (where []string, _ []any) {
+	where = []string{"true"}
+	var statuses []string
+	for _, st := range slices.Compact(slices.Sorted(slices.Values(p.Statuses))) {
+		statuses = append(statuses, string(st))
+	}
+	if len(statuses) > 0 {
+		args = append(args, statuses)
+		where = append(where, fmt.Sprintf("status = ANY ($%d::text[])", len(args)))
+	}
+	for _, f := range []struct{ col, v string }{
+		{"tenant", p.Tenant}, {"agent", p.Agent}, {"parent_id", p.ParentID}, {"root_id", p.RootID},
+	} {
+		if f.v != "" {
+			args = append(args, f.v)
+			where = append(where, fmt.Sprintf("%s = $%d", f.col, len(args)))
+		}
+	}
+	if !p.CreatedAfter.IsZero() {
+		args = append(args, p.CreatedAfter)
+		where = append(where, fmt.Sprintf("created_at >= $%d::timestamptz", len(args)))
+	}
+	if !p.CreatedBefore.IsZero() {
+		args = append(args, p.CreatedBefore)
+		where = append(where, fmt.Sprintf("created_at < $%d::timestamptz", len(args)))
+	}
+	if p.Text != "" {
+		// ILIKE ignores case beyond ASCII too; the contract promises
+		// ASCII, which SQLite's LIKE gives.
+		args = append(args, store.LikePattern(p.Text))
+		n := len(args)
+		where = append(where, fmt.Sprintf(`(id ILIKE $%d ESCAPE '\' OR agent ILIKE $%d ESCAPE '\' OR title ILIKE $%d ESCAPE '\')`, n, n, n))
+	}
+	return where, args
+}
+
 // RunCounts counts runs by status, of one tenant or of all.
 func (s *Store) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	if err := store.CheckTenant("tenant", tenant, false); err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM hitch_runs WHERE $1 = '' OR tenant = $1 GROUP BY status`, tenant)
+	return s.RunCountsFor(ctx, store.RunListParams{Tenant: tenant})
+}
+
+// RunCountsFor counts runs by status among those p's filters select.
+func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hitchtype.Status]int, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	p.After, p.Limit = "", 0
+	if _, _, err := store.CheckList(p); err != nil {
+		return nil, fmt.Errorf("run counts: %w", err)
+	}
+	where, args := runFilter(p, nil)
+	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM hitch_runs WHERE `+strings.Join(where, " AND ")+` GROUP BY status`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
 	}

@@ -543,7 +543,7 @@ func (s *Store) SessionStart(ctx context.Context, p store.SessionStartParams) (s
 		}
 		// The run is stamped with the transaction's clock reading.
 		rr, err := scanRun(tx.QueryRow(ctx, createSQL, x.now, p.Run.ID, p.Run.RootID, p.Run.ParentID, p.Run.Depth, p.Run.Agent,
-			p.Run.Version, p.Run.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS, tenant))
+			p.Run.Version, p.Run.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS, tenant, store.Title(p.Run.Title)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: run %s exists", store.ErrConflict, p.Run.ID)
 		}

@@ -41,7 +41,7 @@ func TestTenantMigrationKeepsRows(t *testing.T) {
 	stmts = append(stmts,
 		`INSERT INTO hitch_runs (id, root_id, agent, version, input_hash, depth, status, position, created_at, updated_at)
 			VALUES ('old', 'old', 'a', 1, '', 0, 'queued', 1, now(), now())`,
-		`INSERT INTO hitch_journal (run_seq, pos, kind, at, data) SELECT seq, 1, 'run.started', now(), '{}' FROM hitch_runs`,
+		`INSERT INTO hitch_journal (run_seq, pos, kind, at, data) SELECT seq, 1, 'run.started', now(), '{"input":"Fix the build"}' FROM hitch_runs`,
 		`INSERT INTO hitch_sessions (id, agent, version, metadata, created_at, updated_at) VALUES ('s', 'a', 1, '{}', now(), now())`)
 	for _, q := range stmts {
 		if _, err := tx.Exec(ctx, q); err != nil {
@@ -57,6 +57,9 @@ func TestTenantMigrationKeepsRows(t *testing.T) {
 	run, err := s.RunGet(ctx, "old")
 	if err != nil || run.Tenant != hitchtype.DefaultTenant {
 		t.Fatalf("old run: tenant %q, %v", run.Tenant, err)
+	}
+	if run.Title != "Fix the build" {
+		t.Fatalf("old run: title %q, want the head of its input", run.Title)
 	}
 	rs, err := s.RunList(ctx, store.RunListParams{Tenant: hitchtype.DefaultTenant})
 	if err != nil || len(rs) != 1 || rs[0].ID != "old" {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
@@ -197,13 +198,26 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	if p.After < 0 {
 		return nil, fmt.Errorf("journal read %q: after %d is negative", p.RunID, p.After)
 	}
+	if err := store.CheckKinds(p.Kinds); err != nil {
+		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
+	}
 	// One statement, so the existence check and the entries come from the
 	// same snapshot: a missing run is the single row with a NULL position.
+	args := []any{p.RunID, p.After, limit}
+	kinds := ""
+	if len(p.Kinds) > 0 {
+		marks := make([]string, len(p.Kinds))
+		for i, k := range p.Kinds {
+			marks[i] = fmt.Sprintf("?%d", len(args)+1)
+			args = append(args, k)
+		}
+		kinds = " AND j.kind IN (" + strings.Join(marks, ", ") + ")"
+	}
 	rows, err := s.rdb.QueryContext(ctx, `
 		SELECT r.position, j.pos, j.kind, j.at, j.data
 		FROM (SELECT seq, position FROM runs WHERE id = ?1) AS r
-		LEFT JOIN journal AS j ON j.run_seq = r.seq AND j.pos > ?2
-		ORDER BY j.pos LIMIT ?3`, p.RunID, p.After, limit)
+		LEFT JOIN journal AS j ON j.run_seq = r.seq AND j.pos > ?2`+kinds+`
+		ORDER BY j.pos LIMIT ?3`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
 	}
@@ -238,6 +252,9 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	}
 	if !found {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, store.ErrNotFound)
+	}
+	if len(p.Kinds) > 0 {
+		return entries, nil // positions between the kinds asked for are not read
 	}
 	if err := whole(entries, p.After, length, limit); err != nil {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)

@@ -31,7 +31,7 @@ const (
 )
 
 const runColumns = `seq, id, root_id, parent_id, depth, agent, version, input_hash, status, position,
-	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant`
+	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant, title`
 
 // row is a runs row: the run plus its internal key.
 type row struct {
@@ -51,7 +51,7 @@ func scanRun(sc scanner) (row, error) {
 	)
 	err := sc.Scan(&r.seq, &r.run.ID, &r.run.RootID, &r.run.ParentID, &r.run.Depth, &r.run.Agent,
 		&r.run.Version, &r.run.InputHash, &status, &r.run.Position, &r.run.LeaseOwner,
-		&r.run.LeaseToken, &leaseExpires, &wakeAt, &cancel, &outcome, &created, &upd, &r.run.Tenant)
+		&r.run.LeaseToken, &leaseExpires, &wakeAt, &cancel, &outcome, &created, &upd, &r.run.Tenant, &r.run.Title)
 	if err != nil {
 		return row{}, err
 	}
@@ -101,7 +101,7 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 		}
 		now := micros(tx.now)
 		r, err := scanRun(tx.insertRun.QueryRow(p.ID, p.RootID, p.ParentID, p.Depth, p.Agent, p.Version,
-			p.InputHash, len(p.Entries), now, now, tenant))
+			p.InputHash, len(p.Entries), now, now, tenant, store.Title(p.Title)))
 		if err != nil {
 			return err
 		}
@@ -214,26 +214,7 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	if err != nil {
 		return nil, fmt.Errorf("run list: %w", err)
 	}
-	var (
-		where []string
-		args  []any
-	)
-	if len(p.Statuses) > 0 {
-		marks := make([]string, 0, len(p.Statuses))
-		for _, st := range slices.Compact(slices.Sorted(slices.Values(p.Statuses))) {
-			marks = append(marks, "?")
-			args = append(args, string(st))
-		}
-		where = append(where, "status IN ("+strings.Join(marks, ", ")+")")
-	}
-	for _, f := range []struct{ col, v string }{
-		{"tenant", p.Tenant}, {"agent", p.Agent}, {"parent_id", p.ParentID}, {"root_id", p.RootID},
-	} {
-		if f.v != "" {
-			where = append(where, f.col+" = ?")
-			args = append(args, f.v)
-		}
-	}
+	where, args := runFilter(p)
 	if p.After != "" {
 		at := micros(after.CreatedAt)
 		where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
@@ -264,15 +245,64 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	return runs, nil
 }
 
+// runFilter is the WHERE clause of RunList's filters, but the cursor.
+func runFilter(p store.RunListParams) (where []string, args []any) {
+	if len(p.Statuses) > 0 {
+		marks := make([]string, 0, len(p.Statuses))
+		for _, st := range slices.Compact(slices.Sorted(slices.Values(p.Statuses))) {
+			marks = append(marks, "?")
+			args = append(args, string(st))
+		}
+		where = append(where, "status IN ("+strings.Join(marks, ", ")+")")
+	}
+	for _, f := range []struct{ col, v string }{
+		{"tenant", p.Tenant}, {"agent", p.Agent}, {"parent_id", p.ParentID}, {"root_id", p.RootID},
+	} {
+		if f.v != "" {
+			where = append(where, f.col+" = ?")
+			args = append(args, f.v)
+		}
+	}
+	if !p.CreatedAfter.IsZero() {
+		where = append(where, "created_at >= ?")
+		args = append(args, micros(p.CreatedAfter))
+	}
+	if !p.CreatedBefore.IsZero() {
+		where = append(where, "created_at < ?")
+		args = append(args, micros(p.CreatedBefore))
+	}
+	if p.Text != "" {
+		// LIKE ignores ASCII case in SQLite.
+		like := store.LikePattern(p.Text)
+		where = append(where, `(id LIKE ? ESCAPE '\' OR agent LIKE ? ESCAPE '\' OR title LIKE ? ESCAPE '\')`)
+		args = append(args, like, like, like)
+	}
+	return where, args
+}
+
 // RunCounts counts runs by status, of one tenant or of all.
 func (s *Store) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	if err := store.CheckTenant("tenant", tenant, false); err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT status, count(*) FROM runs WHERE ?1 = '' OR tenant = ?1 GROUP BY status`, tenant)
+	return s.RunCountsFor(ctx, store.RunListParams{Tenant: tenant})
+}
+
+// RunCountsFor counts runs by status among those p's filters select.
+func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hitchtype.Status]int, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	p.After, p.Limit = "", 0
+	if _, _, err := store.CheckList(p); err != nil {
+		return nil, fmt.Errorf("run counts: %w", err)
+	}
+	where, args := runFilter(p)
+	q := `SELECT status, count(*) FROM runs`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	rows, err := s.rdb.QueryContext(ctx, q+" GROUP BY status", args...)
 	if err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
 	}

@@ -519,7 +519,7 @@ func (s *Store) SessionStart(ctx context.Context, p store.SessionStartParams) (s
 			return err
 		}
 		rr, err := scanRun(tx.insertRun.QueryRow(p.Run.ID, p.Run.RootID, p.Run.ParentID, p.Run.Depth, p.Run.Agent, p.Run.Version,
-			p.Run.InputHash, len(p.Run.Entries), x.now, x.now, tenant))
+			p.Run.InputHash, len(p.Run.Entries), x.now, x.now, tenant, store.Title(p.Run.Title)))
 		if err != nil {
 			return err
 		}

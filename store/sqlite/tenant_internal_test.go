@@ -25,7 +25,7 @@ func TestTenantMigrationKeepsRows(t *testing.T) {
 	stmts = append(stmts,
 		`INSERT INTO runs (id, root_id, agent, version, input_hash, depth, status, position, created_at, updated_at)
 			VALUES ('old', 'old', 'a', 1, '', 0, 'queued', 1, 1000, 1000)`,
-		`INSERT INTO journal (run_seq, pos, kind, at, data) VALUES (1, 1, 'run.started', 1000, '{}')`,
+		`INSERT INTO journal (run_seq, pos, kind, at, data) VALUES (1, 1, 'run.started', 1000, '{"input":"Fix the build"}')`,
 		`INSERT INTO sessions (id, agent, version, metadata, created_at, updated_at) VALUES ('s', 'a', 1, '{}', 1000, 1000)`,
 		"PRAGMA user_version = 4", fmt.Sprintf("PRAGMA application_id = %d", applicationID))
 	rawExec(t, path, stmts...)
@@ -35,6 +35,9 @@ func TestTenantMigrationKeepsRows(t *testing.T) {
 	run, err := s.RunGet(ctx, "old")
 	if err != nil || run.Tenant != hitchtype.DefaultTenant {
 		t.Fatalf("old run: tenant %q, %v", run.Tenant, err)
+	}
+	if run.Title != "Fix the build" {
+		t.Fatalf("old run: title %q, want the head of its input", run.Title)
 	}
 	rs, err := s.RunList(ctx, store.RunListParams{Tenant: hitchtype.DefaultTenant})
 	if err != nil || len(rs) != 1 || rs[0].ID != "old" {

@@ -259,8 +259,8 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 		{&w.budgetSet, `UPDATE budgets SET used = ? WHERE root_seq = ?`},
 		{&w.budgetNew, `INSERT INTO budgets (root_seq, limits, used) VALUES (?, ?, '{}')`},
 		{&w.insertRun, `INSERT INTO runs (id, root_id, parent_id, depth, agent, version, input_hash,
-			status, position, created_at, updated_at, tenant)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?) RETURNING ` + runColumns},
+			status, position, created_at, updated_at, tenant, title)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?) RETURNING ` + runColumns},
 		{&w.appendRun, `UPDATE runs SET position = ?, status = ?, lease_owner = ?, lease_expires = ?,
 			wake_at = ?, outcome = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
 		{&w.claimDue, `UPDATE runs SET status = 'running', wake_at = 0, lease_owner = ?1,

@@ -63,6 +63,7 @@ func run(t *testing.T, open opener) {
 		{"Prune", testPrune},
 		{"Tenants", testTenants},
 		{"Triggers", testTriggers},
+		{"RunFilters", testRunFilters},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
