@@ -774,7 +774,7 @@ func (rt *Runtime) startNext(ctx context.Context, ss store.SessionStore, s store
 	_, run, err := ss.SessionStart(ctx, store.SessionStartParams{SessionID: s.ID, MessageID: m.ID, MessageVersion: m.Version,
 		Data: data, Run: store.RunCreateParams{ID: runID, Tenant: s.Tenant, Agent: a.Name(), Version: a.Version(), Budget: a.eng.Budget,
 			InputHash: engine.InputHash(a.Name(), a.Version(), m.Text),
-			Entries:   []store.EntryInput{{Kind: hitchtype.KindRunStarted, Data: first}}}})
+			Entries:   []store.EntryInput{{Kind: hitchtype.KindRunStarted, Data: first}}, Title: m.Text}})
 	var busy *store.SessionBusyError
 	var mse *store.MessageStateError
 	switch {

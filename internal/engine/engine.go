@@ -198,9 +198,10 @@ func InputHash(agent string, version int, input string) string {
 // ID creates nothing and reports whether the input matched.
 func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResult, error) {
 	hash := InputHash(a.Name, a.Version, p.Input+"\x00"+p.Instructions)
+	first := e.redact(entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth, Instructions: p.Instructions}))
 	run, created, err := e.cfg.Store.RunCreate(ctx, store.RunCreateParams{
 		ID: p.ID, Tenant: p.Tenant, Agent: a.Name, Version: a.Version, InputHash: hash, Budget: a.Budget,
-		Entries: []store.EntryInput{e.redact(entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth, Instructions: p.Instructions}))},
+		Entries: []store.EntryInput{first}, Title: titleOf(first),
 	})
 	if err != nil {
 		return StartResult{}, fmt.Errorf("create run: %w", err)

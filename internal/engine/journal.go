@@ -21,3 +21,13 @@ func (e *Engine) redact(in store.EntryInput) store.EntryInput {
 	in.Data = e.cfg.Secrets.Bytes(in.Data)
 	return in
 }
+
+// titleOf is the title of a run from its redacted run.started entry, so
+// that no secret reaches the runs table either.
+func titleOf(started store.EntryInput) string {
+	var rs struct {
+		Input string `json:"input"`
+	}
+	_ = json.Unmarshal(started.Data, &rs)
+	return rs.Input
+}

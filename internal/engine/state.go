@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -379,10 +378,7 @@ func (s *state) apply(e store.Entry) error {
 		if err := decode(&rc); err != nil {
 			return err
 		}
-		s.roots = slices.DeleteFunc(s.roots, func(p string) bool { return p == rc.Path })
-		if e.Kind == KindRootGranted {
-			s.roots = append(s.roots, rc.Path)
-		}
+		s.roots = applyRoot(s.roots, e.Kind, rc.Path)
 	case KindAnswerRefused:
 		var a AnswerRefused
 		if err := decode(&a); err != nil {

@@ -2,13 +2,16 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/hitch-dev/hitch/sandbox"
+	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -125,11 +128,38 @@ func (e *Engine) ChangeRoot(ctx context.Context, runID string, ch RootChange, wa
 	})
 }
 
-// Roots lists the roots granted to a run, in the order granted.
+// Roots lists the roots granted to a run, in the order granted. It reads
+// only the journal's grants and revocations, which the store picks out,
+// so its cost does not grow with the rest of the journal.
 func (e *Engine) Roots(ctx context.Context, runID string) ([]string, error) {
-	st, err := e.foldRun(ctx, runID)
-	if err != nil {
-		return nil, err
+	roots := []string{}
+	after := int64(0)
+	for {
+		page, err := e.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: runID, After: after,
+			Limit: store.DefaultReadLimit, Kinds: []string{KindRootGranted, KindRootRevoked}})
+		if err != nil {
+			return nil, err
+		}
+		for _, en := range page {
+			var rc RootChanged
+			if err := json.Unmarshal(en.Data, &rc); err != nil {
+				return nil, fmt.Errorf("roots of %s: entry %d: %w", runID, en.Pos, err)
+			}
+			roots = applyRoot(roots, en.Kind, rc.Path)
+		}
+		if len(page) < store.DefaultReadLimit {
+			return roots, nil
+		}
+		after = page[len(page)-1].Pos
 	}
-	return st.roots, nil
+}
+
+// applyRoot applies a grant or a revocation to roots: a path is listed
+// once, at its latest grant.
+func applyRoot(roots []string, kind, path string) []string {
+	roots = slices.DeleteFunc(roots, func(p string) bool { return p == path })
+	if kind == KindRootGranted {
+		roots = append(roots, path)
+	}
+	return roots
 }
