@@ -854,6 +854,17 @@ type RunsParams struct {
 	// Limit bounds the page: 0 means DefaultPageLimit (100), at most
 	// MaxPageLimit (1000).
 	Limit int
+	// CreatedAfter keeps runs created at or after it, CreatedBefore runs
+	// created before it; zero means no bound.
+	CreatedAfter, CreatedBefore time.Time
+	// Text keeps runs whose id, agent or title (the head of the input)
+	// contains it, ignoring ASCII case; at most 200 characters.
+	Text string
+}
+
+func (p RunsParams) store() store.RunListParams {
+	return store.RunListParams{Tenant: p.Tenant, Statuses: p.Statuses, Agent: p.Agent, ParentID: p.ParentID, RootID: p.RootID,
+		After: p.After, Limit: p.Limit, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, Text: p.Text}
 }
 
 // Runs lists runs newest first (by creation time, then id), one page at a
@@ -862,8 +873,7 @@ type RunsParams struct {
 // never lists a run twice, and reaches every run that existed when the
 // first page was read, however many are started meanwhile.
 func (rt *Runtime) Runs(ctx context.Context, p RunsParams) (page []Run, next string, err error) {
-	list, err := rt.cfg.Store.RunList(ctx, store.RunListParams{Tenant: p.Tenant, Statuses: p.Statuses, Agent: p.Agent,
-		ParentID: p.ParentID, RootID: p.RootID, After: p.After, Limit: p.Limit})
+	list, err := rt.cfg.Store.RunList(ctx, p.store())
 	if err != nil {
 		return nil, "", fmt.Errorf("runs: %w", err)
 	}
@@ -891,6 +901,16 @@ func (rt *Runtime) RunCounts(ctx context.Context, tenant string) (map[hitchtype.
 	return m, nil
 }
 
+// RunCountsFor counts runs by status among those p's filters keep (its
+// After and Limit are ignored). Statuses without runs are absent.
+func (rt *Runtime) RunCountsFor(ctx context.Context, p RunsParams) (map[hitchtype.Status]int, error) {
+	m, err := rt.cfg.Store.RunCountsFor(ctx, p.store())
+	if err != nil {
+		return nil, fmt.Errorf("run counts: %w", err)
+	}
+	return m, nil
+}
+
 // Run is a run as the store holds it.
 type Run struct {
 	ID       string
@@ -906,12 +926,14 @@ type Run struct {
 	Outcome   *Outcome // set once the run has ended
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Title is the head of the run's input, kept to find it by.
+	Title string
 }
 
 // RunOf turns a store's run row into a Run, decoding its outcome.
 func RunOf(r store.Run) (Run, error) {
 	out := Run{ID: r.ID, RootID: r.RootID, ParentID: r.ParentID, Tenant: r.Tenant, Agent: r.Agent, Version: r.Version,
-		Status: r.Status, Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		Status: r.Status, Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Title: r.Title}
 	if len(r.Outcome) > 0 {
 		var o Outcome
 		if err := json.Unmarshal(r.Outcome, &o); err != nil {

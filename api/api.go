@@ -30,6 +30,7 @@ type Run struct {
 	Outcome   *Outcome  `json:"outcome,omitempty" doc:"The terminal summary, once the run has ended."`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	Title     string    `json:"title,omitempty" doc:"The head of the run's input (200 characters), which the text filter searches."`
 }
 
 // Outcome is a run's terminal summary.

@@ -263,6 +263,19 @@ func TestRunsAndErrors(t *testing.T) {
 	if err != nil || len(page.Runs) != 1 || page.Runs[0].ID != "r1" {
 		t.Fatalf("list: %+v %v", page, err)
 	}
+	for _, f := range []client.RunFilter{{Text: "R1"}, {Text: "HI", CreatedAfter: run.CreatedAt}, {CreatedBefore: run.CreatedAt.Add(time.Second)}} {
+		page, err := c.Runs(ctx, f)
+		if err != nil || len(page.Runs) != 1 || page.Runs[0].ID != "r1" || page.Runs[0].Title != "hi" {
+			t.Fatalf("list %+v: %+v %v", f, page, err)
+		}
+		counts, err := c.RunCounts(ctx, f)
+		if err != nil || counts.Total != 1 || counts.Counts["completed"] != 1 {
+			t.Fatalf("counts %+v: %+v %v", f, counts, err)
+		}
+	}
+	if page, err := c.Runs(ctx, client.RunFilter{CreatedAfter: run.CreatedAt.Add(time.Second)}); err != nil || len(page.Runs) != 0 {
+		t.Fatalf("list after r1: %+v %v", page, err)
+	}
 	if _, err := c.Cancel(ctx, "r1"); err != nil {
 		t.Fatalf("cancel an ended run: %v", err)
 	}

@@ -36,6 +36,24 @@ type RunFilter struct {
 	After string
 	// Limit is 1 to 1000; 0 is the server's default (50).
 	Limit int
+	// CreatedAfter keeps runs created at or after it, CreatedBefore runs
+	// created before it; zero means no bound.
+	CreatedAfter, CreatedBefore time.Time
+	// Text keeps runs whose id, agent or title (the head of the input)
+	// contains it, ignoring ASCII case; at most 200 characters.
+	Text string
+}
+
+// filters sets the filters the list and the counts share.
+func (f RunFilter) filters(q url.Values) {
+	set(q, "agent", f.Agent)
+	if !f.CreatedAfter.IsZero() {
+		q.Set("created_after", f.CreatedAfter.Format(time.RFC3339Nano))
+	}
+	if !f.CreatedBefore.IsZero() {
+		q.Set("created_before", f.CreatedBefore.Format(time.RFC3339Nano))
+	}
+	set(q, "q", f.Text)
 }
 
 // Runs lists the token's tenant's runs, newest first, one page.
@@ -44,7 +62,7 @@ func (c *Client) Runs(ctx context.Context, f RunFilter) (api.RunPage, error) {
 	for _, s := range f.Status {
 		q.Add("status", s)
 	}
-	set(q, "agent", f.Agent)
+	f.filters(q)
 	set(q, "parent_id", f.ParentID)
 	set(q, "root_id", f.RootID)
 	set(q, "after", f.After)
@@ -53,6 +71,16 @@ func (c *Client) Runs(ctx context.Context, f RunFilter) (api.RunPage, error) {
 	}
 	var out api.RunPage
 	_, err := c.do(ctx, "list runs", http.MethodGet, "/v1/runs", q, nil, &out)
+	return out, err
+}
+
+// RunCounts counts the token's tenant's runs by status, among those f's
+// agent, time and text filters keep (its other fields are not sent).
+func (c *Client) RunCounts(ctx context.Context, f RunFilter) (api.RunCounts, error) {
+	q := url.Values{}
+	f.filters(q)
+	var out api.RunCounts
+	_, err := c.do(ctx, "count runs", http.MethodGet, "/v1/runs/counts", q, nil, &out)
 	return out, err
 }
 

@@ -229,11 +229,18 @@ type listRunsIn struct {
 	RootID   string   `query:"root_id" maxLength:"128" doc:"Only this family: a root run and its descendants."`
 	After    string   `query:"after" maxLength:"512" doc:"The cursor the previous page returned."`
 	Limit    int      `query:"limit" minimum:"1" maximum:"1000" default:"50" doc:"Runs per page."`
+	// The filters the counts share (counts.go).
+	CreatedAfter  time.Time `query:"created_after" doc:"Only runs created at or after this time (RFC 3339)."`
+	CreatedBefore time.Time `query:"created_before" doc:"Only runs created before this time (RFC 3339)."`
+	Q             string    `query:"q" maxLength:"200" doc:"Only runs whose id, agent or title (the head of the input) contains this text, ignoring ASCII case."`
 }
 
 func (s *Server) listRunsOp(ctx context.Context, in *listRunsIn) (*struct{ Body api.RunPage }, error) {
 	p := principalOf(ctx)
 	rp := runsParams{tenant: p.tenant, agent: in.Agent, parentID: in.ParentID, rootID: in.RootID, after: in.After, limit: in.Limit}
+	if err := applyFilters(&rp, in.CreatedAfter, in.CreatedBefore, in.Q); err != nil {
+		return nil, err
+	}
 	for _, st := range in.Status {
 		rp.statuses = append(rp.statuses, hitchtype.Status(st))
 	}
@@ -314,7 +321,7 @@ func runNotFound(id string) error {
 
 func wireRun(r hitch.Run) api.Run {
 	out := api.Run{ID: r.ID, Tenant: runTenant(r), RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
-		Status: string(r.Status), Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		Status: string(r.Status), Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Title: r.Title}
 	if o := r.Outcome; o != nil {
 		out.Outcome = &api.Outcome{Status: string(o.Status), Answer: o.Answer, Raw: o.Raw, Reason: o.Reason, Error: o.Error,
 			Uncertain: o.Uncertain, Turns: o.Turns, Attempts: o.Attempts, CostUSD: o.CostUSD,

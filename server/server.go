@@ -115,6 +115,7 @@ func New(cfg Config) (*Server, error) {
 	s.api = humago.New(mux, hc)
 	s.registerHealth()
 	s.registerRuns()
+	s.registerRunCounts()
 	s.registerEvents()
 	s.registerApprovals()
 	s.registerWorkspaces()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
@@ -34,10 +35,14 @@ type runsParams struct {
 	rootID   string
 	after    string
 	limit    int
+	// createdAfter, createdBefore and text: see hitch.RunsParams.
+	createdAfter, createdBefore time.Time
+	text                        string
 }
 
 // listRuns lists a tenant's runs, newest first, one page at a time.
 func (s *Server) listRuns(ctx context.Context, p runsParams) ([]hitch.Run, string, error) {
 	return s.cfg.Runtime.Runs(ctx, hitch.RunsParams{Tenant: p.tenant, Statuses: p.statuses, Agent: p.agent,
-		ParentID: p.parentID, RootID: p.rootID, After: p.after, Limit: p.limit})
+		ParentID: p.parentID, RootID: p.rootID, After: p.after, Limit: p.limit,
+		CreatedAfter: p.createdAfter, CreatedBefore: p.createdBefore, Text: p.text})
 }

@@ -1,0 +1,60 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/hitchtype"
+)
+
+// statuses are every run status, in lifecycle order.
+var statuses = []hitchtype.Status{hitchtype.StatusQueued, hitchtype.StatusRunning, hitchtype.StatusWaiting,
+	hitchtype.StatusCompleted, hitchtype.StatusFailed, hitchtype.StatusCancelled, hitchtype.StatusAnswerInvalid,
+	hitchtype.StatusBudgetExhausted}
+
+// applyFilters checks the filters the runs list and its counts share, and
+// sets them on p.
+func applyFilters(p *runsParams, createdAfter, createdBefore time.Time, q string) error {
+	if !createdAfter.IsZero() && !createdBefore.IsZero() && !createdAfter.Before(createdBefore) {
+		return invalid("query.created_after", "%s is not before created_before %s",
+			createdAfter.Format(time.RFC3339Nano), createdBefore.Format(time.RFC3339Nano))
+	}
+	p.createdAfter, p.createdBefore, p.text = createdAfter, createdBefore, strings.TrimSpace(q)
+	return nil
+}
+
+func (s *Server) registerRunCounts() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "count-runs", Method: http.MethodGet, Path: "/v1/runs/counts", Tags: []string{"runs"},
+		Summary:     "Count the tenant's runs by status",
+		Description: "Counts the runs the list would show with the same filters (agent, creation time, text), by status.",
+		Errors:      []int{http.StatusUnprocessableEntity},
+	}, func(ctx context.Context, in *struct {
+		Agent         string    `query:"agent" maxLength:"64" doc:"Only runs of this agent."`
+		CreatedAfter  time.Time `query:"created_after" doc:"Only runs created at or after this time (RFC 3339)."`
+		CreatedBefore time.Time `query:"created_before" doc:"Only runs created before this time (RFC 3339)."`
+		Q             string    `query:"q" maxLength:"200" doc:"Only runs whose id, agent or title (the head of the input) contains this text, ignoring ASCII case."`
+	}) (*struct{ Body api.RunCounts }, error) {
+		rp := runsParams{tenant: principalOf(ctx).tenant, agent: in.Agent}
+		if err := applyFilters(&rp, in.CreatedAfter, in.CreatedBefore, in.Q); err != nil {
+			return nil, err
+		}
+		m, err := s.cfg.Runtime.RunCountsFor(ctx, hitch.RunsParams{Tenant: rp.tenant, Agent: rp.agent,
+			CreatedAfter: rp.createdAfter, CreatedBefore: rp.createdBefore, Text: rp.text})
+		if err != nil {
+			return nil, s.fail("count runs", err)
+		}
+		out := api.RunCounts{Counts: make(map[string]int, len(statuses))}
+		for _, st := range statuses {
+			out.Counts[string(st)] = m[st]
+			out.Total += m[st]
+		}
+		return &struct{ Body api.RunCounts }{out}, nil
+	})
+}
