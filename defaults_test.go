@@ -16,6 +16,7 @@ import (
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/server"
 	"github.com/hitch-dev/hitch/server/mcpserver"
+	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/telemetry"
 	"github.com/hitch-dev/hitch/tool/builtin"
@@ -113,7 +114,8 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"web.JournalPage", itoa(web.JournalPage)},
 		{"server.MaxContextRequests", itoa(server.MaxContextRequests)},
 		{"web.Config.SessionMaxAge", itoa(int(web.DefaultSessionMaxAge/time.Hour)) + "h"},
-		{"web.CountCap", itoa(web.CountCap)},
+		{"web.RunsRefresh", dur(web.RunsRefresh)},
+		{"store.MaxTitleRunes / MaxTextRunes", itoa(store.MaxTitleRunes) + " / " + itoa(store.MaxTextRunes) + " characters"},
 		{"web.MaxShown", itoa(web.MaxShown>>10) + " KiB"},
 		{"web.LiveWriteTimeout", dur(web.LiveWriteTimeout)},
 		{"web.SessionsRead", itoa(web.SessionsRead)},

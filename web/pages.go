@@ -2,8 +2,10 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -66,34 +68,99 @@ type runsData struct {
 	Runs     []api.Run
 	Status   string
 	Agent    string
+	Text     string
 	Agents   []api.Agent
 	Statuses []string
 	Counts   []statusCount
 	Total    string
-	Next     string
+	Next     template.URL
 	After    string
+	// From and To are the time window: CreatedAfter and CreatedBefore
+	// as RFC 3339 (what the page's script shows in the viewer's zone),
+	// FromUTC and ToUTC as datetime-local values in UTC (what a browser
+	// without the script shows).
+	CreatedAfter, CreatedBefore string
+	FromUTC, ToUTC              string
+	All                         template.URL // the filters but the status
+	Filtered                    bool
+	// Refresh, on the first page, is how often the page's script reads
+	// it again to show status changes and new runs, in milliseconds.
+	Refresh int64
 }
 
 type statusCount struct {
 	Status string
 	N      string
+	Href   template.URL
+}
+
+// localInput is the datetime-local format.
+const localInput = "2006-01-02T15:04"
+
+// runsWindow reads one end of the page's time window: from or to
+// (datetime-local, taken as UTC: what a browser without the page's script
+// sends), else created_after or created_before (RFC 3339: what the
+// script and the page's links send).
+func runsWindow(r *http.Request, rfc, local string) (time.Time, error) {
+	if v := strings.TrimSpace(r.FormValue(local)); v != "" {
+		t, err := time.Parse(localInput, v)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%s %q: want a time like 2026-12-01T08:00", local, v)
+		}
+		return t, nil
+	}
+	if v := strings.TrimSpace(r.FormValue(rfc)); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%s %q: want a time like 2026-12-01T08:00:00Z", rfc, v)
+		}
+		return t, nil
+	}
+	return time.Time{}, nil
 }
 
 func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
-	q := url.Values{}
-	d := runsData{Statuses: statuses, Status: r.FormValue("status"), Agent: r.FormValue("agent"), After: r.FormValue("after")}
-	if d.Status != "" {
-		if !slices.Contains(statuses, d.Status) {
-			c.render(w, r, http.StatusUnprocessableEntity, "error", page{Title: "Bad filter", Error: fmt.Sprintf("status %q: want one of %s", d.Status, strings.Join(statuses, ", "))})
-			return
-		}
-		q.Set("status", d.Status)
+	d := runsData{Statuses: statuses, Status: r.FormValue("status"), Agent: r.FormValue("agent"), After: r.FormValue("after"),
+		Text: strings.TrimSpace(r.FormValue("q"))}
+	if d.Status != "" && !slices.Contains(statuses, d.Status) {
+		c.render(w, r, http.StatusUnprocessableEntity, "error", page{Title: "Bad filter", Error: fmt.Sprintf("status %q: want one of %s", d.Status, strings.Join(statuses, ", "))})
+		return
 	}
-	if d.Agent != "" {
-		q.Set("agent", d.Agent)
+	from, err := runsWindow(r, "created_after", "from")
+	if err == nil {
+		var to time.Time
+		if to, err = runsWindow(r, "created_before", "to"); err == nil && !from.IsZero() && !to.IsZero() && !from.Before(to) {
+			err = errors.New("the window is empty: the start of the time window must be before its end")
+		}
+		if err == nil && !to.IsZero() {
+			d.CreatedBefore, d.ToUTC = to.UTC().Format(time.RFC3339Nano), to.UTC().Format(localInput)
+		}
+	}
+	if err != nil {
+		c.render(w, r, http.StatusUnprocessableEntity, "error", page{Title: "Bad filter", Error: err.Error()})
+		return
+	}
+	if !from.IsZero() {
+		d.CreatedAfter, d.FromUTC = from.UTC().Format(time.RFC3339Nano), from.UTC().Format(localInput)
+	}
+	// filters are what the list, the counts and every link share.
+	filters := url.Values{}
+	for k, v := range map[string]string{"agent": d.Agent, "q": d.Text, "created_after": d.CreatedAfter, "created_before": d.CreatedBefore} {
+		if v != "" {
+			filters.Set(k, v)
+		}
+	}
+	d.Filtered = len(filters) > 0 || d.Status != ""
+	d.All = template.URL("/runs?" + filters.Encode())
+	q := url.Values{}
+	maps.Copy(q, filters)
+	if d.Status != "" {
+		q.Set("status", d.Status)
 	}
 	if d.After != "" {
 		q.Set("after", d.After)
+	} else {
+		d.Refresh = RunsRefresh.Milliseconds()
 	}
 	q.Set("limit", "50")
 	var pg api.RunPage
@@ -101,32 +168,26 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 		c.refused(w, r, res)
 		return
 	}
-	d.Runs, d.Next = pg.Runs, pg.Next
+	d.Runs = pg.Runs
+	if pg.Next != "" {
+		q.Del("limit")
+		q.Set("after", pg.Next)
+		d.Next = template.URL("/runs?" + q.Encode())
+	}
 	var ags api.Agents
 	c.get(r, "/v1/agents", &ags)
 	d.Agents = ags.Agents
-	total, capped := 0, false
+	var counts api.RunCounts
+	if res := c.get(r, "/v1/runs/counts?"+filters.Encode(), &counts); !res.ok() {
+		c.refused(w, r, res)
+		return
+	}
 	for _, st := range statuses {
-		cq := url.Values{"status": {st}, "limit": {strconv.Itoa(CountCap)}}
-		if d.Agent != "" {
-			cq.Set("agent", d.Agent)
-		}
-		var cp api.RunPage
-		if res := c.get(r, "/v1/runs?"+cq.Encode(), &cp); !res.ok() {
-			c.refused(w, r, res)
-			return
-		}
-		n := strconv.Itoa(len(cp.Runs))
-		if len(cp.Runs) >= CountCap || cp.Next != "" {
-			n, capped = n+"+", true
-		}
-		total += len(cp.Runs)
-		d.Counts = append(d.Counts, statusCount{st, n})
+		sq := url.Values{"status": {st}}
+		maps.Copy(sq, filters)
+		d.Counts = append(d.Counts, statusCount{st, strconv.Itoa(counts.Counts[st]), template.URL("/runs?" + sq.Encode())})
 	}
-	d.Total = strconv.Itoa(total)
-	if capped {
-		d.Total += "+"
-	}
+	d.Total = strconv.Itoa(counts.Total)
 	c.render(w, r, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Data: d})
 }
 

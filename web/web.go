@@ -49,13 +49,14 @@ const (
 	JournalPage = 200
 	// DefaultSessionMaxAge is how long a sign-in lasts.
 	DefaultSessionMaxAge = 12 * time.Hour
-	// CountCap bounds the runs counted for each status on the runs page;
-	// more show as "1000+".
-	CountCap = 1000
 	// MaxShown bounds the text of one journal entry on a page.
 	MaxShown = 16 << 10
 	// LiveWriteTimeout bounds one write to a browser's live transcript.
 	LiveWriteTimeout = 30 * time.Second
+	// RunsRefresh is how often the first page of the runs list reads
+	// itself again, while the browser shows it, so statuses change and
+	// new runs appear without a reload.
+	RunsRefresh = 2 * time.Second
 )
 
 // Config configures a Console.

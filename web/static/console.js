@@ -1,7 +1,8 @@
 // hitch console: the little the pages need beyond HTML. Timestamps in the
 // viewer's zone, approval deadlines counting down, a run's transcript
 // followed live (server-sent events carry each entry already rendered),
-// and older entries loaded on demand. No library, no build step.
+// older entries loaded on demand, and the runs list kept current. No
+// library, no build step.
 
 const fmt = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
 
@@ -97,6 +98,70 @@ function older(btn) {
   });
 }
 
+// filterTimes shows the runs filter's time window in the viewer's zone,
+// and sends it as RFC 3339 in UTC; empty fields are left out of the URL.
+function filterTimes(form) {
+  const pad = (n) => String(n).padStart(2, "0");
+  const local = (d) => d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" + pad(d.getHours()) + ":" + pad(d.getMinutes());
+  const pairs = [["from", "created_after"], ["to", "created_before"]];
+  for (const [vis] of pairs) {
+    const el = form.elements[vis], d = new Date(el.dataset.utc);
+    if (el.dataset.utc && !isNaN(d)) el.value = local(d);
+  }
+  form.addEventListener("submit", () => {
+    for (const [vis, hid] of pairs) {
+      const v = form.elements[vis].value, d = new Date(v);
+      form.elements[hid].value = v && !isNaN(d) ? d.toISOString() : "";
+    }
+    for (const el of form.elements) {
+      if (el.name && (el.value === "" || el.name === "from" || el.name === "to")) el.disabled = true;
+    }
+  });
+  window.addEventListener("pageshow", () => { for (const el of form.elements) el.disabled = false; });
+}
+
+// liveRuns reads the first page of the runs list again every few seconds
+// while it is shown, and puts in what changed: the counts, rows whose
+// status or length moved, and new runs. A row that did not change is left
+// alone (and keeps the focus); one request at a time, none while hidden.
+function liveRuns(box) {
+  const every = Number(box.dataset.refresh);
+  let busy = false;
+  const tick = async () => {
+    if (busy || document.hidden) return;
+    busy = true;
+    try {
+      const res = await fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } });
+      if (!res.ok || res.redirected) return;
+      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      const fresh = doc.getElementById("runs-live");
+      if (!fresh) return;
+      const counts = fresh.querySelector("#counts"), cur = box.querySelector("#counts");
+      if (counts && cur && counts.innerHTML !== cur.innerHTML) cur.replaceWith(counts);
+      const rows = fresh.querySelector("#run-rows"), body = box.querySelector("#run-rows");
+      const ids = (tb) => Array.from(tb.rows, (r) => r.dataset.run).join("\n");
+      if (rows && body && ids(rows) === ids(body)) {
+        for (const r of Array.from(rows.rows)) {
+          const old = body.querySelector('tr[data-run="' + CSS.escape(r.dataset.run) + '"]');
+          if (old && old.dataset.sig !== r.dataset.sig) old.replaceWith(r);
+        }
+      } else {
+        const focus = document.activeElement && document.activeElement.getAttribute("href");
+        box.querySelector("#runs-body").replaceWith(fresh.querySelector("#runs-body"));
+        if (focus) { const again = box.querySelector('a[href="' + CSS.escape(focus) + '"]'); if (again) again.focus(); }
+      }
+      localTimes(box);
+      box.dataset.refreshed = String((Number(box.dataset.refreshed) || 0) + 1);
+    } catch (e) {
+      // A failed read is tried again at the next tick.
+    } finally {
+      busy = false;
+    }
+  };
+  setInterval(tick, every);
+  document.addEventListener("visibilitychange", tick);
+}
+
 localTimes(document);
 countdowns();
 setInterval(countdowns, 1000);
@@ -104,5 +169,9 @@ const list = document.getElementById("entries");
 if (list && list.dataset.live === "1") follow(list);
 const btn = document.getElementById("older");
 if (btn) older(btn);
+const filters = document.querySelector("form.filters");
+if (filters && filters.elements["created_after"]) filterTimes(filters);
+const runsLive = document.getElementById("runs-live");
+if (runsLive && runsLive.dataset.refresh) liveRuns(runsLive);
 performance.mark("hitch-ready");
 document.documentElement.dataset.ready = "1";
