@@ -220,7 +220,12 @@ func remoteRunsList(ctx context.Context, r *remote, _ []string) error {
 	if r.str("tenant") != "" {
 		return usageError{fmt.Errorf("--tenant: with --server the token's tenant is the one listed")}
 	}
-	page, err := r.c.Runs(ctx, client.RunFilter{Status: status, Agent: r.str("agent"), After: r.str("after"), Limit: limit})
+	f := client.RunFilter{Status: status, Agent: r.str("agent"), After: r.str("after"), Limit: limit, Text: r.str("text")}
+	var err error
+	if f.CreatedAfter, f.CreatedBefore, err = runsWindow(r.str("since"), r.str("until"), time.Now()); err != nil {
+		return err
+	}
+	page, err := r.c.Runs(ctx, f)
 	if err != nil {
 		return err
 	}

@@ -109,6 +109,12 @@ func TestRemoteCommands(t *testing.T) {
 	if code, out, _ = at("runs", "list", "--agent", "quick"); code != 0 || !strings.Contains(out, "q1") || !strings.Contains(out, "default") {
 		t.Fatalf("runs list: %d %s", code, out)
 	}
+	if code, out, _ = at("runs", "list", "--text", "HELLO", "--since", "1h"); code != 0 || !strings.Contains(out, "q1") {
+		t.Fatalf("runs list --text --since: %d %s", code, out)
+	}
+	if code, out, _ = at("runs", "list", "--text", "nothing like it"); code != 0 || strings.Contains(out, "q1") {
+		t.Fatalf("runs list --text of nothing: %d %s", code, out)
+	}
 	if code, _, errOut = at("runs", "list", "--tenant", "b"); code != exitUsage || !strings.Contains(errOut, "token") {
 		t.Fatalf("runs list --tenant: %d %s", code, errOut)
 	}

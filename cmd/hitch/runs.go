@@ -19,12 +19,12 @@ import (
 func newRuns(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "runs", Short: "List and inspect runs"}
 	var status []string
-	var tenant, agent, cursor string
+	var tenant, agent, cursor, text, since, until string
 	var limit int
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest first (--after pages on)",
-		Long: "List runs newest first, filtered by tenant, agent and status. When the page is full, the cursor of the\n" +
+		Long: "List runs newest first, filtered by tenant, agent, status, creation time and text. When the page is full, the cursor of the\n" +
 			"next page is printed on stderr; pass it to --after.",
 		Args: args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -46,7 +46,10 @@ func newRuns(g *globals) *cobra.Command {
 				return err
 			}
 			defer e.store.Close()
-			p := store.RunListParams{Tenant: tenant, Agent: agent, After: cursor, Limit: limit}
+			p := store.RunListParams{Tenant: tenant, Agent: agent, After: cursor, Limit: limit, Text: text}
+			if p.CreatedAfter, p.CreatedBefore, err = runsWindow(since, until, time.Now()); err != nil {
+				return err
+			}
 			for _, s := range status {
 				if !hitchtype.Status(s).Valid() {
 					return usageError{fmt.Errorf("--status %q: want queued, running, waiting, completed, failed, cancelled, answer_invalid or budget_exhausted", s)}
@@ -84,6 +87,9 @@ func newRuns(g *globals) *cobra.Command {
 	list.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
 	list.Flags().StringVar(&cursor, "after", "", "the cursor a previous page printed: list the runs after it")
 	list.Flags().IntVar(&limit, "limit", 50, "most runs to list (at most 1000)")
+	list.Flags().StringVar(&text, "text", "", "only runs whose id, agent or input's head contains this (ignoring ASCII case)")
+	list.Flags().StringVar(&since, "since", "", "only runs created at or after this: an RFC 3339 time, or a duration ago (2h)")
+	list.Flags().StringVar(&until, "until", "", "only runs created before this: an RFC 3339 time, or a duration ago")
 
 	show := &cobra.Command{
 		Use:   "show RUN",
@@ -495,4 +501,31 @@ func sandboxOf(ctx context.Context, st store.Store, id string) (*sandboxView, er
 		after = es[len(es)-1].Pos
 	}
 	return out, nil
+}
+
+// runsWindow reads --since and --until: RFC 3339 times, or durations
+// before now.
+func runsWindow(since, until string, now time.Time) (after, before time.Time, err error) {
+	parse := func(flag, v string) (time.Time, error) {
+		if v == "" {
+			return time.Time{}, nil
+		}
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return t, nil
+		}
+		if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+			return now.Add(-d), nil
+		}
+		return time.Time{}, usageError{fmt.Errorf("%s %q: want an RFC 3339 time (2026-12-01T08:00:00Z) or a duration ago (90m)", flag, v)}
+	}
+	if after, err = parse("--since", since); err != nil {
+		return
+	}
+	if before, err = parse("--until", until); err != nil {
+		return
+	}
+	if !after.IsZero() && !before.IsZero() && !after.Before(before) {
+		err = usageError{fmt.Errorf("--since %s is not before --until %s", since, until)}
+	}
+	return
 }

@@ -123,4 +123,3 @@ func BenchmarkRoots(b *testing.B) {
 		}
 	})
 }
-
