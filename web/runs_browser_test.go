@@ -67,7 +67,7 @@ func TestConsoleRunsLive(t *testing.T) {
 
 	t.Run("filter by text from the keyboard", func(t *testing.T) {
 		do(t, ctx, "type a text", chromedp.Focus(css(`input[name="q"]`)), chromedp.SendKeys(css(`input[name="q"]`), "REFUND"+kb.Enter),
-			chromedp.WaitReady(css(`input[name="q"][value="REFUND"]`)))
+			chromedp.WaitReady(css(`input[name="q"][value="REFUND"]`)), chromedp.WaitReady(css(`html[data-ready="1"]`)))
 		loc := get(t, ctx, "location", chromedp.Location())
 		if !strings.Contains(loc, "q=REFUND") || strings.Contains(loc, "from=") {
 			t.Fatalf("filtered to %s", loc)
@@ -92,7 +92,7 @@ func TestConsoleRunsLive(t *testing.T) {
 			})()`)
 		}
 		do(t, ctx, "from a minute ahead", setFrom("60000"), chromedp.Focus(css(`input[name="from"]`)), chromedp.KeyEvent(kb.Enter),
-			chromedp.WaitVisible(css("p.empty")))
+			chromedp.WaitVisible(css("p.empty")), chromedp.WaitReady(css(`html[data-ready="1"]`)))
 		loc := get(t, ctx, "location", chromedp.Location())
 		u, err := url.Parse(loc)
 		// The URL carries the typed local time in UTC.
@@ -107,7 +107,7 @@ func TestConsoleRunsLive(t *testing.T) {
 			t.Fatalf("count from a minute ahead %q, want 0", total)
 		}
 		do(t, ctx, "from ten minutes ago", setFrom("-600000"), chromedp.Focus(css(`input[name="from"]`)), chromedp.KeyEvent(kb.Enter),
-			chromedp.WaitVisible(css("#run-rows")))
+			chromedp.WaitVisible(css("#run-rows")), chromedp.WaitReady(css(`html[data-ready="1"]`)))
 		if n := count(t, ctx, "#run-rows tr"); n != 2 {
 			t.Fatalf("%d rows from ten minutes ago, want 2", n)
 		}
