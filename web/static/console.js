@@ -123,13 +123,17 @@ function filterTimes(form) {
 // liveRuns reads the first page of the runs list again every few seconds
 // while it is shown, and puts in what changed: the counts, rows whose
 // status or length moved, and new runs. A row that did not change is left
-// alone (and keeps the focus); one request at a time, none while hidden.
+// alone (and keeps the focus); one request at a time, none while hidden,
+// and a slow answer (a text filter over many runs) spaces the next out to
+// five times its own time.
 function liveRuns(box) {
   const every = Number(box.dataset.refresh);
-  let busy = false;
+  let busy = false, timer = 0;
   const tick = async () => {
     if (busy || document.hidden) return;
     busy = true;
+    clearTimeout(timer);
+    const t0 = performance.now();
     try {
       const res = await fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } });
       if (!res.ok || res.redirected) return;
@@ -156,10 +160,11 @@ function liveRuns(box) {
       // A failed read is tried again at the next tick.
     } finally {
       busy = false;
+      timer = setTimeout(tick, Math.max(every, 5 * (performance.now() - t0)));
     }
   };
-  setInterval(tick, every);
-  document.addEventListener("visibilitychange", tick);
+  timer = setTimeout(tick, every);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) tick(); });
 }
 
 localTimes(document);

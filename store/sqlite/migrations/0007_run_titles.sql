@@ -8,3 +8,6 @@ UPDATE runs SET title = coalesce((
     FROM journal AS j
     WHERE j.run_seq = runs.seq AND j.pos = 1 AND j.kind = 'run.started' AND json_valid(j.data)
 ), '');
+
+-- Counts by status read this index alone, without the runs' rows.
+CREATE INDEX runs_tenant_status ON runs (tenant, status);
