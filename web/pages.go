@@ -75,10 +75,9 @@ type runsData struct {
 	Total    string
 	Next     template.URL
 	After    string
-	// From and To are the time window: CreatedAfter and CreatedBefore
-	// as RFC 3339 (what the page's script shows in the viewer's zone),
-	// FromUTC and ToUTC as datetime-local values in UTC (what a browser
-	// without the script shows).
+	// The time window: CreatedAfter and CreatedBefore as RFC 3339 (what
+	// the page's script shows in the viewer's zone), FromUTC and ToUTC as
+	// datetime-local values in UTC (what a browser without it shows).
 	CreatedAfter, CreatedBefore string
 	FromUTC, ToUTC              string
 	All                         template.URL // the filters but the status
