@@ -18,6 +18,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
@@ -172,6 +173,7 @@ func TestChaosKills(t *testing.T) {
 	var before map[string]int64
 	for k := range chaosKills {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		testproc.DieWithParent(cmd)
 		cmd.Env = append(os.Environ(), "HITCH_CRASH_MODE=chaos", "HITCH_CRASH_DB="+db, "HITCH_CRASH_EFFECTS="+effects)
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()

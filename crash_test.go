@@ -18,6 +18,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
@@ -332,6 +333,7 @@ func TestCrashRecovery(t *testing.T) {
 func killChildAt(t *testing.T, mode, marker, db, effects string, want int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "HITCH_CRASH_MODE="+mode, "HITCH_CRASH_DB="+db, "HITCH_CRASH_EFFECTS="+effects)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store/sqlite"
@@ -127,6 +128,7 @@ func TestGracefulStopDrainsAndReleases(t *testing.T) {
 	dir := t.TempDir()
 	db, effects := filepath.Join(dir, "drain.db"), filepath.Join(dir, "effects.log")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "HITCH_CRASH_MODE=drain", "HITCH_CRASH_DB="+db, "HITCH_CRASH_EFFECTS="+effects)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
@@ -337,6 +338,7 @@ func runChaosSchedule(t *testing.T, seed uint64, sched chaosSchedule) error {
 func killSessionChild(env sessionChaosEnv, after time.Duration) ([]string, error) {
 	v, _ := json.Marshal(env)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "HITCH_SESSION_CHAOS="+string(v))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

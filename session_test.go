@@ -19,6 +19,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
@@ -583,6 +584,7 @@ func TestSessionSendSurvivesAKillBeforeTheReply(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "hitch.db")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "HITCH_SESSION_CHILD_DB="+db)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

@@ -22,6 +22,7 @@ import (
 	_ "modernc.org/sqlite" // the check reads the SQLite file itself
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/postgres"
 	"github.com/hitch-dev/hitch/store/sqlite"
@@ -186,6 +187,7 @@ func runTriggerChaos(t *testing.T, e triggerChaosEnv) {
 	)
 	start := func(i int) {
 		cmd := exec.Command(exe, "-test.run=^$")
+		testproc.DieWithParent(cmd)
 		cmd.Env = append(os.Environ(), "HITCH_TRIGGER_CHAOS="+string(envJSON))
 		out, err := cmd.StdoutPipe()
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 // TestGracefulStop: SIGTERM ends an open event stream cleanly (the
@@ -56,6 +57,7 @@ func TestGracefulStop(t *testing.T) {
 func TestAddressWithoutTokens(t *testing.T) {
 	dir := testConfig(t, false)
 	cmd := exec.Command(bin(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "0.0.0.0:0")
+	testproc.DieWithParent(cmd)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "not a loopback address") {
@@ -79,6 +81,7 @@ func TestAddressWithoutTokens(t *testing.T) {
 func TestTokenSetUp(t *testing.T) {
 	dir := testConfig(t, true)
 	cmd := exec.Command(bin(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0")
+	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "T_ADMIN=", "T_OP=x", "T_B=y")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 // hitchBin is the hitch command, built once, at the first black-box test
@@ -178,6 +179,7 @@ func serve(t testing.TB, dir string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--lease-ttl", "500ms", "--poll", "100ms"}, extra...)
 	cmd := exec.Command(bin(t), args...)
+	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "T_ADMIN="+tokAdmin, "T_OP="+tokOp, "T_B="+tokB)
 	pr, pw := io.Pipe()
 	p := &proc{t: t, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}

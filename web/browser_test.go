@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 // The browser tests drive the console in a real headless Chromium against
@@ -142,6 +143,7 @@ func serve(t testing.TB, dir string) string {
 func serveKill(t testing.TB, dir string) (string, func()) {
 	t.Helper()
 	cmd := exec.Command(hitchBin, "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--poll", "100ms", "--lease-ttl", "500ms")
+	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "T_ADMIN="+tokAdmin, "T_B="+tokB)
 	pr, pw := io.Pipe()
 	stderr := &syncBuffer{}

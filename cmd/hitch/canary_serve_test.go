@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch/internal/otlptest"
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 const canaryAdmin = "canary-admin-token-0123"
@@ -47,6 +48,7 @@ func TestSecretCanaryOverServeAndSpans(t *testing.T) {
 	rcv := otlptest.StartGRPC(t)
 
 	cmd := exec.Command(binary(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--poll", "50ms")
+	testproc.DieWithParent(cmd)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "HITCH_CANARY_KEY=" + keyCanary, "HITCH_CANARY_TOKEN=" + tokenCanary,
 		"T_CANARY_ADMIN=" + canaryAdmin, "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.Endpoint(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
@@ -195,6 +196,7 @@ agents:
 	}
 	cfg := filepath.Join(dir, "hitch.yaml")
 	cmd := exec.Command(bin, "run", "-c", cfg, "--id", "pay-1", "--lease-ttl", "300ms", "charge the card")
+	testproc.DieWithParent(cmd)
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -372,6 +374,7 @@ func inDir(t *testing.T, dir string, args ...string) (int, string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), args...)
+	testproc.DieWithParent(cmd)
 	cmd.Dir = dir
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -50,6 +51,7 @@ agents:
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.Command(bin, "mcp", "-c", filepath.Join(dir, "hitch.yaml"))
+	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "HITCH_CREDENTIAL=ann:ann-secret")
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/internal/testproc"
 	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
@@ -86,6 +87,7 @@ func TestServeExportsMetricsOverOTLP(t *testing.T) {
 		}
 	}
 	cmd := exec.Command(binary(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--metrics=false")
+	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="+srv.URL+"/v1/metrics", "OTEL_TRACES_EXPORTER=none")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/internal/testproc"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -120,6 +121,7 @@ agents:
 		"HITCH_CREDENTIAL=ann:ann-secret-123", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf")
 	hitchCmd := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(binary(t), append([]string{"--log-format", "json", "--log-level", "info"}, args...)...)
+		testproc.DieWithParent(cmd)
 		cmd.Dir, cmd.Env = dir, env
 		return cmd
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 const (
@@ -48,6 +49,7 @@ server:
 		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",
 	})
 	cmd := exec.Command(binary(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--poll", "50ms")
+	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "T_REMOTE_ADMIN="+remoteAdmin, "T_REMOTE_VIEW="+remoteViewer, "HITCH_SERVER=")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

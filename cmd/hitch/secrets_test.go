@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/secret"
 )
 
@@ -98,6 +99,7 @@ func runCanary(t *testing.T, dir string, path string, args ...string) (string, e
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), args...)
+	testproc.DieWithParent(cmd)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + path, "HOME=" + dir, "HITCH_CANARY_KEY=" + keyCanary, "HITCH_CANARY_TOKEN=" + tokenCanary}
 	out, err := cmd.CombinedOutput()

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 // workerSetup builds hitch and writes a config whose one tool call holds
@@ -52,6 +54,7 @@ agents:
 func startWorker(t *testing.T, bin, cfg string) (*exec.Cmd, <-chan string) {
 	t.Helper()
 	cmd := exec.Command(bin, "worker", "-c", cfg, "--lease-ttl", "10m", "--poll", "20ms")
+	testproc.DieWithParent(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +180,7 @@ type leaderLine struct {
 func startLeaderWorker(t *testing.T, bin, cfg string) (*exec.Cmd, <-chan leaderLine) {
 	t.Helper()
 	cmd := exec.Command(bin, "worker", "-c", cfg, "--json", "--poll", "50ms", "--leader-ttl", "1500ms")
+	testproc.DieWithParent(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/bench"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
@@ -183,6 +184,7 @@ func (c *cluster) startWith(i int, env ...string) {
 	}
 	defer logf.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), workerEnv+"=1", "HITCH_NODES_URL="+withParam(c.url, "application_name", c.appName),
 		"HITCH_NODES_SCHEMA="+c.schema, "HITCH_NODES_EFFECTS="+c.effects, "HITCH_NODES_NAME="+name,
 		"HITCH_NODES_REQUESTS="+cmp.Or(c.requests, os.DevNull))

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
@@ -81,6 +82,7 @@ func TestConcurrentOpenNewFile(t *testing.T) {
 		var kids []child
 		for range children {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestOpenChild$", "-test.count=1")
+			testproc.DieWithParent(cmd)
 			cmd.Env = append(os.Environ(), openChildEnv+"="+path)
 			cmd.Stderr = os.Stderr
 			stdin, err := cmd.StdinPipe()
