@@ -294,29 +294,37 @@ func familyTree(runs []api.Run, self string) []familyRow {
 
 // olderEntries answers the page of entries before a position, as HTML.
 func (c *Console) olderEntries(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	var ep api.EntryPage
+	c.olderPage(w, r, "journal", "/v1/runs/"+url.PathEscape(r.PathValue("id"))+"/journal", &ep, func() {
+		c.renderFragment(w, "entries", "entries", views(ep.Entries))
+	})
+}
+
+// olderPage answers a page of a journal before the position ?before=:
+// it reads the API's page route path (after= and limit= added) into the
+// page value into and calls render, or refuses; what names the journal in
+// a refusal.
+func (c *Console) olderPage(w http.ResponseWriter, r *http.Request, what, path string, into any, render func()) {
 	before, err := strconv.ParseInt(r.FormValue("before"), 10, 64)
 	if err != nil || before < 1 {
-		c.render(w, r, http.StatusUnprocessableEntity, "error", page{Title: "Bad position", Error: fmt.Sprintf("before %q: want a journal position, 1 or more", r.FormValue("before"))})
+		c.render(w, r, http.StatusUnprocessableEntity, "error", page{Title: "Bad position", Error: fmt.Sprintf("before %q: want a %s position, 1 or more", r.FormValue("before"), what)})
 		return
 	}
 	after := max(0, before-1-JournalPage)
-	limit := before - 1 - after
-	var ep api.EntryPage
-	if limit > 0 {
-		if res := c.get(r, fmt.Sprintf("/v1/runs/%s/journal?after=%d&limit=%d", url.PathEscape(id), after, limit), &ep); !res.ok() {
+	if limit := before - 1 - after; limit > 0 {
+		if res := c.get(r, fmt.Sprintf("%s?after=%d&limit=%d", path, after, limit), into); !res.ok() {
 			c.refused(w, r, res)
 			return
 		}
 	}
 	w.Header().Set("X-First", strconv.FormatInt(after+1, 10))
-	c.renderFragment(w, "entries", views(ep.Entries))
+	render()
 }
 
-func (c *Console) renderFragment(w http.ResponseWriter, name string, data any) {
+func (c *Console) renderFragment(w http.ResponseWriter, page, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if err := c.tmpl["entries"].ExecuteTemplate(w, name, data); err != nil {
+	if err := c.tmpl[page].ExecuteTemplate(w, name, data); err != nil {
 		http.Error(w, "render: "+err.Error(), http.StatusInternalServerError)
 	}
 }

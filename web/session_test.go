@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -109,6 +110,14 @@ func TestConsoleSessionForms(t *testing.T) {
 	}
 	if admitted != 1 {
 		t.Fatalf("a form posted twice admitted %d messages", admitted)
+	}
+	// Older entries come as a fragment of the page's own entries.
+	res, page = b.do("GET", fmt.Sprintf("/sessions/s1/older?before=%d", es[len(es)-1].Pos+1), nil)
+	if res.StatusCode != http.StatusOK || res.Header.Get("X-First") != "1" || !strings.Contains(page, "hello") {
+		t.Fatalf("older session entries: %d %q\n%s", res.StatusCode, res.Header.Get("X-First"), page)
+	}
+	if res, page = b.do("GET", "/sessions/s1/older?before=x", nil); res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(page, "want a session journal position") {
+		t.Fatalf("older session entries before x: %d\n%s", res.StatusCode, page)
 	}
 
 	for _, tc := range []struct {

@@ -1,8 +1,6 @@
 package web
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -228,7 +226,7 @@ func (c *Console) sendMessage(w http.ResponseWriter, r *http.Request) {
 	if len(key) > 256 {
 		key = ""
 	}
-	res := c.callKey(r.Context(), sessionFrom(r.Context()).token, "/v1/sessions/"+url.PathEscape(id)+"/messages", key, api.Send{Text: d.Text, Mode: d.Mode})
+	res := c.callWith(r.Context(), sessionFrom(r.Context()).token, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/messages", key, api.Send{Text: d.Text, Mode: d.Mode})
 	if !res.ok() {
 		c.refusedHere(w, r, res, d, "send: "+res.message()+" (the message was not sent; it is still in the composer)")
 		return
@@ -296,53 +294,13 @@ func backAt(w http.ResponseWriter, r *http.Request, to, anchor, notice string) {
 	http.Redirect(w, r, to+"?notice="+url.QueryEscape(notice)+"#"+anchor, http.StatusSeeOther)
 }
 
-// callKey posts to the API, in process, with an Idempotency-Key.
-func (c *Console) callKey(ctx context.Context, token, path, key string, body any) result {
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(b))
-	if err != nil {
-		return result{status: http.StatusBadRequest, body: []byte(`{"detail":"bad request"}`)}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	req.RemoteAddr = "127.0.0.1:0"
-	rec := &recorder{h: http.Header{}}
-	c.api.ServeHTTP(rec, req)
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
-	return result{status: rec.status, body: rec.buf.Bytes()}
-}
-
 // olderSessionEntries answers the page of session entries before a
 // position, as HTML.
 func (c *Console) olderSessionEntries(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	before, err := strconv.ParseInt(r.FormValue("before"), 10, 64)
-	if err != nil || before < 1 {
-		c.render(w, r, http.StatusUnprocessableEntity, "error", page{Title: "Bad position", Error: fmt.Sprintf("before %q: want a session journal position, 1 or more", r.FormValue("before"))})
-		return
-	}
-	after := max(0, before-1-JournalPage)
-	limit := before - 1 - after
 	var ep api.SessionEntryPage
-	if limit > 0 {
-		if res := c.get(r, fmt.Sprintf("/v1/sessions/%s/transcript?after=%d&limit=%d", url.PathEscape(id), after, limit), &ep); !res.ok() {
-			c.refused(w, r, res)
-			return
-		}
-	}
-	w.Header().Set("X-First", strconv.FormatInt(after+1, 10))
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if err := c.tmpl["session"].ExecuteTemplate(w, "sentries", sessionViews(ep.Entries)); err != nil {
-		http.Error(w, "render: "+err.Error(), http.StatusInternalServerError)
-	}
+	c.olderPage(w, r, "session journal", "/v1/sessions/"+url.PathEscape(r.PathValue("id"))+"/transcript", &ep, func() {
+		c.renderFragment(w, "session", "sentries", sessionViews(ep.Entries))
+	})
 }
 
 // sessionLive streams a session's journal to the browser as server-sent

@@ -329,6 +329,11 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 // call asks the API, in process, as the token's holder.
 func (c *Console) call(ctx context.Context, token, method, path string, body any) result {
+	return c.callWith(ctx, token, method, path, "", body)
+}
+
+// callWith is call with an Idempotency-Key, when key is not empty.
+func (c *Console) callWith(ctx context.Context, token, method, path, key string, body any) result {
 	var rd io.Reader = http.NoBody
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -340,6 +345,9 @@ func (c *Console) call(ctx context.Context, token, method, path string, body any
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
