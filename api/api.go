@@ -169,8 +169,10 @@ type Root struct {
 
 // Agent is what a client may see of an agent: never its secrets.
 type Agent struct {
-	Name    string `json:"name"`
-	Version int    `json:"version"`
+	Name        string `json:"name"`
+	Version     int    `json:"version"`
+	Model       string `json:"model,omitempty" doc:"The model's name; GET /v1/agents/{name} shows the whole definition."`
+	Description string `json:"description,omitempty"`
 }
 
 // Agents lists the agents a server can start.

@@ -283,6 +283,17 @@ func TestRunsAndErrors(t *testing.T) {
 	if err != nil || len(agents.Agents) != 5 {
 		t.Fatalf("agents: %+v %v", agents, err)
 	}
+	gate, err := c.Agent(ctx, "gate")
+	if err != nil || gate.Policy.Kind != "rules" || len(gate.Approvers.Members) != 1 || gate.Approvers.Members[0].Name != "alice" || gate.Limits.ModelAttempts != 8 {
+		t.Fatalf("agent gate: %+v %v", gate, err)
+	}
+	if _, err := c.Agent(ctx, "nope"); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("missing agent: %v", err)
+	}
+	bud, err := c.Budget(ctx, "r1")
+	if err != nil || bud.RootID != "r1" || len(bud.Counters) != 1 || bud.Counters[0].Name != "model_attempts" || bud.Counters[0].Used == nil {
+		t.Fatalf("budget of r1: %+v %v", bud, err)
+	}
 	bad := newClient(t, f.url, client.WithToken("wrong"))
 	if _, err := bad.Runs(ctx, client.RunFilter{}); !errors.Is(err, client.ErrUnauthorized) {
 		t.Fatalf("bad token: %v", err)
@@ -294,6 +305,10 @@ func TestRunsAndErrors(t *testing.T) {
 	}
 	if run, err := c.Wait(ctx, "g1"); err != nil || run.Status != "waiting" {
 		t.Fatalf("gate: %+v %v", run, err)
+	}
+	// A parked run's attempts are counted from its journal.
+	if bud, err := c.Budget(ctx, "g1"); err != nil || len(bud.Counters) != 1 || bud.Counters[0].Used == nil || *bud.Counters[0].Used != 1 || *bud.Counters[0].Left != 7 {
+		t.Fatalf("budget of g1: %+v %v", bud, err)
 	}
 	aps, err := c.Approvals(ctx, "g1", "", 0)
 	if err != nil || len(aps.Approvals) != 1 {

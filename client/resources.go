@@ -205,9 +205,10 @@ func (c *Client) Agents(ctx context.Context) (api.Agents, error) {
 	return out, err
 }
 
-// Agent returns one agent.
-func (c *Client) Agent(ctx context.Context, name string) (api.Agent, error) {
-	var out api.Agent
+// Agent returns one agent's definition: model, tools, policy, limits,
+// budget and approvers (never a secret).
+func (c *Client) Agent(ctx context.Context, name string) (api.AgentDetail, error) {
+	var out api.AgentDetail
 	_, err := c.do(ctx, "get agent "+name, http.MethodGet, "/v1/agents/"+esc(name), nil, nil, &out)
 	return out, err
 }

@@ -81,13 +81,7 @@ func (f Func) Decide(ctx context.Context, a Action) (Decision, error) { return f
 
 // AllowAll allows every action. It is the explicit way to run without a
 // policy.
-func AllowAll() Policy {
-	return Func(func(context.Context, Action) (Decision, error) { return Decision{Verdict: Allow}, nil })
-}
+func AllowAll() Policy { return allowAll{} }
 
 // DenyAll denies every action with reason.
-func DenyAll(reason string) Policy {
-	return Func(func(context.Context, Action) (Decision, error) {
-		return Decision{Verdict: Deny, Reason: reason}, nil
-	})
-}
+func DenyAll(reason string) Policy { return denyAll{reason: reason} }

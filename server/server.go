@@ -120,6 +120,7 @@ func New(cfg Config) (*Server, error) {
 	s.registerApprovals()
 	s.registerWorkspaces()
 	s.registerAgents()
+	s.registerBudget()
 	s.registerSessions()
 	s.registerContext()
 	s.documentCommonErrors()

@@ -202,6 +202,7 @@ type runData struct {
 	Waiting   string
 	// Context is the context meter of the latest model request.
 	Context contextData
+	Budget  *api.RunBudget
 }
 
 type familyRow struct {
@@ -261,6 +262,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		d.Family = familyTree(fam.Runs, d.Run.ID)
 	}
 	d.Context = c.contextMeter(r, esc)
+	d.Budget = c.runBudget(r, d.Run.ID)
 	p := page{Title: "Run " + d.Run.ID, Nav: "runs", Data: d, Error: r.FormValue("error"), Notice: r.FormValue("notice")}
 	c.render(w, r, http.StatusOK, "run", p)
 }

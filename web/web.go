@@ -105,7 +105,7 @@ func New(cfg Config) (*Console, error) {
 		return nil, fmt.Errorf("new console: %w", err)
 	}
 	c := &Console{api: cfg.API, maxAge: cfg.SessionMaxAge, key: key, mux: http.NewServeMux(), tmpl: map[string]*template.Template{}}
-	for _, page := range []string{"signin", "runs", "run", "approvals", "agents", "error", "entries", "workspace", "sessions", "session"} {
+	for _, page := range []string{"signin", "runs", "run", "approvals", "agents", "error", "entries", "workspace", "sessions", "session", "agent"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/entry.html", "templates/meter.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("new console: parse %s: %w", page, err)
@@ -130,6 +130,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET /approvals", c.signed(c.approvalsPage))
 	c.mux.HandleFunc("GET /agents", c.signed(c.agentsPage))
 	c.registerSessions()
+	c.mux.HandleFunc("GET /agents/{name}", c.signed(c.agentPage))
 	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusNotFound, "error", page{Title: "Not found", Error: "there is no page " + r.URL.Path})
 	})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -146,23 +145,6 @@ func costLine(c hitch.RunningCost, where string) string {
 		return "not priced (a model without a price, or a call that reported no usage); " + runs
 	}
 	return fmt.Sprintf("$%.6f so far; %s", *c.USD, runs)
-}
-
-// printRemoteContext prints, for runs show --server, the run's context
-// meter and its family's cost, read from GET /v1/runs/{id}/context.
-func printRemoteContext(ctx context.Context, r *remote, id string) error {
-	rc, err := r.c.RunContext(ctx, id, maxContextRows)
-	if err != nil {
-		return err
-	}
-	w := r.g.stdout
-	fmt.Fprintf(w, "spent %s\n", costLine(hitch.RunningCost{USD: rc.FamilyCost.USD, Runs: rc.FamilyCost.Runs, Live: rc.FamilyCost.Live}, "in the family"))
-	reqs := make([]hitchtype.ContextRequest, 0, len(rc.Requests))
-	for _, q := range rc.Requests {
-		reqs = append(reqs, contextRequestOf(q))
-	}
-	printContext(w, reqs, rc.More)
-	return nil
 }
 
 func contextRequestOf(q api.ContextRequest) hitchtype.ContextRequest {

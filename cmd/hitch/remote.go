@@ -246,24 +246,6 @@ func remoteRunsList(ctx context.Context, r *remote, _ []string) error {
 	return tw.Flush()
 }
 
-func remoteRunsShow(ctx context.Context, r *remote, a []string) error {
-	run, err := r.c.Run(ctx, a[0])
-	if err != nil {
-		return err
-	}
-	if r.g.json {
-		r.printJSON(runJSON(runOf(run)))
-		return nil
-	}
-	fmt.Fprintf(r.g.stdout, "run %s (agent %s v%d, tenant %s)\n", run.ID, run.Agent, run.Version, run.Tenant)
-	if run.ParentID != "" {
-		fmt.Fprintf(r.g.stdout, "parent %s, family %s\n", run.ParentID, run.RootID)
-	}
-	fmt.Fprintf(r.g.stdout, "steps %d, created %s, updated %s\n", run.Position, run.CreatedAt.Local().Format(time.DateTime), run.UpdatedAt.Local().Format(time.DateTime))
-	r.out.outcome(runOf(run))
-	return printRemoteContext(ctx, r, run.ID)
-}
-
 func remoteRunsEvents(ctx context.Context, r *remote, a []string) error {
 	after, _ := r.cmd.Flags().GetInt64("after")
 	if after < 0 {

@@ -25,7 +25,7 @@ const (
 // few scripted agents and returns its URL.
 func serveForTest(t *testing.T) string {
 	t.Helper()
-	dir := writeFiles(t, map[string]string{
+	url, _ := serveFiles(t, map[string]string{
 		"hitch.yaml": `store: runs.db
 models:
   quick: {provider: scripted, script: quick.yaml}
@@ -48,6 +48,14 @@ server:
 		"quick.yaml": "turns:\n  - text: quick done\n  - text: quick again\n  - text: quick thrice\n",
 		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",
 	})
+	return url
+}
+
+// serveFiles starts a real hitch serve on a free loopback port over the
+// config files and returns its URL and the config's folder.
+func serveFiles(t *testing.T, files map[string]string) (string, string) {
+	t.Helper()
+	dir := writeFiles(t, files)
 	cmd := exec.Command(binary(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--poll", "50ms")
 	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "T_REMOTE_ADMIN="+remoteAdmin, "T_REMOTE_VIEW="+remoteViewer, "HITCH_SERVER=")
@@ -77,11 +85,11 @@ server:
 	}()
 	select {
 	case url := <-found:
-		return url
+		return url, dir
 	case <-time.After(60 * time.Second):
 		t.Fatal("hitch serve did not listen")
 	}
-	return ""
+	return "", ""
 }
 
 func TestRemoteCommands(t *testing.T) {
@@ -104,8 +112,11 @@ func TestRemoteCommands(t *testing.T) {
 		t.Fatalf("run with a used id and another input: %d %s", code, out)
 	}
 	code, out, _ = at("--json", "runs", "show", "q1")
-	var shown struct{ ID, Status string }
-	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.ID != "q1" || shown.Status != "completed" {
+	var shown struct {
+		Run   struct{ ID, Status string }
+		Calls []any
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.Run.ID != "q1" || shown.Run.Status != "completed" || shown.Calls == nil {
 		t.Fatalf("runs show --json: %d %s", code, out)
 	}
 	if code, out, _ = at("runs", "list", "--agent", "quick"); code != 0 || !strings.Contains(out, "q1") || !strings.Contains(out, "default") {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -174,40 +176,92 @@ func showRun(ctx context.Context, g *globals, id string) error {
 	if err != nil {
 		return err
 	}
-	calls, err := callsOf(ctx, e.store, id)
+	read := storeJournal(e.store, id)
+	now, err := e.store.Now(ctx)
 	if err != nil {
+		return err
+	}
+	sh := shown{run: run, now: now}
+	if sh.calls, err = callsOf(ctx, now, read); err != nil {
 		return err
 	}
 	rt, err := hitch.Open(hitch.Config{Store: e.store})
 	if err != nil {
 		return err
 	}
-	fam, err := rt.FamilyUsage(ctx, run.RootID)
-	if err != nil {
+	if sh.fam, err = rt.FamilyUsage(ctx, run.RootID); err != nil {
 		return err
 	}
 	limits, used, hasBudget, err := e.store.BudgetGet(ctx, run.RootID)
 	if err != nil {
 		return err
 	}
-	sbox, err := sandboxOf(ctx, e.store, id)
+	if hasBudget {
+		sh.budget = &budgetsView{budgetJSON(limits), budgetJSON(used)}
+	}
+	b, err := rt.Budget(ctx, id)
 	if err != nil {
 		return err
 	}
-	reqs, moreReqs, err := rt.LatestContextRequests(ctx, id, maxContextRows)
-	if err != nil {
+	sh.bounds = b.Counters
+	if sh.sandbox, err = sandboxOf(ctx, read); err != nil {
+		return err
+	}
+	if sh.reqs, sh.moreReqs, err = rt.LatestContextRequests(ctx, id, maxContextRows); err != nil {
 		return err
 	}
 	famCost, err := rt.FamilyCost(ctx, run.RootID)
 	if err != nil {
 		return err
 	}
+	sh.famCost = famCost
+	if run.Status == hitchtype.StatusWaiting {
+		sh.waits = waitsOf(ctx, e.store, id)
+		sh.hint = waitingHint(ctx, read, run)
+	}
+	sh.print(g)
+	return nil
+}
+
+// shown is what `hitch runs show` reports of a run, read from the store
+// or, with --server, from the API.
+type shown struct {
+	run     hitch.Run
+	now     time.Time
+	calls   []callView
+	fam     hitch.FamilyUsage
+	budget  *budgetsView
+	bounds  []hitch.BudgetCounter
+	sandbox *sandboxView
+	waits   []hitch.Wait
+	hint    string // for a waiting run: what it waits for and how to move it on
+	// reqs are the run's latest model requests with their context
+	// accounts; moreReqs says earlier ones exist.
+	reqs     []hitchtype.ContextRequest
+	moreReqs bool
+	famCost  hitch.RunningCost // what the family has cost so far
+}
+
+// boundView is one bounded counter as `runs show --json` reports it: used
+// and left are null when not known.
+type boundView struct {
+	Scope string   `json:"scope"`
+	Name  string   `json:"name"`
+	Unit  string   `json:"unit"`
+	Limit float64  `json:"limit"`
+	Used  *float64 `json:"used"`
+	Left  *float64 `json:"left"`
+}
+
+func (sh shown) print(g *globals) {
+	run := sh.run
 	if g.json {
 		view := struct {
 			Run     runView      `json:"run"`
 			Calls   []callView   `json:"calls"`
 			Family  familyView   `json:"family"`
 			Budget  *budgetsView `json:"budget,omitempty"`
+			Bounds  []boundView  `json:"bounds"`
 			Waits   []hitch.Wait `json:"waits,omitempty"`
 			Sandbox *sandboxView `json:"sandbox,omitempty"`
 			// Requests are the run's latest model requests with their
@@ -216,22 +270,20 @@ func showRun(ctx context.Context, g *globals, id string) error {
 			MoreRequests bool                       `json:"more_requests,omitempty"`
 			// FamilyCost is what the run's family has cost so far.
 			FamilyCost *runningCostView `json:"family_cost"`
-		}{runJSON(run), calls, familyView{fam.Runs, fam.Usage, fam.CostUSD}, nil, nil, sbox, reqs, moreReqs, costJSON(&famCost)}
+		}{runJSON(run), sh.calls, familyView{sh.fam.Runs, sh.fam.Usage, sh.fam.CostUSD}, sh.budget, []boundView{}, sh.waits, sh.sandbox,
+			sh.reqs, sh.moreReqs, costJSON(&sh.famCost)}
 		if view.Requests == nil {
 			view.Requests = []hitchtype.ContextRequest{}
-		}
-		if run.Status == hitchtype.StatusWaiting {
-			view.Waits = waitsOf(ctx, e.store, id)
 		}
 		if view.Calls == nil {
 			view.Calls = []callView{}
 		}
-		if hasBudget {
-			view.Budget = &budgetsView{budgetJSON(limits), budgetJSON(used)}
+		for _, c := range sh.bounds {
+			view.Bounds = append(view.Bounds, boundView(c))
 		}
 		b, _ := json.Marshal(view)
 		fmt.Fprintf(g.stdout, "%s\n", b)
-		return nil
+		return
 	}
 	w := g.stdout
 	fmt.Fprintf(w, "run      %s\nagent    %s v%d\nstatus   %s\njournal  %d entries\ncreated  %s\nupdated  %s\n",
@@ -251,14 +303,14 @@ func showRun(ctx context.Context, g *globals, id string) error {
 			count(o.Usage.InputTokens), count(o.Usage.OutputTokens), count(o.Usage.CachedInputTokens))
 		fmt.Fprintf(w, "cost     %s\n", usd(o.CostUSD))
 	}
-	if fam.Runs > 1 {
+	if fam := sh.fam; fam.Runs > 1 {
 		fmt.Fprintf(w, "family   %d runs, tokens in %s, out %s, cost %s\n", fam.Runs, count(fam.Usage.InputTokens), count(fam.Usage.OutputTokens), usd(fam.CostUSD))
 	}
-	fmt.Fprintf(w, "spent    %s\n", costLine(famCost, "in the family"))
-	if hasBudget {
-		fmt.Fprintf(w, "budget   %s\n", budgetLine(limits, used))
+	fmt.Fprintf(w, "spent    %s\n", costLine(sh.famCost, "in the family"))
+	for _, c := range sh.bounds {
+		fmt.Fprintf(w, "budget   %s\n", boundLine(c))
 	}
-	if sbox != nil {
+	if sbox := sh.sandbox; sbox != nil {
 		if sbox.Isolation != "" {
 			fmt.Fprintf(w, "sandbox  commands isolated by %s\n", sbox.Isolation)
 		}
@@ -266,27 +318,60 @@ func showRun(ctx context.Context, g *globals, id string) error {
 			fmt.Fprintf(w, "sandbox  WARNING: %s\n", sbox.Warning)
 		}
 	}
-	if len(calls) > 0 {
+	if len(sh.calls) > 0 {
 		fmt.Fprintln(w, "\ncalls")
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		for _, c := range calls {
+		for _, c := range sh.calls {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Call, c.Tool, c.State, clip(c.Detail, 80))
 		}
 		_ = tw.Flush()
 	}
-	printContext(w, reqs, moreReqs)
+	printContext(w, sh.reqs, sh.moreReqs)
 	if run.Status == hitchtype.StatusWaiting {
-		printWaits(ctx, w, e.store, id)
+		printWaits(w, sh.waits, sh.now)
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, waitingHint(ctx, e.store, run))
+		fmt.Fprintln(w, sh.hint)
 	}
-	return nil
+}
+
+// boundLine says one bounded counter: "family tokens: 120 of 1000 used, 880
+// left".
+func boundLine(c hitch.BudgetCounter) string {
+	scope := "family"
+	if c.Scope == "run" {
+		scope = "this run"
+	}
+	name := strings.ReplaceAll(c.Name, "_", " ")
+	amount := func(v float64) string {
+		switch c.Unit {
+		case "usd":
+			return fmt.Sprintf("$%.4f", v)
+		case "ms":
+			return (time.Duration(v) * time.Millisecond).Round(time.Millisecond).String()
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	if c.Used == nil {
+		return fmt.Sprintf("%s %s: %s, used not reported", scope, name, amount(c.Limit))
+	}
+	return fmt.Sprintf("%s %s: %s of %s used, %s left", scope, name, amount(*c.Used), amount(c.Limit), amount(*c.Left))
+}
+
+// journalFunc reads a run's journal after a position, at most limit
+// entries (0: a default page); more says a following page may hold more.
+type journalFunc func(ctx context.Context, after int64, limit int) (es []store.Entry, more bool, err error)
+
+func storeJournal(st store.Store, id string) journalFunc {
+	return func(ctx context.Context, after int64, limit int) ([]store.Entry, bool, error) {
+		es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: id, After: after, Limit: limit})
+		return es, len(es) == cmp.Or(limit, store.DefaultReadLimit), err
+	}
 }
 
 // waitingHint says what a waiting run waits for and how to move it on.
-func waitingHint(ctx context.Context, st store.Store, run hitch.Run) string {
+func waitingHint(ctx context.Context, read journalFunc, run hitch.Run) string {
 	var w hitchtype.RunWaiting
-	if es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: run.ID, After: run.Position - 1}); err == nil && len(es) == 1 && es[0].Kind == hitchtype.KindRunWaiting {
+	if es, _, err := read(ctx, run.Position-1, 1); err == nil && len(es) == 1 && es[0].Kind == hitchtype.KindRunWaiting {
 		_ = json.Unmarshal(es[0].Data, &w)
 	}
 	calls := strings.Join(w.Calls, ", ")
@@ -308,25 +393,6 @@ func usd(v *float64) string {
 		return "unknown (no price, or a counter was not reported)"
 	}
 	return fmt.Sprintf("$%.6f", *v)
-}
-
-func budgetLine(limits, used store.Budget) string {
-	var parts []string
-	add := func(name string, u, l int64) {
-		if l > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d/%d", name, u, l))
-		}
-	}
-	add("tokens", used.Tokens, limits.Tokens)
-	add("model calls", used.ModelCalls, limits.ModelCalls)
-	add("tool calls", used.ToolCalls, limits.ToolCalls)
-	if limits.MicroUSD > 0 {
-		parts = append(parts, fmt.Sprintf("usd %.4f/%.4f", float64(used.MicroUSD)/1e6, float64(limits.MicroUSD)/1e6))
-	}
-	if limits.WallMS > 0 {
-		parts = append(parts, fmt.Sprintf("wall time %s", time.Duration(limits.WallMS)*time.Millisecond))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // familyView is a family's totals as `runs show --json` reports them.
@@ -364,7 +430,7 @@ type callView struct {
 }
 
 // callsOf reads a journal and summarizes each call's latest state.
-func callsOf(ctx context.Context, st store.Store, id string) ([]callView, error) {
+func callsOf(ctx context.Context, now time.Time, read journalFunc) ([]callView, error) {
 	var views []callView
 	idx := map[string]int{}
 	set := func(key, state, detail string) {
@@ -372,13 +438,9 @@ func callsOf(ctx context.Context, st store.Store, id string) ([]callView, error)
 			views[i].State, views[i].Detail = state, detail
 		}
 	}
-	now, err := st.Now(ctx)
-	if err != nil {
-		return nil, err
-	}
 	after := int64(0)
 	for {
-		es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: id, After: after})
+		es, more, err := read(ctx, after, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -452,7 +514,7 @@ func callsOf(ctx context.Context, st store.Store, id string) ([]callView, error)
 				set(d.Call, "reconciled", detail)
 			}
 		}
-		if len(es) < store.DefaultReadLimit {
+		if !more || len(es) == 0 {
 			return views, nil
 		}
 	}
@@ -479,10 +541,10 @@ const maxSandboxScan = 10_000
 
 // sandboxOf finds what the run's last context entry says of its sandbox;
 // nil when no turn recorded one.
-func sandboxOf(ctx context.Context, st store.Store, id string) (*sandboxView, error) {
+func sandboxOf(ctx context.Context, read journalFunc) (*sandboxView, error) {
 	var out *sandboxView
 	for after := int64(0); after < maxSandboxScan; {
-		es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: id, After: after, Limit: 500})
+		es, more, err := read(ctx, after, 500)
 		if err != nil {
 			return nil, err
 		}
@@ -495,7 +557,7 @@ func sandboxOf(ctx context.Context, st store.Store, id string) (*sandboxView, er
 				out = &sandboxView{Isolation: c.Isolation, Warning: c.SandboxWarning}
 			}
 		}
-		if len(es) < 500 {
+		if !more || len(es) == 0 {
 			break
 		}
 		after = es[len(es)-1].Pos

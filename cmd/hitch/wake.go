@@ -80,14 +80,9 @@ func waitsOf(ctx context.Context, st store.Store, id string) []hitch.Wait {
 }
 
 // printWaits says what a parked run waits on and until when.
-func printWaits(ctx context.Context, w io.Writer, st store.Store, id string) {
-	ws := waitsOf(ctx, st, id)
+func printWaits(w io.Writer, ws []hitch.Wait, now time.Time) {
 	if len(ws) == 0 {
 		return
-	}
-	now, err := st.Now(ctx)
-	if err != nil {
-		now = time.Now()
 	}
 	fmt.Fprintln(w, "\nparked on")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)

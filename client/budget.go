@@ -1,0 +1,16 @@
+package client
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/hitch-dev/hitch/api"
+)
+
+// Budget returns what bounds a run and what is left: its family's budget
+// and its own limits. An amount that is not known is nil, never 0.
+func (c *Client) Budget(ctx context.Context, runID string) (api.RunBudget, error) {
+	var out api.RunBudget
+	_, err := c.do(ctx, "budget of "+runID, http.MethodGet, "/v1/runs/"+esc(runID)+"/budget", nil, nil, &out)
+	return out, err
+}

@@ -1,0 +1,36 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/hitch-dev/hitch/api"
+)
+
+func (s *Server) registerBudget() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-run-budget", Method: http.MethodGet, Path: "/v1/runs/{id}/budget", Tags: []string{"runs"},
+		Summary: "Read what bounds a run and what is left",
+		Description: "The family budget the run's root was started with (shared by every run of the family) and the run's own " +
+			"limits (model attempts, tokens), each with its limit, what is used and what is left. A counter without a limit is " +
+			"not listed; an amount that is not known is null, never 0.",
+		Errors: []int{http.StatusNotFound},
+	}, func(ctx context.Context, in *struct {
+		ID string `path:"id" maxLength:"128" doc:"The run's id."`
+	}) (*struct{ Body api.RunBudget }, error) {
+		if _, err := s.run(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		b, err := s.cfg.Runtime.Budget(ctx, in.ID)
+		if err != nil {
+			return nil, s.fail("budget", err)
+		}
+		out := api.RunBudget{RunID: b.RunID, RootID: b.RootID, Counters: []api.BudgetCounter{}}
+		for _, c := range b.Counters {
+			out.Counters = append(out.Counters, api.BudgetCounter{Scope: c.Scope, Name: c.Name, Unit: c.Unit, Limit: c.Limit, Used: c.Used, Left: c.Left})
+		}
+		return &struct{ Body api.RunBudget }{out}, nil
+	})
+}
