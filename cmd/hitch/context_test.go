@@ -120,7 +120,7 @@ func TestRemoteRunsShowContext(t *testing.T) {
 		t.Fatalf("runs show: %d\n%s%s", code, out, errOut)
 	}
 	for _, want := range []string{
-		"spent not priced (a model without a price, or a call that reported no usage); 1 run in the family, 1 still running",
+		"spent    not priced (a model without a price, or a call that reported no usage); 1 run in the family, 1 still running",
 		"context  latest model request: attempt 1, turn 1",
 		"  window     not set (nothing is compacted)",
 		"tokens (estimator bytes/4)",
