@@ -106,6 +106,9 @@ func (r *runner) lost() bool { return r.ctx.Err() != nil }
 
 func (r *runner) run(prepare func(*runner) error) error {
 	defer r.end(nil)
+	// The lease runs from the claim: renew it while the journal is read
+	// and folded and the workspace opened, which can outlast it.
+	go r.heartbeat()
 	entries, err := readAll(r.ctx, r.e.cfg.Store, r.runID)
 	if err != nil {
 		return fmt.Errorf("read journal: %w", err)
@@ -130,7 +133,6 @@ func (r *runner) run(prepare func(*runner) error) error {
 		return err
 	}
 	defer r.closeWorkspace()
-	go r.heartbeat()
 	if prepare != nil {
 		if err := prepare(r); err != nil {
 			return err
