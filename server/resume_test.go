@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
 // cluster is one server at a time on one store: it can be SIGKILLed and
@@ -49,6 +51,10 @@ func (c *cluster) client() *client {
 	return &client{t: c.t, url: url, token: tokView, spec: c.spec}
 }
 
+// followBound bounds following every stream to its end. A stream that has
+// not ended by then fails the test with its run's state.
+const followBound = 90 * time.Second
+
 // TestStreamResume follows runs while they progress, cutting each
 // client's connection at random points and SIGKILLing the server once;
 // each client resumes from its last event id (on the restarted server
@@ -71,19 +77,19 @@ func TestStreamResume(t *testing.T) {
 
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
+	ctx, cancel := context.WithTimeout(context.Background(), followBound)
+	defer cancel()
 	var received sync.WaitGroup
 	received.Add(len(paths))
 	results := make([][]api.Entry, len(paths))
-	errs := make(chan error, len(paths))
+	errs := make([]error, len(paths))
 	var wg sync.WaitGroup
 	for i, path := range paths {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
-			out, err := followWithCuts(c, path, rng, &received)
-			results[i] = out
-			errs <- err
+			results[i], errs[i] = followWithCuts(ctx, c, path, rng, &received)
 		}()
 	}
 	// SIGKILL the server once every client has some events, while the
@@ -97,11 +103,15 @@ func TestStreamResume(t *testing.T) {
 	t.Logf("SIGKILL with %d runs going", len(before.Runs))
 	c.restart()
 	wg.Wait()
-	close(errs)
-	for err := range errs {
+	failed := false
+	for i, err := range errs {
 		if err != nil {
-			t.Fatal(err)
+			failed = true
+			t.Errorf("%v\n%s", err, describeStream(t, c, paths[i]))
 		}
+	}
+	if failed {
+		t.FailNow()
 	}
 	view := c.client()
 	for i, path := range paths {
@@ -132,7 +142,8 @@ func TestStreamResume(t *testing.T) {
 // followWithCuts follows a stream to its end event, dropping the
 // connection after a random number of events and resuming from the last
 // id; a connection the server's death cuts is resumed once a server is up.
-func followWithCuts(c *cluster, path string, rng *rand.Rand, received *sync.WaitGroup) ([]api.Entry, error) {
+// It gives up when ctx ends, even in the middle of a read.
+func followWithCuts(ctx context.Context, c *cluster, path string, rng *rand.Rand, received *sync.WaitGroup) ([]api.Entry, error) {
 	var out []api.Entry
 	lastID := ""
 	signalled := false
@@ -141,13 +152,17 @@ func followWithCuts(c *cluster, path string, rng *rand.Rand, received *sync.Wait
 			received.Done() // the test must not wait for a client that gave up
 		}
 	}()
-	deadline := time.Now().Add(2 * time.Minute)
-	for attempt := 0; time.Now().Before(deadline); attempt++ {
+	attempt := 0
+	for ; ctx.Err() == nil; attempt++ {
 		url, ready := c.current()
-		<-ready
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			continue
+		}
 		cl := &client{t: c.t, url: url, token: tokView}
-		ctx, cancel := context.WithCancel(context.Background())
-		resp, err := cl.openStream(ctx, path, lastID)
+		cctx, cancel := context.WithCancel(ctx)
+		resp, err := cl.openStream(cctx, path, lastID)
 		if err != nil {
 			cancel()
 			continue // the server died: wait for the next one
@@ -196,7 +211,64 @@ func followWithCuts(c *cluster, path string, rng *rand.Rand, received *sync.Wait
 			return out, nil
 		}
 	}
-	return out, fmt.Errorf("%s: did not end in time", path)
+	return out, fmt.Errorf("%s: no end event within %s: %d entries over %d connections, last event id %q",
+		path, followBound, len(out), attempt, lastID)
+}
+
+// describeStream tells where the runs of a stream that did not end stand:
+// each run's status and position over the API, the tail of its journal,
+// its lease in the store, and whether the server is up.
+func describeStream(t *testing.T, c *cluster, path string) string {
+	c.mu.Lock()
+	p := c.p
+	c.mu.Unlock()
+	var b strings.Builder
+	select {
+	case <-p.done:
+		fmt.Fprintf(&b, "  the server exited: %v\n%s\n", p.err, p.stderr)
+		return b.String()
+	default:
+	}
+	view := &client{t: t, url: p.url, token: tokView}
+	ids := []string{strings.Split(path, "/")[3]}
+	if strings.Contains(path, "/family/") {
+		var page api.RunPage
+		view.do("GET", "/v1/runs?root_id="+ids[0], nil).want(t, 200, "").decode(t, &page)
+		ids = ids[:0]
+		for _, r := range page.Runs {
+			ids = append(ids, r.ID)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := sqlite.Open(ctx, filepath.Join(c.dir, "runs.db"), sqlite.ReadOnly())
+	if err != nil {
+		fmt.Fprintf(&b, "  open the store for its leases: %v\n", err)
+	} else {
+		defer st.Close()
+	}
+	for _, id := range ids {
+		var r api.Run
+		view.do("GET", "/v1/runs/"+id, nil).want(t, 200, "").decode(t, &r)
+		fmt.Fprintf(&b, "  run %s: status %s, position %d, updated %s", id, r.Status, r.Position, r.UpdatedAt.Format(time.RFC3339Nano))
+		if st != nil {
+			if row, err := st.RunGet(ctx, id); err != nil {
+				fmt.Fprintf(&b, "; lease: %v", err)
+			} else if row.LeaseOwner == "" {
+				fmt.Fprintf(&b, "; no lease (token %d)", row.LeaseToken)
+			} else {
+				fmt.Fprintf(&b, "; lease %d held by %s until %s (now %s)", row.LeaseToken, row.LeaseOwner,
+					row.LeaseExpires.Format(time.RFC3339Nano), time.Now().UTC().Format(time.RFC3339Nano))
+			}
+		}
+		b.WriteString("\n")
+		var page api.EntryPage
+		view.do("GET", fmt.Sprintf("/v1/runs/%s/journal?after=%d", id, max(r.Position-4, 0)), nil).want(t, 200, "").decode(t, &page)
+		for _, en := range page.Entries {
+			fmt.Fprintf(&b, "    %d %s %s %s\n", en.Pos, en.At.Format(time.RFC3339Nano), en.Kind, en.Data)
+		}
+	}
+	return b.String()
 }
 
 // TestIdempotentStartAfterKill SIGKILLs the server while a start is in
