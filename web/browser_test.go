@@ -369,8 +369,13 @@ func count(t *testing.T, ctx context.Context, sel string) int {
 	return get(t, ctx, "count "+sel, chromedp.Evaluate[int](fmt.Sprintf("document.querySelectorAll(%q).length", sel)))
 }
 
+// text waits for an element matching sel and reads its text in one
+// evaluation, so a panel the page replaces meanwhile (the summary is
+// redrawn when a run ends) is read whole, old or new, never lost between
+// finding the node and reading it.
 func text(t *testing.T, ctx context.Context, sel string) string {
-	return get(t, ctx, "text of "+sel, chromedp.Text(css(sel)))
+	v := get(t, ctx, "text of "+sel, chromedp.Poll[[]string](fmt.Sprintf(`(() => { const n = document.querySelector(%q); return n ? [n.innerText.trim()] : null; })()`, sel)))
+	return v[0]
 }
 
 func TestConsole(t *testing.T) {

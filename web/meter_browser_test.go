@@ -57,7 +57,7 @@ server:
 func TestConsoleContextMeter(t *testing.T) {
 	ctx := browser(t)
 	base := serve(t, writeMeterConfig(t))
-	do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css("main")))
+	do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css(".signout button")))
 
 	id := start(t, base, "meter", "measure the room")
 	do(t, ctx, "open the running run", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible(css("#context svg.meter")))
