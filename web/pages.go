@@ -226,11 +226,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Entries = views(ep.Entries)
-	d.First, d.Last = after+1, after
-	if n := len(ep.Entries); n > 0 {
-		d.First, d.Last = ep.Entries[0].Pos, ep.Entries[n-1].Pos
-	}
-	d.Older = d.First > 1
+	d.First, d.Last, d.Older = window(after, ep.Entries, func(e api.Entry) int64 { return e.Pos })
 	if d.Run.Status == string(hitchtype.StatusWaiting) && len(ep.Entries) > 0 {
 		for i := len(ep.Entries) - 1; i >= 0; i-- {
 			e := ep.Entries[i]
@@ -292,6 +288,18 @@ func familyTree(runs []api.Run, self string) []familyRow {
 	}
 	walk(*root, 0)
 	return out
+}
+
+// window is what a page shows of a journal whose entries es were read
+// after position after: the first and last positions shown (first is
+// after+1 and last after when none were read) and whether older entries
+// exist.
+func window[E any](after int64, es []E, pos func(E) int64) (first, last int64, older bool) {
+	first, last = after+1, after
+	if n := len(es); n > 0 {
+		first, last = pos(es[0]), pos(es[n-1])
+	}
+	return first, last, first > 1
 }
 
 // olderEntries answers the page of entries before a position, as HTML.

@@ -153,11 +153,7 @@ func (c *Console) renderSession(w http.ResponseWriter, r *http.Request, status i
 		return
 	}
 	d.Entries = sessionViews(ep.Entries)
-	d.First, d.Last = after+1, after
-	if n := len(ep.Entries); n > 0 {
-		d.First, d.Last = ep.Entries[0].Pos, ep.Entries[n-1].Pos
-	}
-	d.Older = d.First > 1
+	d.First, d.Last, d.Older = window(after, ep.Entries, func(e api.SessionEntry) int64 { return e.Pos })
 	var q api.Queue
 	if res := c.get(r, fmt.Sprintf("/v1/sessions/%s/queue?limit=%d", esc, QueueShown), &q); !res.ok() {
 		c.refused(w, r, res)
