@@ -126,10 +126,11 @@ type Config struct {
 	OnEvent func(Event)
 	// Secrets are the values that must never be written down. Each is
 	// replaced by [secret:NAME] (see package secret) in every journal
-	// entry before it is staged, so neither the store nor a model's
-	// context holds one; in streamed deltas and background errors given
-	// to OnEvent; and in the errors the runtime's commands return.
-	// Default: none.
+	// entry before it is staged — a run's or a session's, whoever wrote
+	// it — and in a session's metadata and a trigger's definition, so
+	// neither the store nor a model's context holds one; in streamed
+	// deltas and background errors given to OnEvent; and in the errors
+	// the runtime's commands return. Default: none.
 	Secrets *secret.Redactor
 	// OnStoreTiming, if set, sees how long each lease claim (op
 	// TimingClaim, n the runs claimed) and each journal append (op

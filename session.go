@@ -180,6 +180,7 @@ func (rt *Runtime) OpenSession(ctx context.Context, agent *Agent, o SessionOptio
 		if meta, err = json.Marshal(o.Metadata); err != nil {
 			return Session{}, fmt.Errorf("open session: SessionOptions.Metadata: %w", err)
 		}
+		meta = rt.eng.Redact(meta)
 	}
 	s, _, err := ss.SessionCreate(ctx, store.SessionCreateParams{ID: o.ID, Tenant: o.Tenant, Agent: agent.Name(),
 		Version: agent.Version(), Metadata: meta})
@@ -279,9 +280,9 @@ func (rt *Runtime) Send(ctx context.Context, sessionID, text string, o SendOptio
 	case len(o.IdempotencyKey) > 256:
 		return SendResult{}, fmt.Errorf("send to %s: SendOptions.IdempotencyKey is %d bytes, over 256", sessionID, len(o.IdempotencyKey))
 	}
-	msg := hitchtype.MessageAdmitted{ID: "msg_" + randomID(8), IdempotencyKey: o.IdempotencyKey, Mode: o.Mode, Text: rt.cfg.Secrets.String(text)}
+	msg := hitchtype.MessageAdmitted{ID: "msg_" + randomID(8), IdempotencyKey: o.IdempotencyKey, Mode: o.Mode, Text: text}
 	data, _ := json.Marshal(msg)
-	res, err := ss.SessionAppend(ctx, store.SessionAppendParams{SessionID: sessionID, After: store.AnyPosition,
+	res, err := rt.eng.AppendSession(ctx, ss, store.SessionAppendParams{SessionID: sessionID, After: store.AnyPosition,
 		Kind: hitchtype.KindMessageAdmitted, Data: data, IdempotencyKey: o.IdempotencyKey, KeyTTL: rt.sess.cfg.IdempotencyTTL})
 	if err != nil {
 		return SendResult{}, fmt.Errorf("send to %s: %w", sessionID, err)
@@ -323,7 +324,7 @@ func (rt *Runtime) interruptFor(ctx context.Context, ss store.SessionStore, s st
 		}
 	}
 	data, _ := json.Marshal(hitchtype.SubmissionInterrupted{RunID: s.ActiveRun, MessageID: msgID})
-	_, err := ss.SessionAppend(ctx, store.SessionAppendParams{SessionID: s.ID, After: store.AnyPosition,
+	_, err := rt.eng.AppendSession(ctx, ss, store.SessionAppendParams{SessionID: s.ID, After: store.AnyPosition,
 		Kind: hitchtype.KindSubmissionInterrupt, Data: data})
 	if errors.Is(err, store.ErrConflict) {
 		return nil // the submission ended meanwhile
@@ -400,7 +401,7 @@ func (rt *Runtime) Edit(ctx context.Context, sessionID, messageID, text string) 
 			messageID, sessionID, ErrMessageTooLarge, len(text), rt.sess.cfg.MaxMessageBytes)
 	}
 	data, _ := json.Marshal(hitchtype.MessageEdited{ID: messageID, Text: text})
-	if _, err := ss.SessionAppend(ctx, store.SessionAppendParams{SessionID: sessionID, After: store.AnyPosition,
+	if _, err := rt.eng.AppendSession(ctx, ss, store.SessionAppendParams{SessionID: sessionID, After: store.AnyPosition,
 		Kind: hitchtype.KindMessageEdited, Data: data}); err != nil {
 		return fmt.Errorf("edit %s in %s: %w", messageID, sessionID, err)
 	}
@@ -415,7 +416,7 @@ func (rt *Runtime) Remove(ctx context.Context, sessionID, messageID string) erro
 		return err
 	}
 	data, _ := json.Marshal(hitchtype.MessageRemoved{ID: messageID})
-	if _, err := ss.SessionAppend(ctx, store.SessionAppendParams{SessionID: sessionID, After: store.AnyPosition,
+	if _, err := rt.eng.AppendSession(ctx, ss, store.SessionAppendParams{SessionID: sessionID, After: store.AnyPosition,
 		Kind: hitchtype.KindMessageRemoved, Data: data}); err != nil {
 		return fmt.Errorf("remove %s from %s: %w", messageID, sessionID, err)
 	}

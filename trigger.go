@@ -370,6 +370,7 @@ func (rt *Runtime) CreateTrigger(ctx context.Context, spec TriggerSpec, o Trigge
 	if err != nil {
 		return Trigger{}, false, fmt.Errorf("create trigger %q: %w", spec.ID, err)
 	}
+	data = rt.eng.Redact(data)
 	row, created, err := ts.TriggerCreate(ctx, store.TriggerCreateParams{ID: spec.ID, Tenant: spec.Tenant, SessionID: o.sessionID,
 		Spec: data, NextFire: first, Paused: o.Paused, Replace: o.Replace, MaxPerSession: o.maxPerSession})
 	if err != nil {

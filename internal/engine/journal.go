@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -16,10 +17,25 @@ func entry(kind string, data any) store.EntryInput {
 	return store.EntryInput{Kind: kind, Data: b}
 }
 
-// redact replaces secret values in an entry's data.
+// Redact is the one redaction point on the way in: it replaces every
+// secret value (Config.Secrets) in data. Every entry a journal receives
+// passes it before it is staged — a runner's (stage), a new run's first,
+// a session's (AppendSession) — and so does every caller's text kept
+// beside them (a session's metadata, a trigger's definition), so no
+// surface can write a declared secret down raw.
+func (e *Engine) Redact(data []byte) []byte { return e.cfg.Secrets.Bytes(data) }
+
+// redact passes an entry's data through Redact.
 func (e *Engine) redact(in store.EntryInput) store.EntryInput {
-	in.Data = e.cfg.Secrets.Bytes(in.Data)
+	in.Data = e.Redact(in.Data)
 	return in
+}
+
+// AppendSession appends an entry to a session's journal, its data passed
+// through Redact first.
+func (e *Engine) AppendSession(ctx context.Context, ss store.SessionStore, p store.SessionAppendParams) (store.SessionAppendResult, error) {
+	p.Data = e.Redact(p.Data)
+	return ss.SessionAppend(ctx, p)
 }
 
 // titleOf is the title of a run from its redacted run.started entry, so

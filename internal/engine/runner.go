@@ -891,7 +891,7 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 		return nil
 	}
 	p.RunID, p.Token, p.After, p.Entries = r.runID, r.token, r.durable, r.pending
-	p.Outcome = r.e.cfg.Secrets.Bytes(p.Outcome)
+	p.Outcome = r.e.Redact(p.Outcome)
 	if r.fam.ok && r.adjust != (store.Budget{}) {
 		if p.Charge == nil {
 			p.Charge = &store.BudgetCharge{}

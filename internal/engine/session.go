@@ -120,7 +120,7 @@ func (r *runner) admitSteering() error {
 			continue
 		} else if !ok {
 			data, _ := json.Marshal(hitchtype.MessageJoined{ID: c.MessageID, RunID: r.runID})
-			_, err := ss.SessionAppend(r.ctx, store.SessionAppendParams{SessionID: sid, After: store.AnyPosition,
+			_, err := r.e.AppendSession(r.ctx, ss, store.SessionAppendParams{SessionID: sid, After: store.AnyPosition,
 				Kind: hitchtype.KindMessageJoined, Data: data})
 			var mse *store.MessageStateError
 			switch {
