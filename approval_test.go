@@ -429,3 +429,34 @@ func TestPendingApprovalsPage(t *testing.T) {
 		t.Error("a limit past the maximum was accepted")
 	}
 }
+
+// A late answer over any face looks its request up first (for the
+// requirement its credential is checked against), and is refused as
+// expired there: that look is the touch that records the lapse, as
+// docs/journal.md says, and the run goes on when a runner picks it up.
+func TestLateLookupRecordsTheLapse(t *testing.T) {
+	t.Parallel()
+	var charges atomic.Int64
+	approvers := members(t)
+	a := payAgent(t, &charges, approvers, nil, hitch.Limits{})
+	rt, _, clk := setupAhead(t, a)
+	ctx := context.Background()
+	late := runToRest(t, rt, a, "pay")
+	clk.advance(7*24*time.Hour + time.Second)
+	if _, err := rt.ApprovalRequest(ctx, late.ID, "t1c1"); !errors.Is(err, hitch.ErrApprovalExpired) {
+		t.Fatalf("request after the deadline: %v", err)
+	}
+	if k := kinds(journal(t, rt, late.ID)); !strings.Contains(k, "approval.expired") {
+		t.Fatalf("the late look did not record the lapse: %s", k)
+	}
+	run, err := rt.Await(ctx, late.ID)
+	if err != nil || run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("after the lapse: %s %v: %s", run.Status, err, kinds(journal(t, rt, late.ID)))
+	}
+	if n := strings.Count(kinds(journal(t, rt, late.ID)), "approval.expired"); n != 1 {
+		t.Errorf("the lapse is journaled %d times", n)
+	}
+	if charges.Load() != 0 {
+		t.Errorf("the expired call ran %d times", charges.Load())
+	}
+}

@@ -575,12 +575,14 @@ func (rt *Runtime) PendingApprovals(ctx context.Context, p PendingApprovalsParam
 
 // ApprovalRequest returns one approval request while it waits for an
 // answer. A request past its deadline by the store's clock gives
-// ErrApprovalExpired (even before a runner records the lapse); one
-// answered gives ErrAnswered (a rejection stays a rejection after the
-// deadline); ErrNoApproval, ErrUnknownCall, ErrNotFound and ErrEnded as
-// for Approve.
+// ErrApprovalExpired, and the lapse is journaled if it was not yet (the
+// model is told, and the run goes on when a runner picks it up): a late
+// answer, which looks its request up first, is the next to touch the
+// run. One answered gives ErrAnswered (a rejection stays a rejection
+// after the deadline); ErrNoApproval, ErrUnknownCall, ErrNotFound and
+// ErrEnded as for Approve.
 func (rt *Runtime) ApprovalRequest(ctx context.Context, runID, call string) (PendingApproval, error) {
-	p, err := rt.eng.ApprovalRequest(ctx, runID, call)
+	p, err := rt.eng.ApprovalRequest(ctx, runID, call, rt.commandWait(ctx, runID))
 	if err != nil {
 		return PendingApproval{}, fmt.Errorf("approval request %s %s: %w", runID, call, err)
 	}

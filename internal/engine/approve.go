@@ -299,10 +299,11 @@ func callOrder(key string) (turn, n int) {
 
 // ApprovalRequest returns one call's approval request while it waits for
 // an answer. It gives ErrApprovalExpired for a request past its deadline
-// by the store's clock (whether or not the lapse is journaled yet),
-// ErrAnswered for one granted or rejected, ErrNoApproval for a call that
-// never needed one, ErrUnknownCall, and store.ErrEnded.
-func (e *Engine) ApprovalRequest(ctx context.Context, runID, call string) (PendingApproval, error) {
+// by the store's clock, and records the lapse if no one has yet (waiting
+// at most wait for a live runner; see recordLapse); ErrAnswered for one
+// granted or rejected, ErrNoApproval for a call that never needed one,
+// ErrUnknownCall, and store.ErrEnded.
+func (e *Engine) ApprovalRequest(ctx context.Context, runID, call string, wait time.Duration) (PendingApproval, error) {
 	run, err := e.cfg.Store.RunGet(ctx, runID)
 	if err != nil {
 		return PendingApproval{}, err
@@ -320,9 +321,25 @@ func (e *Engine) ApprovalRequest(ctx context.Context, runID, call string) (Pendi
 	case err != nil:
 		return PendingApproval{}, err
 	case expired:
+		e.recordLapse(ctx, runID, wait)
 		return PendingApproval{}, fmt.Errorf("%w: %s (deadline %s)", ErrApprovalExpired, call, c.expires.UTC().Format(time.RFC3339))
 	}
 	return pendingOf(run, c), nil
+}
+
+// recordLapse journals a run's approval requests past their deadline.
+// Whoever touches the run next records a lapse (docs/journal.md): a late
+// answer looks its request up first, so the look records it, and the run
+// goes on from there. It is best effort: a runner busy past wait, or a
+// store opened for reading, leaves the lapse to the next toucher.
+func (e *Engine) recordLapse(ctx context.Context, runID string, wait time.Duration) {
+	_ = e.command(ctx, runID, wait, func(r *runner) (reply, err error) {
+		err = r.expireApprovals()
+		if err == nil {
+			err = r.commit()
+		}
+		return err, err
+	})
 }
 
 func pendingOf(run store.Run, c *callState) PendingApproval {

@@ -316,22 +316,10 @@ func (s *server) answerApproval(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if s.opts.Credential == nil {
 		return nil, RunView{}, errors.New("this server has no approver identity: start it with a credential to answer requests")
 	}
-	run, err := s.opts.Runtime.Get(ctx, in.RunID)
+	// Looking the request up is what records a lapse past its deadline.
+	req, err := s.opts.Runtime.ApprovalRequest(ctx, in.RunID, in.Call)
 	if err != nil {
 		return nil, RunView{}, err
-	}
-	ps, err := s.pending(ctx, run.RootID)
-	if err != nil {
-		return nil, RunView{}, err
-	}
-	var req *ApprovalView
-	for i := range ps {
-		if ps[i].RunID == in.RunID && ps[i].Call == in.Call {
-			req = &ps[i]
-		}
-	}
-	if req == nil {
-		return nil, RunView{}, fmt.Errorf("run %s has no approval request %s waiting", in.RunID, in.Call)
 	}
 	approvers, err := s.opts.Runtime.Approvers(ctx, in.RunID)
 	if err != nil {
@@ -349,7 +337,8 @@ func (s *server) answerApproval(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, RunView{}, err
 	}
-	if run, err = s.opts.Runtime.Get(ctx, in.RunID); err != nil {
+	run, err := s.opts.Runtime.Get(ctx, in.RunID)
+	if err != nil {
 		return nil, RunView{}, err
 	}
 	v, err := s.view(ctx, run)

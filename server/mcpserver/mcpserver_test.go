@@ -171,7 +171,7 @@ func TestStartWaitApproveOverMCP(t *testing.T) {
 	if done.Status != "completed" || done.Answer != "paid" || !done.Done || f.charges.Load() != 1 {
 		t.Fatalf("done: %+v, charges %d", done, f.charges.Load())
 	}
-	if e := f.call(t, "answer_approval", map[string]any{"run_id": "job-1", "call": call, "approve": true}, &answered); !strings.Contains(e, "no approval request") {
+	if e := f.call(t, "answer_approval", map[string]any{"run_id": "job-1", "call": call, "approve": true}, &answered); !strings.Contains(e, "already answered") {
 		t.Fatalf("a second answer: %q", e)
 	}
 	var status mcpserver.RunView
