@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -139,6 +140,10 @@ type Config struct {
 	// (see telemetry.Metrics.StoreTiming). It runs on the caller's
 	// goroutine: keep it quick.
 	OnStoreTiming func(op string, took time.Duration, n int, err error)
+	// Logger gets the runtime's warnings: a runner that the store refused
+	// because another runner holds its run now (a lost lease), with the
+	// run and both lease tokens. Default: slog.Default().
+	Logger *slog.Logger
 }
 
 // The operations Config.OnStoreTiming sees.
@@ -287,6 +292,7 @@ func Open(cfg Config) (*Runtime, error) {
 	}
 	ecfg.Secrets = cfg.Secrets
 	ecfg.OnStoreTiming = cfg.OnStoreTiming
+	ecfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if f := cfg.OnEvent; f != nil {
 		if !cfg.Secrets.Empty() {
 			f = redactEvents(cfg.Secrets, f)

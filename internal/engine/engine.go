@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -123,6 +124,17 @@ type Config struct {
 	// TimingAppend; n entries) took, and its error. It runs on the
 	// caller's goroutine: keep it quick.
 	OnStoreTiming func(op string, took time.Duration, n int, err error)
+	// Logger gets the engine's warnings: a runner refused by fencing.
+	// Nil logs nothing.
+	Logger *slog.Logger
+}
+
+// log is the engine's logger.
+func (e *Engine) log() *slog.Logger {
+	if e.cfg.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.cfg.Logger
 }
 
 // The operations Config.OnStoreTiming sees.

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"iter"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -54,6 +57,24 @@ func (g gated) Generate(ctx context.Context, req *model.Request) iter.Seq2[*mode
 	return g.Model.Generate(ctx, req)
 }
 
+// lockedBuffer keeps what a logger writes from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // fakeClock is a store clock a test moves by hand.
 type fakeClock struct {
 	mu sync.Mutex
@@ -97,6 +118,8 @@ func TestStaleRunnerIsFenced(t *testing.T) {
 	// A never renews, as if its process had paused.
 	engA := testEngine(st, "node-a", testAgent(slow), time.Minute, time.Hour)
 	engB := testEngine(st, "node-b", testAgent(fast), time.Minute, 20*time.Second)
+	var logs lockedBuffer
+	engA.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 
 	res, err := engA.Start(ctx, testAgent(slow), StartParams{ID: "r1", Input: "hi"})
 	if err != nil || !res.Created {
@@ -126,6 +149,21 @@ func TestStaleRunnerIsFenced(t *testing.T) {
 	<-ra.done
 	if !errors.Is(ra.err, errFenced) {
 		t.Errorf("stale runner stopped with %v, want a fencing error", ra.err)
+	}
+	// It says so once, at warn, with its token and the winner's.
+	won, err := st.RunGet(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	want := []string{"level=WARN", "run=r1", fmt.Sprintf("token=%d", ra.token), fmt.Sprintf("winner_token=%d", won.LeaseToken)}
+	if len(lines) != 1 || won.LeaseToken == ra.token {
+		t.Errorf("the fenced runner logged %d lines (tokens %d and %d):\n%s", len(lines), ra.token, won.LeaseToken, logs.String())
+	}
+	for _, w := range want {
+		if !strings.Contains(lines[0], w) {
+			t.Errorf("the fencing line lacks %s: %s", w, lines[0])
+		}
 	}
 	es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: "r1"})
 	if err != nil {

@@ -62,7 +62,9 @@ type runner struct {
 	stopWork  context.CancelCauseFunc
 	cancelled atomic.Bool
 	cancelAt  atomic.Int64
-	once      sync.Once
+	// fencedOnce: the store's refusal is logged once.
+	fencedOnce atomic.Bool
+	once       sync.Once
 	// drainCh is closed when a graceful stop asks the runner to park
 	// before its next model call or tool body.
 	drainCh   chan struct{}
@@ -909,7 +911,7 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 			return be // nothing written; the caller takes its entry back
 		}
 		if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrEnded) {
-			r.end(fmt.Errorf("%w: %w", errFenced, err))
+			r.fenced("append", err)
 		}
 		return fmt.Errorf("append to journal of %s: %w", r.runID, err)
 	}
@@ -986,6 +988,23 @@ func (r *runner) finish(o Outcome) error {
 	return nil
 }
 
+// fenced stops a runner whose append or renewal the store refused because
+// its lease is no longer current: another runner claimed the run, or the
+// run ended. It says so once, at warn, with the run, this runner's token
+// and the winner's, so an operator can tell a lost lease from a crash.
+func (r *runner) fenced(op string, err error) {
+	if r.fencedOnce.CompareAndSwap(false, true) {
+		attrs := []any{"run", r.runID, "token", r.token, "op", op, "err", err}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), time.Second)
+		if run, gerr := r.e.cfg.Store.RunGet(ctx, r.runID); gerr == nil {
+			attrs = append(attrs, "winner_token", run.LeaseToken, "winner", run.LeaseOwner, "status", run.Status)
+		}
+		cancel()
+		r.e.log().Warn("runner refused by fencing: another runner holds the run, this one stops", attrs...)
+	}
+	r.end(fmt.Errorf("%w: %w", errFenced, err))
+}
+
 // heartbeat renews the lease and watches for cancel requests from other
 // processes, until the runner returns.
 func (r *runner) heartbeat() {
@@ -1009,7 +1028,7 @@ func (r *runner) heartbeat() {
 			run, err := cfg.Store.LeaseRenew(r.ctx, store.LeaseRenewParams{RunID: r.runID, Owner: cfg.Owner, Token: r.token, TTL: cfg.LeaseTTL})
 			switch {
 			case errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrEnded):
-				r.end(fmt.Errorf("%w: %w", errFenced, err))
+				r.fenced("renew", err)
 				return
 			case err != nil && time.Since(renewed) >= cfg.LeaseTTL:
 				// Transient errors are retried until the lease would have
