@@ -58,9 +58,11 @@ type Config struct {
 	// section, model API keys and approver secrets. Give it to the
 	// runtime (hitch.Config.Secrets).
 	Secrets *secret.Redactor
-	// SecretVars are the environment variables Load read values from: a
-	// program drops them from its environment once loaded (see
-	// docs/secrets.md), so no process it starts can read them.
+	// SecretVars are the environment variables the file takes a
+	// credential from: model keys, approver secrets, the secrets section
+	// and server tokens. A program drops them from its environment once
+	// loaded (see docs/secrets.md), so no process it starts can read them;
+	// read them afterwards with the Getenv that kept their values.
 	SecretVars []string
 	// Warnings are for the operator, one line each: agents whose commands
 	// run without isolation.

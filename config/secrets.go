@@ -42,9 +42,10 @@ const maxSecretFile = 64 << 10
 
 var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
-// secrets reads the secrets section, adds the values of the model keys and
-// approver secrets the file names by variable, and builds the redactor.
-// vars are the environment variables read for them.
+// secrets reads the secrets section, adds the values of the model keys,
+// approver secrets and server tokens the file names by variable, and
+// builds the redactor. vars are the environment variables read for them:
+// every variable the file takes a credential from.
 func (c *Config) secrets(l locator, f *File, getenv func(string) string) (values map[string]string, vars []string, probs []Problem) {
 	values = map[string]string{}
 	for _, name := range sortedKeys(f.Secrets) {
@@ -97,8 +98,8 @@ func (c *Config) secrets(l locator, f *File, getenv func(string) string) (values
 		}
 		values[name] = v
 	}
-	// Model keys and approver secrets named by variable are secrets too,
-	// under the variable's name.
+	// Model keys, approver secrets and server tokens named by variable
+	// are secrets too, under the variable's name.
 	auto := func(env string) {
 		if env == "" {
 			return
@@ -116,6 +117,11 @@ func (c *Config) secrets(l locator, f *File, getenv func(string) string) (values
 	for _, a := range f.Agents {
 		for _, ap := range a.Approvers {
 			auto(ap.SecretEnv)
+		}
+	}
+	if f.Server != nil {
+		for _, t := range f.Server.Tokens {
+			auto(t.Env)
 		}
 	}
 	return values, vars, probs

@@ -76,19 +76,23 @@ agents:
     env: {GH_TOKEN: gh, DB_PASSWORD: db}
     approvers:
       - {name: ann, secret_env: ANN_SECRET, requirements: ["*"]}
+server:
+  tokens:
+    - {name: adm, role: admin, env: HITCH_TOKEN_ADM}
 `})
-	env := map[string]string{"GH_TOKEN": "env-secret-0041", "MY_OPENAI_KEY": "sk-model-key-0044", "ANN_SECRET": "approver-secret-0045"}
+	env := map[string]string{"GH_TOKEN": "env-secret-0041", "MY_OPENAI_KEY": "sk-model-key-0044", "ANN_SECRET": "approver-secret-0045",
+		"HITCH_TOKEN_ADM": "server-token-0046"}
 	cfg, err := Load(path, Options{Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cfg.Close()
-	in := "env-secret-0041 file-secret-0042 demo-secret-0043 sk-model-key-0044 approver-secret-0045"
-	want := "[secret:gh] [secret:db] [secret:demo] [secret:MY_OPENAI_KEY] [secret:ANN_SECRET]"
+	in := "env-secret-0041 file-secret-0042 demo-secret-0043 sk-model-key-0044 approver-secret-0045 server-token-0046"
+	want := "[secret:gh] [secret:db] [secret:demo] [secret:MY_OPENAI_KEY] [secret:ANN_SECRET] [secret:HITCH_TOKEN_ADM]"
 	if got := cfg.Secrets.String(in); got != want {
 		t.Fatalf("redacted %q, want %q", got, want)
 	}
-	for _, v := range []string{"GH_TOKEN", "MY_OPENAI_KEY", "ANN_SECRET"} {
+	for _, v := range []string{"GH_TOKEN", "MY_OPENAI_KEY", "ANN_SECRET", "HITCH_TOKEN_ADM"} {
 		if !slices.Contains(cfg.SecretVars, v) {
 			t.Errorf("SecretVars %v lacks %s", cfg.SecretVars, v)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -101,7 +100,7 @@ func newAnswer(g *globals, approve bool) *cobra.Command {
 			ctx := cmd.Context()
 			raw := credential
 			if raw == "" {
-				raw = os.Getenv(credentialEnv)
+				raw = vault.credential(credentialEnv)
 			}
 			if raw == "" {
 				return usageError{fmt.Errorf("no credential: set %s=name:secret or pass --credential", credentialEnv)}

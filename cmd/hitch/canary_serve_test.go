@@ -21,27 +21,52 @@ import (
 	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
-const canaryAdmin = "canary-admin-token-0123"
+// The server's admin token and the approver credential its /mcp answers
+// with: variables of hitch serve's environment a command must not read.
+const (
+	canaryAdmin      = "canary-admin-token-0123"
+	credentialCanary = "canary-credential-5Kq7"
+)
 
 // The secret canary over a real hitch serve: a run started over the API,
-// whose model and bash tool repeat the secrets, leaves them out of every
-// API answer (the run, the runs list, every journal page, the event
-// stream, the family stream), of the spans the server exports over
-// OTLP/gRPC with content recording on, and of what the server logs.
+// whose model and bash tool repeat the secrets and read the server's
+// environment, leaves them out of every API answer (the run, the runs
+// list, every journal page, the event stream, the family stream), of the
+// spans the server exports over OTLP/gRPC with content recording on, and
+// of what the server logs — under bwrap, and without isolation, where a
+// command can read the server's /proc/PID/environ: the variables of the
+// model key, the tool's secret, the server token and the approver
+// credential are blank there.
 func TestSecretCanaryOverServeAndSpans(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("bwrap is not installed: hitch serve refuses the bash tool without isolation")
-	}
 	t.Parallel()
+	paths := map[string]string{"isolation none": pathWithoutBwrap(t)}
+	if _, err := exec.LookPath("bwrap"); err == nil {
+		paths["bwrap"] = os.Getenv("PATH")
+	} else {
+		t.Log("bwrap is not installed: only the server without isolation is checked")
+	}
+	for name, path := range paths {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			serveCanary(t, path, name == "bwrap")
+		})
+	}
+}
+
+func serveCanary(t *testing.T, path string, isolated bool) {
 	dir := canaryDir(t)
 	f, err := os.OpenFile(filepath.Join(dir, "hitch.yaml"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString("server:\n  tokens:\n    - {name: admin, role: admin, env: T_CANARY_ADMIN}\n"); err != nil {
+	extra := "server:\n  tokens:\n    - {name: admin, role: admin, env: HITCH_TOKEN_ADM}\n"
+	if !isolated {
+		extra += "sandbox: {require_isolation: false}\n"
+	}
+	if _, err := f.WriteString(extra); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -50,8 +75,9 @@ func TestSecretCanaryOverServeAndSpans(t *testing.T) {
 	cmd := exec.Command(binary(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--poll", "50ms")
 	testproc.DieWithParent(cmd)
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "HITCH_CANARY_KEY=" + keyCanary, "HITCH_CANARY_TOKEN=" + tokenCanary,
-		"T_CANARY_ADMIN=" + canaryAdmin, "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.Endpoint(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+	cmd.Env = []string{"PATH=" + path, "HOME=" + dir, "HITCH_CANARY_KEY=" + keyCanary, "HITCH_CANARY_TOKEN=" + tokenCanary,
+		"HITCH_TOKEN_ADM=" + canaryAdmin, "HITCH_CREDENTIAL=ann:" + credentialCanary,
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.Endpoint(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
 		"OTEL_METRICS_EXPORTER=none", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -154,6 +180,9 @@ func TestSecretCanaryOverServeAndSpans(t *testing.T) {
 	call("GET", "/v1/runs/canary-s/family/events", "")
 	if pages < 5 || !strings.Contains(stream, "run.ended") || !strings.Contains(answers.String(), "[secret:gh]") {
 		t.Fatalf("the API showed too little to judge (%d pages):\n%s", pages, answers.String())
+	}
+	if !isolated && !strings.Contains(answers.String(), "HITCH_CANARY_KEY=") && !strings.Contains(answers.String(), reverse("HITCH_CANARY_KEY=")) {
+		t.Fatalf("the command did not read the server's environment:\n%s", answers.String())
 	}
 
 	// Spans are flushed when the server stops.

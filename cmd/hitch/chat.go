@@ -49,6 +49,7 @@ func newChat(g *globals) *cobra.Command {
 			signal.Notify(sigs, os.Interrupt)
 			defer signal.Stop(sigs)
 			c := &chat{g: g, w: g.stdout, credentialEnv: credentialEnv}
+			vault.credential(credentialEnv) // read at /approve, dropped with the config's
 			e, err := openRuntimeWith(ctx, g, true, c.event)
 			if err != nil {
 				return err
@@ -186,7 +187,7 @@ func (c *chat) waiting(runID string, d hitchtype.RunWaiting) {
 // run has a request for CALL.
 func (c *chat) answer(ctx context.Context, args string, approve bool) error {
 	verb := map[bool]string{true: "/approve", false: "/reject"}[approve]
-	raw := os.Getenv(c.credentialEnv)
+	raw := vault.getenv(c.credentialEnv)
 	if raw == "" {
 		return fmt.Errorf("%s: no credential: set %s=name:secret before starting hitch chat", verb, c.credentialEnv)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"time"
 
@@ -29,7 +28,7 @@ func newMCP(g *globals, stdin io.Reader) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			var cred *approval.Credential
-			if raw := os.Getenv(credentialEnv); raw != "" {
+			if raw := vault.credential(credentialEnv); raw != "" {
 				c, err := approval.ParseCredential(raw)
 				if err != nil {
 					return usageError{fmt.Errorf("%s: %w", credentialEnv, err)}

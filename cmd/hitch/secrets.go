@@ -10,15 +10,32 @@ import (
 	"github.com/hitch-dev/hitch/secret"
 )
 
-// vault holds the secret variables the config named, read once: after the
-// config is loaded they are taken out of the process environment (and, on
-// Linux, out of the memory /proc/PID/environ shows), so no process hitch
-// starts and no tool that reads its parent's environment finds them.
+// vault owns the variables hitch reads a credential from, read once: the
+// config's (model keys, approver secrets, secrets:, server tokens) and
+// the approver credential a command answers with. When the config is
+// loaded they are taken out of the process environment (and, on Linux,
+// out of the memory /proc/PID/environ shows), so no process hitch starts
+// and no tool that reads its parent's environment finds them. Read them
+// with getenv.
 var vault = &envVault{kept: map[string]string{}}
 
 type envVault struct {
 	mu   sync.Mutex
 	kept map[string]string
+	// also are the command's own credential variables, dropped with the
+	// config's.
+	also []string
+}
+
+// credential names a variable the command reads a credential from, so it
+// leaves the environment with the config's, and returns its value.
+func (v *envVault) credential(k string) string {
+	v.mu.Lock()
+	if k != "" && !slices.Contains(v.also, k) {
+		v.also = append(v.also, k)
+	}
+	v.mu.Unlock()
+	return v.getenv(k)
 }
 
 // getenv reads a variable, from what was dropped if it was.
@@ -32,12 +49,14 @@ func (v *envVault) getenv(k string) string {
 	return v.kept[k]
 }
 
-// drop keeps the variables' values and takes them out of the environment.
-// It returns a note for the operator when the start-up copy that
-// /proc/PID/environ shows could not be scrubbed.
+// drop keeps the values of vars and of the command's credential
+// variables, and takes them out of the environment. It returns a note for
+// the operator when the start-up copy that /proc/PID/environ shows could
+// not be scrubbed.
 func (v *envVault) drop(vars []string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	vars = append(slices.Clone(vars), v.also...)
 	var gone []string
 	for _, k := range vars {
 		if val, ok := os.LookupEnv(k); ok {
@@ -50,7 +69,7 @@ func (v *envVault) drop(vars []string) error {
 		return nil
 	}
 	slices.Sort(gone)
-	return scrubEnviron(gone)
+	return scrubEnviron(slices.Compact(gone))
 }
 
 // redaction is the redactor every output of the command passes through;

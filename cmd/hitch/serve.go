@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -58,12 +57,13 @@ func newServe(g *globals) *cobra.Command {
 			// its config says sandbox.require_isolation: false.
 			g.requireIsolation = true
 			g.metrics = nodeMetrics{gauges: true, prometheus: metricsOn, cache: metricsCache}
+			rawCred := vault.credential(credentialEnv)
 			e, err := openRuntimeWith(ctx, g, true, onEvent)
 			if err != nil {
 				return err
 			}
 			defer e.close()
-			resolved, err := e.cfg.ServerTokens(nil)
+			resolved, err := e.cfg.ServerTokens(vault.getenv)
 			if err != nil {
 				return usageError{err}
 			}
@@ -79,8 +79,8 @@ func newServe(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stderr, "serve: warning: no server.tokens in the config: every local request is an admin of tenant default")
 			}
 			var cred *approval.Credential
-			if raw := os.Getenv(credentialEnv); raw != "" {
-				c, err := approval.ParseCredential(raw)
+			if rawCred != "" {
+				c, err := approval.ParseCredential(rawCred)
 				if err != nil {
 					return usageError{fmt.Errorf("%s: %w", credentialEnv, err)}
 				}
