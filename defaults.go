@@ -19,7 +19,11 @@ const (
 	DefaultLeaseRenew       = 10 * time.Second
 	DefaultForceSettleGrace = 60 * time.Second
 	DefaultCancelPoll       = time.Second
-	DefaultMaxRunners       = 256
+	// DefaultMaxRunners is how many runs a node drives at once; see
+	// Config.MaxRunners.
+	DefaultMaxRunners = 4096
+	// DefaultClaimBatch is how many due runs one sweeper pass claims.
+	DefaultClaimBatch = 64
 	// DefaultLeaderTTL is how long a leadership won by Runtime.Lead lasts
 	// without re-election.
 	DefaultLeaderTTL = 15 * time.Second
@@ -97,7 +101,8 @@ var Defaults = []Default{
 	{"lease renewal", "Config.LeaseTTL / 3", "10s", "a third of the TTL"},
 	{"force-settle grace after cancel", "Config.ForceSettleGrace", "60s", "1s–1h"},
 	{"cancel poll (requests from other processes)", "Config.CancelPoll", "1s", "10ms–1m"},
-	{"runs driven at once per node", "Config.MaxRunners", "256", "1–100000"},
+	{"runs in flight per node (driven at once; a run is claimed only with a slot free)", "Config.MaxRunners (config worker.max_runners, --max-runners)", "4096", "1–100000"},
+	{"due runs one sweeper pass claims (so nodes share a backlog)", "Config.ClaimBatch", "64", "1–1000"},
 	{"leader election: leadership lasts / re-elected every / trusted until before its end", "Config.LeaderTTL (Runtime.Lead)", "15s / 5s / 3s", "10ms–10m; a third / a fifth of it"},
 	{"graceful stop: running tool bodies and model calls may finish for", "hitch worker --drain (Runtime.Close's ctx)", "30s", "any; a second signal cuts it short"},
 	{"sweeper: looks for due runs every (and at once when the store notifies: PostgreSQL LISTEN/NOTIFY)", "hitch worker --poll (Runtime.Sweep's interval)", "1s", "more than 0"},

@@ -483,44 +483,80 @@ func TestRunIDsAreChecked(t *testing.T) {
 	}
 }
 
-// TestStartGivesUpItsClaimWhenNoSlotFrees: with every runner slot busy, a
-// start waits for one only as long as its context lasts, and then gives the
-// lease it claimed back.
-func TestStartGivesUpItsClaimWhenNoSlotFrees(t *testing.T) {
+// TestStartOnAFullNodeLeavesTheRunQueued: with every runner slot busy, a
+// start claims nothing and returns at once, whatever its context allows:
+// the run is created queued, its lease untouched. It is driven once the
+// slot frees — by Await here, and by the sweeper — and completes.
+func TestStartOnAFullNodeLeavesTheRunQueued(t *testing.T) {
 	t.Parallel()
-	entered, gate := make(chan struct{}, 4), make(chan struct{})
-	m := gatedModel{Model: scripted.New("m", scripted.Script{Repeat: true, Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "add", Args: `{"a":1,"b":2}`}}}, {Text: "over"}}}),
-		entered: entered, gate: gate}
-	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, nil)}})
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, MaxRunners: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		close(gate)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	ctx := context.Background()
-	if _, err := rt.Start(ctx, a, "first", hitch.WithID("busy")); err != nil {
-		t.Fatal(err)
-	}
-	<-entered // the only slot is taken, by a model call that holds
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	_, err = rt.Start(short, a, "second", hitch.WithID("waiting"))
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("start with no free slot: %v, want the context's error", err)
-	}
-	if leaseHeld(t, st, "waiting") {
-		t.Error("the start kept the lease it could not use")
+	for _, by := range []string{"await", "sweeper"} {
+		t.Run(by, func(t *testing.T) {
+			t.Parallel()
+			entered, gate := make(chan struct{}, 4), make(chan struct{})
+			m := gatedModel{Model: scripted.New("m", scripted.Script{Repeat: true, Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "add", Args: `{"a":1,"b":2}`}}}, {Text: "over"}}}),
+				entered: entered, gate: gate}
+			a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, nil)}})
+			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, MaxRunners: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			defer rt.Close(ctx)
+			if _, err := rt.Start(ctx, a, "first", hitch.WithID("busy")); err != nil {
+				t.Fatal(err)
+			}
+			<-entered // the only slot is taken, by a model call that holds
+			res, err := rt.Start(ctx, a, "second", hitch.WithID("queued"))
+			if err != nil || !res.Created || res.Run.Status != hitchtype.StatusQueued {
+				t.Fatalf("start on a full node: %+v %v, want the run created queued", res, err)
+			}
+			raw, err := st.RunGet(ctx, "queued")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if raw.Status != hitchtype.StatusQueued || raw.LeaseOwner != "" || raw.LeaseToken != 0 {
+				t.Fatalf("the start touched the run it could not drive: %+v", raw)
+			}
+			if by == "sweeper" {
+				sweepCtx, stop := context.WithCancel(ctx)
+				swept := make(chan error, 1)
+				go func() { swept <- rt.Sweep(sweepCtx, time.Hour) }() // only a freed slot can drive it in time
+				defer func() { stop(); <-swept }()
+			}
+			close(gate)
+			done := make(chan error, 1)
+			go func() {
+				if by == "await" {
+					run, err := rt.Await(ctx, "queued")
+					if err == nil && run.Status != hitchtype.StatusCompleted {
+						err = fmt.Errorf("status %s", run.Status)
+					}
+					done <- err
+					return
+				}
+				for {
+					run, err := rt.Get(ctx, "queued")
+					if err != nil || run.Status == hitchtype.StatusCompleted {
+						done <- err
+						return
+					}
+					select {
+					case <-ctx.Done():
+						done <- ctx.Err()
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+			}()
+			if err := <-done; err != nil {
+				t.Fatalf("the queued run did not complete once the slot freed: %v", err)
+			}
+		})
 	}
 }

@@ -91,9 +91,17 @@ type Config struct {
 	// CancelPoll is how often a runner looks for cancel requests made by
 	// other processes. Default 1s; 10ms to 1m.
 	CancelPoll time.Duration
-	// MaxRunners bounds the runs this runtime drives at once. Default 256;
-	// 1 to 100000.
+	// MaxRunners bounds the runs this runtime drives at once: its runs in
+	// flight. A run waiting on its model costs a goroutine and its
+	// transcript, so a node's memory, not its CPU, sets it (docs/defaults.md
+	// gives the measured cost a run). A run is claimed only once a slot is
+	// held for it; on a full node Start leaves the run queued and returns
+	// at once. Default DefaultMaxRunners; 1 to 100000.
 	MaxRunners int
+	// ClaimBatch bounds the due runs one pass of the sweeper claims, so that
+	// the nodes of a store each take a share of a backlog. Default
+	// DefaultClaimBatch; 1 to 1000.
+	ClaimBatch int
 	// LeaderTTL is how long a leadership won by Lead lasts without
 	// re-election; it is re-elected every third of it, and trusted until a
 	// fifth of it before it could run out. Default 15s; 10ms to 10m.
@@ -189,6 +197,7 @@ func (c Config) WithDefaults() Config {
 	c.ForceSettleGrace = cmp.Or(c.ForceSettleGrace, DefaultForceSettleGrace)
 	c.CancelPoll = cmp.Or(c.CancelPoll, DefaultCancelPoll)
 	c.MaxRunners = cmp.Or(c.MaxRunners, DefaultMaxRunners)
+	c.ClaimBatch = cmp.Or(c.ClaimBatch, DefaultClaimBatch)
 	c.LeaderTTL = cmp.Or(c.LeaderTTL, DefaultLeaderTTL)
 	c.Retention = cmp.Or(c.Retention, DefaultRetention)
 	c.PruneEvery = cmp.Or(c.PruneEvery, DefaultPruneEvery)
@@ -202,8 +211,10 @@ const (
 	minLeaseTTL, maxLeaseTTL                 = 10 * time.Millisecond, 10 * time.Minute
 	minForceSettleGrace, maxForceSettleGrace = time.Second, time.Hour
 	minCancelPoll, maxCancelPoll             = 10 * time.Millisecond, time.Minute
-	maxMaxRunners                            = 100000
 )
+
+// MaxMaxRunners is the largest Config.MaxRunners.
+const MaxMaxRunners = 100000
 
 // validate reports every problem of a config with defaults applied, each
 // naming its field.
@@ -228,8 +239,11 @@ func (c Config) validate() error {
 	if c.PruneBatch < 1 || c.PruneBatch > store.MaxPruneLimit {
 		errs = append(errs, fmt.Errorf("out of range: Config.PruneBatch is %d, want 1 to %d", c.PruneBatch, store.MaxPruneLimit))
 	}
-	if c.MaxRunners < 1 || c.MaxRunners > maxMaxRunners {
-		errs = append(errs, fmt.Errorf("out of range: Config.MaxRunners is %d, want 1 to %d", c.MaxRunners, maxMaxRunners))
+	if c.MaxRunners < 1 || c.MaxRunners > MaxMaxRunners {
+		errs = append(errs, fmt.Errorf("out of range: Config.MaxRunners is %d, want 1 to %d", c.MaxRunners, MaxMaxRunners))
+	}
+	if c.ClaimBatch < 1 || c.ClaimBatch > store.MaxListLimit {
+		errs = append(errs, fmt.Errorf("out of range: Config.ClaimBatch is %d, want 1 to %d", c.ClaimBatch, store.MaxListLimit))
 	}
 	if err := c.Triggers.validate(); err != nil {
 		errs = append(errs, err)
@@ -288,7 +302,8 @@ func Open(cfg Config) (*Runtime, error) {
 		},
 		LeaseTTL: cfg.LeaseTTL, RenewEvery: cfg.LeaseTTL / 3, CancelPoll: cfg.CancelPoll,
 		ForceSettleGrace: cfg.ForceSettleGrace, AwaitPoll: 50 * time.Millisecond, MaxRunners: cfg.MaxRunners,
-		Prices: model.DefaultPrices().With(cfg.Prices),
+		ClaimBatch: cfg.ClaimBatch,
+		Prices:     model.DefaultPrices().With(cfg.Prices),
 	}
 	ecfg.Secrets = cfg.Secrets
 	ecfg.OnStoreTiming = cfg.OnStoreTiming

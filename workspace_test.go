@@ -119,3 +119,55 @@ func TestGrantedRootsAreJournaledAndSurviveRecovery(t *testing.T) {
 		t.Errorf("a root granted to one run reached another:\n%s", msgs)
 	}
 }
+
+// TestGrantLeavesAQueuedRunQueued: a grant or a revocation unblocks
+// nothing, so on a run nobody drives yet it records its entry and leaves
+// the run queued and unleased: it never claims the run or calls its model.
+func TestGrantLeavesAQueuedRunQueued(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ws, outside := t.TempDir(), t.TempDir()
+	a, _ := readerAgent(t, ws, outside)
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ws.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	res, err := rt.Start(ctx, a, "read the data", hitch.Detached())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.GrantRoot(ctx, res.Run.ID, outside, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.RevokeRoot(ctx, res.Run.ID, outside, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := st.RunGet(ctx, res.Run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Status != hitchtype.StatusQueued || raw.LeaseOwner != "" {
+		t.Fatalf("the grant left the run %s leased to %q, want queued and unleased", raw.Status, raw.LeaseOwner)
+	}
+	es, err := rt.Journal(ctx, res.Run.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range es {
+		kinds = append(kinds, e.Kind)
+	}
+	if want := []string{hitchtype.KindRunStarted, hitchtype.KindRootGranted, hitchtype.KindRootRevoked}; strings.Join(kinds, " ") != strings.Join(want, " ") {
+		t.Fatalf("journal %v, want %v: the grant drove the run", kinds, want)
+	}
+}

@@ -8,6 +8,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store/sqlite"
@@ -43,6 +45,13 @@ type Params struct {
 	// TracingOTLP exports spans over OTLP/HTTP to OTLPEndpoint.
 	Tracing      Tracing
 	OTLPEndpoint string
+	// ModelLatency makes every model call take this long, give or take up
+	// to ModelJitter (drawn uniformly): the in-flight workload of
+	// production models. Zero answers at once.
+	ModelLatency, ModelJitter time.Duration
+	// MaxRunners is the runtime's runs in flight; 0 means Runs (all at
+	// once), at most hitch.MaxMaxRunners.
+	MaxRunners int
 }
 
 // Tracing chooses what telemetry a measurement carries.
@@ -64,6 +73,14 @@ type Result struct {
 	// Flush is how long the spans still queued took to export after the
 	// last run ended (TracingOTLP).
 	Flush time.Duration
+	// Overhead is what the runtime added to each step beyond the model's
+	// latency (see Overhead).
+	Overhead Overhead
+	// PeakHeap, PeakGoroutines and PeakRSS are the process's peaks during
+	// the measurement (PeakRSS over its whole life, from /proc).
+	PeakHeap       uint64
+	PeakGoroutines int
+	PeakRSS        uint64
 }
 
 // StepsPerSecond is the throughput in durable steps.
@@ -78,8 +95,16 @@ func (r Result) Line() string {
 	if r.Tracing != "" && r.Tracing != TracingOff {
 		line += fmt.Sprintf(" tracing=%s flush_s=%.4f", r.Tracing, r.Flush.Seconds())
 	}
+	if r.ModelLatency > 0 || r.ModelJitter > 0 {
+		o := r.Overhead
+		line += fmt.Sprintf(" model_latency=%s jitter=%s max_runners=%d step_overhead_ms_p50=%.1f p99=%.1f max=%.1f start_overhead_ms_p50=%.1f p99=%.1f max=%.1f peak_rss_mib=%d peak_heap_mib=%d peak_goroutines=%d",
+			r.ModelLatency, r.ModelJitter, r.MaxRunners, ms(o.Step.P50), ms(o.Step.P99), ms(o.Step.Max),
+			ms(o.Start.P50), ms(o.Start.P99), ms(o.Start.Max), r.PeakRSS>>20, r.PeakHeap>>20, r.PeakGoroutines)
+	}
 	return line
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 type addArgs struct {
 	A int `json:"a"`
@@ -87,7 +112,10 @@ type addArgs struct {
 }
 
 // Agent returns the workload's agent for s steps.
-func Agent(steps int) (*hitch.Agent, error) {
+func Agent(steps int) (*hitch.Agent, error) { return agent(steps, nil) }
+
+// agent is Agent with its model wrapped, when wrap is set.
+func agent(steps int, wrap func(model.Model) model.Model) (*hitch.Agent, error) {
 	turns := make([]scripted.Turn, 0, steps+1)
 	for i := range steps {
 		turns = append(turns, scripted.Turn{Calls: []scripted.Call{{Name: "add", Args: fmt.Sprintf(`{"a":%d,"b":%d}`, i, i+1)}}})
@@ -97,8 +125,12 @@ func Agent(steps int) (*hitch.Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	var m model.Model = scripted.New("bench", scripted.Script{Turns: turns})
+	if wrap != nil {
+		m = wrap(m)
+	}
 	return hitch.Build(hitch.Spec{
-		Name: "bench", Model: scripted.New("bench", scripted.Script{Turns: turns}),
+		Name: "bench", Model: m,
 		Tools: []tool.Tool{add}, Policy: policy.AllowAll(),
 		Limits: hitch.Limits{ModelAttempts: steps + 1},
 	})
@@ -107,7 +139,9 @@ func Agent(steps int) (*hitch.Agent, error) {
 // Run measures one workload on a fresh store: the clock runs from the first
 // start to the last run's end, and every run is checked to have completed.
 func Run(ctx context.Context, p Params) (Result, error) {
-	agent, err := Agent(p.Steps)
+	p.MaxRunners = min(cmp.Or(p.MaxRunners, max(p.Runs, 1)), hitch.MaxMaxRunners)
+	lat := newLatencyModel(nil, p.ModelLatency, p.ModelJitter, p.Runs)
+	agent, err := agent(p.Steps, func(m model.Model) model.Model { lat.Model = m; return lat })
 	if err != nil {
 		return Result{}, err
 	}
@@ -116,7 +150,7 @@ func Run(ctx context.Context, p Params) (Result, error) {
 		return Result{}, err
 	}
 	defer st.Close()
-	cfg := hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, MaxRunners: max(p.Runs, 1)}
+	cfg := hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, MaxRunners: p.MaxRunners}
 	var tel *telemetry.Telemetry
 	switch p.Tracing {
 	case "", TracingOff:
@@ -144,13 +178,16 @@ func Run(ctx context.Context, p Params) (Result, error) {
 
 	ids := make([]string, p.Runs)
 	errs := make([]error, p.Runs)
+	watch := watchPeaks(100 * time.Millisecond)
 	begin := time.Now()
 	var wg sync.WaitGroup
 	for i := range p.Runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := rt.Start(ctx, agent, "add numbers", hitch.WithID(fmt.Sprintf("bench-%d", i)))
+			input := fmt.Sprintf("add numbers #%d", i)
+			lat.started(input, time.Now())
+			res, err := rt.Start(ctx, agent, input, hitch.WithID(fmt.Sprintf("bench-%d", i)))
 			if err != nil {
 				errs[i] = err
 				return
@@ -166,7 +203,8 @@ func Run(ctx context.Context, p Params) (Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
-	res := Result{Params: p, Elapsed: elapsed}
+	res := Result{Params: p, Elapsed: elapsed, Overhead: lat.overhead()}
+	res.PeakHeap, res.PeakGoroutines, res.PeakRSS = watch.end()
 	if tel != nil {
 		flushStart := time.Now()
 		if err := tel.Shutdown(ctx); err != nil {

@@ -34,6 +34,9 @@ type File struct {
 	MCP []MCPServer `yaml:"mcp,omitempty"`
 	// Server configures hitch serve: its bearer tokens.
 	Server *Server `yaml:"server,omitempty"`
+	// Worker configures the nodes that drive runs (hitch worker, serve,
+	// recover): how many runs each keeps in flight.
+	Worker *Worker `yaml:"worker,omitempty"`
 	// Secrets name values kept out of everything hitch writes down (see
 	// docs/secrets.md); agents hand them to their commands with env.
 	Secrets map[string]Secret `yaml:"secrets,omitempty"`

@@ -172,6 +172,7 @@ func Load(path string, opts Options) (*Config, error) {
 	servers, mp := mcpServers(l, path, f.MCP, getenv)
 	probs = append(probs, mp...)
 	probs = append(probs, serverProblems(l, f.Server)...)
+	probs = append(probs, workerProblems(l, f.Worker)...)
 	secretValues, vars, sp := cfg.secrets(l, f, getenv)
 	probs = append(probs, sp...)
 	cfg.SecretVars = vars

@@ -5,22 +5,28 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/bench"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
 func newBench(g *globals) *cobra.Command {
-	var runs, steps int
+	var runs, steps, maxRunners int
 	var db, syncMode, tracing string
+	var latency, jitter time.Duration
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure durable steps per second with the scripted model on SQLite",
 		Long: "Run R concurrent runs of S steps each (a step: a scripted model reply asking for add(a, b), the tool call,\n" +
 			"its result journaled) on a fresh SQLite file, check that every run completed, and print one line:\n" +
-			"RESULT peer=hitch mode=sqlite-<sync> runs=R steps=S total_steps=R*S run_s=.. steps_per_s=.. entries=..",
+			"RESULT peer=hitch mode=sqlite-<sync> runs=R steps=S total_steps=R*S run_s=.. steps_per_s=.. entries=..\n" +
+			"With --model-latency, every model call takes that long (give or take --jitter), and the line adds what the\n" +
+			"runtime added to a step beyond it (from a reply, or the start, to the run's next model request: p50, p99,\n" +
+			"max) and the process's peak RSS, heap and goroutines.",
 		Args: args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var s sqlite.Sync
@@ -35,6 +41,12 @@ func newBench(g *globals) *cobra.Command {
 			if runs < 1 || runs > 100000 || steps < 1 || steps > 100000 {
 				return usageError{fmt.Errorf("--runs and --steps: want 1–100000 each")}
 			}
+			if latency < 0 || latency > time.Hour || jitter < 0 || jitter > latency {
+				return usageError{fmt.Errorf("--model-latency %s, --jitter %s: want a latency of 0 to 1h and a jitter of 0 to the latency", latency, jitter)}
+			}
+			if maxRunners < 0 || maxRunners > hitch.MaxMaxRunners {
+				return usageError{fmt.Errorf("--max-runners %d: want 1 to %d (0: as many as --runs)", maxRunners, hitch.MaxMaxRunners)}
+			}
 			if db == "" {
 				dir, err := os.MkdirTemp("", "hitch-bench-")
 				if err != nil {
@@ -45,7 +57,8 @@ func newBench(g *globals) *cobra.Command {
 			} else if _, err := os.Stat(db); err == nil {
 				return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", db)}
 			}
-			p := bench.Params{Runs: runs, Steps: steps, DB: db, Sync: s, Tracing: bench.Tracing(tracing)}
+			p := bench.Params{Runs: runs, Steps: steps, DB: db, Sync: s, Tracing: bench.Tracing(tracing),
+				ModelLatency: latency, ModelJitter: jitter, MaxRunners: maxRunners}
 			switch p.Tracing {
 			case bench.TracingOff, bench.TracingNoExport:
 			case bench.TracingOTLP:
@@ -75,5 +88,8 @@ func newBench(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&db, "db", "", "SQLite file to create (default: a temporary one)")
 	cmd.Flags().StringVar(&tracing, "tracing", "off", "off, noexport (telemetry with no exporter: it draws nothing) or otlp (exported to a collector stand-in on loopback)")
 	cmd.Flags().StringVar(&syncMode, "sync", "FULL", "SQLite synchronous setting: FULL (power-loss safe) or NORMAL")
+	cmd.Flags().DurationVar(&latency, "model-latency", 0, "every model call takes this long, as a production model's would (0: it answers at once)")
+	cmd.Flags().DurationVar(&jitter, "jitter", 0, "model calls take --model-latency give or take up to this, drawn uniformly")
+	cmd.Flags().IntVar(&maxRunners, "max-runners", 0, "runs in flight (0: as many as --runs)")
 	return cmd
 }

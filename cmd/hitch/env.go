@@ -206,6 +206,10 @@ func openRuntimeConfig(ctx context.Context, g *globals, create bool, onEvent fun
 	onEvent = e.obs.wrap(onEvent)
 	rcfg := hitch.Config{Store: e.store, Agents: cfg.Agents, OnEvent: onEvent, LeaseTTL: g.leaseTTL, Prices: cfg.Prices(),
 		Secrets: cfg.Secrets, Logger: e.obs.log}
+	if rcfg.MaxRunners, err = maxRunners(g, cfg); err != nil {
+		e.close()
+		return nil, err
+	}
 	if e.obs.met != nil {
 		rcfg.OnStoreTiming = e.obs.met.StoreTiming
 	}

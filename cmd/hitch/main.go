@@ -126,6 +126,9 @@ type globals struct {
 	// metrics is what a node command asks of hitch's own metrics
 	// (metrics.go).
 	metrics nodeMetrics
+	// maxRunners is --max-runners of a command that drives runs; 0 when
+	// not given.
+	maxRunners int
 }
 
 // newRoot builds the command tree. Human output goes through term, which

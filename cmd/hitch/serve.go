@@ -119,6 +119,7 @@ func newServe(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&credentialEnv, "mcp-credential-env", "HITCH_CREDENTIAL", "variable holding the approver credential \"name:secret\" the /mcp tools answer with")
 	cmd.Flags().IntVar(&streams, "streams-per-token", hitch.DefaultServerStreamsPerToken, "event streams one token may hold open")
 	metricsCacheFlag(cmd, &metricsCache)
+	maxRunnersFlag(cmd, g)
 	cmd.Flags().BoolVar(&metricsOn, "metrics", true, "serve /metrics (false: no metrics are drawn unless OTEL_* asks for an export)")
 	return cmd
 }

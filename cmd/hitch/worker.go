@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/config"
 )
 
 func newWorker(g *globals) *cobra.Command {
@@ -56,6 +57,7 @@ func newWorker(g *globals) *cobra.Command {
 	cmd.Flags().DurationVar(&drain, "drain", hitch.DefaultDrainWindow, "on the first signal, how long running work may finish")
 	cmd.Flags().DurationVar(&leaderTTL, "leader-ttl", hitch.DefaultLeaderTTL, "how long a leadership outlives its worker (re-elected every third)")
 	metricsCacheFlag(cmd, &metricsCache)
+	maxRunnersFlag(cmd, g)
 	return cmd
 }
 
@@ -202,5 +204,25 @@ func newRecover(g *globals) *cobra.Command {
 		}),
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 0, "keep looking for due runs this long (leases last 30s)")
+	maxRunnersFlag(cmd, g)
 	return cmd
+}
+
+// maxRunnersFlag adds --max-runners to a command that drives runs: it wins
+// over the config's worker.max_runners.
+func maxRunnersFlag(cmd *cobra.Command, g *globals) {
+	cmd.Flags().IntVar(&g.maxRunners, "max-runners", 0,
+		fmt.Sprintf("runs this node keeps in flight (default: the config's worker.max_runners, else %d; 1–%d)", hitch.DefaultMaxRunners, hitch.MaxMaxRunners))
+}
+
+// maxRunners is the runs in flight a node is given: --max-runners, else
+// the config's worker.max_runners, else 0 (the runtime's default).
+func maxRunners(g *globals, cfg *config.Config) (int, error) {
+	if g.maxRunners != 0 {
+		if g.maxRunners < 1 || g.maxRunners > hitch.MaxMaxRunners {
+			return 0, usageError{fmt.Errorf("--max-runners %d: want 1 to %d", g.maxRunners, hitch.MaxMaxRunners)}
+		}
+		return g.maxRunners, nil
+	}
+	return cfg.File.MaxRunners(), nil
 }

@@ -60,7 +60,7 @@ func (e *Engine) AnswerApproval(ctx context.Context, runID string, p ApprovalAns
 			return err
 		}
 	}
-	return e.command(ctx, runID, wait, func(r *runner) (reply, err error) {
+	return e.command(ctx, runID, wait, driveOn, func(r *runner) (reply, err error) {
 		now, err := e.cfg.Store.Now(r.ctx)
 		if err != nil {
 			return err, err
@@ -333,7 +333,7 @@ func (e *Engine) ApprovalRequest(ctx context.Context, runID, call string, wait t
 // goes on from there. It is best effort: a runner busy past wait, or a
 // store opened for reading, leaves the lapse to the next toucher.
 func (e *Engine) recordLapse(ctx context.Context, runID string, wait time.Duration) {
-	_ = e.command(ctx, runID, wait, func(r *runner) (reply, err error) {
+	_ = e.command(ctx, runID, wait, driveOn, func(r *runner) (reply, err error) {
 		err = r.expireApprovals()
 		if err == nil {
 			err = r.commit()

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
@@ -105,6 +106,10 @@ type Config struct {
 	AwaitPoll time.Duration
 	// MaxRunners bounds the runs this engine drives at once.
 	MaxRunners int
+	// ClaimBatch bounds the due runs one sweeper pass claims, so that the
+	// nodes sharing a store each take a share of a backlog. 0 means
+	// MaxRunners.
+	ClaimBatch int
 	// OnCommit, if set, sees every batch of entries a runner made durable.
 	// It runs on the runner's goroutine: keep it quick.
 	OnCommit func(runID string, entries []store.Entry)
@@ -146,9 +151,12 @@ const (
 // Engine drives runs against one store.
 type Engine struct {
 	cfg   Config
-	slots chan struct{}
-	// freed gets a token when a runner gives its slot back.
-	freed chan struct{}
+	slots *slots
+	// starved is set when a run was left for want of a slot (a start on a
+	// full node, or a sweeper pass that filled every slot): the next slot
+	// given back kicks the sweeper, so the run does not wait for a poll.
+	starved atomic.Bool
+	kick    chan struct{}
 	// closed is closed when Close begins: nothing new is claimed.
 	closed chan struct{}
 
@@ -160,9 +168,24 @@ type Engine struct {
 
 // New returns an engine. It starts no goroutine until a run is driven.
 func New(cfg Config) *Engine {
-	return &Engine{cfg: cfg, slots: make(chan struct{}, cfg.MaxRunners), freed: make(chan struct{}, 1),
+	return &Engine{cfg: cfg, slots: newSlots(cfg.MaxRunners), kick: make(chan struct{}, 1),
 		closed: make(chan struct{}), active: map[string]*runner{}}
 }
+
+// giveSlot gives a runner slot back, and kicks the sweeper when a run
+// waits for one.
+func (e *Engine) giveSlot() {
+	e.slots.give(1)
+	if e.starved.CompareAndSwap(true, false) {
+		select {
+		case e.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// InFlight is how many runs the engine drives now.
+func (e *Engine) InFlight() int { return e.slots.inUse() }
 
 // Errors of the engine's commands.
 var (
@@ -174,6 +197,9 @@ var (
 	ErrUnknownCall  = errors.New("no such call")
 	errFenced       = errors.New("lease lost")
 	errEnded        = store.ErrEnded
+	// errNoSlot: every runner slot is taken; the run is left as it was,
+	// due, for this node's sweeper or another node to drive.
+	errNoSlot = errors.New("no free runner slot")
 )
 
 // StartParams start a run.
@@ -206,8 +232,10 @@ func InputHash(agent string, version int, input string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Start creates a run and drives it in the background. Starting an existing
-// ID creates nothing and reports whether the input matched.
+// Start creates a run and drives it in the background when a runner slot is
+// free; on a full node it leaves the run queued, for this node's sweeper or
+// another node, and returns at once. Starting an existing ID creates
+// nothing and reports whether the input matched.
 func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResult, error) {
 	hash := InputHash(a.Name, a.Version, p.Input+"\x00"+p.Instructions)
 	first := e.redact(entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth, Instructions: p.Instructions}))
@@ -229,34 +257,42 @@ func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResul
 	if p.Detached || (!created && (!res.SameInput || run.Status != hitchtype.StatusQueued)) {
 		return res, nil
 	}
-	if err := e.Drive(ctx, run.ID); err != nil && !errors.As(err, new(*store.LeaseHeldError)) {
+	if err := e.Drive(ctx, run.ID); err != nil && !errors.As(err, new(*store.LeaseHeldError)) && !errors.Is(err, errNoSlot) {
 		return res, err
 	}
 	return res, nil
 }
 
 // Drive claims one run by ID and drives it in the background until it
-// parks, ends or loses its lease. A run leased elsewhere gives
-// *store.LeaseHeldError.
+// parks, ends or loses its lease. It takes a runner slot before the claim:
+// on a full node it claims nothing and gives errNoSlot at once, and the
+// run stays as it was. A run leased elsewhere gives *store.LeaseHeldError.
 func (e *Engine) Drive(ctx context.Context, runID string) error {
 	if e.isClosing() {
 		return ErrClosed
 	}
+	if e.slots.take(1) == 0 {
+		e.starved.Store(true)
+		return errNoSlot
+	}
 	leases, err := e.claim(ctx, store.LeaseClaimParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, RunID: runID})
 	if err != nil {
+		e.giveSlot()
 		return err
 	}
-	return e.spawnAll(ctx, leases)
+	_, err = e.spawn(leases[0], nil, true)
+	return err
 }
 
 // Work claims due runs (expired leases, due wakes, queued runs) up to the
-// free runner slots and drives them. It returns how many it claimed.
+// free runner slots, at most Config.ClaimBatch, and drives them. It returns
+// how many it claimed.
 func (e *Engine) Work(ctx context.Context) (int, error) {
-	leases, err := e.claimDue(ctx)
+	leases, err := e.claimDue(ctx, e.cfg.ClaimBatch)
 	if err != nil {
 		return 0, err
 	}
-	if err := e.spawnAll(ctx, leases); err != nil {
+	if err := e.spawnAll(leases); err != nil {
 		return 0, err
 	}
 	return len(leases), nil
@@ -270,9 +306,9 @@ func (e *Engine) WorkAll(ctx context.Context) (int, error) {
 	seen := map[string]bool{}
 	total := 0
 	for {
-		if cap(e.slots)-len(e.slots) <= 0 {
+		if freed := e.slots.wait(); e.slots.free() <= 0 {
 			select {
-			case <-e.freed:
+			case <-freed:
 				continue
 			case <-e.closed:
 				return total, ErrClosed
@@ -280,7 +316,7 @@ func (e *Engine) WorkAll(ctx context.Context) (int, error) {
 				return total, ctx.Err()
 			}
 		}
-		leases, err := e.claimDue(ctx)
+		leases, err := e.claimDue(ctx, store.MaxListLimit)
 		if err != nil {
 			return total, err
 		}
@@ -288,6 +324,7 @@ func (e *Engine) WorkAll(ctx context.Context) (int, error) {
 		for _, l := range leases {
 			if seen[l.Run.ID] {
 				e.giveBack(l)
+				e.giveSlot()
 				continue
 			}
 			seen[l.Run.ID] = true
@@ -296,23 +333,28 @@ func (e *Engine) WorkAll(ctx context.Context) (int, error) {
 		if len(fresh) == 0 {
 			return total, nil
 		}
-		if err := e.spawnAll(ctx, fresh); err != nil {
+		if err := e.spawnAll(fresh); err != nil {
 			return total, err
 		}
 		total += len(fresh)
 	}
 }
 
-// freeSlots is how many more runs the engine could drive now.
-func (e *Engine) freeSlots() int { return cap(e.slots) - len(e.slots) }
-
-// claimDue claims due runs up to the free runner slots.
-func (e *Engine) claimDue(ctx context.Context) ([]store.Lease, error) {
-	free := e.freeSlots()
-	if free <= 0 || e.isClosing() {
+// claimDue takes up to batch free runner slots and claims as many due
+// runs; the slots it found no run for are given back. Each lease returned
+// holds a slot.
+func (e *Engine) claimDue(ctx context.Context, batch int) ([]store.Lease, error) {
+	if e.isClosing() {
 		return nil, nil
 	}
-	leases, err := e.claim(ctx, store.LeaseClaimParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, Limit: free})
+	n := e.slots.take(min(max(batch, 1), store.MaxListLimit))
+	if n == 0 {
+		return nil, nil
+	}
+	leases, err := e.claim(ctx, store.LeaseClaimParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, Limit: n})
+	if unused := n - len(leases); unused > 0 {
+		e.slots.give(unused)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
@@ -344,13 +386,15 @@ func (e *Engine) claim(ctx context.Context, p store.LeaseClaimParams) ([]store.L
 	return leases, err
 }
 
-// spawnAll starts a runner for each lease; when one cannot start, the
-// leases left are given back.
-func (e *Engine) spawnAll(ctx context.Context, leases []store.Lease) error {
+// spawnAll starts a runner for each lease, each holding a slot taken
+// before the claim; when one cannot start, the leases left are given back
+// with their slots.
+func (e *Engine) spawnAll(leases []store.Lease) error {
 	for i, l := range leases {
-		if _, err := e.spawn(ctx, l, nil); err != nil {
+		if _, err := e.spawn(l, nil, true); err != nil {
 			for _, rest := range leases[i+1:] {
 				e.giveBack(rest)
+				e.giveSlot()
 			}
 			return err
 		}
@@ -371,28 +415,24 @@ func (e *Engine) isClosing() bool {
 	}
 }
 
-// spawn starts a runner for a lease once a runner slot is free. When ctx
-// ends or the engine closes while it waits for a slot, the lease is given
-// back. prepare, if set, runs on the runner's goroutine before its first
-// step (commands use it to apply themselves).
-func (e *Engine) spawn(ctx context.Context, l store.Lease, prepare func(*runner) error) (*runner, error) {
-	select {
-	case e.slots <- struct{}{}:
-	case <-ctx.Done():
-		e.giveBack(l)
-		return nil, fmt.Errorf("wait for a runner slot for %s: %w", l.Run.ID, ctx.Err())
-	case <-e.closed:
-		e.giveBack(l)
-		return nil, ErrClosed
-	}
+// spawn starts a runner for a lease. It never waits: slot says whether
+// the caller took a runner slot for it before the claim. A runner without
+// one (a command on a full node) applies prepare and then leaves the run
+// due for a runner with a slot. prepare, if set, runs on the runner's
+// goroutine before its first step (commands use it to apply themselves).
+// When the engine is closing, the lease and the slot are given back.
+func (e *Engine) spawn(l store.Lease, prepare func(*runner) error, slot bool) (*runner, error) {
 	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()
-		<-e.slots
 		e.giveBack(l)
+		if slot {
+			e.giveSlot()
+		}
 		return nil, ErrClosed
 	}
 	r := newRunner(e, l)
+	r.noSlot = !slot
 	e.active[l.Run.ID] = r
 	e.wg.Add(1)
 	e.mu.Unlock()
@@ -409,10 +449,8 @@ func (e *Engine) spawn(ctx context.Context, l store.Lease, prepare func(*runner)
 			delete(e.active, l.Run.ID)
 		}
 		e.mu.Unlock()
-		<-e.slots
-		select {
-		case e.freed <- struct{}{}:
-		default:
+		if slot {
+			e.giveSlot()
 		}
 		close(r.done)
 	}()
@@ -422,14 +460,15 @@ func (e *Engine) spawn(ctx context.Context, l store.Lease, prepare func(*runner)
 // failed reports a runner error that should reach whoever waits on the run:
 // not a lost lease, a stop or a drain.
 func failed(err error) bool {
-	return err != nil && !errors.Is(err, errFenced) && !errors.Is(err, errStopped) && !errors.Is(err, errDrained)
+	return err != nil && !errors.Is(err, errFenced) && !errors.Is(err, errStopped) && !errors.Is(err, errDrained) && !errors.Is(err, errLeft)
 }
 
 // Await waits until the run is no longer queued or running: ended, or
 // parked waiting. It returns the run as it then stands. A run that is due
-// — its lease expired or given back, or its wake has come — is driven here,
-// so a run whose process died does not wait for a worker. A runner of this
-// engine that fails gives its error.
+// and has no runner — queued, its lease expired or given back, or its wake
+// come — is driven here as soon as a runner slot is free, so a run whose
+// process died, or that a full node left queued, does not wait for a
+// worker. A runner of this engine that fails gives its error.
 func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 	for {
 		e.mu.Lock()
@@ -449,13 +488,19 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 		if r != nil && failed(r.err) && !run.Status.Terminal() {
 			return run, r.err
 		}
+		var freed <-chan struct{}
 		if due, err := e.due(ctx, run); err != nil {
 			return store.Run{}, err
 		} else if due {
 			// Claimed here, or by someone else just now, or ended by
 			// them meanwhile: look again rather than report a stale row.
-			if err := e.Drive(ctx, runID); err == nil || errors.As(err, new(*store.LeaseHeldError)) || errors.Is(err, store.ErrEnded) {
+			freed = e.slots.wait()
+			err := e.Drive(ctx, runID)
+			if err == nil || errors.As(err, new(*store.LeaseHeldError)) || errors.Is(err, store.ErrEnded) {
 				continue
+			}
+			if !errors.Is(err, errNoSlot) {
+				freed = nil
 			}
 		}
 		if run.Status != hitchtype.StatusQueued && run.Status != hitchtype.StatusRunning && !e.familyBusy(ctx, run, 16) {
@@ -465,6 +510,8 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 			t := time.NewTimer(e.cfg.AwaitPoll)
 			select {
 			case <-t.C:
+			case <-freed: // room to drive it now
+				t.Stop()
 			case <-ctx.Done():
 				t.Stop()
 				return store.Run{}, ctx.Err()
@@ -474,18 +521,21 @@ func (e *Engine) Await(ctx context.Context, runID string) (store.Run, error) {
 }
 
 // due reports whether a run needs a runner and has none, by the store's
-// clock: running with its lease expired or given back, or waiting with its
-// wake come (an approval deadline, say: whoever touches the run next acts
-// on it). A queued run is left to workers.
+// clock: queued or running with no live lease (never claimed, expired or
+// given back), or waiting with its wake come (an approval deadline, say:
+// whoever touches the run next acts on it).
 func (e *Engine) due(ctx context.Context, run store.Run) (bool, error) {
 	var at time.Time
 	switch {
-	case run.Status == hitchtype.StatusRunning:
+	case run.Status == hitchtype.StatusQueued || run.Status == hitchtype.StatusRunning:
 		at = run.LeaseExpires
 	case run.Status == hitchtype.StatusWaiting && !run.WakeAt.IsZero():
 		at = run.WakeAt
 	default:
 		return false, nil
+	}
+	if at.IsZero() {
+		return true, nil
 	}
 	now, err := e.cfg.Store.Now(ctx)
 	if err != nil {
@@ -539,7 +589,7 @@ func (e *Engine) Cancel(ctx context.Context, runID string, wait time.Duration) (
 	e.mu.Unlock()
 	if r != nil {
 		r.requestCancel()
-	} else if err := e.Drive(ctx, runID); err != nil && !errors.As(err, new(*store.LeaseHeldError)) && !errors.Is(err, store.ErrEnded) {
+	} else if err := e.Drive(ctx, runID); err != nil && !errors.As(err, new(*store.LeaseHeldError)) && !errors.Is(err, store.ErrEnded) && !errors.Is(err, errNoSlot) {
 		return run, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
@@ -570,7 +620,7 @@ func (e *Engine) Reconcile(ctx context.Context, runID string, rec Reconciliation
 	if st.ended != nil {
 		return fmt.Errorf("%w: %s", store.ErrEnded, runID)
 	}
-	return e.command(ctx, runID, wait, func(r *runner) (reply, err error) {
+	return e.command(ctx, runID, wait, driveOn, func(r *runner) (reply, err error) {
 		// The journal may have moved between the check and the claim.
 		if err := checkReconcile(r.st, rec.Call); err != nil {
 			return err, nil

@@ -191,3 +191,45 @@ func TestStaleRunnerIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLeaseLostBeforeTheRunnerBeganIsLost: a lease that ran out between
+// its claim and the runner's first read, while another node claimed the run
+// and wrote to it, is reported as a lost lease — never as a corrupt
+// journal — and the run is left to the node that holds it.
+func TestLeaseLostBeforeTheRunnerBeganIsLost(t *testing.T) {
+	ctx := context.Background()
+	st, clock := openClock(t)
+	a := testAgent(scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "over"}}}))
+	engA := testEngine(st, "node-a", a, time.Minute, 20*time.Second)
+	if _, err := engA.Start(ctx, a, StartParams{ID: "r1", Input: "hi", Detached: true}); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := st.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "node-a", TTL: time.Minute, RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.add(2 * time.Minute)
+	engB := testEngine(st, "node-b", a, time.Minute, 20*time.Second)
+	if err := engB.Drive(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if run, err := engB.Await(ctx, "r1"); err != nil || run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("B: %+v %v", run, err)
+	}
+	if engA.slots.take(1) != 1 {
+		t.Fatal("no slot")
+	}
+	r, err := engA.spawn(stale[0], nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.done
+	if !errors.Is(r.err, errFenced) || errors.Is(r.err, ErrCorrupt) || failed(r.err) {
+		t.Fatalf("the runner of a lost lease stopped with %v, want the lease reported lost", r.err)
+	}
+	for _, e := range []*Engine{engA, engB} {
+		if err := e.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -60,24 +61,61 @@ func (e *Engine) release(ctx context.Context, runID string, token int64) error {
 	return err
 }
 
+// How a command leaves the run once applied.
+type afterCommand int
+
+const (
+	// driveOn drives the run on here when a runner slot is free, and
+	// otherwise leaves it due for a runner with one: commands that
+	// unblock a run (approve, reconcile, a wake, a completion).
+	driveOn afterCommand = iota
+	// leaveAsFound records the command and leaves the run as it was
+	// before the claim (queued, waiting, or due): commands that unblock
+	// nothing (workspace grants) never drive a run.
+	leaveAsFound
+)
+
 // command applies a command to a run under its lease. It claims the run,
 // waiting at most wait for a live runner to let go, and runs apply on a
 // runner's goroutine before its first step; apply returns the command's
 // answer and the runner's own error. A runner that fails before it could
 // apply the command (its journal, agent, budget or workspace) answers with
 // its failure, and gives the lease back: a command never waits on a runner
-// that will not answer.
-func (e *Engine) command(ctx context.Context, runID string, wait time.Duration, apply func(r *runner) (reply, err error)) error {
+// that will not answer. A command never waits for a runner slot either:
+// without one, the run is left as after takes it once the command is
+// applied.
+func (e *Engine) command(ctx context.Context, runID string, wait time.Duration, after afterCommand, apply func(r *runner) (reply, err error)) error {
+	var found store.Run
+	if after == leaveAsFound {
+		var err error
+		if found, err = e.cfg.Store.RunGet(ctx, runID); err != nil {
+			return err
+		}
+	}
+	slot := after == driveOn && e.slots.take(1) == 1
+	if after == driveOn && !slot {
+		e.starved.Store(true) // the sweeper drives it once a slot frees
+	}
 	lease, err := e.claimForCommand(ctx, runID, wait)
 	if err != nil {
+		if slot {
+			e.giveSlot()
+		}
 		return err
 	}
 	replied := make(chan error, 1)
-	r, err := e.spawn(ctx, lease, func(r *runner) error {
+	r, err := e.spawn(lease, func(r *runner) error {
 		reply, err := apply(r)
+		if err == nil && after == leaveAsFound {
+			// Answer once the run is as it was, so the caller's next
+			// command finds it so.
+			if err = r.leave(found); !errors.Is(err, errLeft) && reply == nil {
+				reply = err
+			}
+		}
 		replied <- reply
 		return err
-	})
+	}, slot)
 	if err != nil {
 		return err
 	}
@@ -97,4 +135,30 @@ func (e *Engine) command(ctx context.Context, runID string, wait time.Duration, 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// errLeft: a runner applied its command and left the run to others, as
+// it found it or due for a runner with a slot.
+var errLeft = errors.New("runner left the run after its command")
+
+// leave ends a command's runner without driving the run: it gives the run
+// back in the status found before the claim — queued, or waiting with its
+// wake time — or, found running, gives the lease back so the run stays
+// due. The journal is as the command left it.
+func (r *runner) leave(found store.Run) error {
+	p := store.JournalAppendParams{}
+	switch {
+	case r.st.ended != nil:
+		return nil
+	case found.Status == hitchtype.StatusQueued:
+		p.Status = hitchtype.StatusQueued
+	case found.Status == hitchtype.StatusWaiting:
+		p.Status, p.WakeAt = hitchtype.StatusWaiting, found.WakeAt
+	default:
+		return errLeft // the lease is given back: the run stays due
+	}
+	if err := r.write(p); err != nil {
+		return err
+	}
+	return errLeft
 }

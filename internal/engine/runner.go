@@ -71,6 +71,9 @@ type runner struct {
 	drainOnce sync.Once
 	// released: a status change (park, end) gave the lease back.
 	released bool
+	// noSlot: the runner was started for a command on a full node. It
+	// applies the command and leaves the run due for a runner with a slot.
+	noSlot bool
 
 	done chan struct{}
 	err  error
@@ -119,7 +122,12 @@ func (r *runner) run(prepare func(*runner) error) error {
 	if err != nil {
 		return fmt.Errorf("fold journal of %s: %w", r.runID, err)
 	}
-	if st.pos != r.row.Position {
+	switch {
+	case st.pos > r.row.Position:
+		// Appended to after this claim: another runner took the run,
+		// so this lease was lost (it ran out before the runner began).
+		return fmt.Errorf("%w: the journal of %s grew to position %d after the claim at %d", errFenced, r.runID, st.pos, r.row.Position)
+	case st.pos < r.row.Position:
 		return fmt.Errorf("fold journal of %s: %w: it ends at position %d, the run's position is %d", r.runID, ErrCorrupt, st.pos, r.row.Position)
 	}
 	r.st, r.durable = st, st.pos
@@ -139,6 +147,12 @@ func (r *runner) run(prepare func(*runner) error) error {
 		if err := prepare(r); err != nil {
 			return err
 		}
+	}
+	if r.noSlot {
+		if err := r.commit(); err != nil {
+			return err
+		}
+		return errLeft
 	}
 	for {
 		if r.lost() {

@@ -12,10 +12,13 @@ import (
 // Sweeper is a node's background service that drives due runs: on every
 // pass it claims what is due — queued runs, runs whose lease expired or was
 // given back, waiting runs whose wake came — up to the free runner slots.
-// It passes every interval, and at once when the store, being a
+// A pass claims at most the engine's ClaimBatch, so that the nodes of a
+// store share a backlog; after a full batch it passes again at once. It
+// passes every interval, and at once when the store, being a
 // store.Notifier, says work may be due (a run created, a lease released, a
-// parent woken, a cancel requested), or when a runner frees a slot after a
-// pass that filled them all. A notification lost on the way therefore
+// parent woken, a cancel requested), or when a runner frees a slot while
+// a run waits for one (a pass that filled them all, or a start on a full
+// node). A notification lost on the way therefore
 // delays work by one interval at most. A store error does not end it: it
 // waits, doubling from the interval up to a bound, without heeding wakes,
 // and tries again. It stops with Stop, when its context ends, or when the
@@ -85,18 +88,26 @@ func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
 	}
 	failures := 0
 	for {
-		free := s.e.freeSlots()
+		batch := min(s.e.slots.free(), max(s.e.cfg.ClaimBatch, 1))
 		n, err := s.e.Work(ctx)
-		wait, wake, freed := s.every, notified, (<-chan struct{})(nil)
-		if n >= free { // every slot was taken, before or by this pass
-			freed = s.e.freed // more may be due than there is room for
+		wait, wake, kick := s.every, notified, (<-chan struct{})(s.e.kick)
+		switch {
+		case n > 0 && n >= batch && s.e.slots.free() > 0:
+			// A full batch: more may be due. Pass again at once, after
+			// the other nodes had the same chance (their claims skip
+			// what this one locked).
+			wait = 0
+		case n >= batch:
+			// Every slot is taken, before or by this pass: more may be
+			// due than there is room for, so pass when one frees.
+			s.e.starved.Store(true)
 		}
 		switch {
 		case ctx.Err() != nil || s.e.isClosing():
 			return
 		case err != nil:
 			failures++
-			wait, wake, freed = s.backoff(failures), nil, nil
+			wait, wake, kick = s.backoff(failures), nil, nil
 			if s.onError != nil {
 				s.onError(err)
 			}
@@ -117,7 +128,7 @@ func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
 		case <-wake:
 			t.Stop()
 			s.testSignals.woken.signal(struct{}{})
-		case <-freed:
+		case <-kick:
 			t.Stop()
 		}
 	}

@@ -301,7 +301,7 @@ func (e *Engine) Wake(ctx context.Context, runID string, p WakeParams, wait time
 	if _, _, err := findWake(st, p.Event, now); err != nil {
 		return err
 	}
-	return e.command(ctx, runID, wait, func(r *runner) (reply, err error) {
+	return e.command(ctx, runID, wait, driveOn, func(r *runner) (reply, err error) {
 		now, err := e.cfg.Store.Now(r.ctx)
 		if err != nil {
 			return err, err
@@ -386,7 +386,7 @@ func (e *Engine) CompleteCall(ctx context.Context, runID string, p Completion, w
 	if _, _, err := checkCompletion(st, p, now); err != nil {
 		return err
 	}
-	return e.command(ctx, runID, wait, func(r *runner) (reply, err error) {
+	return e.command(ctx, runID, wait, driveOn, func(r *runner) (reply, err error) {
 		now, err := e.cfg.Store.Now(r.ctx)
 		if err != nil {
 			return err, err

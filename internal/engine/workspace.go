@@ -110,7 +110,7 @@ func (e *Engine) ChangeRoot(ctx context.Context, runID string, ch RootChange, wa
 			return fmt.Errorf("grant root %s: not an existing directory", path)
 		}
 	}
-	return e.command(ctx, runID, wait, func(r *runner) (reply, err error) {
+	return e.command(ctx, runID, wait, leaveAsFound, func(r *runner) (reply, err error) {
 		if ch.Revoke {
 			err = r.sb.Revoke(path)
 		} else {
