@@ -464,13 +464,35 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (Run, error) {
 
 // Cancel records a durable cancel request and waits up to the agent's
 // command wait for the run to end. It is idempotent: cancelling an ended run
-// returns it unchanged.
-func (rt *Runtime) Cancel(ctx context.Context, runID string) (Run, error) {
-	r, err := rt.eng.Cancel(ctx, runID, rt.commandWait(ctx, runID))
+// returns it unchanged. CancelBy and CancelReason say who asked and why;
+// the run's outcome journals them (the first request's, when several
+// came).
+func (rt *Runtime) Cancel(ctx context.Context, runID string, opts ...CancelOption) (Run, error) {
+	req := store.RunRequestCancelParams{ID: runID}
+	for _, o := range opts {
+		o(&req)
+	}
+	// What a person typed enters the journal: no secret value with it.
+	req.By, req.Reason = rt.cfg.Secrets.String(req.By), rt.cfg.Secrets.String(req.Reason)
+	r, err := rt.eng.Cancel(ctx, req, rt.commandWait(ctx, runID))
 	if err != nil {
 		return Run{}, fmt.Errorf("cancel %s: %w", runID, err)
 	}
 	return RunOf(r)
+}
+
+// CancelOption adds to a cancel request.
+type CancelOption func(*store.RunRequestCancelParams)
+
+// CancelBy names who asks to cancel (at most 4 KiB), for the journal.
+func CancelBy(name string) CancelOption {
+	return func(p *store.RunRequestCancelParams) { p.By = name }
+}
+
+// CancelReason says why (at most 4 KiB), for the journal: the run's
+// outcome carries it.
+func CancelReason(why string) CancelOption {
+	return func(p *store.RunRequestCancelParams) { p.Reason = why }
 }
 
 // Reconcile settles an uncertain call — with its confirmed output, or as

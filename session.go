@@ -332,7 +332,7 @@ func (rt *Runtime) interruptFor(ctx context.Context, ss store.SessionStore, s st
 	if err != nil {
 		return err
 	}
-	if _, err := rt.eng.Cancel(ctx, s.ActiveRun, 0); err != nil && !errors.Is(err, store.ErrEnded) {
+	if _, err := rt.eng.Cancel(ctx, store.RunRequestCancelParams{ID: s.ActiveRun}, 0); err != nil && !errors.Is(err, store.ErrEnded) {
 		return err
 	}
 	return nil
@@ -693,7 +693,7 @@ func (rt *Runtime) reapplyInterrupt(ctx context.Context, ss store.SessionStore, 
 			}
 			var m hitchtype.SubmissionInterrupted
 			if json.Unmarshal(e.Data, &m) == nil && m.RunID == runID {
-				if _, err := rt.eng.Cancel(ctx, runID, 0); err != nil && !errors.Is(err, store.ErrEnded) {
+				if _, err := rt.eng.Cancel(ctx, store.RunRequestCancelParams{ID: runID}, 0); err != nil && !errors.Is(err, store.ErrEnded) {
 					return fmt.Errorf("interrupt %s: %w", runID, err)
 				}
 				return nil

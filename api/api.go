@@ -16,6 +16,14 @@ const (
 	RoleAdmin = "admin"
 )
 
+// Me answers GET /v1/me: who the request's token speaks for, so a client
+// (the console) offers only what the role may do.
+type Me struct {
+	Name   string `json:"name" doc:"The token's name: who journals say acted."`
+	Tenant string `json:"tenant" doc:"The tenant whose runs the token sees."`
+	Role   string `json:"role" enum:"viewer,operator,admin" doc:"What the token may do (docs/api.md)."`
+}
+
 // Run is a run as the store holds it.
 type Run struct {
 	ID       string `json:"id" doc:"The run's id."`
@@ -41,10 +49,14 @@ type Outcome struct {
 	Reason    string   `json:"reason,omitempty" doc:"A short cause: max_turns, model_attempts, policy, cancelled, uncertain, ..."`
 	Error     string   `json:"error,omitempty"`
 	Uncertain []string `json:"uncertain,omitempty" doc:"Calls whose effect is unknown at the end."`
-	Turns     int      `json:"turns"`
-	Attempts  int      `json:"attempts"`
-	Usage     Usage    `json:"usage"`
-	CostUSD   *float64 `json:"cost_usd,omitempty" doc:"The usage at the model's list price; absent when unknown."`
+	// CancelledBy and CancelReason are who cancelled the run and why, as
+	// the cancel request said.
+	CancelledBy  string   `json:"cancelled_by,omitempty" doc:"For a cancelled run: who asked."`
+	CancelReason string   `json:"cancel_reason,omitempty" doc:"For a cancelled run: why, as the request said."`
+	Turns        int      `json:"turns"`
+	Attempts     int      `json:"attempts"`
+	Usage        Usage    `json:"usage"`
+	CostUSD      *float64 `json:"cost_usd,omitempty" doc:"The usage at the model's list price; absent when unknown."`
 }
 
 // Usage sums what providers reported; null means some reply did not say.
@@ -99,6 +111,12 @@ type EntryPage struct {
 	Next *int64 `json:"next,omitempty" doc:"Pass as ?after= to read on; absent at the journal's end as it stood."`
 }
 
+// Cancel is the optional body of POST /v1/runs/{id}/cancel.
+type Cancel struct {
+	Reason string `json:"reason,omitempty" maxLength:"4096" doc:"Why the run is cancelled, for the journal: the run's outcome carries it."`
+	By     string `json:"by,omitempty" maxLength:"128" doc:"Who cancels, for the journal; default the token's name."`
+}
+
 // Reconcile is the body of POST /v1/runs/{id}/reconcile.
 type Reconcile struct {
 	Call        string `json:"call" minLength:"1" doc:"The uncertain call's id."`
@@ -134,7 +152,9 @@ type Approval struct {
 	Arguments   json.RawMessage `json:"arguments" doc:"The call's arguments."`
 	Requirement string          `json:"requirement" doc:"What an approver must be allowed to answer."`
 	Reason      string          `json:"reason,omitempty"`
+	Rule        string          `json:"rule,omitempty" doc:"The policy rule that asked for the approval, when the policy names it."`
 	ExpiresAt   *time.Time      `json:"expires_at,omitempty" doc:"When the request lapses; absent: never."`
+	Input       string          `json:"input,omitempty" doc:"The head of the run's input (200 characters)."`
 }
 
 // ApprovalPage is one page of approval requests.

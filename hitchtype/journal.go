@@ -2,6 +2,9 @@ package hitchtype
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hitch-dev/hitch/model"
@@ -144,6 +147,9 @@ type CallDecided struct {
 	Verdict     policy.Verdict `json:"verdict"`
 	Reason      string         `json:"reason,omitempty"`
 	Requirement string         `json:"requirement,omitempty"`
+	// Rule names what decided (policy.Decision.Rule); empty when the
+	// policy did not say.
+	Rule string `json:"rule,omitempty"`
 	// ExpiresAt is when an approval request lapses, by the store's clock;
 	// nil means never.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
@@ -178,10 +184,13 @@ type CallHooked struct {
 	Reason    string          `json:"reason,omitempty"`
 }
 
-// CallStarted is the intent to run a body; Attempt counts replays.
+// CallStarted is the intent to run a body; Attempt counts replays. Node
+// names the process that runs it (its lease owner), so a call left
+// uncertain says where it was running.
 type CallStarted struct {
 	Call    string `json:"call"`
 	Attempt int    `json:"attempt"`
+	Node    string `json:"node,omitempty"`
 }
 
 // CallSettled is a body's result.
@@ -247,9 +256,13 @@ type Outcome struct {
 	Error string `json:"error,omitempty"`
 	// Uncertain lists calls whose effect is unknown at the end.
 	Uncertain []string `json:"uncertain,omitempty"`
-	Turns     int      `json:"turns"`
-	Attempts  int      `json:"attempts"`
-	Usage     Usage    `json:"usage"`
+	// CancelledBy and CancelReason, for a cancelled run, say who asked
+	// and why, as the cancel request said.
+	CancelledBy  string `json:"cancelled_by,omitempty"`
+	CancelReason string `json:"cancel_reason,omitempty"`
+	Turns        int    `json:"turns"`
+	Attempts     int    `json:"attempts"`
+	Usage        Usage  `json:"usage"`
 	// CostUSD is the usage priced by the model's list price; absent when
 	// the price or a counter is unknown.
 	CostUSD *float64 `json:"cost_usd,omitempty"`
@@ -313,5 +326,36 @@ type PendingApproval struct {
 	Arguments   json.RawMessage `json:"arguments"`
 	Requirement string          `json:"requirement"`
 	Reason      string          `json:"reason,omitempty"`
-	ExpiresAt   *time.Time      `json:"expires_at,omitempty"`
+	// Rule names the policy rule that asked for the approval, when the
+	// policy said.
+	Rule      string     `json:"rule,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Input is the head of the run's input (its title), so a request can
+	// be judged without opening the run.
+	Input string `json:"input,omitempty"`
+}
+
+// CallKey is the journal's id of a tool call: "t<turn>c<n>" for the n-th
+// call (from 1) of the reply of model turn turn. Every call.* and
+// approval.* entry names its call by it; the provider's own id of the call
+// stays in the reply (model.ToolCall.ID).
+func CallKey(turn, n int) string { return fmt.Sprintf("t%dc%d", turn, n) }
+
+// ParseCallKey returns the turn and the call's place in its reply of a
+// CallKey; ok is false for any other text.
+func ParseCallKey(key string) (turn, n int, ok bool) {
+	rest, found := strings.CutPrefix(key, "t")
+	if !found {
+		return 0, 0, false
+	}
+	ts, cs, found := strings.Cut(rest, "c")
+	if !found {
+		return 0, 0, false
+	}
+	t, err1 := strconv.Atoi(ts)
+	c, err2 := strconv.Atoi(cs)
+	if err1 != nil || err2 != nil || t < 1 || c < 1 || CallKey(t, c) != key {
+		return 0, 0, false
+	}
+	return t, c, true
 }

@@ -64,6 +64,10 @@ type Decision struct {
 	Reason string
 	// Requirement names who must approve, for RequireApproval.
 	Requirement string
+	// Rule names what decided, for the people who read the journal: a
+	// rule of Rules by its place and name ("policy rule 2 (\"shell\")").
+	// A policy written in Go may leave it empty.
+	Rule string
 }
 
 // Policy decides actions. Decide must be safe for concurrent use and should

@@ -119,7 +119,7 @@ func (rs Rules) Decide(ctx context.Context, a Action) (Decision, error) {
 				if ctx.Err() != nil {
 					return Decision{}, fmt.Errorf("evaluate %s: %w", r.label(i), context.Cause(ctx))
 				}
-				return Decision{Verdict: Deny, Reason: fmt.Sprintf("%s could not be evaluated for %s, so the call is denied: %v", r.label(i), a.Tool, err)}, nil
+				return Decision{Verdict: Deny, Reason: fmt.Sprintf("%s could not be evaluated for %s, so the call is denied: %v", r.label(i), a.Tool, err), Rule: r.label(i)}, nil
 			}
 			if !ok {
 				continue
@@ -129,9 +129,9 @@ func (rs Rules) Decide(ctx context.Context, a Action) (Decision, error) {
 		if reason == "" && r.Verdict == Deny {
 			reason = fmt.Sprintf("the policy does not allow %s", a.Tool)
 		}
-		return Decision{Verdict: r.Verdict, Reason: reason, Requirement: r.Requirement}, nil
+		return Decision{Verdict: r.Verdict, Reason: reason, Requirement: r.Requirement, Rule: r.label(i)}, nil
 	}
-	return Decision{Verdict: Deny, Reason: fmt.Sprintf("no policy rule allows %s", a.Tool)}, nil
+	return Decision{Verdict: Deny, Reason: fmt.Sprintf("no policy rule allows %s", a.Tool), Rule: "no rule matched"}, nil
 }
 
 func (r Rule) matches(tool string) bool {

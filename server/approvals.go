@@ -120,5 +120,5 @@ func (s *Server) answer(ctx context.Context, runID, call string, b api.Answer, a
 
 func wireApproval(a hitch.PendingApproval) api.Approval {
 	return api.Approval{RunID: a.RunID, RootID: a.RootID, Agent: a.Agent, Call: a.Call, Tool: a.Tool, Arguments: a.Arguments,
-		Requirement: a.Requirement, Reason: a.Reason, ExpiresAt: a.ExpiresAt}
+		Requirement: a.Requirement, Reason: a.Reason, Rule: a.Rule, ExpiresAt: a.ExpiresAt, Input: a.Input}
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/danielgtaylor/huma/v2"
+
 	"github.com/hitch-dev/hitch/api"
 )
 
@@ -43,6 +45,17 @@ type principalKey struct{}
 func principalOf(ctx context.Context) principal {
 	p, _ := ctx.Value(principalKey{}).(principal)
 	return p
+}
+
+func (s *Server) registerMe() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-me", Method: http.MethodGet, Path: "/v1/me", Tags: []string{"auth"},
+		Summary:     "Who the token speaks for: its name, tenant and role",
+		Description: "Lets a client offer only what the role may do; the server refuses the rest whatever a client shows.",
+	}, func(ctx context.Context, _ *struct{}) (*struct{ Body api.Me }, error) {
+		p := principalOf(ctx)
+		return &struct{ Body api.Me }{api.Me{Name: p.name, Tenant: p.tenant, Role: p.role}}, nil
+	})
 }
 
 // need refuses a principal whose role does not reach role.

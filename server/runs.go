@@ -62,11 +62,13 @@ func (s *Server) registerRuns() {
 	}, s.waitRun)
 	huma.Register(s.api, huma.Operation{
 		OperationID: "cancel-run", Method: http.MethodPost, Path: "/v1/runs/{id}/cancel", Tags: []string{"runs"},
-		Summary:     "Cancel a run and its sub-agents (operator)",
-		Description: "Records a durable cancel request and waits (at most the agent's command wait) for the run to end. Cancelling an ended run changes nothing.",
-		Errors:      []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict},
+		Summary: "Cancel a run and its sub-agents (operator)",
+		Description: "Records a durable cancel request and waits (at most the agent's command wait) for the run to end. Cancelling an ended run changes nothing. " +
+			"An optional body says why; the run's outcome journals it with who asked (the first request's, when several came).",
+		Errors: []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity},
 	}, func(ctx context.Context, in *struct {
-		ID string `path:"id" maxLength:"128" doc:"The run's id."`
+		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
+		Body *api.Cancel
 	}) (*runOut, error) {
 		if err := need(ctx, api.RoleOperator); err != nil {
 			return nil, err
@@ -74,7 +76,11 @@ func (s *Server) registerRuns() {
 		if _, err := s.run(ctx, in.ID); err != nil {
 			return nil, err
 		}
-		run, err := s.cfg.Runtime.Cancel(ctx, in.ID)
+		var b api.Cancel
+		if in.Body != nil {
+			b = *in.Body
+		}
+		run, err := s.cfg.Runtime.Cancel(ctx, in.ID, hitch.CancelBy(cmp.Or(b.By, principalOf(ctx).name)), hitch.CancelReason(strings.TrimSpace(b.Reason)))
 		if err != nil {
 			return nil, s.fail("cancel", err)
 		}
@@ -156,6 +162,24 @@ func (s *Server) registerRuns() {
 			return nil, s.fail("complete call", err)
 		}
 		return s.runAfter(ctx, in.ID)
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-call", Method: http.MethodGet, Path: "/v1/runs/{id}/calls/{call}", Tags: []string{"runs"},
+		Summary:     "One tool call's lifecycle, from the journal",
+		Description: "The tool and its arguments, the decision and an approval's answer, when the body started and on which node, and how it ended. The journal is read backwards from its end to the reply that asked for the call.",
+		Errors:      []int{http.StatusNotFound},
+	}, func(ctx context.Context, in *struct {
+		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
+		Call string `path:"call" maxLength:"256" doc:"The call's id: t<turn>c<n>."`
+	}) (*struct{ Body api.Call }, error) {
+		if _, err := s.run(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		c, err := s.cfg.Runtime.Call(ctx, in.ID, in.Call)
+		if err != nil {
+			return nil, s.fail("read call", err)
+		}
+		return &struct{ Body api.Call }{wireCall(c)}, nil
 	})
 	huma.Register(s.api, huma.Operation{
 		OperationID: "read-journal", Method: http.MethodGet, Path: "/v1/runs/{id}/journal", Tags: []string{"runs"},
@@ -324,9 +348,30 @@ func wireRun(r hitch.Run) api.Run {
 		Status: string(r.Status), Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Title: r.Title}
 	if o := r.Outcome; o != nil {
 		out.Outcome = &api.Outcome{Status: string(o.Status), Answer: o.Answer, Raw: o.Raw, Reason: o.Reason, Error: o.Error,
-			Uncertain: o.Uncertain, Turns: o.Turns, Attempts: o.Attempts, CostUSD: o.CostUSD,
+			Uncertain: o.Uncertain, CancelledBy: o.CancelledBy, CancelReason: o.CancelReason, Turns: o.Turns, Attempts: o.Attempts, CostUSD: o.CostUSD,
 			Usage: api.Usage{InputTokens: o.Usage.InputTokens, OutputTokens: o.Usage.OutputTokens,
 				CachedInputTokens: o.Usage.CachedInputTokens, Generations: o.Usage.Generations}}
+	}
+	return out
+}
+
+func wireCall(c hitch.CallRecord) api.Call {
+	args := json.RawMessage(c.Arguments)
+	if !json.Valid(args) {
+		args, _ = json.Marshal(c.Arguments)
+	}
+	out := api.Call{ID: c.Key, ProviderID: c.ProviderID, Tool: c.Tool, Arguments: args, Turn: c.Turn, AskedAt: c.AskedAt,
+		State: c.State, DecidedAt: c.DecidedAt, Answer: c.Answer, AnsweredBy: c.AnsweredBy, AnswerReason: c.AnswerReason,
+		AnsweredAt: c.AnsweredAt, StartedAt: c.StartedAt, Attempts: c.Attempts, Node: c.Node, Output: c.Output, Error: c.Error,
+		Uncertain: c.Uncertain, EndedAt: c.EndedAt, Positions: c.Positions}
+	if d := c.Decision; d != nil {
+		out.Verdict, out.Reason, out.Rule = string(d.Verdict), d.Reason, d.Rule
+	}
+	if r := c.Reconciled; r != nil {
+		out.Reconciled = &api.Reconcile{Call: r.Call, Output: r.Output, Unconfirmed: r.Unconfirmed, By: r.By}
+	}
+	if out.Positions == nil {
+		out.Positions = []int64{}
 	}
 	return out
 }

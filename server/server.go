@@ -114,6 +114,7 @@ func New(cfg Config) (*Server, error) {
 	hc.Security = []map[string][]string{{"bearer": {}}}
 	s.api = humago.New(mux, hc)
 	s.registerHealth()
+	s.registerMe()
 	s.registerRuns()
 	s.registerRunCounts()
 	s.registerEvents()

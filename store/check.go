@@ -173,3 +173,14 @@ func ResolveTenant(given, root string) (string, error) {
 	}
 	return hitchtype.DefaultTenant, nil
 }
+
+// CheckCancelNote refuses a cancel request whose By or Reason is longer
+// than MaxCancelNoteBytes, naming the field.
+func CheckCancelNote(p RunRequestCancelParams) error {
+	for _, f := range []struct{ name, v string }{{"by", p.By}, {"reason", p.Reason}} {
+		if len(f.v) > MaxCancelNoteBytes {
+			return fmt.Errorf("%s is %d bytes long, more than %d", f.name, len(f.v), MaxCancelNoteBytes)
+		}
+	}
+	return nil
+}

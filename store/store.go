@@ -43,11 +43,12 @@ type Store interface {
 	// without runs are absent. Bad filters are refused as RunList does.
 	RunCountsFor(ctx context.Context, p RunListParams) (map[hitchtype.Status]int, error)
 
-	// RunRequestCancel records a durable request to cancel a run. A waiting
-	// run becomes due at once so a runner picks the request up. It is
-	// idempotent; on a terminal run it changes nothing and returns the run.
-	// ErrNotFound when the run does not exist.
-	RunRequestCancel(ctx context.Context, id string) (Run, error)
+	// RunRequestCancel records a durable request to cancel a run, with who
+	// asked and why when p says. A waiting run becomes due at once so a
+	// runner picks the request up. It is idempotent: the first request's
+	// CancelBy and CancelReason are kept; on a terminal run it changes
+	// nothing and returns the run. ErrNotFound when the run does not exist.
+	RunRequestCancel(ctx context.Context, p RunRequestCancelParams) (Run, error)
 
 	// JournalAppend appends entries at positions p.After+1.. under the lease
 	// token p.Token, optionally changing the run's status in the same
@@ -354,6 +355,10 @@ type Run struct {
 	// claim wakes it.
 	WakeAt          time.Time
 	CancelRequested bool
+	// CancelBy and CancelReason are who asked to cancel the run and why,
+	// as the first cancel request said; empty when it did not say (or a
+	// parent's end cancelled the run).
+	CancelBy, CancelReason string
 	// Outcome is the terminal summary, set with a terminal status.
 	Outcome   json.RawMessage
 	CreatedAt time.Time
@@ -401,6 +406,17 @@ type RunCreateParams struct {
 	// MaxTitleRunes characters.
 	Title string
 }
+
+// RunRequestCancelParams are the parameters of RunRequestCancel.
+type RunRequestCancelParams struct {
+	ID string
+	// By and Reason say who asked and why (each at most MaxCancelNoteBytes);
+	// the runner that ends the run journals them in its outcome.
+	By, Reason string
+}
+
+// MaxCancelNoteBytes bounds RunRequestCancelParams.By and Reason.
+const MaxCancelNoteBytes = 4 << 10
 
 // RunListParams are the parameters of RunList. Filters combine with AND.
 type RunListParams struct {

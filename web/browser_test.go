@@ -49,6 +49,7 @@ func TestMain(m *testing.M) {
 const (
 	tokAdmin = "admin-token-0123456789"
 	tokB     = "tenant-b-token-0123456789"
+	tokView  = "viewer-token-0123456789"
 )
 
 // writeConfig writes a config with scripted agents: slow calls a tool
@@ -95,9 +96,12 @@ server:
   tokens:
     - {name: admin, role: admin, env: T_ADMIN}
     - {name: other, tenant: b, role: admin, env: T_B}
+    - {name: watcher, role: viewer, env: T_VIEW}
 `,
-		"slow.yaml":  slow.String(),
-		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",
+		"slow.yaml": slow.String(),
+		// The command holds what JSON escapes for HTML (>, <, &) and
+		// both quotes: the approver must read it as the tool will.
+		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"" + gateYAML + "\"}'}]\n  - text: gate done\n",
 		"shaky.yaml": "turns:\n  - calls: [{name: bash, args: '{\"command\": \"sleep 60\"}'}]\n  - text: shaky done\n",
 		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}, {name: kid, args: '{\"prompt\": \"look again\"}'}]\n  - text: boss done\n",
 		"kid.yaml":   "turns:\n  - text: kid done\n",
@@ -113,6 +117,13 @@ server:
 	}
 	return dir
 }
+
+// gateCommand is the command the gate agent asks to run; gateYAML is it
+// inside its script's JSON, inside a single-quoted YAML string.
+const (
+	gateCommand = `echo "it's approved & logged" >> side && cat < side`
+	gateYAML    = `echo \"it''s approved & logged\" >> side && cat < side`
+)
 
 type syncBuffer struct {
 	mu sync.Mutex
@@ -144,7 +155,7 @@ func serveKill(t testing.TB, dir string) (string, func()) {
 	t.Helper()
 	cmd := exec.Command(hitchBin, "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--poll", "100ms", "--lease-ttl", "500ms")
 	testproc.DieWithParent(cmd)
-	cmd.Env = append(os.Environ(), "T_ADMIN="+tokAdmin, "T_B="+tokB)
+	cmd.Env = append(os.Environ(), "T_ADMIN="+tokAdmin, "T_B="+tokB, "T_VIEW="+tokView)
 	pr, pw := io.Pipe()
 	stderr := &syncBuffer{}
 	cmd.Stderr = io.MultiWriter(stderr, pw)
@@ -434,6 +445,8 @@ func TestConsole(t *testing.T) {
 
 	answer := func(form, op string) chromedp.Action[chromedp.Void] {
 		return chromedp.Steps(
+			// The name of the last answer fills the field: type it anew.
+			chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).value = ""`, form+` input[name="approver"]`)),
 			chromedp.SendKeys(css(form+` input[name="approver"]`), "alice"),
 			chromedp.SendKeys(css(form+` input[name="secret"]`), "alice-secret"),
 			chromedp.Click(css(form+` button[value="`+op+`"]`)),

@@ -39,29 +39,22 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("$%.4f", *c)
 	},
-	"pretty": prettyJSON,
-	"pair": func(a api.Approval, back, csrf string) approvalForm {
-		return approvalForm{A: a, Back: back, CSRF: csrf}
+	"pretty":   prettyJSON,
+	"args":     argFields,
+	"relative": relative,
+	"pair": func(a api.Approval, back string, p page) approvalForm {
+		return approvalForm{A: a, Back: back, CSRF: p.CSRF, Can: p.Can(api.RoleOperator), Role: p.Me.Role, Approver: p.Approver}
 	},
 }
 
-// approvalForm is an approval request with what its form needs.
+// approvalForm is an approval request with what its card needs: the page
+// to go back to, and whether the viewer's role may answer it.
 type approvalForm struct {
 	A          api.Approval
 	Back, CSRF string
-}
-
-// prettyJSON indents JSON text, or returns the text as it is.
-func prettyJSON(s string) string {
-	var v any
-	if json.Unmarshal([]byte(s), &v) != nil {
-		return s
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return s
-	}
-	return string(b)
+	Can        bool
+	Role       string
+	Approver   string // the name the viewer last answered with
 }
 
 type runsData struct {
@@ -339,10 +332,21 @@ func (c *Console) renderFragment(w http.ResponseWriter, page, name string, data 
 	}
 }
 
+// cancel cancels a run once the form confirms it and says why; the API
+// journals the reason, with the signed-in token's name.
 func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	to := "/runs/" + url.PathEscape(id)
-	if res := c.post(r, "/v1/runs/"+url.PathEscape(id)+"/cancel", nil); !res.ok() {
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	switch {
+	case r.PostFormValue("confirm") != "yes":
+		back(w, r, to, "error", "cancel: tick the box to confirm that the run is to be cancelled; nothing was changed")
+		return
+	case reason == "":
+		back(w, r, to, "error", "cancel: say why the run is cancelled (the journal keeps it); nothing was changed")
+		return
+	}
+	if res := c.post(r, "/v1/runs/"+url.PathEscape(id)+"/cancel", api.Cancel{Reason: reason}); !res.ok() {
 		back(w, r, to, "error", "cancel: "+res.message())
 		return
 	}
@@ -435,6 +439,8 @@ func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
 		back(w, r, to, "error", op+" "+call+": "+msg)
 		return
 	}
+	// The name (never the secret) fills the next form.
+	setCookie(w, r, approverCookie, url.QueryEscape(body.Credential.Name), ApproverKept)
 	verb := "approved"
 	if op == "reject" {
 		verb = "rejected"
@@ -472,12 +478,37 @@ type entryView struct {
 	Class   string
 	Title   string
 	Text    string
-	Calls   []model.ToolCall
+	Calls   []callView
 	Fields  []field
 	Details string // long text shown folded
 }
 
-type field struct{ Label, Value string }
+// field is one labelled fact of an entry: a text, or a time shown in the
+// viewer's zone.
+type field struct {
+	Label, Value string
+	At           time.Time
+}
+
+// callView is a tool call a model reply asks for, named by the journal's
+// id of it (Key) and, when it differs, the provider's (ID).
+type callView struct {
+	Key, ID, Name string
+	Args          []argField
+}
+
+// callViews lays out the tool calls of the reply of model turn turn.
+func callViews(turn int, calls []model.ToolCall) []callView {
+	out := make([]callView, 0, len(calls))
+	for i, tc := range calls {
+		cv := callView{Key: hitchtype.CallKey(turn, i+1), ID: tc.ID, Name: tc.Name, Args: argFields(tc.Arguments)}
+		if cv.ID == cv.Key {
+			cv.ID = ""
+		}
+		out = append(out, cv)
+	}
+	return out
+}
 
 func views(es []api.Entry) []entryView {
 	out := make([]entryView, 0, len(es))
@@ -498,7 +529,7 @@ func view(e api.Entry) entryView {
 	v := entryView{Pos: e.Pos, Kind: e.Kind, At: e.At, Class: "k-" + strings.ReplaceAll(e.Kind, ".", "-"), Title: e.Kind}
 	add := func(label, value string) {
 		if value != "" {
-			v.Fields = append(v.Fields, field{label, cut(value)})
+			v.Fields = append(v.Fields, field{Label: label, Value: cut(value)})
 		}
 	}
 	switch e.Kind {
@@ -513,10 +544,7 @@ func view(e api.Entry) entryView {
 		_ = json.Unmarshal(e.Data, &d)
 		v.Title = fmt.Sprintf("model reply, turn %d", d.Turn)
 		v.Text = cut(d.Reply.Text)
-		v.Calls = d.Reply.ToolCalls
-		for i := range v.Calls {
-			v.Calls[i].Arguments = cut(prettyJSON(v.Calls[i].Arguments))
-		}
+		v.Calls = callViews(d.Turn, d.Reply.ToolCalls)
 		if u := d.Reply.Usage; u != nil {
 			add("usage", fmt.Sprintf("in %s, out %s", funcs["tokens"].(func(*int64) string)(u.InputTokens), funcs["tokens"].(func(*int64) string)(u.OutputTokens)))
 		} else {
@@ -539,8 +567,9 @@ func view(e api.Entry) entryView {
 		v.Title = fmt.Sprintf("policy: %s %s", d.Call, d.Verdict)
 		add("reason", d.Reason)
 		add("requirement", d.Requirement)
+		add("rule", d.Rule)
 		if d.ExpiresAt != nil {
-			add("expires", d.ExpiresAt.UTC().Format(time.RFC3339))
+			v.Fields = append(v.Fields, field{Label: "expires", At: *d.ExpiresAt})
 		}
 	case hitchtype.KindCallStarted:
 		var d hitchtype.CallStarted
@@ -598,6 +627,8 @@ func view(e api.Entry) entryView {
 		v.Text = cut(d.Answer)
 		add("reason", d.Reason)
 		add("error", d.Error)
+		add("cancelled by", d.CancelledBy)
+		add("why", d.CancelReason)
 		add("uncertain", strings.Join(d.Uncertain, ", "))
 	case hitchtype.KindSessionSteered:
 		var d hitchtype.SessionSteered

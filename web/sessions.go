@@ -343,7 +343,7 @@ func sessionView(e api.SessionEntry) sessionEntryView {
 	v := sessionEntryView{Pos: e.Pos, Kind: e.Kind, At: e.At, Class: "note k-" + strings.ReplaceAll(e.Kind, ".", "-"), Title: e.Kind}
 	add := func(label, value string) {
 		if value != "" {
-			v.Fields = append(v.Fields, field{label, cut(value)})
+			v.Fields = append(v.Fields, field{Label: label, Value: cut(value)})
 		}
 	}
 	switch e.Kind {

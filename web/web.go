@@ -23,6 +23,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +54,12 @@ const (
 	MaxShown = 16 << 10
 	// LiveWriteTimeout bounds one write to a browser's live transcript.
 	LiveWriteTimeout = 30 * time.Second
+	// ApproverKept is how long the console remembers the name an approval
+	// was last answered with, to fill the next form.
+	ApproverKept = 30 * 24 * time.Hour
+	// NavApprovals bounds the pending approvals the navigation counts;
+	// past it the count says "100+".
+	NavApprovals = 100
 	// RunsRefresh is how often the first page of the runs list reads
 	// itself again, while the browser shows it, so statuses change and
 	// new runs appear without a reload.
@@ -158,7 +165,26 @@ type session struct {
 	token  string // empty: the server's implicit local principal
 	cookie string // the session cookie's value, which the CSRF token is bound to
 	csrf   string
+	me     api.Me // who the token speaks for, as the API says
 }
+
+// Why a page went back to the sign-in, as the sign-in page says it.
+const (
+	whyExpired = "expired"
+	whyForged  = "unreadable"
+	whyRefused = "refused"
+)
+
+var whyText = map[string]string{
+	whyExpired: "Your sign-in expired: sign in again.",
+	whyForged:  "Your sign-in could not be read (the cookie was changed, or is not from this console): sign in again.",
+	whyRefused: "This server no longer accepts the token you signed in with: sign in with a current one.",
+}
+
+// signInGrace is how long the browser keeps a session cookie past the
+// sign-in's end, so the console can say it expired rather than show a
+// bare sign-in form.
+const signInGrace = 24 * time.Hour
 
 // csrfFor returns the anti-forgery token bound to a cookie value.
 func (c *Console) csrfFor(purpose, value string) string {
@@ -167,16 +193,34 @@ func (c *Console) csrfFor(purpose, value string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-func (c *Console) sessionOf(r *http.Request) (session, bool) {
+// sessionCookieValue is the session cookie of a token signed in at a
+// time: "t.<unix seconds>.<token, base64url>". The time is not secret or
+// signed: a holder who changes it only lengthens a sign-in they could
+// renew with the same token.
+func sessionCookieValue(token string, at time.Time) string {
+	return "t." + strconv.FormatInt(at.Unix(), 10) + "." + base64.RawURLEncoding.EncodeToString([]byte(token))
+}
+
+// sessionOf reads the request's sign-in; why says what is wrong with a
+// cookie that is there but cannot be used (empty when there is none).
+func (c *Console) sessionOf(r *http.Request) (s session, ok bool, why string) {
 	ck, err := r.Cookie(sessionCookie)
-	if err != nil || !strings.HasPrefix(ck.Value, "t.") {
-		return session{}, false
-	}
-	tok, err := base64.RawURLEncoding.DecodeString(ck.Value[2:])
 	if err != nil {
-		return session{}, false
+		return session{}, false, ""
 	}
-	return session{token: string(tok), cookie: ck.Value, csrf: c.csrfFor("session", ck.Value)}, true
+	at, b64, found := strings.Cut(strings.TrimPrefix(ck.Value, "t."), ".")
+	secs, err := strconv.ParseInt(at, 10, 64)
+	if !strings.HasPrefix(ck.Value, "t.") || !found || err != nil {
+		return session{}, false, whyForged
+	}
+	tok, err := base64.RawURLEncoding.DecodeString(b64)
+	if err != nil {
+		return session{}, false, whyForged
+	}
+	if time.Since(time.Unix(secs, 0)) > c.maxAge {
+		return session{}, false, whyExpired
+	}
+	return session{token: string(tok), cookie: ck.Value, csrf: c.csrfFor("session", ck.Value)}, true, ""
 }
 
 type sessionKey struct{}
@@ -187,13 +231,18 @@ func sessionFrom(ctx context.Context) session { s, _ := ctx.Value(sessionKey{}).
 // session's anti-forgery token.
 func (c *Console) signed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s, ok := c.sessionOf(r)
+		s, ok, why := c.sessionOf(r)
 		if !ok {
-			if r.Method == http.MethodGet {
-				http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-				return
-			}
-			c.render(w, r, http.StatusUnauthorized, "error", page{Title: "Signed out", Error: "you are not signed in: sign in and try again"})
+			c.signedOut(w, r, why)
+			return
+		}
+		res := c.call(r.Context(), s.token, http.MethodGet, "/v1/me", nil)
+		if res.status == http.StatusUnauthorized {
+			c.signedOut(w, r, whyRefused)
+			return
+		}
+		if !res.ok() || res.decode(&s.me) != nil {
+			c.render(w, r, res.status, "error", page{Title: "Unavailable", Error: "read who you are: " + res.message()})
 			return
 		}
 		if r.Method == http.MethodPost {
@@ -211,6 +260,28 @@ func (c *Console) signed(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// signedOut sends a request without a usable sign-in back to the sign-in
+// page, saying why; a form post gets an error page, since its redirect
+// would lose what was typed. A cookie that cannot be used is dropped.
+func (c *Console) signedOut(w http.ResponseWriter, r *http.Request, why string) {
+	if why != "" {
+		setCookie(w, r, sessionCookie, "", -1)
+	}
+	if r.Method == http.MethodGet {
+		q := url.Values{"next": {r.URL.RequestURI()}}
+		if why != "" {
+			q.Set("why", why)
+		}
+		http.Redirect(w, r, "/signin?"+q.Encode(), http.StatusSeeOther)
+		return
+	}
+	msg := "you are not signed in: sign in and try again"
+	if t, ok := whyText[why]; ok {
+		msg = t
+	}
+	c.render(w, r, http.StatusUnauthorized, "error", page{Title: "Signed out", Error: msg})
+}
+
 // setCookie sets a cookie with the console's flags: HttpOnly,
 // SameSite=Strict, Secure when the request came over TLS.
 func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge time.Duration) {
@@ -224,7 +295,7 @@ func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAg
 }
 
 func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
-	c.signinForm(w, r, http.StatusOK, "")
+	c.signinForm(w, r, http.StatusOK, whyText[r.FormValue("why")])
 }
 
 func (c *Console) signinForm(w http.ResponseWriter, r *http.Request, status int, msg string) {
@@ -251,7 +322,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok := strings.TrimSpace(r.PostFormValue("token"))
-	res := c.call(r.Context(), tok, http.MethodGet, "/v1/agents", nil)
+	res := c.call(r.Context(), tok, http.MethodGet, "/v1/me", nil)
 	if res.status == http.StatusUnauthorized || (tok == "" && res.status != http.StatusOK) {
 		c.signinForm(w, r, http.StatusUnauthorized, "that token is not accepted by this server")
 		return
@@ -261,7 +332,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setCookie(w, r, preCookie, "", -1)
-	setCookie(w, r, sessionCookie, "t."+base64.RawURLEncoding.EncodeToString([]byte(tok)), c.maxAge)
+	setCookie(w, r, sessionCookie, sessionCookieValue(tok, time.Now()), c.maxAge+signInGrace)
 	next := r.PostFormValue("next")
 	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
 		next = "/runs"
@@ -381,8 +452,7 @@ func (c *Console) post(r *http.Request, path string, body any) result {
 // goes back to the sign-in.
 func (c *Console) refused(w http.ResponseWriter, r *http.Request, res result) {
 	if res.status == http.StatusUnauthorized {
-		setCookie(w, r, sessionCookie, "", -1)
-		http.Redirect(w, r, "/signin", http.StatusSeeOther)
+		c.signedOut(w, r, whyRefused)
 		return
 	}
 	title := http.StatusText(res.status)
@@ -398,13 +468,43 @@ type page struct {
 	CSRF     string
 	SignedIn bool
 	Data     any
+	// Me is who the signed-in token speaks for; controls its role may
+	// not use are not shown (the API refuses them anyway).
+	Me api.Me
+	// Pending counts the approval requests waiting ("100+" past a page),
+	// for the navigation.
+	Pending string
+	// Approver is the name the viewer last answered an approval with.
+	Approver string
 }
 
+// roleRank orders the roles, as the API does.
+var roleRank = map[string]int{api.RoleViewer: 1, api.RoleOperator: 2, api.RoleAdmin: 3}
+
+// Can reports whether the signed-in role reaches role.
+func (p page) Can(role string) bool { return roleRank[p.Me.Role] >= roleRank[role] }
+
+// approverCookie remembers the name the viewer answers approvals with
+// (never the secret), for the next form.
+const approverCookie = "hitch_approver"
+
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
-	if s, ok := c.sessionOf(r); ok {
+	if s, ok, _ := c.sessionOf(r); ok {
 		p.SignedIn = true
 		if p.CSRF == "" {
 			p.CSRF = s.csrf
+		}
+		p.Me = sessionFrom(r.Context()).me
+		if p.Me.Role == "" {
+			// A page rendered outside signed (the sign-in's refusals)
+			// offers no controls.
+			p.Me.Role = "none"
+		}
+		if ck, err := r.Cookie(approverCookie); err == nil {
+			p.Approver, _ = url.QueryUnescape(ck.Value)
+		}
+		if name != "error" && name != "signin" {
+			p.Pending = c.pendingCount(r)
 		}
 	}
 	var buf bytes.Buffer
@@ -416,6 +516,19 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// pendingCount says how many approval requests wait, for the navigation:
+// one page of the API's list, so past it the count says "100+".
+func (c *Console) pendingCount(r *http.Request) string {
+	var ap api.ApprovalPage
+	if res := c.get(r, "/v1/approvals?limit="+strconv.Itoa(NavApprovals), &ap); !res.ok() {
+		return ""
+	}
+	if ap.Next != "" {
+		return strconv.Itoa(len(ap.Approvals)) + "+"
+	}
+	return strconv.Itoa(len(ap.Approvals))
 }
 
 // back redirects after a POST, to the page the form came from, with a

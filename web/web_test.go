@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -215,5 +217,41 @@ func TestConsoleCSRF(t *testing.T) {
 	}
 	if res, _ := b.do("POST", "/signout", url.Values{"csrf": {good}}); res.StatusCode != http.StatusSeeOther || b.jar["hitch_session"] != nil {
 		t.Fatalf("sign out: %d, cookie %v", res.StatusCode, b.jar["hitch_session"])
+	}
+}
+
+// TestConsoleSignInSaysWhy: a sign-in that expired, a cookie that cannot
+// be read and a token the server no longer accepts each go back to the
+// sign-in page, which says which it was.
+func TestConsoleSignInSaysWhy(t *testing.T) {
+	h := newServer(t)
+	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	for _, tc := range []struct {
+		name, cookie, why, says string
+	}{
+		{"expired", fmt.Sprintf("t.%d.%s", time.Now().Add(-13*time.Hour).Unix(), b64(tokAdmin)), "expired", "Your sign-in expired"},
+		{"unreadable", "t.not-a-sign-in", "unreadable", "could not be read"},
+		{"refused", fmt.Sprintf("t.%d.%s", time.Now().Unix(), b64("a-token-nobody-issued")), "refused", "no longer accepts the token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &browserless{t: t, h: h, jar: map[string]*http.Cookie{"hitch_session": {Name: "hitch_session", Value: tc.cookie}}}
+			res, _ := b.do("GET", "/runs?status=waiting", nil)
+			loc, _ := url.Parse(res.Header.Get("Location"))
+			if res.StatusCode != http.StatusSeeOther || loc.Path != "/signin" || loc.Query().Get("why") != tc.why || loc.Query().Get("next") != "/runs?status=waiting" {
+				t.Fatalf("GET /runs: %d to %q, want the sign-in with why=%s and the page to return to", res.StatusCode, loc, tc.why)
+			}
+			if b.jar["hitch_session"] != nil {
+				t.Fatal("the unusable cookie was kept")
+			}
+			_, page := b.do("GET", loc.String(), nil)
+			if !strings.Contains(page, tc.says) {
+				t.Fatalf("the sign-in page does not say %q:\n%s", tc.says, page)
+			}
+			// A form posted with such a cookie says the same, with no redirect.
+			b.jar["hitch_session"] = &http.Cookie{Name: "hitch_session", Value: tc.cookie}
+			if res, page := b.do("POST", "/runs/x/cancel", url.Values{"csrf": {"x"}}); res.StatusCode != http.StatusUnauthorized || !strings.Contains(page, tc.says) {
+				t.Fatalf("POST with a %s sign-in: %d\n%s", tc.name, res.StatusCode, page)
+			}
+		})
 	}
 }

@@ -293,7 +293,7 @@ func callAfter(a, b string) bool {
 }
 
 func callOrder(key string) (turn, n int) {
-	_, _ = fmt.Sscanf(key, "t%dc%d", &turn, &n)
+	turn, n, _ = hitchtype.ParseCallKey(key)
 	return turn, n
 }
 
@@ -348,5 +348,6 @@ func pendingOf(run store.Run, c *callState) PendingApproval {
 		args, _ = json.Marshal(c.call.Arguments)
 	}
 	return PendingApproval{RunID: run.ID, RootID: run.RootID, Agent: run.Agent, Call: c.key, Tool: c.call.Name,
-		Arguments: args, Requirement: c.decision.Requirement, Reason: c.decision.Reason, ExpiresAt: c.expires}
+		Arguments: args, Requirement: c.decision.Requirement, Reason: c.decision.Reason, Rule: c.decision.Rule,
+		ExpiresAt: c.expires, Input: run.Title}
 }

@@ -575,9 +575,12 @@ func (e *Engine) familyBusy(ctx context.Context, run store.Run, depth int) bool 
 // Cancel records a durable cancel request and makes sure a runner acts on
 // it: the local runner at once, a remote one at its next poll, and a run
 // with no runner by claiming it here. It is idempotent and returns the run
-// once it has ended, or as it stands after the command wait.
-func (e *Engine) Cancel(ctx context.Context, runID string, wait time.Duration) (store.Run, error) {
-	run, err := e.cfg.Store.RunRequestCancel(ctx, runID)
+// once it has ended, or as it stands after the command wait. The request's
+// By and Reason (the first request's, when there are several) are
+// journaled in the run's outcome.
+func (e *Engine) Cancel(ctx context.Context, req store.RunRequestCancelParams, wait time.Duration) (store.Run, error) {
+	runID := req.ID
+	run, err := e.cfg.Store.RunRequestCancel(ctx, req)
 	if err != nil {
 		return store.Run{}, err
 	}

@@ -74,7 +74,7 @@ func (r *runner) preTool(c *callState) (run bool, ended bool, err error) {
 	}
 	// A held call waits for a person like an approval request.
 	dec := CallDecided{Call: c.key, Verdict: policy.RequireApproval, Requirement: v.Requirement,
-		Reason: "held by a hook: " + v.Reason}
+		Reason: "held by a hook: " + v.Reason, Rule: "the pre-tool hook"}
 	if r.agent.Limits.ApprovalExpiry != Infinite {
 		now, err := r.e.cfg.Store.Now(r.ctx)
 		if err != nil {

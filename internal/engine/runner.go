@@ -509,7 +509,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 				if ended, err := r.checkWall(); ended || err != nil {
 					return ended, err
 				}
-				if ended, err := r.reserve(r.toolCharge(), entry(KindCallStarted, CallStarted{Call: c.key, Attempt: 1})); ended || err != nil {
+				if ended, err := r.reserve(r.toolCharge(), entry(KindCallStarted, CallStarted{Call: c.key, Attempt: 1, Node: r.e.cfg.Owner})); ended || err != nil {
 					return ended, err
 				}
 				if err := r.startChild(c); err != nil {
@@ -662,7 +662,7 @@ func (r *runner) decide(c *callState) (ended bool, err error) {
 	if d.Verdict == policy.Deny && d.Reason == "" {
 		d.Reason = "no reason given"
 	}
-	dec := CallDecided{Call: c.key, Verdict: d.Verdict, Reason: d.Reason, Requirement: d.Requirement}
+	dec := CallDecided{Call: c.key, Verdict: d.Verdict, Reason: d.Reason, Requirement: d.Requirement, Rule: d.Rule}
 	if d.Verdict == policy.RequireApproval && r.agent.Limits.ApprovalExpiry != Infinite {
 		now, err := r.e.cfg.Store.Now(r.ctx)
 		if err != nil {
@@ -761,7 +761,7 @@ func (r *runner) startBody(c *callState, results chan<- bodyResult) (ended bool,
 		return ended, err
 	}
 	attempt := c.started + 1
-	if ended, err := r.reserve(r.toolCharge(), entry(KindCallStarted, CallStarted{Call: c.key, Attempt: attempt})); ended || err != nil {
+	if ended, err := r.reserve(r.toolCharge(), entry(KindCallStarted, CallStarted{Call: c.key, Attempt: attempt, Node: r.e.cfg.Owner})); ended || err != nil {
 		return ended, err
 	}
 	c = r.st.findCall(c.key) // reserve may have rebuilt the state

@@ -142,6 +142,18 @@ func (r *runner) admitSteering() error {
 // session asked for it.
 func (r *runner) cancelOutcome() Outcome {
 	o := Outcome{Status: hitchtype.StatusCancelled, Reason: "cancelled", Error: "the run was cancelled"}
+	// Who asked and why travel with the durable request, so the runner
+	// that ends the run journals them whichever node it is on.
+	if row, err := r.e.cfg.Store.RunGet(r.ctx, r.runID); err == nil && (row.CancelBy != "" || row.CancelReason != "") {
+		o.CancelledBy, o.CancelReason = row.CancelBy, row.CancelReason
+		o.Error = "the run was cancelled"
+		if row.CancelBy != "" {
+			o.Error += " by " + row.CancelBy
+		}
+		if row.CancelReason != "" {
+			o.Error += ": " + row.CancelReason
+		}
+	}
 	ss, ok := r.e.cfg.Store.(store.SessionStore)
 	if r.st.started.Session == "" || !ok {
 		return o

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
@@ -200,7 +201,7 @@ func (s *state) apply(e store.Entry) error {
 		t := &turnState{reply: r.Reply}
 		n := len(s.turns) + 1
 		for i, tc := range r.Reply.ToolCalls {
-			t.calls = append(t.calls, &callState{key: fmt.Sprintf("t%dc%d", n, i+1), call: tc})
+			t.calls = append(t.calls, &callState{key: hitchtype.CallKey(n, i+1), call: tc})
 		}
 		s.turns = append(s.turns, t)
 		s.usage.Add(r.Reply.Usage)

@@ -53,7 +53,7 @@ func TestWakeOnNotify(t *testing.T) {
 	}
 	// Waiting without a wake time is not due: no notification. The cancel
 	// request below makes it due.
-	if _, err := other.RunRequestCancel(ctx, "r"); err != nil {
+	if _, err := other.RunRequestCancel(ctx, store.RunRequestCancelParams{ID: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	awaitWake(t, w, "a waiting run was asked to cancel")

@@ -17,7 +17,8 @@ import (
 
 // runCols are a run's columns, in the order scanRun reads them.
 const runCols = `seq, id, root_id, parent_id, depth, agent, version, input_hash, status, position,
-	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant, title`
+	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant, title,
+	cancel_by, cancel_reason`
 
 // row is a runs row: the run plus its internal key.
 type row struct {
@@ -36,7 +37,7 @@ func scanRun(sc pgx.Row, extra ...any) (row, error) {
 	err := sc.Scan(append([]any{&r.seq, &r.run.ID, &r.run.RootID, &r.run.ParentID, &r.run.Depth, &r.run.Agent,
 		&r.run.Version, &r.run.InputHash, &status, &r.run.Position, &r.run.LeaseOwner,
 		&r.run.LeaseToken, &leaseExpires, &wakeAt, &r.run.CancelRequested, &outcome, &r.run.CreatedAt, &r.run.UpdatedAt,
-		&r.run.Tenant, &r.run.Title},
+		&r.run.Tenant, &r.run.Title, &r.run.CancelBy, &r.run.CancelReason},
 		extra...)...)
 	if err != nil {
 		return row{}, err
@@ -292,6 +293,8 @@ func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hi
 // request is already recorded and nothing is left to wake.
 const cancelSQL = `
 UPDATE hitch_runs SET cancel_requested = true,
+	cancel_by = CASE WHEN cancel_requested THEN cancel_by ELSE $3 END,
+	cancel_reason = CASE WHEN cancel_requested THEN cancel_reason ELSE $4 END,
 	wake_at = CASE WHEN status = 'waiting' AND (wake_at IS NULL OR wake_at > ` + nowSQL + `)
 		THEN ` + nowSQL + ` ELSE wake_at END,
 	updated_at = ` + nowSQL + `
@@ -300,10 +303,14 @@ WHERE id = $2 AND status IN ('queued', 'running', 'waiting')
 RETURNING ` + runCols
 
 // RunRequestCancel records a cancel request; a waiting run becomes due now.
-func (s *Store) RunRequestCancel(ctx context.Context, id string) (store.Run, error) {
+func (s *Store) RunRequestCancel(ctx context.Context, p store.RunRequestCancelParams) (store.Run, error) {
+	id := p.ID
+	if err := store.CheckCancelNote(p); err != nil {
+		return store.Run{}, fmt.Errorf("run request cancel %q: %w", id, err)
+	}
 	var run store.Run
 	err := s.retry(ctx, func() error {
-		r, err := scanRun(s.pool.QueryRow(ctx, cancelSQL, s.clockArg(), id))
+		r, err := scanRun(s.pool.QueryRow(ctx, cancelSQL, s.clockArg(), id, p.By, p.Reason))
 		if errors.Is(err, pgx.ErrNoRows) {
 			r, err = s.getRow(ctx, s.pool, id) // ended, missing, or nothing to change
 		}

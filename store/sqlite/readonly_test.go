@@ -77,7 +77,7 @@ func checkReadOnly(t *testing.T, path string) {
 			_, err := s.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "me", TTL: time.Hour})
 			return err
 		},
-		"cancel": func() error { _, err := s.RunRequestCancel(ctx, "root"); return err },
+		"cancel": func() error { _, err := s.RunRequestCancel(ctx, store.RunRequestCancelParams{ID: "root"}); return err },
 		"charge": func() error {
 			_, err := s.BudgetCharge(ctx, store.BudgetChargeParams{RootID: "root", Charge: store.Budget{Tokens: 1}})
 			return err

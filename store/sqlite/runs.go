@@ -31,7 +31,8 @@ const (
 )
 
 const runColumns = `seq, id, root_id, parent_id, depth, agent, version, input_hash, status, position,
-	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant, title`
+	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant, title,
+	cancel_by, cancel_reason`
 
 // row is a runs row: the run plus its internal key.
 type row struct {
@@ -51,7 +52,8 @@ func scanRun(sc scanner) (row, error) {
 	)
 	err := sc.Scan(&r.seq, &r.run.ID, &r.run.RootID, &r.run.ParentID, &r.run.Depth, &r.run.Agent,
 		&r.run.Version, &r.run.InputHash, &status, &r.run.Position, &r.run.LeaseOwner,
-		&r.run.LeaseToken, &leaseExpires, &wakeAt, &cancel, &outcome, &created, &upd, &r.run.Tenant, &r.run.Title)
+		&r.run.LeaseToken, &leaseExpires, &wakeAt, &cancel, &outcome, &created, &upd, &r.run.Tenant, &r.run.Title,
+		&r.run.CancelBy, &r.run.CancelReason)
 	if err != nil {
 		return row{}, err
 	}
@@ -325,7 +327,11 @@ func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hi
 }
 
 // RunRequestCancel records a cancel request; a waiting run becomes due now.
-func (s *Store) RunRequestCancel(ctx context.Context, id string) (store.Run, error) {
+func (s *Store) RunRequestCancel(ctx context.Context, p store.RunRequestCancelParams) (store.Run, error) {
+	id := p.ID
+	if err := store.CheckCancelNote(p); err != nil {
+		return store.Run{}, fmt.Errorf("run request cancel %q: %w", id, err)
+	}
 	var run store.Run
 	err := s.write(ctx, func(tx *wtx) error {
 		r, err := tx.getRow(id)
@@ -343,7 +349,7 @@ func (s *Store) RunRequestCancel(ctx context.Context, id string) (store.Run, err
 		if waitingNotDue {
 			wake = now
 		}
-		r, err = scanRun(tx.cancel.QueryRow(wake, now, r.seq))
+		r, err = scanRun(tx.cancel.QueryRow(wake, now, p.By, p.Reason, r.seq))
 		run = r.run
 		return err
 	})

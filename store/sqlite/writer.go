@@ -275,7 +275,11 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 			lease_token = lease_token + 1, lease_expires = ?, updated_at = ? WHERE seq = ?
 			RETURNING ` + runColumns},
 		{&w.renew, `UPDATE runs SET lease_expires = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
-		{&w.cancel, `UPDATE runs SET cancel_requested = 1, wake_at = ?, updated_at = ? WHERE seq = ?
+		{&w.cancel, `UPDATE runs SET wake_at = ?1, updated_at = ?2,
+				cancel_by = CASE WHEN cancel_requested = 1 THEN cancel_by ELSE ?3 END,
+				cancel_reason = CASE WHEN cancel_requested = 1 THEN cancel_reason ELSE ?4 END,
+				cancel_requested = 1
+			WHERE seq = ?5
 			RETURNING ` + runColumns},
 		{&w.releaseLease, `UPDATE runs SET lease_owner = '', lease_expires = 0, updated_at = ? WHERE seq = ?
 			RETURNING ` + runColumns},

@@ -52,7 +52,7 @@ func testFamily(t *testing.T, open opener) {
 		e := newEnv(t, open)
 		e.create("r")
 		l := e.claim("r", "worker", longTTL)
-		if _, err := e.s.RunRequestCancel(e.ctx, "r"); err != nil {
+		if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "r"}); err != nil {
 			t.Fatal(err)
 		}
 		from := e.now()
@@ -72,7 +72,7 @@ func testFamily(t *testing.T, open opener) {
 		e.wait("waiting", time.Time{})
 		e.wait("sleeping", e.now().Add(time.Hour))
 		e.end("done", hitchtype.StatusCompleted)
-		if _, err := e.s.RunRequestCancel(e.ctx, "cancelled"); err != nil {
+		if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "cancelled"}); err != nil {
 			t.Fatal(err)
 		}
 		e.child("grandchild", "running")

@@ -475,7 +475,7 @@ func testSessionList(t *testing.T, e *sessEnv) {
 	rf := e.startNext("f")
 	e.admit("f", "m2", hitchtype.ModeInterrupt)
 	interrupt("f", rf.ID)
-	if _, err := e.s.RunRequestCancel(e.ctx, rf.ID); err != nil {
+	if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: rf.ID}); err != nil {
 		t.Fatal(err)
 	}
 	lf := e.claim(rf.ID, "node", longTTL)
@@ -501,7 +501,7 @@ func testSessionList(t *testing.T, e *sessEnv) {
 		}
 	}
 	needs("[e]")
-	if _, err := e.s.RunRequestCancel(e.ctx, re.ID); err != nil {
+	if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: re.ID}); err != nil {
 		t.Fatal(err)
 	}
 	needs("[]")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -726,7 +727,7 @@ func testLeaseRenew(t *testing.T, open opener) {
 		e := newEnv(t, open)
 		e.create("r")
 		l := e.claim("r", "me", longTTL)
-		if _, err := e.s.RunRequestCancel(e.ctx, "r"); err != nil {
+		if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "r"}); err != nil {
 			t.Fatalf("request cancel: %v", err)
 		}
 		run, err := e.s.LeaseRenew(e.ctx, store.LeaseRenewParams{RunID: "r", Owner: "me", Token: l.Token, TTL: longTTL})
@@ -766,7 +767,7 @@ func testRunRequestCancel(t *testing.T, open opener) {
 		e := newEnv(t, open)
 		e.create("r")
 		for i := range 2 {
-			run, err := e.s.RunRequestCancel(e.ctx, "r")
+			run, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "r"})
 			if err != nil {
 				t.Fatalf("request %d: %v", i, err)
 			}
@@ -780,8 +781,34 @@ func testRunRequestCancel(t *testing.T, open opener) {
 		if es := e.read("r", 0, 0); len(es) != 1 {
 			t.Fatalf("cancel request wrote %d journal entries", len(es)-1)
 		}
-		_, err := e.s.RunRequestCancel(e.ctx, "missing")
+		_, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "missing"})
 		wantErr(t, "cancel of a missing run", err, store.ErrNotFound)
+	})
+
+	t.Run("KeepsFirstNote", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, open)
+		e.create("r")
+		first := store.RunRequestCancelParams{ID: "r", By: "alice", Reason: "the customer withdrew it: <stop> & \"don't\""}
+		run, err := e.s.RunRequestCancel(e.ctx, first)
+		if err != nil || run.CancelBy != first.By || run.CancelReason != first.Reason {
+			t.Fatalf("first request: %v %+v", err, run)
+		}
+		if run, err = e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "r", By: "bob", Reason: "again"}); err != nil ||
+			run.CancelBy != "alice" || run.CancelReason != first.Reason {
+			t.Fatalf("a second request replaced the first one's note: %v %+v", err, run)
+		}
+		if got := e.get("r"); got.CancelBy != "alice" || got.CancelReason != first.Reason {
+			t.Fatalf("stored note: %q %q", got.CancelBy, got.CancelReason)
+		}
+		l := e.claim("r", "me", longTTL)
+		if l.Run.CancelBy != "alice" || l.Run.CancelReason != first.Reason {
+			t.Fatalf("a claim's run lacks the note: %+v", l.Run)
+		}
+		long := strings.Repeat("x", store.MaxCancelNoteBytes+1)
+		if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "r", Reason: long}); err == nil || !strings.Contains(err.Error(), "reason") {
+			t.Fatalf("a reason of %d bytes: %v", len(long), err)
+		}
 	})
 
 	t.Run("WakesWaiting", func(t *testing.T) {
@@ -800,7 +827,7 @@ func testRunRequestCancel(t *testing.T, open opener) {
 			e.append(l, store.JournalAppendParams{After: 1, Entries: entries("w", 1), Status: hitchtype.StatusWaiting, WakeAt: at})
 		}
 		for _, id := range []string{"forever", "later"} {
-			run, err := e.s.RunRequestCancel(e.ctx, id)
+			run, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: id})
 			if err != nil || !run.CancelRequested || run.Status != hitchtype.StatusWaiting {
 				t.Fatalf("cancel %s: %v %+v", id, err, run)
 			}
@@ -829,7 +856,7 @@ func testRunRequestCancel(t *testing.T, open opener) {
 		e.append(l, store.JournalAppendParams{After: 1, Entries: entries("end", 1), Status: hitchtype.StatusCompleted,
 			Outcome: json.RawMessage(`"done"`)})
 		before := e.get("r")
-		run, err := e.s.RunRequestCancel(e.ctx, "r")
+		run, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "r"})
 		if err != nil {
 			t.Fatalf("cancel of an ended run: %v", err)
 		}

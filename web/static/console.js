@@ -16,22 +16,31 @@ export function localTimes(root) {
   }
 }
 
+// span says a duration as the server's pages do: "6 days 23 h",
+// "3 h 12 min", "4 min 10 s", "2.5 s", "800 ms".
+export function span(ms) {
+  ms = Math.abs(ms);
+  if (ms < 1000) return Math.round(ms) + " ms";
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return (ms / 1000).toFixed(1) + " s";
+  if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
+  if (s < 86400) return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+  const d = Math.floor(s / 86400);
+  return d + (d === 1 ? " day " : " days ") + Math.floor((s % 86400) / 3600) + " h";
+}
+
 function countdowns() {
   const now = Date.now();
   for (const t of document.querySelectorAll("time[data-countdown]")) {
-    const left = Math.round((new Date(t.getAttribute("datetime")) - now) / 1000);
-    let s = "expired";
-    if (left > 0) {
-      const h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), sec = left % 60;
-      s = (h ? h + "h " : "") + (h || m ? m + "m " : "") + sec + "s left";
+    const left = new Date(t.getAttribute("datetime")) - now;
+    const s = left > 0 ? "in " + span(left) : "expired " + span(left) + " ago";
+    let rel = t.nextElementSibling;
+    if (!rel || !rel.classList.contains("left")) {
+      rel = document.createElement("span");
+      rel.className = "left hint";
+      t.after(" ", rel);
     }
-    let span = t.nextElementSibling;
-    if (!span || !span.classList.contains("left")) {
-      span = document.createElement("span");
-      span.className = "left hint";
-      t.after(" ", span);
-    }
-    span.textContent = "(" + s + ")";
+    rel.textContent = "(" + s + ")";
   }
 }
 

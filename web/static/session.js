@@ -168,11 +168,13 @@ if (older) {
 
 // Ctrl+Enter (or Cmd+Enter) sends; after a send the composer has the focus
 // again, for the next message.
-const msg = document.getElementById("msg");
-msg.addEventListener("keydown", (ev) => {
-  if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); msg.form.requestSubmit(); }
-});
-if (location.hash === "#composer") msg.focus({ preventScroll: true });
+const msg = document.getElementById("msg"); // absent for a role that may not send
+if (msg) {
+  msg.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); msg.form.requestSubmit(); }
+  });
+  if (location.hash === "#composer") msg.focus({ preventScroll: true });
+}
 
 chat.scrollTop = chat.scrollHeight;
 watchTurn(chat.dataset.run, Number(chat.dataset.runAfter));

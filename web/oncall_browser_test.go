@@ -1,0 +1,126 @@
+package web_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/hitch-dev/hitch/api"
+)
+
+// journalOf reads a run's whole journal through the API.
+func journalOf(t *testing.T, base, id string) []api.Entry {
+	t.Helper()
+	var all []api.Entry
+	after := int64(0)
+	for {
+		st, b := call(t, base, tokAdmin, "GET", fmt.Sprintf("/v1/runs/%s/journal?after=%d&limit=1000", id, after), nil)
+		var page api.EntryPage
+		if st != http.StatusOK || json.Unmarshal(b, &page) != nil {
+			t.Fatalf("journal of %s: %d %s", id, st, b)
+		}
+		all = append(all, page.Entries...)
+		if page.Next == nil {
+			return all
+		}
+		after = *page.Next
+	}
+}
+
+// TestConsoleOnCall is the console as the person on call meets it: an
+// approval card that says everything the decision needs, a count of what
+// waits in the navigation, and a viewer who is offered no control.
+func TestConsoleOnCall(t *testing.T) {
+	ctx := browser(t)
+	base := serve(t, writeConfig(t))
+	id := start(t, base, "gate", "append a line to side, then show it")
+	if r := await(t, base, id); r.Status != "waiting" {
+		t.Fatalf("gate run %s is %s", id, r.Status)
+	}
+	card := fmt.Sprintf(`article.approval:has(a[href="/runs/%s"])`, id)
+
+	t.Run("an approval card shows the command as typed", func(t *testing.T) {
+		do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css("#main")),
+			chromedp.Navigate(base+"/approvals"), chromedp.WaitVisible(css(card)))
+		if got := text(t, ctx, card+" pre.argv"); got != gateCommand {
+			t.Fatalf("the card shows the command as\n%q\nwant\n%q", got, gateCommand)
+		}
+		body := text(t, ctx, card)
+		for _, want := range []string{"bash", "policy rule 1", "shell", "append a line to side", "gate", "in 6 days 23 h"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the card lacks %q:\n%s", want, body)
+			}
+		}
+		if n := text(t, ctx, "#nav-pending"); n != "1" {
+			t.Errorf("the navigation counts %q approvals waiting, want 1", n)
+		}
+		do(t, ctx, "run page", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible(css(".k-model-reply .call")))
+		if got := text(t, ctx, ".k-model-reply pre.argv"); got != gateCommand {
+			t.Fatalf("the transcript shows the command as %q", got)
+		}
+		if call := text(t, ctx, ".k-model-reply .call .cid"); !strings.Contains(call, "call t1c1") {
+			t.Errorf("the model's call is named %q, want the journal's id t1c1 and the provider's", call)
+		}
+	})
+
+	t.Run("cancel asks for confirmation and journals why", func(t *testing.T) {
+		id := start(t, base, "gate", "a run to cancel")
+		if r := await(t, base, id); r.Status != "waiting" {
+			t.Fatalf("gate run %s is %s", id, r.Status)
+		}
+		const why = `the customer withdrew the request <#4711> & said "stop"`
+		do(t, ctx, "open the cancel form", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible(css("details.cancel summary")),
+			chromedp.Click(css("details.cancel summary")), chromedp.WaitVisible(chromedp.ID("cancel-reason")),
+			chromedp.SendKeys(chromedp.ID("cancel-reason"), why),
+			// Unconfirmed, the browser keeps the form: nothing is sent.
+			chromedp.Click(chromedp.ID("cancel-submit")))
+		if invalid := get(t, ctx, "confirmation checked", chromedp.Evaluate[bool](`document.getElementById("cancel-confirm").matches(":invalid")`)); !invalid {
+			t.Fatal("the form went without its confirmation")
+		}
+		if r := await(t, base, id); r.Status != "waiting" {
+			t.Fatalf("an unconfirmed cancel left run %s %s", id, r.Status)
+		}
+		do(t, ctx, "confirm", chromedp.Click(chromedp.ID("cancel-confirm")), chromedp.Click(chromedp.ID("cancel-submit")),
+			chromedp.WaitVisible(css(".msg.ok")), chromedp.WaitReady(css(`#summary[data-status="cancelled"]`)))
+		if why2 := text(t, ctx, "#summary dd.why"); why2 != why {
+			t.Errorf("the run page says why %q, want %q", why2, why)
+		}
+		r := await(t, base, id)
+		if r.Status != "cancelled" || r.Outcome == nil || r.Outcome.CancelReason != why || r.Outcome.CancelledBy != "admin" {
+			t.Fatalf("cancelled run: %+v", r.Outcome)
+		}
+		var ended bool
+		for _, e := range journalOf(t, base, id) {
+			if e.Kind == "run.ended" {
+				var o api.Outcome
+				ended = json.Unmarshal(e.Data, &o) == nil && o.CancelReason == why && o.CancelledBy == "admin"
+			}
+		}
+		if !ended {
+			t.Fatal("the journal's run.ended does not carry who cancelled and why")
+		}
+		shot(t, ctx, "run-cancelled")
+	})
+
+	t.Run("a viewer is offered no control", func(t *testing.T) {
+		do(t, ctx, "sign in as a viewer",
+			chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(css(".signout button")),
+			chromedp.Click(css(".signout button")), chromedp.WaitVisible(chromedp.ID("token")),
+			signIn(base, tokView), chromedp.WaitVisible(css("table.runs")))
+		for _, path := range []string{"/approvals", "/runs/" + id, "/runs/" + id + "/workspace", "/sessions", "/agents/gate"} {
+			do(t, ctx, "open "+path, chromedp.Navigate(base+path), chromedp.WaitReady(css(`html[data-ready="1"]`)))
+			if n := count(t, ctx, `main form[method="post"]`); n != 0 {
+				t.Errorf("a viewer sees %d forms that change something on %s", n, path)
+			}
+		}
+		do(t, ctx, "approvals", chromedp.Navigate(base+"/approvals"), chromedp.WaitVisible(css(card)))
+		if body := text(t, ctx, card); !strings.Contains(body, "may read this request but not answer it") || !strings.Contains(body, gateCommand) {
+			t.Errorf("a viewer's card:\n%s", body)
+		}
+		shot(t, ctx, "approvals-viewer")
+	})
+}
