@@ -349,6 +349,17 @@ type StartOption func(*startOptions)
 type startOptions struct {
 	id, instructions, tenant string
 	detached                 bool
+	metadata                 map[string]any
+}
+
+// MaxMetadataBytes bounds a run's metadata, as JSON.
+const MaxMetadataBytes = 16 << 10
+
+// WithMetadata attaches a JSON object to the run (a ticket, who asked),
+// journaled with its start and never sent to the model; at most
+// MaxMetadataBytes as JSON.
+func WithMetadata(m map[string]any) StartOption {
+	return func(p *startOptions) { p.metadata = m }
 }
 
 // MaxRunIDBytes bounds a run id.
@@ -432,6 +443,16 @@ func (rt *Runtime) Start(ctx context.Context, agent *Agent, input string, opts .
 		}
 	}
 	p := engine.StartParams{ID: o.id, Tenant: o.tenant, Input: input, Instructions: o.instructions, Detached: o.detached}
+	if len(o.metadata) > 0 {
+		meta, err := json.Marshal(o.metadata)
+		if err != nil {
+			return StartResult{}, fmt.Errorf("start: WithMetadata: %w", err)
+		}
+		if len(meta) > MaxMetadataBytes {
+			return StartResult{}, fmt.Errorf("start: WithMetadata: %d bytes as JSON, more than %d", len(meta), MaxMetadataBytes)
+		}
+		p.Metadata = meta
+	}
 	res, err := rt.eng.Start(ctx, agent.eng, p)
 	if err != nil {
 		return StartResult{}, rt.cfg.Secrets.Error(fmt.Errorf("start: %w", err))
@@ -495,10 +516,14 @@ func CancelReason(why string) CancelOption {
 	return func(p *store.RunRequestCancelParams) { p.Reason = why }
 }
 
-// Reconcile settles an uncertain call — with its confirmed output, or as
-// unconfirmed — and drives the run on in the background. A live runner that
+// Reconcile settles an uncertain call — with its confirmed output, as
+// failed (Error: it did not act), or as unconfirmed — and drives the run on
+// in the background. A live runner that
 // does not let go within the command wait gives ErrRunnerBusy.
 func (rt *Runtime) Reconcile(ctx context.Context, runID string, rec Reconciliation) error {
+	if rec.Error != "" && (rec.Output != "" || rec.Unconfirmed) {
+		return fmt.Errorf("reconcile %s %s: Error settles the call as failed: give it without Output or Unconfirmed", runID, rec.Call)
+	}
 	if err := rt.eng.Reconcile(ctx, runID, rec, rt.commandWait(ctx, runID)); err != nil {
 		return fmt.Errorf("reconcile %s %s: %w", runID, rec.Call, err)
 	}
@@ -903,6 +928,10 @@ type RunsParams struct {
 	// CreatedAfter keeps runs created at or after it, CreatedBefore runs
 	// created before it; zero means no bound.
 	CreatedAfter, CreatedBefore time.Time
+	// Reasons keeps runs whose outcome's reason is one of these ("" for a
+	// run without one: completed with its answer, or not ended), such as
+	// the max_turns of a run that completed at its turn limit.
+	Reasons []string
 	// Text keeps runs whose id, agent or title (the head of the input)
 	// contains it, ignoring ASCII case; at most 200 characters.
 	Text string
@@ -910,7 +939,7 @@ type RunsParams struct {
 
 func (p RunsParams) store() store.RunListParams {
 	return store.RunListParams{Tenant: p.Tenant, Statuses: p.Statuses, Agent: p.Agent, ParentID: p.ParentID, RootID: p.RootID,
-		After: p.After, Limit: p.Limit, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, Text: p.Text}
+		After: p.After, Limit: p.Limit, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, Text: p.Text, Reasons: p.Reasons}
 }
 
 // Runs lists runs newest first (by creation time, then id), one page at a

@@ -39,6 +39,14 @@ type Run struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Title     string    `json:"title,omitempty" doc:"The head of the run's input (200 characters), which the text filter searches."`
+	// Waiting says what a waiting run waits for.
+	Waiting *Waiting `json:"waiting,omitempty" doc:"For a waiting run (in lists and GET /v1/runs/{id}): what it waits for."`
+}
+
+// Waiting is what a waiting run waits for, as it parked.
+type Waiting struct {
+	Reason string   `json:"reason" enum:"approval,uncertain,children,event,external" doc:"An approval, a reconciliation of uncertain calls, its sub-agents, an awaited event, or an external call's result."`
+	Calls  []string `json:"calls,omitempty" doc:"The calls it waits on."`
 }
 
 // Outcome is a run's terminal summary.
@@ -75,6 +83,9 @@ type StartRun struct {
 	// nothing.
 	ID           string `json:"id,omitempty" maxLength:"128" pattern:"^[A-Za-z0-9._:-]+$" doc:"A caller-chosen run id (1-128 letters, digits and . _ : -); the same id again starts nothing."`
 	Instructions string `json:"instructions,omitempty" doc:"The caller's layer of instructions, laid over the agent's."`
+	// Metadata is journaled with the run's start and never sent to the
+	// model.
+	Metadata map[string]any `json:"metadata,omitempty" doc:"A JSON object journaled with the run's start (a ticket, who asked), never sent to the model; at most 16 KiB."`
 }
 
 // StartedRun answers POST /v1/runs.
@@ -122,6 +133,7 @@ type Reconcile struct {
 	Call        string `json:"call" minLength:"1" doc:"The uncertain call's id."`
 	Output      string `json:"output,omitempty" doc:"The call's confirmed result, shown to the model."`
 	Unconfirmed bool   `json:"unconfirmed,omitempty" doc:"The effect could not be established; the model is told so."`
+	Error       string `json:"error,omitempty" doc:"The call is confirmed not to have acted: it is settled as failed, and the model sees this error."`
 	By          string `json:"by,omitempty" doc:"Who reconciled, for the journal; default the token's name."`
 }
 

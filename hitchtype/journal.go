@@ -49,6 +49,9 @@ type RunStarted struct {
 	// Instructions are the caller's layer of instructions for this run,
 	// laid over the agent's (the caller's win where they disagree).
 	Instructions string `json:"instructions,omitempty"`
+	// Metadata is what the caller attached to the run (a JSON object: a
+	// ticket, who asked), kept as given and never sent to the model.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 	// Session, for a run that works a session's submission, names the
 	// session; SessionMessage is the submission's message and SessionPos
 	// its admission position, and History the session's transcript as of the start:
@@ -218,6 +221,9 @@ type CallReconciled struct {
 	Output      string `json:"output,omitempty"`
 	Unconfirmed bool   `json:"unconfirmed,omitempty"`
 	By          string `json:"by,omitempty"`
+	// Error settles the call as failed: it did not act, and the model
+	// sees this error as its result.
+	Error string `json:"error,omitempty"`
 }
 
 // AnswerRefused records a final text that did not decode as the typed
@@ -314,6 +320,9 @@ type Reconciliation struct {
 	Unconfirmed bool `json:"unconfirmed,omitempty"`
 	// By names who reconciled, for the journal.
 	By string `json:"by,omitempty"`
+	// Error settles the call as failed: it is confirmed not to have
+	// acted, and the model sees Error as its result.
+	Error string `json:"error,omitempty"`
 }
 
 // PendingApproval is one request waiting for an answer.

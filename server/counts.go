@@ -55,6 +55,17 @@ func (s *Server) registerRunCounts() {
 			out.Counts[string(st)] = m[st]
 			out.Total += m[st]
 		}
+		if m[hitchtype.StatusCompleted] > 0 {
+			// A turn-limit ending is a completion the person on call
+			// tells apart from an answer.
+			mt, err := s.cfg.Runtime.RunCountsFor(ctx, hitch.RunsParams{Tenant: rp.tenant, Agent: rp.agent,
+				CreatedAfter: rp.createdAfter, CreatedBefore: rp.createdBefore, Text: rp.text,
+				Statuses: []hitchtype.Status{hitchtype.StatusCompleted}, Reasons: []string{"max_turns"}})
+			if err != nil {
+				return nil, s.fail("count runs", err)
+			}
+			out.MaxTurns = mt[hitchtype.StatusCompleted]
+		}
 		return &struct{ Body api.RunCounts }{out}, nil
 	})
 }

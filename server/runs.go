@@ -52,7 +52,7 @@ func (s *Server) registerRuns() {
 		if err != nil {
 			return nil, err
 		}
-		return &runOut{wireRun(run)}, nil
+		return &runOut{s.withWaiting(ctx, wireRun(run))}, nil
 	})
 	huma.Register(s.api, huma.Operation{
 		OperationID: "wait-run", Method: http.MethodGet, Path: "/v1/runs/{id}/wait", Tags: []string{"runs"},
@@ -98,8 +98,8 @@ func (s *Server) registerRuns() {
 		if err := need(ctx, api.RoleOperator); err != nil {
 			return nil, err
 		}
-		if in.Body.Unconfirmed == (in.Body.Output != "") {
-			return nil, invalid("body.output", "give either output or unconfirmed: true")
+		if given := btoi(in.Body.Output != "") + btoi(in.Body.Error != "") + btoi(in.Body.Unconfirmed); given != 1 {
+			return nil, invalid("body.output", "give one of output, error or unconfirmed: true")
 		}
 		if _, err := s.run(ctx, in.ID); err != nil {
 			return nil, err
@@ -108,7 +108,7 @@ func (s *Server) registerRuns() {
 		if by == "" {
 			by = principalOf(ctx).name
 		}
-		rec := hitch.Reconciliation{Call: in.Body.Call, Output: in.Body.Output, Unconfirmed: in.Body.Unconfirmed, By: by}
+		rec := hitch.Reconciliation{Call: in.Body.Call, Output: in.Body.Output, Unconfirmed: in.Body.Unconfirmed, Error: in.Body.Error, By: by}
 		if err := s.cfg.Runtime.Reconcile(ctx, in.ID, rec); err != nil {
 			return nil, s.fail("reconcile", err)
 		}
@@ -226,6 +226,12 @@ func (s *Server) startRun(ctx context.Context, in *struct {
 	if b.Instructions != "" {
 		opts = append(opts, hitch.WithInstructions(b.Instructions))
 	}
+	if len(b.Metadata) > 0 {
+		if raw, err := json.Marshal(b.Metadata); err != nil || len(raw) > hitch.MaxMetadataBytes {
+			return nil, invalid("body.metadata", "at most %d bytes as JSON", hitch.MaxMetadataBytes)
+		}
+		opts = append(opts, hitch.WithMetadata(b.Metadata))
+	}
 	res, err := s.cfg.Runtime.Start(ctx, a, b.Input, opts...)
 	if err != nil {
 		return nil, s.fail("start", err)
@@ -257,6 +263,7 @@ type listRunsIn struct {
 	CreatedAfter  time.Time `query:"created_after" doc:"Only runs created at or after this time (RFC 3339)."`
 	CreatedBefore time.Time `query:"created_before" doc:"Only runs created before this time (RFC 3339)."`
 	Q             string    `query:"q" maxLength:"200" doc:"Only runs whose id, agent or title (the head of the input) contains this text, ignoring ASCII case."`
+	Reason        []string  `query:"reason" maxItems:"16" doc:"Only runs whose outcome's reason is one of these, comma-separated (max_turns, cancelled, ...); none stands for a run without one (completed with its answer, or not ended)."`
 }
 
 func (s *Server) listRunsOp(ctx context.Context, in *listRunsIn) (*struct{ Body api.RunPage }, error) {
@@ -268,13 +275,14 @@ func (s *Server) listRunsOp(ctx context.Context, in *listRunsIn) (*struct{ Body 
 	for _, st := range in.Status {
 		rp.statuses = append(rp.statuses, hitchtype.Status(st))
 	}
+	rp.reasons = reasons(in.Reason)
 	runs, next, err := s.listRuns(ctx, rp)
 	if err != nil {
 		return nil, s.fail("list runs", err)
 	}
 	page := api.RunPage{Runs: make([]api.Run, 0, len(runs)), Next: next}
 	for _, r := range runs {
-		page.Runs = append(page.Runs, wireRun(r))
+		page.Runs = append(page.Runs, s.withWaiting(ctx, wireRun(r)))
 	}
 	return &struct{ Body api.RunPage }{page}, nil
 }
@@ -355,6 +363,13 @@ func wireRun(r hitch.Run) api.Run {
 	return out
 }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func wireCall(c hitch.CallRecord) api.Call {
 	args := json.RawMessage(c.Arguments)
 	if !json.Valid(args) {
@@ -368,12 +383,42 @@ func wireCall(c hitch.CallRecord) api.Call {
 		out.Verdict, out.Reason, out.Rule = string(d.Verdict), d.Reason, d.Rule
 	}
 	if r := c.Reconciled; r != nil {
-		out.Reconciled = &api.Reconcile{Call: r.Call, Output: r.Output, Unconfirmed: r.Unconfirmed, By: r.By}
+		out.Reconciled = &api.Reconcile{Call: r.Call, Output: r.Output, Unconfirmed: r.Unconfirmed, Error: r.Error, By: r.By}
 	}
 	if out.Positions == nil {
 		out.Positions = []int64{}
 	}
 	return out
+}
+
+// reasons reads the reason filter: "none" stands for no reason.
+func reasons(in []string) []string {
+	var out []string
+	for _, r := range in {
+		if r == "none" {
+			r = ""
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// withWaiting says what a waiting run waits for, from its journal's last
+// entry (the run.waiting it parked with): one point read, for waiting
+// runs only. A read that fails leaves Waiting out.
+func (s *Server) withWaiting(ctx context.Context, r api.Run) api.Run {
+	if r.Status != string(hitchtype.StatusWaiting) || r.Position < 1 {
+		return r
+	}
+	es, err := s.cfg.Runtime.Journal(ctx, r.ID, r.Position-1, 1)
+	if err != nil || len(es) != 1 || es[0].Kind != hitchtype.KindRunWaiting {
+		return r
+	}
+	var w hitchtype.RunWaiting
+	if json.Unmarshal(es[0].Data, &w) == nil {
+		r.Waiting = &api.Waiting{Reason: w.Reason, Calls: w.Calls}
+	}
+	return r
 }
 
 // runAfter answers a command with the run as it stands after it.

@@ -38,11 +38,12 @@ type runsParams struct {
 	// createdAfter, createdBefore and text: see hitch.RunsParams.
 	createdAfter, createdBefore time.Time
 	text                        string
+	reasons                     []string
 }
 
 // listRuns lists a tenant's runs, newest first, one page at a time.
 func (s *Server) listRuns(ctx context.Context, p runsParams) ([]hitch.Run, string, error) {
 	return s.cfg.Runtime.Runs(ctx, hitch.RunsParams{Tenant: p.tenant, Statuses: p.statuses, Agent: p.agent,
 		ParentID: p.parentID, RootID: p.rootID, After: p.after, Limit: p.limit,
-		CreatedAfter: p.createdAfter, CreatedBefore: p.createdBefore, Text: p.text})
+		CreatedAfter: p.createdAfter, CreatedBefore: p.createdBefore, Text: p.text, Reasons: p.reasons})
 }

@@ -140,6 +140,14 @@ func CheckList(p RunListParams) (limit int, after Cursor, err error) {
 	); err != nil {
 		return 0, Cursor{}, err
 	}
+	if len(p.Reasons) > MaxReasons {
+		return 0, Cursor{}, fmt.Errorf("reasons: %d, more than %d", len(p.Reasons), MaxReasons)
+	}
+	for i, r := range p.Reasons {
+		if err := CheckName(fmt.Sprintf("reasons[%d]", i), r, false); err != nil {
+			return 0, Cursor{}, err
+		}
+	}
 	if n := utf8.RuneCountInString(p.Text); n > MaxTextRunes || !utf8.ValidString(p.Text) {
 		return 0, Cursor{}, fmt.Errorf("text: %d characters of valid UTF-8 at most, got %d bytes", MaxTextRunes, len(p.Text))
 	}

@@ -415,6 +415,9 @@ type RunRequestCancelParams struct {
 	By, Reason string
 }
 
+// MaxReasons bounds RunListParams.Reasons.
+const MaxReasons = 16
+
 // MaxCancelNoteBytes bounds RunRequestCancelParams.By and Reason.
 const MaxCancelNoteBytes = 4 << 10
 
@@ -438,6 +441,11 @@ type RunListParams struct {
 	// CreatedAfter, when set, keeps runs created at or after it;
 	// CreatedBefore, when set, runs created before it.
 	CreatedAfter, CreatedBefore time.Time
+	// Reasons, when set, keeps runs whose outcome's reason (Outcome.Reason:
+	// max_turns, cancelled, ...) is one of them; "" stands for no reason
+	// (a run that completed with its answer, or has not ended). Combined
+	// with Statuses it reads an index of (tenant, status, reason).
+	Reasons []string
 	// Text, when set, keeps runs whose id, agent or title contains it,
 	// ignoring ASCII case; at most MaxTextRunes characters. It is a
 	// substring match over those bounded columns, not an index: the list

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,7 +56,8 @@ const (
 // writeConfig writes a config with scripted agents: slow calls a tool
 // twenty times, a little apart; gate asks for an approval; shaky's tool
 // runs past its timeout, which leaves the call uncertain; boss starts two
-// sub-agents; big fills a journal of more than 50,000 entries.
+// sub-agents; long fills a journal of more than 52,000 entries; loop completes
+// at its turn limit.
 func writeConfig(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -66,9 +68,23 @@ func writeConfig(t testing.TB) string {
 	}
 	slow.WriteString("  - text: slow done\n")
 	var calls []string
-	for i := range 100 {
+	for i := range 20 {
 		calls = append(calls, fmt.Sprintf(`{name: glob, args: '{"pattern": "x%d"}'}`, i))
 	}
+	// long's turns each ask for 20 calls (62 entries a turn): 810 quick
+	// ones fill a journal past 50,000 entries, then 40 a second apart add
+	// 2,480 more while a page follows it.
+	var long strings.Builder
+	long.WriteString("turns:\n")
+	for i := range 850 {
+		if i >= 810 {
+			long.WriteString("  - delay: 1s\n")
+			long.WriteString("    calls: [" + strings.Join(calls, ", ") + "]\n")
+			continue
+		}
+		long.WriteString("  - calls: [" + strings.Join(calls, ", ") + "]\n")
+	}
+	long.WriteString("  - text: long done\n")
 	files := map[string]string{
 		"hitch.yaml": `store: runs.db
 models:
@@ -77,7 +93,8 @@ models:
   shaky: {provider: scripted, script: shaky.yaml}
   boss: {provider: scripted, script: boss.yaml}
   kid: {provider: scripted, script: kid.yaml}
-  big: {provider: scripted, script: big.yaml}
+  long: {provider: scripted, script: long.yaml}
+  loop: {provider: scripted, script: loop.yaml}
 agents:
   - {name: slow, model: slow, policy: allow_all, tools: [glob], workspace: ws, limits: {model_attempts: 45}}
   - name: gate
@@ -91,7 +108,8 @@ agents:
   - {name: shaky, model: shaky, policy: allow_all, tools: [bash], workspace: ws}
   - {name: boss, model: boss, policy: allow_all, sub_agents: [kid]}
   - {name: kid, model: kid, policy: allow_all}
-  - {name: big, model: big, policy: allow_all, tools: [glob], workspace: ws, limits: {model_attempts: 170, tool_concurrency: 16}}
+  - {name: long, model: long, policy: allow_all, tools: [glob], workspace: ws, limits: {model_attempts: 900, tool_concurrency: 20}}
+  - {name: loop, model: loop, policy: allow_all, tools: [glob], workspace: ws, limits: {model_attempts: 2}}
 server:
   tokens:
     - {name: admin, role: admin, env: T_ADMIN}
@@ -105,7 +123,9 @@ server:
 		"shaky.yaml": "turns:\n  - calls: [{name: bash, args: '{\"command\": \"sleep 60\"}'}]\n  - text: shaky done\n",
 		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}, {name: kid, args: '{\"prompt\": \"look again\"}'}]\n  - text: boss done\n",
 		"kid.yaml":   "turns:\n  - text: kid done\n",
-		"big.yaml":   "repeat: true\nturns:\n  - calls: [" + strings.Join(calls, ", ") + "]\n",
+		"long.yaml":  long.String(),
+		// loop never answers: its run completes at its turn limit.
+		"loop.yaml": "repeat: true\nturns:\n  - calls: [{name: glob, args: '{\"pattern\": \"*\"}'}]\n",
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
@@ -539,10 +559,25 @@ func TestConsoleReconcile(t *testing.T) {
 	}
 	do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css("table.runs")))
 	do(t, ctx, "run page", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible(css("form.reconcile textarea")))
+	// The card says what the call was, when it started and where, so the
+	// operator can find out what happened without reading the transcript.
+	card := text(t, ctx, "article.uncertain")
+	if got := text(t, ctx, "article.uncertain pre.argv"); got != "sleep 60" {
+		t.Errorf("the uncertain call's command reads %q", got)
+	}
+	started := get(t, ctx, "start time", chromedp.Evaluate[string](`document.querySelector("article.uncertain dd.started time").getAttribute("datetime")`))
+	for _, want := range []string{"bash", "call t1c1", "Node", "Settle as failed", "Unconfirmed", "the model is told the outcome is unknown"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("the uncertain call's card lacks %q:\n%s", want, card)
+		}
+	}
+	if started == "" || strings.Contains(card, "not recorded") {
+		t.Errorf("the card lacks the start time or the node (start %q):\n%s", started, card)
+	}
 	shot(t, ctx, "reconcile")
 	do(t, ctx, "settle",
 		chromedp.SendKeys(css("form.reconcile textarea"), "slept, exit 0"),
-		chromedp.Click(css(`form.reconcile button[name="settle"]`)),
+		chromedp.Click(css(`form.reconcile button[value="output"]`)),
 		chromedp.WaitVisible(css(".msg.ok")),
 		chromedp.WaitReady(css(`#summary[data-status="completed"]`)),
 		chromedp.WaitVisible(css(".k-call-reconciled")))
@@ -551,51 +586,79 @@ func TestConsoleReconcile(t *testing.T) {
 	}
 }
 
-// TestConsoleLongJournal opens a run of more than 50,000 journal entries
-// and measures, in the browser, the time from navigation to a page ready
-// to use, then loads an older page.
+// TestConsoleLongJournal follows a live run past 50,000 journal entries
+// for 2,000 more and checks the page stays small, then measures, in the
+// browser, opening the ended run five times, and loads an older page.
 func TestConsoleLongJournal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills a journal of 50,000 entries: not in -short")
 	}
 	ctx := browser(t)
 	base := serve(t, writeConfig(t))
-	id := start(t, base, "big", "fill the journal")
+	id := start(t, base, "long", "fill the journal")
 	began := time.Now()
-	r := await(t, base, id)
-	if r.Position < 50000 {
-		t.Fatalf("big run ended %s with %d entries, want 50,000 or more", r.Status, r.Position)
+	var r api.Run
+	for r.Position < 50000 {
+		if time.Since(began) > 30*time.Minute {
+			t.Fatalf("the long run holds %d entries after %s", r.Position, time.Since(began))
+		}
+		time.Sleep(500 * time.Millisecond)
+		_, b := call(t, base, tokAdmin, "GET", "/v1/runs/"+id, nil)
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if terminal(r.Status) {
+			t.Fatalf("the long run ended %s at %d entries, before the page opened", r.Status, r.Position)
+		}
 	}
 	t.Logf("run %s: %d journal entries in %s", id, r.Position, time.Since(began).Round(time.Second))
-	do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css("table.runs")))
-	var best float64
-	for i := range 3 {
+	do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css("#main")))
+	do(t, ctx, "open the live run", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitReady(css(`html[data-ready="1"]`)))
+	opened := get(t, ctx, "opened at", chromedp.Evaluate[int](`Number(document.getElementById("entries").dataset.last)`))
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	if err := chromedp.Do(cctx, chromedp.WaitReady(css(`body[data-ended="1"]`))); err != nil {
+		fail(t, ctx, "follow the run to its end", err)
+	}
+	followed := get(t, ctx, "followed", chromedp.Evaluate[int](`Number(document.getElementById("entries").dataset.followed || 0)`))
+	nodes := get(t, ctx, "nodes", chromedp.Evaluate[int](`document.getElementsByTagName("*").length`))
+	end := await(t, base, id)
+	t.Logf("BENCH console live window: opened at entry %d of a live run, followed %d entries to its end at %d; the page holds %d elements", opened, followed, end.Position, nodes)
+	if opened < 50000 || followed < 2000 {
+		t.Fatalf("the page opened at entry %d and followed %d entries: want 50,000 and 2,000 at least", opened, followed)
+	}
+	if nodes >= 5000 {
+		t.Fatalf("after following %d entries the page holds %d elements, want fewer than 5,000", followed, nodes)
+	}
+	shot(t, ctx, "long-journal-live")
+
+	var opens []float64
+	for i := range 5 {
 		do(t, ctx, "open the run", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitReady(css(`html[data-ready="1"]`)))
 		// The page marks when its script has run over the rendered
 		// entries: the time from navigation to a page ready to use.
 		ready := get(t, ctx, "ready", chromedp.Evaluate[float64](`performance.getEntriesByName("hitch-ready")[0].startTime`))
 		served := get(t, ctx, "served", chromedp.Evaluate[float64](`performance.getEntriesByType("navigation")[0].responseEnd`))
-		n := count(t, ctx, "#entries > li")
-		if n == 0 || n > 1000 {
-			t.Fatalf("the page shows %d entries", n)
-		}
-		t.Logf("open %d: page received %.0f ms, ready %.0f ms after navigation, %d entries shown", i+1, served, ready, n)
-		if i == 0 || ready < best {
-			best = ready
-		}
+		t.Logf("open %d: page received %.0f ms, ready %.0f ms after navigation, %d entries shown", i+1, served, ready, count(t, ctx, "#entries li.e"))
+		opens = append(opens, ready)
 	}
+	slices.Sort(opens)
 	// A figure, not an assertion: timings depend on the machine and its
-	// load; docs/benchmarks.md records them against the 1 s budget.
-	t.Logf("best open of a %d-entry journal: %.0f ms (budget 1,000 ms)", r.Position, best)
-	before := count(t, ctx, "#entries > li")
+	// load; docs/benchmarks.md records them against the 300 ms budget.
+	t.Logf("BENCH console open: a %d-entry journal ready in a median %.0f ms of 5 opens (sorted %.0f; budget 300 ms)", end.Position, opens[2], opens)
+	before := get(t, ctx, "first shown", chromedp.Evaluate[int](`Number(document.querySelector("#entries > li").dataset.pos)`))
 	do(t, ctx, "load older",
 		chromedp.Evaluate[chromedp.Void](`window.__t0 = performance.now(); document.getElementById("older").click()`),
-		chromedp.WaitReady(css(fmt.Sprintf("#entries > li:nth-child(%d)", before+1))))
+		chromedp.WaitReady(css(fmt.Sprintf(`#entries li[data-pos="%d"]`, before-1))))
 	took := get(t, ctx, "older took", chromedp.Evaluate[float64](`performance.now() - window.__t0`))
-	after := count(t, ctx, "#entries > li")
-	if after <= before {
-		t.Fatalf("older entries: %d before, %d after", before, after)
+	t.Logf("BENCH console older page: the entries before #%d in %.0f ms", before, took)
+}
+
+// terminal reports whether a wire status is terminal.
+func terminal(s string) bool {
+	switch s {
+	case "queued", "running", "waiting":
+		return false
 	}
-	t.Logf("BENCH console long journal: %d entries; page ready in %.0f ms (best of 3); an older page of %d entries in %.0f ms", r.Position, best, after-before, took)
-	shot(t, ctx, "long-journal")
+	return true
 }

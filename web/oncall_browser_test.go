@@ -65,6 +65,19 @@ func TestConsoleOnCall(t *testing.T) {
 		if call := text(t, ctx, ".k-model-reply .call .cid"); !strings.Contains(call, "call t1c1") {
 			t.Errorf("the model's call is named %q, want the journal's id t1c1 and the provider's", call)
 		}
+		// One card per call: its decision sits in it, timed from the ask.
+		if dur := text(t, ctx, "#call-t1c1 .steps > li.k-call-decided .dur"); !strings.HasPrefix(dur, "+") {
+			t.Errorf("the decision in the call's card says %q, want its time since the call was asked", dur)
+		}
+		if n := count(t, ctx, "#entries > li.k-call-decided"); n != 0 {
+			t.Errorf("%d decisions stand outside their call's card", n)
+		}
+		// Every entry has its JSON a click away, as the journal holds it.
+		do(t, ctx, "raw JSON", chromedp.Click(css("li.k-model-reply > .eh a.raw")), chromedp.WaitVisible(css("li.k-model-reply > pre.json")))
+		if raw := text(t, ctx, "li.k-model-reply > pre.json"); !strings.Contains(raw, `"kind": "model.reply"`) || !strings.Contains(raw, `>> side`) {
+			t.Errorf("the reply's JSON:\n%s", raw)
+		}
+		shot(t, ctx, "run-call-card")
 	})
 
 	t.Run("cancel asks for confirmation and journals why", func(t *testing.T) {
@@ -104,6 +117,72 @@ func TestConsoleOnCall(t *testing.T) {
 			t.Fatal("the journal's run.ended does not carry who cancelled and why")
 		}
 		shot(t, ctx, "run-cancelled")
+	})
+
+	t.Run("triage: what a run waits for, a turn-limit ending, newer pages", func(t *testing.T) {
+		loop := start(t, base, "loop", "never answers")
+		if r := await(t, base, loop); r.Status != "completed" || r.Outcome == nil || r.Outcome.Reason != "max_turns" {
+			t.Fatalf("loop run: %+v", r)
+		}
+		do(t, ctx, "runs", chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(css("table.runs")))
+		row := func(id string) string { return text(t, ctx, fmt.Sprintf(`tr[data-run=%q]`, id)) }
+		if got := row(loop); !strings.Contains(got, "turn limit") || strings.Contains(got, "completed") {
+			t.Errorf("the turn-limit run's row: %q", got)
+		}
+		if got := row(id); !strings.Contains(got, "waiting for an approval (t1c1)") {
+			t.Errorf("the waiting run's row: %q", got)
+		}
+		counts := text(t, ctx, "#counts")
+		if !strings.Contains(counts, "turn limit 1") {
+			t.Errorf("counts: %q", counts)
+		}
+		do(t, ctx, "completed only", chromedp.Navigate(base+"/runs?status=completed"), chromedp.WaitVisible(css("#counts")))
+		if n := count(t, ctx, fmt.Sprintf(`tr[data-run=%q]`, loop)); n != 0 {
+			t.Error("the turn-limit run is listed among the completed")
+		}
+		do(t, ctx, "turn limit only", chromedp.Navigate(base+"/runs?status=max_turns"), chromedp.WaitVisible(css("table.runs")))
+		if n := count(t, ctx, "#run-rows tr"); n != 1 || row(loop) == "" {
+			t.Errorf("the turn-limit filter lists %d runs", n)
+		}
+		do(t, ctx, "run page", chromedp.Navigate(base+"/runs/"+loop), chromedp.WaitVisible(css("#summary")))
+		if badge := text(t, ctx, "#summary h1 .st"); badge != "turn limit" {
+			t.Errorf("the run page's badge reads %q", badge)
+		}
+		// Enough runs for two pages: the older one links back, and the
+		// first page is live again.
+		for i := range 50 {
+			start(t, base, "kid", fmt.Sprintf("filler %d", i))
+		}
+		do(t, ctx, "older page", chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(css(`a[rel="next"]`)),
+			chromedp.Click(css(`a[rel="next"]`)), chromedp.WaitVisible(css(`a[rel="prev"]`)))
+		if live := get(t, ctx, "older page live", chromedp.Evaluate[bool](`document.getElementById("runs-live").hasAttribute("data-refresh")`)); live {
+			t.Error("an older page refreshes itself")
+		}
+		do(t, ctx, "newer", chromedp.Click(css(`a[rel="prev"]`)), chromedp.WaitVisible(css(`a[rel="next"]`)))
+		if live := get(t, ctx, "first page live", chromedp.Evaluate[bool](`document.getElementById("runs-live").hasAttribute("data-refresh") && !location.search.includes("after=")`)); !live {
+			t.Error("the newer link does not lead back to the live first page")
+		}
+	})
+
+	t.Run("a run started from an agent's page completes", func(t *testing.T) {
+		do(t, ctx, "agent page", chromedp.Navigate(base+"/agents/kid"), chromedp.WaitVisible(chromedp.ID("run-input")),
+			chromedp.SendKeys(chromedp.ID("run-input"), "look around"),
+			chromedp.SendKeys(chromedp.ID("run-metadata"), "ticket=4711"),
+			chromedp.Click(chromedp.ID("run-start")), chromedp.WaitVisible(css(".msg.ok")),
+			chromedp.WaitReady(css(`#summary[data-status="completed"]`)), chromedp.WaitVisible(css(".k-run-ended")))
+		id := get(t, ctx, "run id", chromedp.Evaluate[string](`document.getElementById("summary").dataset.run`))
+		if r := await(t, base, id); r.Status != "completed" || r.Outcome.Answer != "kid done" || !strings.HasPrefix(id, "run-") {
+			t.Fatalf("the run started from the console: %s %+v", id, r)
+		}
+		if started := text(t, ctx, ".k-run-started"); !strings.Contains(started, "look around") || !strings.Contains(started, `"ticket": "4711"`) {
+			t.Errorf("run.started: %s", started)
+		}
+		do(t, ctx, "chat", chromedp.Navigate(base+"/agents/kid"), chromedp.WaitVisible(chromedp.ID("chat-text")),
+			chromedp.SendKeys(chromedp.ID("chat-text"), "hello there"),
+			chromedp.Click(chromedp.ID("chat-send")), chromedp.WaitVisible(css("#chat .k-submission-ended")))
+		if chat := text(t, ctx, "#chat"); !strings.Contains(chat, "hello there") || !strings.Contains(chat, "kid done") {
+			t.Errorf("the new session's transcript: %s", chat)
+		}
 	})
 
 	t.Run("a viewer is offered no control", func(t *testing.T) {

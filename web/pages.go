@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -18,8 +19,76 @@ import (
 	"github.com/hitch-dev/hitch/model"
 )
 
-// statuses are the run statuses, in the order the filter lists them.
-var statuses = []string{"queued", "running", "waiting", "completed", "failed", "cancelled", "answer_invalid", "budget_exhausted"}
+// statuses are what the runs page filters by, in its order: the run
+// statuses, with a completion at the turn limit (status completed, reason
+// max_turns) apart from one with an answer.
+var statuses = []string{"queued", "running", "waiting", "completed", "max_turns", "failed", "cancelled", "answer_invalid", "budget_exhausted"}
+
+// statusLabel names a filter of the runs page for people.
+func statusLabel(st string) string {
+	switch st {
+	case "max_turns":
+		return "turn limit"
+	case "answer_invalid":
+		return "answer invalid"
+	case "budget_exhausted":
+		return "budget exhausted"
+	}
+	return st
+}
+
+// statusFilter is the API's filter for one of statuses: a plain
+// completion is one without a stop reason.
+func statusFilter(st string, q url.Values) {
+	switch st {
+	case "":
+	case "max_turns":
+		q.Set("status", "completed")
+		q.Set("reason", "max_turns")
+	case "completed":
+		q.Set("status", "completed")
+		q.Set("reason", "none")
+	default:
+		q.Set("status", st)
+	}
+}
+
+// badge is how a run's state shows: its status, or "turn limit" for a
+// run that completed at its turn limit rather than with an answer.
+func badge(r api.Run) string {
+	if r.Status == "completed" && r.Outcome != nil && r.Outcome.Reason == "max_turns" {
+		return "max_turns"
+	}
+	return r.Status
+}
+
+// waitsFor says what a waiting run waits for.
+func waitsFor(w *api.Waiting) string {
+	if w == nil {
+		return ""
+	}
+	calls := ""
+	if len(w.Calls) > 0 {
+		calls = " (" + strings.Join(w.Calls, ", ") + ")"
+	}
+	switch w.Reason {
+	case "approval":
+		return "for an approval" + calls
+	case "uncertain":
+		return "to settle an uncertain call" + calls
+	case "children":
+		return "for its sub-agents"
+	case "event":
+		return "for an event" + calls
+	case "external":
+		return "for an outside result" + calls
+	}
+	return "for " + w.Reason + calls
+}
+
+// trailMax bounds the cursors an older page of the runs list carries to
+// link back to the newer pages.
+const trailMax = 20
 
 var funcs = template.FuncMap{
 	"ts": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
@@ -40,6 +109,9 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("$%.4f", *c)
 	},
 	"pretty":   prettyJSON,
+	"label":    statusLabel,
+	"badge":    badge,
+	"waitsFor": waitsFor,
 	"args":     argFields,
 	"relative": relative,
 	"pair": func(a api.Approval, back string, p page) approvalForm {
@@ -67,7 +139,9 @@ type runsData struct {
 	Counts   []statusCount
 	Total    string
 	Next     template.URL
-	After    string
+	// Newer and Newest link an older page back to the newer ones.
+	Newer, Newest template.URL
+	After         string
 	// The time window: CreatedAfter and CreatedBefore as RFC 3339 (what
 	// the page's script shows in the viewer's zone), FromUTC and ToUTC as
 	// datetime-local values in UTC (what a browser without it shows).
@@ -146,9 +220,7 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	d.All = template.URL("/runs?" + filters.Encode())
 	q := url.Values{}
 	maps.Copy(q, filters)
-	if d.Status != "" {
-		q.Set("status", d.Status)
-	}
+	statusFilter(d.Status, q)
 	if d.After != "" {
 		q.Set("after", d.After)
 	} else {
@@ -161,10 +233,43 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Runs = pg.Runs
+	// The page's own links: the filters, the console's status, and the
+	// trail of cursors of the newer pages, so an older page links back.
+	link := func(after string, trail []string) template.URL {
+		lq := url.Values{}
+		maps.Copy(lq, filters)
+		if d.Status != "" {
+			lq.Set("status", d.Status)
+		}
+		if after != "" {
+			lq.Set("after", after)
+		}
+		if len(trail) > 0 {
+			lq.Set("trail", strings.Join(trail, " "))
+		}
+		return template.URL("/runs?" + lq.Encode())
+	}
+	var trail []string
+	if t := strings.TrimSpace(r.FormValue("trail")); t != "" && d.After != "" {
+		trail = strings.Fields(t)
+	}
 	if pg.Next != "" {
-		q.Del("limit")
-		q.Set("after", pg.Next)
-		d.Next = template.URL("/runs?" + q.Encode())
+		older := trail
+		if d.After != "" {
+			older = append(slices.Clone(trail), d.After)
+		}
+		if len(older) > trailMax {
+			older = older[len(older)-trailMax:]
+		}
+		d.Next = link(pg.Next, older)
+	}
+	if d.After != "" {
+		d.Newest = link("", nil)
+		if n := len(trail); n > 0 {
+			d.Newer = link(trail[n-1], trail[:n-1])
+		} else {
+			d.Newer = d.Newest
+		}
 	}
 	var ags api.Agents
 	c.get(r, "/v1/agents", &ags)
@@ -177,7 +282,14 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	for _, st := range statuses {
 		sq := url.Values{"status": {st}}
 		maps.Copy(sq, filters)
-		d.Counts = append(d.Counts, statusCount{st, strconv.Itoa(counts.Counts[st]), template.URL("/runs?" + sq.Encode())})
+		n := counts.Counts[st]
+		switch st {
+		case "completed":
+			n -= counts.MaxTurns
+		case "max_turns":
+			n = counts.MaxTurns
+		}
+		d.Counts = append(d.Counts, statusCount{st, strconv.Itoa(n), template.URL("/runs?" + sq.Encode())})
 	}
 	d.Total = strconv.Itoa(counts.Total)
 	c.render(w, r, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Data: d})
@@ -189,8 +301,9 @@ type runData struct {
 	First     int64 // position of the first entry shown
 	Last      int64
 	Older     bool
+	Limit     int // elements the live transcript keeps (LiveNodes)
 	Family    []familyRow
-	Uncertain []string
+	Uncertain []api.Call
 	Approvals []api.Approval
 	Waiting   string
 	// Context is the context meter of the latest model request.
@@ -220,6 +333,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Entries = views(ep.Entries)
 	d.First, d.Last, d.Older = window(after, ep.Entries, func(e api.Entry) int64 { return e.Pos })
+	d.Limit = LiveNodes
 	if d.Run.Status == string(hitchtype.StatusWaiting) && len(ep.Entries) > 0 {
 		for i := len(ep.Entries) - 1; i >= 0; i-- {
 			e := ep.Entries[i]
@@ -230,13 +344,10 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 			_ = json.Unmarshal(e.Data, &rw)
 			d.Waiting = rw.Reason
 			if rw.Reason == "uncertain" {
-				d.Uncertain = rw.Calls
+				d.Uncertain = c.uncertainCalls(r, esc, rw.Calls)
 			}
 			break
 		}
-	}
-	if d.Run.Outcome != nil && len(d.Run.Outcome.Uncertain) > 0 && d.Uncertain == nil {
-		d.Uncertain = nil // an ended run's uncertain calls are listed, not reconciled
 	}
 	var ap api.ApprovalPage
 	if res := c.get(r, "/v1/approvals?root_id="+url.QueryEscape(d.Run.RootID)+"&limit=100", &ap); res.ok() {
@@ -254,6 +365,20 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	d.Budget = c.runBudget(r, d.Run.ID)
 	p := page{Title: "Run " + d.Run.ID, Nav: "runs", Data: d, Error: r.FormValue("error"), Notice: r.FormValue("notice")}
 	c.render(w, r, http.StatusOK, "run", p)
+}
+
+// uncertainCalls reads each uncertain call's record, so its card says what
+// it was and where it ran; a call the API cannot read is shown by its id.
+func (c *Console) uncertainCalls(r *http.Request, run string, keys []string) []api.Call {
+	out := make([]api.Call, 0, len(keys))
+	for _, k := range keys {
+		var call api.Call
+		if res := c.get(r, "/v1/runs/"+run+"/calls/"+url.PathEscape(k), &call); !res.ok() {
+			call = api.Call{ID: k}
+		}
+		out = append(out, call)
+	}
+	return out
 }
 
 // familyTree orders a family depth first, oldest child first.
@@ -301,6 +426,30 @@ func (c *Console) olderEntries(w http.ResponseWriter, r *http.Request) {
 	c.olderPage(w, r, "journal", "/v1/runs/"+url.PathEscape(r.PathValue("id"))+"/journal", &ep, func() {
 		c.renderFragment(w, "entries", "entries", views(ep.Entries))
 	})
+}
+
+// rawEntry answers one journal entry as the journal holds it (JSON, with
+// '<', '>' and '&' as themselves): the raw-JSON toggle of every entry.
+func (c *Console) rawEntry(w http.ResponseWriter, r *http.Request) {
+	pos, err := strconv.ParseInt(r.PathValue("pos"), 10, 64)
+	if err != nil || pos < 1 {
+		http.Error(w, fmt.Sprintf("position %q: want 1 or more", r.PathValue("pos")), http.StatusUnprocessableEntity)
+		return
+	}
+	var ep api.EntryPage
+	res := c.get(r, fmt.Sprintf("/v1/runs/%s/journal?after=%d&limit=1", url.PathEscape(r.PathValue("id")), pos-1), &ep)
+	switch {
+	case !res.ok():
+		http.Error(w, res.message(), res.status)
+		return
+	case len(ep.Entries) == 0:
+		http.Error(w, fmt.Sprintf("run %s has no entry %d", r.PathValue("id"), pos), http.StatusNotFound)
+		return
+	}
+	b, _ := json.Marshal(ep.Entries[0])
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = io.WriteString(w, prettyJSON(string(b)))
 }
 
 // olderPage answers a page of a journal before the position ?before=:
@@ -357,14 +506,24 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	to := "/runs/" + url.PathEscape(id)
 	body := api.Reconcile{Call: r.PostFormValue("call")}
-	if r.PostFormValue("unconfirmed") != "" {
+	text := r.PostFormValue("output")
+	switch as := r.PostFormValue("as"); as {
+	case "unconfirmed":
 		body.Unconfirmed = true
-	} else {
-		body.Output = r.PostFormValue("output")
+	case "failed":
+		body.Error = strings.TrimSpace(text)
+		if body.Error == "" {
+			body.Error = "the call did not act: confirmed by " + sessionFrom(r.Context()).me.Name
+		}
+	case "output":
+		body.Output = text
 		if strings.TrimSpace(body.Output) == "" {
-			back(w, r, to, "error", "reconcile "+body.Call+": output is blank: give the call's result, or settle it as unconfirmed")
+			back(w, r, to, "error", "reconcile "+body.Call+": output is blank: give the call's result, or settle it as failed or unconfirmed")
 			return
 		}
+	default:
+		back(w, r, to, "error", fmt.Sprintf("reconcile %s: settle %q: want output, failed or unconfirmed", body.Call, as))
+		return
 	}
 	if res := c.post(r, "/v1/runs/"+url.PathEscape(id)+"/reconcile", body); !res.ok() {
 		back(w, r, to, "error", "reconcile "+body.Call+": "+res.message())
@@ -472,6 +631,8 @@ func (c *Console) agentsPage(w http.ResponseWriter, r *http.Request) {
 
 // entryView is one journal entry made readable.
 type entryView struct {
+	RunID   string
+	Call    string // the call an entry of a call's lifecycle belongs to
 	Pos     int64
 	Kind    string
 	At      time.Time
@@ -481,6 +642,14 @@ type entryView struct {
 	Calls   []callView
 	Fields  []field
 	Details string // long text shown folded
+}
+
+// inlineOrFolded shows a short text inline and folds a long one.
+func inlineOrFolded(s string) (inline, folded string) {
+	if f := fold(argField{Value: s}); f.Head == "" {
+		return s, ""
+	}
+	return "", cut(s)
 }
 
 // field is one labelled fact of an entry: a text, or a time shown in the
@@ -526,7 +695,16 @@ func cut(s string) string {
 }
 
 func view(e api.Entry) entryView {
-	v := entryView{Pos: e.Pos, Kind: e.Kind, At: e.At, Class: "k-" + strings.ReplaceAll(e.Kind, ".", "-"), Title: e.Kind}
+	v := entryView{RunID: e.RunID, Pos: e.Pos, Kind: e.Kind, At: e.At, Class: "k-" + strings.ReplaceAll(e.Kind, ".", "-"), Title: e.Kind}
+	if k, _, _ := strings.Cut(e.Kind, "."); k == "call" || k == "approval" || k == "wake" {
+		// Entries of a call's lifecycle carry its id: the page folds
+		// them into the call's card.
+		var head struct {
+			Call string `json:"call"`
+		}
+		_ = json.Unmarshal(e.Data, &head)
+		v.Call = head.Call
+	}
 	add := func(label, value string) {
 		if value != "" {
 			v.Fields = append(v.Fields, field{Label: label, Value: cut(value)})
@@ -539,6 +717,9 @@ func view(e api.Entry) entryView {
 		v.Title = fmt.Sprintf("started: %s v%d", d.Agent, d.Version)
 		v.Text = cut(d.Input)
 		add("instructions", d.Instructions)
+		if len(d.Metadata) > 0 {
+			add("metadata", prettyJSON(string(d.Metadata)))
+		}
 	case hitchtype.KindModelReply:
 		var d hitchtype.ModelReply
 		_ = json.Unmarshal(e.Data, &d)
@@ -575,11 +756,12 @@ func view(e api.Entry) entryView {
 		var d hitchtype.CallStarted
 		_ = json.Unmarshal(e.Data, &d)
 		v.Title = fmt.Sprintf("call %s started (attempt %d)", d.Call, d.Attempt)
+		add("node", d.Node)
 	case hitchtype.KindCallSettled:
 		var d hitchtype.CallSettled
 		_ = json.Unmarshal(e.Data, &d)
 		v.Title = "result of " + d.Call
-		v.Details = cut(d.Output)
+		v.Text, v.Details = inlineOrFolded(d.Output)
 	case hitchtype.KindCallFailed, hitchtype.KindCallRejected:
 		var d hitchtype.CallFailed
 		_ = json.Unmarshal(e.Data, &d)
@@ -594,9 +776,12 @@ func view(e api.Entry) entryView {
 		var d hitchtype.CallReconciled
 		_ = json.Unmarshal(e.Data, &d)
 		v.Title = "call " + d.Call + " reconciled"
-		if d.Unconfirmed {
+		switch {
+		case d.Unconfirmed:
 			v.Text = "unconfirmed"
-		} else {
+		case d.Error != "":
+			v.Text = "failed: " + cut(d.Error)
+		default:
 			v.Details = cut(d.Output)
 		}
 		add("by", d.By)

@@ -57,6 +57,10 @@ const (
 	// ApproverKept is how long the console remembers the name an approval
 	// was last answered with, to fill the next form.
 	ApproverKept = 30 * 24 * time.Hour
+	// LiveNodes bounds the elements a run page's transcript keeps: past it
+	// the oldest entries leave the page as new ones come (they are read
+	// again on demand), so a page left open on a long run stays small.
+	LiveNodes = 3000
 	// NavApprovals bounds the pending approvals the navigation counts;
 	// past it the count says "100+".
 	NavApprovals = 100
@@ -128,6 +132,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET /runs", c.signed(c.runsPage))
 	c.mux.HandleFunc("GET /runs/{id}", c.signed(c.runPage))
 	c.mux.HandleFunc("GET /runs/{id}/older", c.signed(c.olderEntries))
+	c.mux.HandleFunc("GET /runs/{id}/entries/{pos}", c.signed(c.rawEntry))
 	c.mux.HandleFunc("GET /runs/{id}/live", c.signed(c.live))
 	c.mux.HandleFunc("POST /runs/{id}/cancel", c.signed(c.cancel))
 	c.mux.HandleFunc("POST /runs/{id}/reconcile", c.signed(c.reconcile))
@@ -138,6 +143,8 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET /agents", c.signed(c.agentsPage))
 	c.registerSessions()
 	c.mux.HandleFunc("GET /agents/{name}", c.signed(c.agentPage))
+	c.mux.HandleFunc("POST /agents/{name}/start", c.signed(c.startRun))
+	c.mux.HandleFunc("POST /agents/{name}/chat", c.signed(c.chat))
 	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusNotFound, "error", page{Title: "Not found", Error: "there is no page " + r.URL.Path})
 	})

@@ -255,3 +255,36 @@ func TestConsoleSignInSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestConsoleStartIdempotent: the start form carries a run id drawn with
+// the page, so the same form sent twice starts one run and says so; a
+// refused start keeps what was typed.
+func TestConsoleStartIdempotent(t *testing.T) {
+	// An operator may not start runs: its agent page offers no form.
+	op := &browserless{t: t, h: newServer(t), jar: map[string]*http.Cookie{}}
+	op.signIn(tokAdmin)
+	if _, page := op.do("GET", "/agents/quick", nil); strings.Contains(page, "/start") || strings.Contains(page, "/chat") {
+		t.Fatalf("an operator's agent page offers a start:\n%s", page)
+	}
+	h, _ := newSessionServer(t)
+	b := &browserless{t: t, h: h, jar: map[string]*http.Cookie{}}
+	b.signIn(tokAdmin)
+	_, page := b.do("GET", "/agents/quick", nil)
+	csrf := csrfInput.FindStringSubmatch(page)
+	id := regexp.MustCompile(`name="id" value="([^"]+)"`).FindStringSubmatch(page)
+	if csrf == nil || id == nil {
+		t.Fatalf("the agent page has no start form:\n%s", page)
+	}
+	form := url.Values{"csrf": {csrf[1]}, "id": {id[1]}, "input": {"do it"}, "metadata": {"ticket=1\nwho = me"}}
+	for i, want := range []string{"notice=run+started", "started+already"} {
+		res, _ := b.do("POST", "/agents/quick/start", form)
+		if loc := res.Header.Get("Location"); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/runs/"+id[1]+"?") || !strings.Contains(loc, want) {
+			t.Fatalf("start %d: %d to %q, want the run's page saying %q", i+1, res.StatusCode, loc, want)
+		}
+	}
+	form.Set("metadata", "no equals sign")
+	if res, page := b.do("POST", "/agents/quick/start", form); res.StatusCode != http.StatusUnprocessableEntity ||
+		!strings.Contains(page, "metadata line 1") || !strings.Contains(page, ">do it</textarea>") {
+		t.Fatalf("bad metadata: %d\n%s", res.StatusCode, page)
+	}
+}

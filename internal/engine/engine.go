@@ -210,6 +210,8 @@ type StartParams struct {
 	Input  string
 	// Instructions are the caller's layer of instructions for this run.
 	Instructions string
+	// Metadata is the caller's JSON object, journaled with the run.
+	Metadata json.RawMessage
 	// Detached leaves the new run queued for any worker instead of
 	// driving it here.
 	Detached bool
@@ -238,7 +240,7 @@ func InputHash(agent string, version int, input string) string {
 // nothing and reports whether the input matched.
 func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResult, error) {
 	hash := InputHash(a.Name, a.Version, p.Input+"\x00"+p.Instructions)
-	first := e.redact(entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth, Instructions: p.Instructions}))
+	first := e.redact(entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth, Instructions: p.Instructions, Metadata: p.Metadata}))
 	run, created, err := e.cfg.Store.RunCreate(ctx, store.RunCreateParams{
 		ID: p.ID, Tenant: p.Tenant, Agent: a.Name, Version: a.Version, InputHash: hash, Budget: a.Budget,
 		Entries: []store.EntryInput{first}, Title: titleOf(first),

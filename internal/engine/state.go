@@ -335,10 +335,13 @@ func (s *state) apply(e store.Entry) error {
 			return err
 		}
 		c.uncertain, c.done, c.reconciled = false, true, true
-		if r.Unconfirmed {
+		switch {
+		case r.Unconfirmed:
 			c.isError = true
 			c.result = "outcome unknown: the effect of this call could not be confirmed; it may or may not have happened"
-		} else {
+		case r.Error != "":
+			c.isError, c.result = true, r.Error
+		default:
 			c.result = r.Output
 		}
 	case KindApprovalGrant, KindApprovalDeny:

@@ -238,6 +238,11 @@ func runFilter(p store.RunListParams, args []any) (where []string, _ []any) {
 		args = append(args, p.CreatedBefore)
 		where = append(where, fmt.Sprintf("created_at < $%d::timestamptz", len(args)))
 	}
+	if len(p.Reasons) > 0 {
+		args = append(args, slices.Compact(slices.Sorted(slices.Values(p.Reasons))))
+		// The expression of the hitch_runs_tenant_reason index, word for word.
+		where = append(where, fmt.Sprintf("coalesce(outcome ->> 'reason', '') = ANY ($%d::text[])", len(args)))
+	}
 	if p.Text != "" {
 		// ILIKE ignores case beyond ASCII too; the contract promises
 		// ASCII, which SQLite's LIKE gives.

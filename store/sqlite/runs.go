@@ -273,6 +273,15 @@ func runFilter(p store.RunListParams) (where []string, args []any) {
 		where = append(where, "created_at < ?")
 		args = append(args, micros(p.CreatedBefore))
 	}
+	if len(p.Reasons) > 0 {
+		marks := make([]string, 0, len(p.Reasons))
+		for _, r := range slices.Compact(slices.Sorted(slices.Values(p.Reasons))) {
+			marks = append(marks, "?")
+			args = append(args, r)
+		}
+		// The expression of the runs_tenant_reason index, word for word.
+		where = append(where, "coalesce(json_extract(outcome, '$.reason'), '') IN ("+strings.Join(marks, ", ")+")")
+	}
 	if p.Text != "" {
 		// LIKE ignores ASCII case in SQLite.
 		like := store.LikePattern(p.Text)

@@ -44,6 +44,43 @@ function countdowns() {
   }
 }
 
+// One card per tool call: nest moves each entry of a call's lifecycle
+// (decision, approval, start, result) that sits at the top of list into its
+// call's card, in journal order, when the card is on the page, and says
+// how long after the call was asked for each step came.
+const ending = /k-call-(settled|failed|rejected|uncertain|reconciled|completed|timed_out)|k-approval-(rejected|expired)|k-wake-(delivered|expired)/;
+export function nest(list) {
+  for (const li of list.querySelectorAll(":scope > li.e[data-call]")) {
+    const card = document.getElementById("call-" + li.dataset.call);
+    if (!card) continue;
+    const steps = card.querySelector(".steps");
+    let next = null;
+    for (const s of steps.children) if (Number(s.dataset.pos) > Number(li.dataset.pos)) { next = s; break; }
+    steps.insertBefore(li, next);
+    const asked = new Date(card.closest("li.e").querySelector(":scope > .eh time").getAttribute("datetime"));
+    const at = new Date(li.querySelector(":scope > .eh time").getAttribute("datetime"));
+    li.querySelector(":scope > .eh .dur").textContent = "+" + span(at - asked);
+    if (ending.test(li.className)) card.querySelector(".took").textContent = "took " + span(at - asked);
+  }
+}
+
+// A raw-JSON toggle on every entry: the entry as the journal holds it,
+// read when asked for.
+document.addEventListener("click", async (ev) => {
+  const a = ev.target.closest && ev.target.closest("a.raw");
+  if (!a || ev.button !== 0 || ev.ctrlKey || ev.metaKey) return;
+  ev.preventDefault();
+  const head = a.closest(".eh");
+  const open = head.nextElementSibling;
+  if (open && open.classList.contains("json")) { open.remove(); a.setAttribute("aria-expanded", "false"); return; }
+  const res = await fetch(a.href, { credentials: "same-origin" });
+  const pre = document.createElement("pre");
+  pre.className = "json";
+  pre.textContent = res.ok ? await res.text() : "Could not read the entry: " + res.status;
+  head.after(pre);
+  a.setAttribute("aria-expanded", "true");
+});
+
 // refreshPanels replaces the run's summary and actions with the page as
 // it now stands, after the run parks or ends.
 async function refreshPanels() {
@@ -58,19 +95,102 @@ async function refreshPanels() {
   countdowns();
 }
 
-function follow(list) {
+// A live transcript is a window on the journal: it keeps at most
+// list.dataset.limit elements in the page (web.LiveNodes). New entries
+// push the oldest out at the top; the "older" button (clicked, or scrolled
+// into view) brings them back a page at a time, and pushes the newest out
+// at the bottom instead: then the page stops following and offers the
+// latest again.
+function transcript(list) {
+  const limit = Number(list.dataset.limit) || 3000;
   const run = document.getElementById("summary").dataset.run;
+  const btn = document.getElementById("older"), newer = document.getElementById("newer");
+  let size = list.getElementsByTagName("*").length, pending = 0;
+  const weight = (el) => el.getElementsByTagName("*").length + 1;
+  const setOlder = () => {
+    const first = list.firstElementChild;
+    const from = first ? Number(first.dataset.pos) : Number(list.dataset.last) + 1;
+    btn.dataset.before = String(from);
+    btn.hidden = from <= 1;
+    btn.textContent = "Load older entries (before #" + from + ")";
+  };
+  const trimTop = () => {
+    let cut = false;
+    while (size > limit && list.children.length > 1) {
+      size -= weight(list.firstElementChild);
+      list.firstElementChild.remove();
+      cut = true;
+    }
+    if (cut) setOlder();
+  };
+  const trimBottom = () => {
+    while (size > limit && list.children.length > 1) {
+      size -= weight(list.lastElementChild);
+      list.lastElementChild.remove();
+      list.dataset.detached = "1";
+    }
+    if (list.dataset.detached) {
+      list.dataset.last = list.lastElementChild ? list.lastElementChild.dataset.pos : list.dataset.last;
+      newer.hidden = false;
+    }
+  };
+  trimTop();
+  newer.addEventListener("click", () => location.reload());
+
+  let loading = false;
+  const loadOlder = async () => {
+    if (loading || btn.hidden) return;
+    loading = true;
+    btn.disabled = true;
+    try {
+      const res = await fetch("/runs/" + encodeURIComponent(run) + "/older?before=" + btn.dataset.before, { credentials: "same-origin" });
+      if (!res.ok) { btn.textContent = "Could not load older entries: " + res.status; return; }
+      const first = list.firstElementChild;
+      const y = first ? first.getBoundingClientRect().top : 0;
+      const before = list.children.length;
+      list.insertAdjacentHTML("afterbegin", await res.text());
+      for (let i = 0, n = list.children.length - before; i < n; i++) size += weight(list.children[i]);
+      nest(list);
+      localTimes(list);
+      if (first) window.scrollBy(0, first.getBoundingClientRect().top - y);
+      trimBottom();
+      setOlder();
+      if (Number(res.headers.get("X-First")) <= 1) btn.hidden = true;
+    } finally {
+      btn.disabled = false;
+      loading = false;
+    }
+  };
+  btn.addEventListener("click", loadOlder);
+  // Scrolled to the top, the reader gets the older entries without a
+  // click (once the reader has scrolled: not because the page opened short).
+  let scrolled = false;
+  for (const kind of ["wheel", "touchmove", "keydown"]) window.addEventListener(kind, () => { scrolled = true; }, { passive: true });
+  new IntersectionObserver((seen) => { if (scrolled && seen.some((e) => e.isIntersecting)) loadOlder(); }).observe(btn);
+
+  if (list.dataset.live !== "1") return;
   const status = document.getElementById("live");
   const es = new EventSource("/runs/" + encodeURIComponent(run) + "/live?after=" + list.dataset.last);
   es.addEventListener("entry", (ev) => {
     const pos = Number(ev.lastEventId);
     if (pos <= Number(list.dataset.last)) return;
+    if (list.dataset.detached) {
+      pending++;
+      newer.textContent = pending + " newer entries are not shown: show the latest";
+      return;
+    }
     const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     list.insertAdjacentHTML("beforeend", ev.data);
     list.dataset.last = String(pos);
-    localTimes(list.lastElementChild.parentNode);
+    list.dataset.followed = String((Number(list.dataset.followed) || 0) + 1);
+    const last = list.lastElementChild;
+    const nested = !!last.dataset.call && document.getElementById("call-" + last.dataset.call);
+    size += weight(last);
+    nest(list);
+    localTimes(nested ? nested : last);
+    trimTop();
     if (atBottom) window.scrollTo(0, document.body.scrollHeight);
-    const kind = list.lastElementChild.className;
+    const kind = last.className;
     if (kind.includes("k-run-waiting") || kind.includes("k-call-reconciled") || kind.includes("k-approval-") || kind.includes("k-model-reply")) refreshPanels();
   });
   es.addEventListener("end", () => {
@@ -85,26 +205,6 @@ function follow(list) {
   });
   es.onerror = () => { status.textContent = "Reconnecting…"; };
   es.onopen = () => { status.textContent = "Following the run live…"; };
-}
-
-function older(btn) {
-  btn.addEventListener("click", async () => {
-    const run = document.getElementById("summary").dataset.run;
-    btn.disabled = true;
-    const res = await fetch("/runs/" + encodeURIComponent(run) + "/older?before=" + btn.dataset.before, { credentials: "same-origin" });
-    btn.disabled = false;
-    if (!res.ok) { btn.textContent = "Could not load older entries: " + res.status; return; }
-    const list = document.getElementById("entries");
-    const first = list.firstElementChild;
-    const y = first ? first.getBoundingClientRect().top : 0;
-    list.insertAdjacentHTML("afterbegin", await res.text());
-    localTimes(list);
-    if (first) window.scrollBy(0, first.getBoundingClientRect().top - y);
-    const from = Number(res.headers.get("X-First"));
-    if (from <= 1) { btn.remove(); return; }
-    btn.dataset.before = String(from);
-    btn.textContent = "Load older entries (before #" + from + ")";
-  });
 }
 
 // filterTimes shows the runs filter's time window in the viewer's zone,
@@ -176,13 +276,11 @@ function liveRuns(box) {
   document.addEventListener("visibilitychange", () => { if (!document.hidden) tick(); });
 }
 
+const list = document.getElementById("entries");
+if (list) { nest(list); transcript(list); }
 localTimes(document);
 countdowns();
 setInterval(countdowns, 1000);
-const list = document.getElementById("entries");
-if (list && list.dataset.live === "1") follow(list);
-const btn = document.getElementById("older");
-if (btn) older(btn);
 const filters = document.querySelector("form.filters");
 if (filters && filters.elements["created_after"]) filterTimes(filters);
 const runsLive = document.getElementById("runs-live");
