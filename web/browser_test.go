@@ -526,6 +526,15 @@ func TestConsole(t *testing.T) {
 			t.Fatalf("family of %d runs shown, want 3", n)
 		}
 		shot(t, ctx, "family")
+		// The timeline draws a bar per run and one per call of the family.
+		do(t, ctx, "timeline", chromedp.Navigate(base+"/runs/"+id+"/timeline"), chromedp.WaitVisible(css("table.timeline")))
+		if runs, calls := count(t, ctx, "tr.tl-run svg rect"), count(t, ctx, "tr.tl-call svg rect"); runs != 3 || calls != 2 {
+			t.Fatalf("the family's timeline draws %d runs and %d calls, want 3 and 2", runs, calls)
+		}
+		if took := text(t, ctx, "tr.tl-call td.num"); took == "" {
+			t.Error("a call's bar does not say how long it took")
+		}
+		shot(t, ctx, "timeline")
 	})
 
 	t.Run("tenant B sees none of tenant A's runs", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,19 @@ import (
 
 	"github.com/hitch-dev/hitch/api"
 )
+
+// shotBoth takes a screenshot at 1280 px and one at 360 px (name-360),
+// checking the page fits the narrow width.
+func shotBoth(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	shot(t, ctx, name)
+	do(t, ctx, "narrow", chromedp.EmulateViewport(360, 780))
+	if w := get(t, ctx, "page width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 360 {
+		t.Errorf("%s is %d px wide at a 360 px viewport", name, w)
+	}
+	shot(t, ctx, name+"-360")
+	do(t, ctx, "wide", chromedp.EmulateViewport(1280, 900))
+}
 
 // journalOf reads a run's whole journal through the API.
 func journalOf(t *testing.T, base, id string) []api.Entry {
@@ -58,6 +72,7 @@ func TestConsoleOnCall(t *testing.T) {
 		if n := text(t, ctx, "#nav-pending"); n != "1" {
 			t.Errorf("the navigation counts %q approvals waiting, want 1", n)
 		}
+		shotBoth(t, ctx, "approvals-card")
 		do(t, ctx, "run page", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible(css(".k-model-reply .call")))
 		if got := text(t, ctx, ".k-model-reply pre.argv"); got != gateCommand {
 			t.Fatalf("the transcript shows the command as %q", got)
@@ -77,7 +92,7 @@ func TestConsoleOnCall(t *testing.T) {
 		if raw := text(t, ctx, "li.k-model-reply > pre.json"); !strings.Contains(raw, `"kind": "model.reply"`) || !strings.Contains(raw, `>> side`) {
 			t.Errorf("the reply's JSON:\n%s", raw)
 		}
-		shot(t, ctx, "run-call-card")
+		shotBoth(t, ctx, "run-waiting")
 	})
 
 	t.Run("cancel asks for confirmation and journals why", func(t *testing.T) {

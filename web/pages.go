@@ -86,9 +86,9 @@ func waitsFor(w *api.Waiting) string {
 	return "for " + w.Reason + calls
 }
 
-// trailMax bounds the cursors an older page of the runs list carries to
-// link back to the newer pages.
-const trailMax = 20
+// RunsTrail bounds the cursors an older page of the runs list carries to
+// link back to the newer pages (it always links the newest).
+const RunsTrail = 20
 
 var funcs = template.FuncMap{
 	"ts": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
@@ -258,8 +258,8 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 		if d.After != "" {
 			older = append(slices.Clone(trail), d.After)
 		}
-		if len(older) > trailMax {
-			older = older[len(older)-trailMax:]
+		if len(older) > RunsTrail {
+			older = older[len(older)-RunsTrail:]
 		}
 		d.Next = link(pg.Next, older)
 	}

@@ -116,7 +116,7 @@ func New(cfg Config) (*Console, error) {
 		return nil, fmt.Errorf("new console: %w", err)
 	}
 	c := &Console{api: cfg.API, maxAge: cfg.SessionMaxAge, key: key, mux: http.NewServeMux(), tmpl: map[string]*template.Template{}}
-	for _, page := range []string{"signin", "runs", "run", "approvals", "agents", "error", "entries", "workspace", "sessions", "session", "agent"} {
+	for _, page := range []string{"signin", "runs", "run", "approvals", "agents", "error", "entries", "workspace", "sessions", "session", "agent", "timeline"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/entry.html", "templates/meter.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("new console: parse %s: %w", page, err)
@@ -133,6 +133,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET /runs/{id}", c.signed(c.runPage))
 	c.mux.HandleFunc("GET /runs/{id}/older", c.signed(c.olderEntries))
 	c.mux.HandleFunc("GET /runs/{id}/entries/{pos}", c.signed(c.rawEntry))
+	c.mux.HandleFunc("GET /runs/{id}/timeline", c.signed(c.timeline))
 	c.mux.HandleFunc("GET /runs/{id}/live", c.signed(c.live))
 	c.mux.HandleFunc("POST /runs/{id}/cancel", c.signed(c.cancel))
 	c.mux.HandleFunc("POST /runs/{id}/reconcile", c.signed(c.reconcile))
