@@ -93,6 +93,9 @@ func TestConsoleOnCall(t *testing.T) {
 			t.Errorf("the reply's JSON:\n%s", raw)
 		}
 		shotBoth(t, ctx, "run-waiting")
+		// An agent's page (a policy table, the start forms) fits 360 px.
+		do(t, ctx, "agent page", chromedp.Navigate(base+"/agents/gate"), chromedp.WaitVisible(css("#policy table")))
+		shotBoth(t, ctx, "agent-gate")
 	})
 
 	t.Run("cancel asks for confirmation and journals why", func(t *testing.T) {
