@@ -437,9 +437,11 @@ func TestConsole(t *testing.T) {
 	t.Run("a run appears and its transcript streams to completion", func(t *testing.T) {
 		slowID = start(t, base, "slow", "list the workspace")
 		do(t, ctx, "open the run", chromedp.Navigate(base+"/runs/"+slowID), chromedp.WaitVisible(chromedp.ID("entries")))
-		first := count(t, ctx, "#entries > li")
+		// A call's decision, start and result sit inside its card, so
+		// every entry is an li.e somewhere under #entries.
+		first := count(t, ctx, "#entries li.e")
 		do(t, ctx, "follow the run", chromedp.WaitReady(css(`body[data-ended="1"]`)), chromedp.WaitReady(css(`#summary[data-status="completed"]`)))
-		last := count(t, ctx, "#entries > li")
+		last := count(t, ctx, "#entries li.e")
 		lastKind := get(t, ctx, "last entry", chromedp.Evaluate[string](`document.querySelector("#entries > li:last-child").className`))
 		status := text(t, ctx, "#summary .st")
 		r := await(t, base, slowID)
