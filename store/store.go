@@ -107,6 +107,21 @@ type Store interface {
 	// longer current, or ErrEnded.
 	LeaseRenew(ctx context.Context, p LeaseRenewParams) (Run, error)
 
+	// LeaseRenewMany renews many leases of one owner at once, each as
+	// LeaseRenew would (by p.TTL from now), in one transaction: a node
+	// renews every run it drives in one round trip. It answers one
+	// LeaseRenewal per lease of p.Leases (at most MaxListLimit), in order:
+	// Renewed is false, and nothing is changed for it, where LeaseRenew
+	// would give ErrFenced, ErrEnded or ErrNotFound. An error means no
+	// lease was renewed.
+	LeaseRenewMany(ctx context.Context, p LeaseRenewManyParams) ([]LeaseRenewal, error)
+
+	// RunCancelRequested returns which of the runs ids (at most
+	// MaxListLimit) have a cancel requested and have not ended, in no
+	// particular order: a node asks it for every run it drives at once.
+	// Ids of no run are left out.
+	RunCancelRequested(ctx context.Context, ids []string) ([]string, error)
+
 	// LeaseRelease gives a lease back before it expires, so that another
 	// node claims the run at once instead of waiting out the TTL (a runner
 	// that drains or fails). With the run's current token and owner it
@@ -499,6 +514,41 @@ type LeaseRenewParams struct {
 	Owner string
 	Token int64
 	TTL   time.Duration
+}
+
+// LeaseRenewManyParams are the parameters of LeaseRenewMany.
+type LeaseRenewManyParams struct {
+	Owner  string
+	TTL    time.Duration
+	Leases []LeaseHeld
+}
+
+// LeaseHeld names a lease: a run and the token its claim gave.
+type LeaseHeld struct {
+	RunID string
+	Token int64
+}
+
+// LeaseRenewal is what LeaseRenewMany did with one lease.
+type LeaseRenewal struct {
+	RunID string
+	// Renewed is false when the lease is no longer the owner's (another
+	// claim, a release) or the run has ended or does not exist.
+	Renewed bool
+	// CancelRequested is the run's, when renewed.
+	CancelRequested bool
+}
+
+// CheckRenewMany checks LeaseRenewMany's parameters other than the TTL.
+func CheckRenewMany(p LeaseRenewManyParams) error {
+	if len(p.Leases) > MaxListLimit {
+		return fmt.Errorf("%d leases: at most %d at once", len(p.Leases), MaxListLimit)
+	}
+	errs := []error{CheckName("owner", p.Owner, true)}
+	for _, l := range p.Leases {
+		errs = append(errs, CheckName("run id", l.RunID, true))
+	}
+	return errors.Join(errs...)
 }
 
 // LeaseReleaseParams are the parameters of LeaseRelease.

@@ -110,6 +110,10 @@ type Config struct {
 	// nodes sharing a store each take a share of a backlog. 0 means
 	// MaxRunners.
 	ClaimBatch int
+	// ClaimCooldown is the sweeper's pause after a pass that claimed a
+	// full batch: short enough that a node alone drains a backlog quickly,
+	// long enough that the other nodes claim their share meanwhile.
+	ClaimCooldown time.Duration
 	// OnCommit, if set, sees every batch of entries a runner made durable.
 	// It runs on the runner's goroutine: keep it quick.
 	OnCommit func(runID string, entries []store.Entry)
@@ -164,6 +168,9 @@ type Engine struct {
 	active  map[string]*runner
 	wg      sync.WaitGroup
 	closing bool
+	// keeperStop stops the lease keeper; nil while it does not run
+	// (keeper.go).
+	keeperStop context.CancelFunc
 }
 
 // New returns an engine. It starts no goroutine until a run is driven.
@@ -236,7 +243,8 @@ func InputHash(agent string, version int, input string) string {
 
 // Start creates a run and drives it in the background when a runner slot is
 // free; on a full node it leaves the run queued, for this node's sweeper or
-// another node, and returns at once. Starting an existing ID creates
+// another node, and returns at once. Once the run is created, Start
+// succeeds: a claim that fails leaves the run queued too. Starting an existing ID creates
 // nothing and reports whether the input matched.
 func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResult, error) {
 	hash := InputHash(a.Name, a.Version, p.Input+"\x00"+p.Instructions)
@@ -259,9 +267,10 @@ func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResul
 	if p.Detached || (!created && (!res.SameInput || run.Status != hitchtype.StatusQueued)) {
 		return res, nil
 	}
-	if err := e.Drive(ctx, run.ID); err != nil && !errors.As(err, new(*store.LeaseHeldError)) && !errors.Is(err, errNoSlot) {
-		return res, err
-	}
+	// The run is durable now: whatever keeps it from being driven here (a
+	// full node, a claim the store did not answer in time, a closing
+	// engine) leaves it queued for a worker, and the start has succeeded.
+	_ = e.Drive(ctx, run.ID)
 	return res, nil
 }
 
@@ -436,6 +445,9 @@ func (e *Engine) spawn(l store.Lease, prepare func(*runner) error, slot bool) (*
 	r := newRunner(e, l)
 	r.noSlot = !slot
 	e.active[l.Run.ID] = r
+	if e.keeperStop == nil {
+		e.startKeeper()
+	}
 	e.wg.Add(1)
 	e.mu.Unlock()
 	go func() {
@@ -450,6 +462,7 @@ func (e *Engine) spawn(l store.Lease, prepare func(*runner) error, slot bool) (*
 		if e.active[l.Run.ID] == r {
 			delete(e.active, l.Run.ID)
 		}
+		e.stopKeeper()
 		e.mu.Unlock()
 		if slot {
 			e.giveSlot()

@@ -40,12 +40,14 @@ func (s *slowPrepare) JournalRead(ctx context.Context, p store.JournalReadParams
 	return s.Store.JournalRead(ctx, p)
 }
 
-func (s *slowPrepare) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Run, error) {
-	run, err := s.Store.LeaseRenew(ctx, p)
-	if err == nil && p.RunID == s.runID {
-		s.once.Do(func() { close(s.renewed) })
+func (s *slowPrepare) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams) ([]store.LeaseRenewal, error) {
+	got, err := s.Store.LeaseRenewMany(ctx, p)
+	for _, r := range got {
+		if r.Renewed && r.RunID == s.runID {
+			s.once.Do(func() { close(s.renewed) })
+		}
 	}
-	return run, err
+	return got, err
 }
 
 // TestLeaseRenewedWhileRunnerPrepares: a runner renews its lease from the

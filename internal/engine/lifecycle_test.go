@@ -12,7 +12,7 @@ import (
 	"github.com/hitch-dev/hitch/store"
 )
 
-// unreliable fails LeaseRenew while renewFails is set, and the first
+// unreliable fails LeaseRenewMany while renewFails is set, and the first
 // claimFails claims of due runs, as a store that is briefly unreachable.
 type unreliable struct {
 	store.Store
@@ -23,7 +23,7 @@ type unreliable struct {
 
 var errUnreachable = errors.New("database is unreachable")
 
-func (s *unreliable) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Run, error) {
+func (s *unreliable) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams) ([]store.LeaseRenewal, error) {
 	fail := s.renewFails.Load()
 	if s.renewals != nil {
 		select {
@@ -32,9 +32,9 @@ func (s *unreliable) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (
 		}
 	}
 	if fail {
-		return store.Run{}, errUnreachable
+		return nil, errUnreachable
 	}
-	return s.Store.LeaseRenew(ctx, p)
+	return s.Store.LeaseRenewMany(ctx, p)
 }
 
 func (s *unreliable) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]store.Lease, error) {

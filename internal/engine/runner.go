@@ -74,6 +74,10 @@ type runner struct {
 	// noSlot: the runner was started for a command on a full node. It
 	// applies the command and leaves the run due for a runner with a slot.
 	noSlot bool
+	// renewed is when the last renewal of the lease that succeeded was
+	// sent (the claim, at first), in Unix nanoseconds: the engine's
+	// keeper renews every runner's lease (keeper.go).
+	renewed atomic.Int64
 
 	done chan struct{}
 	err  error
@@ -88,6 +92,7 @@ func newRunner(e *Engine, l store.Lease) *runner {
 	work, stopWork := context.WithCancelCause(ctx)
 	r := &runner{e: e, row: l.Run, runID: l.Run.ID, token: l.Token, ctx: ctx, end: end, work: work, stopWork: stopWork,
 		done: make(chan struct{}), drainCh: make(chan struct{})}
+	r.renewed.Store(time.Now().UnixNano())
 	if l.Run.CancelRequested {
 		r.requestCancel()
 	}
@@ -111,9 +116,6 @@ func (r *runner) lost() bool { return r.ctx.Err() != nil }
 
 func (r *runner) run(prepare func(*runner) error) error {
 	defer r.end(nil)
-	// The lease runs from the claim: renew it while the journal is read
-	// and folded and the workspace opened, which can outlast it.
-	go r.heartbeat()
 	entries, err := readAll(r.ctx, r.e.cfg.Store, r.runID)
 	if err != nil {
 		return fmt.Errorf("read journal: %w", err)
@@ -1017,50 +1019,6 @@ func (r *runner) fenced(op string, err error) {
 		r.e.log().Warn("runner refused by fencing: another runner holds the run, this one stops", attrs...)
 	}
 	r.end(fmt.Errorf("%w: %w", errFenced, err))
-}
-
-// heartbeat renews the lease and watches for cancel requests from other
-// processes, until the runner returns.
-func (r *runner) heartbeat() {
-	cfg := r.e.cfg
-	renewed := time.Now() // the claim; a renewal counts from when it was sent
-	renew := time.NewTicker(cfg.RenewEvery)
-	poll := time.NewTicker(cfg.CancelPoll)
-	defer renew.Stop()
-	defer poll.Stop()
-	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-renew.C:
-			if at := r.cancelAt.Load(); at != 0 && time.Since(time.Unix(0, at)) > cfg.ForceSettleGrace {
-				// Cancelled long ago and still not settled: stop renewing so
-				// the lease expires and another node finalizes the run.
-				return
-			}
-			sent := time.Now()
-			run, err := cfg.Store.LeaseRenew(r.ctx, store.LeaseRenewParams{RunID: r.runID, Owner: cfg.Owner, Token: r.token, TTL: cfg.LeaseTTL})
-			switch {
-			case errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrEnded):
-				r.fenced("renew", err)
-				return
-			case err != nil && time.Since(renewed) >= cfg.LeaseTTL:
-				// Transient errors are retried until the lease would have
-				// lapsed; past that another node may hold the run.
-				r.end(fmt.Errorf("%w: not renewed for %s: %w", errFenced, cfg.LeaseTTL, err))
-				return
-			case err == nil:
-				renewed = sent
-				if run.CancelRequested {
-					r.requestCancel()
-				}
-			}
-		case <-poll.C:
-			if run, err := cfg.Store.RunGet(r.ctx, r.runID); err == nil && run.CancelRequested {
-				r.requestCancel()
-			}
-		}
-	}
 }
 
 // readAll reads a whole journal in bounded pages.

@@ -170,6 +170,53 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 	return run, nil
 }
 
+// renewManySQL renews the leases $3 (run ids) with tokens $4 held by $2,
+// by $5 microseconds, in one statement; a lease that is not current
+// matches nothing.
+const renewManySQL = `
+UPDATE hitch_runs AS r SET lease_expires = ` + nowSQL + ` + $5 * interval '1 microsecond', updated_at = ` + nowSQL + `
+FROM unnest($3::text[], $4::bigint[]) AS l(id, token)
+WHERE r.id = l.id AND r.lease_token = l.token AND r.lease_owner = $2 AND r.status IN ('queued', 'running', 'waiting')
+RETURNING r.id, r.cancel_requested`
+
+// LeaseRenewMany renews many leases of one owner in one statement.
+func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams) ([]store.LeaseRenewal, error) {
+	if err := errors.Join(store.CheckRenewMany(p), checkTTLAndLimit(p.TTL, 0)); err != nil {
+		return nil, fmt.Errorf("lease renew many: %w", err)
+	}
+	ids, tokens := make([]string, len(p.Leases)), make([]int64, len(p.Leases))
+	for i, l := range p.Leases {
+		ids[i], tokens[i] = l.RunID, l.Token
+	}
+	renewed := map[string]bool{}
+	err := s.retry(ctx, func() error {
+		clear(renewed)
+		rows, err := s.pool.Query(ctx, renewManySQL, s.clockArg(), p.Owner, ids, tokens, p.TTL.Microseconds())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var cancel bool
+			if err := rows.Scan(&id, &cancel); err != nil {
+				return err
+			}
+			renewed[id] = cancel
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lease renew many: %w", err)
+	}
+	out := make([]store.LeaseRenewal, len(p.Leases))
+	for i, l := range p.Leases {
+		cancel, ok := renewed[l.RunID]
+		out[i] = store.LeaseRenewal{RunID: l.RunID, Renewed: ok, CancelRequested: cancel}
+	}
+	return out, nil
+}
+
 // releaseSQL gives a held lease back: the lease is cleared, the status and
 // the token stay.
 const releaseSQL = `

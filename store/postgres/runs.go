@@ -176,6 +176,42 @@ func (s *Store) RunGet(ctx context.Context, id string) (store.Run, error) {
 	return r.run, nil
 }
 
+// RunCancelRequested returns which of ids have a cancel requested and
+// have not ended, in one statement.
+func (s *Store) RunCancelRequested(ctx context.Context, ids []string) ([]string, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if len(ids) > MaxListLimit {
+		return nil, fmt.Errorf("run cancel requested: %d ids: at most %d at once", len(ids), MaxListLimit)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []string
+	err := s.retry(ctx, func() error {
+		out = out[:0]
+		rows, err := s.pool.Query(ctx, `SELECT id FROM hitch_runs WHERE id = ANY($1::text[])
+			AND cancel_requested AND status IN ('queued', 'running', 'waiting')`, ids)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			out = append(out, id)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run cancel requested: %w", err)
+	}
+	return out, nil
+}
+
 // RunList returns runs newest first (by creation time, then id).
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if s.closed.Load() {

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -126,6 +127,34 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
 	}
 	return run, nil
+}
+
+// LeaseRenewMany renews many leases of one owner in one transaction.
+func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams) ([]store.LeaseRenewal, error) {
+	if err := errors.Join(store.CheckRenewMany(p), checkTTLAndLimit(p.TTL, 0)); err != nil {
+		return nil, fmt.Errorf("lease renew many: %w", err)
+	}
+	out := make([]store.LeaseRenewal, len(p.Leases))
+	err := s.writeUrgent(ctx, func(tx *wtx) error {
+		expires, now := micros(tx.now.Add(p.TTL)), micros(tx.now)
+		for i, l := range p.Leases {
+			var cancel bool
+			err := tx.renewHeld.QueryRow(expires, now, l.RunID, p.Owner, l.Token).Scan(&cancel)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				out[i] = store.LeaseRenewal{RunID: l.RunID}
+			case err != nil:
+				return err
+			default:
+				out[i] = store.LeaseRenewal{RunID: l.RunID, Renewed: true, CancelRequested: cancel}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lease renew many: %w", err)
+	}
+	return out, nil
 }
 
 // LeaseRelease gives a held lease back; the run keeps its status.

@@ -207,6 +207,42 @@ func (s *Store) RunGet(ctx context.Context, id string) (store.Run, error) {
 	return r.run, nil
 }
 
+// RunCancelRequested returns which of ids have a cancel requested and
+// have not ended, in one statement.
+func (s *Store) RunCancelRequested(ctx context.Context, ids []string) ([]string, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if len(ids) > MaxListLimit {
+		return nil, fmt.Errorf("run cancel requested: %d ids: at most %d at once", len(ids), MaxListLimit)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("run cancel requested: %w", err)
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id FROM runs WHERE id IN (SELECT value FROM json_each(?))
+		AND cancel_requested = 1 AND status IN ('queued', 'running', 'waiting')`, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("run cancel requested: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("run cancel requested: %w", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("run cancel requested: %w", err)
+	}
+	return out, nil
+}
+
 // RunList returns runs newest first (by creation time, then id).
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if s.closed.Load() {

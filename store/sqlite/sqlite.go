@@ -48,7 +48,11 @@ type Store struct {
 	stmts *writeStmts
 	rdb   *sql.DB // read pool
 
-	queue   chan *request
+	queue chan *request
+	// urgent carries the writes that keep leases alive (LeaseRenewMany):
+	// the writer takes them before the queue, so a backlog of appends
+	// cannot make a live node lose its leases.
+	urgent  chan *request
 	stop    chan struct{} // closed by Close
 	exited  chan struct{} // closed when the writer goroutine returns
 	mu      sync.RWMutex  // guards closing against senders joining
@@ -78,6 +82,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		path:   path,
 		cfg:    cfg,
 		queue:  make(chan *request, cfg.queueSize),
+		urgent: make(chan *request, 16),
 		stop:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}

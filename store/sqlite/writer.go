@@ -31,6 +31,16 @@ type wtx struct {
 // written. Once queued, the request is always answered: by the commit, by an
 // error, or by ErrClosed, so the wait ends with the writer's progress.
 func (s *Store) write(ctx context.Context, fn func(tx *wtx) error) error {
+	return s.send(ctx, s.queue, fn)
+}
+
+// writeUrgent is write ahead of the queue: the writer takes it before any
+// request queued by write.
+func (s *Store) writeUrgent(ctx context.Context, fn func(tx *wtx) error) error {
+	return s.send(ctx, s.urgent, fn)
+}
+
+func (s *Store) send(ctx context.Context, queue chan *request, fn func(tx *wtx) error) error {
 	if s.cfg.readOnly {
 		if s.closed.Load() {
 			return ErrClosed
@@ -49,7 +59,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *wtx) error) error {
 	s.senders.Add(1)
 	s.mu.RUnlock()
 	select {
-	case s.queue <- r:
+	case queue <- r:
 		s.senders.Done()
 	case <-ctx.Done():
 		s.senders.Done()
@@ -62,8 +72,8 @@ func (s *Store) write(ctx context.Context, fn func(tx *wtx) error) error {
 }
 
 // writeLoop is the single writer. It takes whatever is queued (up to the
-// batch size) and commits it in one transaction. It never waits for more
-// requests to arrive: a lone request commits at once.
+// batch size), urgent requests first, and commits it in one transaction. It
+// never waits for more requests to arrive: a lone request commits at once.
 func (s *Store) writeLoop() {
 	defer close(s.exited)
 	batch := make([]*request, 0, s.cfg.batchSize)
@@ -74,15 +84,27 @@ func (s *Store) writeLoop() {
 			return
 		default:
 		}
+		var first *request
 		select {
-		case <-s.stop:
-			s.drain()
-			return
-		case r := <-s.queue:
-			batch = append(batch[:0], r)
+		case first = <-s.urgent:
+		default:
+			select {
+			case <-s.stop:
+				s.drain()
+				return
+			case first = <-s.urgent:
+			case first = <-s.queue:
+			}
 		}
+		batch = append(batch[:0], first)
 	fill:
 		for len(batch) < s.cfg.batchSize {
+			select {
+			case r := <-s.urgent:
+				batch = append(batch, r)
+				continue
+			default:
+			}
 			select {
 			case r := <-s.queue:
 				batch = append(batch, r)
@@ -107,10 +129,14 @@ func (s *Store) drain() {
 		select {
 		case r := <-s.queue:
 			r.done <- ErrClosed
+		case r := <-s.urgent:
+			r.done <- ErrClosed
 		case <-sendersDone:
 			for {
 				select {
 				case r := <-s.queue:
+					r.done <- ErrClosed
+				case r := <-s.urgent:
 					r.done <- ErrClosed
 				default:
 					return
@@ -213,6 +239,7 @@ type writeStmts struct {
 	claimDue     *sql.Stmt
 	claimOne     *sql.Stmt
 	renew        *sql.Stmt
+	renewHeld    *sql.Stmt
 	cancel       *sql.Stmt
 	releaseLease *sql.Stmt
 	// cancelChildren and wakeParent carry a run's end to its family.
@@ -275,6 +302,9 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 			lease_token = lease_token + 1, lease_expires = ?, updated_at = ? WHERE seq = ?
 			RETURNING ` + runColumns},
 		{&w.renew, `UPDATE runs SET lease_expires = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
+		{&w.renewHeld, `UPDATE runs SET lease_expires = ?1, updated_at = ?2
+			WHERE id = ?3 AND lease_owner = ?4 AND lease_token = ?5 AND status IN ('queued', 'running', 'waiting')
+			RETURNING cancel_requested`},
 		{&w.cancel, `UPDATE runs SET wake_at = ?1, updated_at = ?2,
 				cancel_by = CASE WHEN cancel_requested = 1 THEN cancel_by ELSE ?3 END,
 				cancel_reason = CASE WHEN cancel_requested = 1 THEN cancel_reason ELSE ?4 END,

@@ -53,6 +53,7 @@ func run(t *testing.T, open opener) {
 		{"JournalRead", testJournalRead},
 		{"LeaseClaim", testLeaseClaim},
 		{"LeaseRenew", testLeaseRenew},
+		{"LeaseRenewMany", testLeaseRenewMany},
 		{"LeaseRelease", testLeaseRelease},
 		{"Family", testFamily},
 		{"RunRequestCancel", testRunRequestCancel},
