@@ -233,3 +233,36 @@ func TestLeaseLostBeforeTheRunnerBeganIsLost(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnEndIsNotFencing: a renewal that races the runner's own terminal
+// append is refused (the run has ended), but nothing was lost to another
+// runner, so no fencing warning is logged for it.
+func TestOwnEndIsNotFencing(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openClock(t)
+	entered, gate := make(chan struct{}, 1), make(chan struct{})
+	slow := gated{Model: scripted.New("one", scripted.Script{Turns: []scripted.Turn{{Text: "done"}}}), entered: entered, gate: gate}
+	eng := testEngine(st, "node-a", testAgent(slow), time.Minute, time.Hour)
+	var logs lockedBuffer
+	eng.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	if _, err := eng.Start(ctx, testAgent(slow), StartParams{ID: "r2", Input: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	eng.mu.Lock()
+	r := eng.active["r2"]
+	eng.mu.Unlock()
+	if r == nil {
+		t.Fatal("the engine is not driving the run")
+	}
+	close(gate)
+	<-r.done
+	if run, err := st.RunGet(ctx, "r2"); err != nil || run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("run: %+v %v", run, err)
+	}
+	// The keeper's renewal of the same lease, answered after the end.
+	r.fenced("renew", fmt.Errorf("%w: lease %d of r2 is no longer held", store.ErrFenced, r.token))
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("a runner that ended its own run logged a fencing warning:\n%s", logs.String())
+	}
+}

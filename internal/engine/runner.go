@@ -1007,16 +1007,21 @@ func (r *runner) finish(o Outcome) error {
 // fenced stops a runner whose append or renewal the store refused because
 // its lease is no longer current: another runner claimed the run, or the
 // run ended. It says so once, at warn, with the run, this runner's token
-// and the winner's, so an operator can tell a lost lease from a crash.
+// and the winner's, so an operator can tell a lost lease from a crash. A
+// renewal that only raced this runner's own end of the run (the run ended
+// under this runner's token) lost nothing and is not reported.
 func (r *runner) fenced(op string, err error) {
 	if r.fencedOnce.CompareAndSwap(false, true) {
 		attrs := []any{"run", r.runID, "token", r.token, "op", op, "err", err}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), time.Second)
-		if run, gerr := r.e.cfg.Store.RunGet(ctx, r.runID); gerr == nil {
+		run, gerr := r.e.cfg.Store.RunGet(ctx, r.runID)
+		cancel()
+		if gerr == nil {
 			attrs = append(attrs, "winner_token", run.LeaseToken, "winner", run.LeaseOwner, "status", run.Status)
 		}
-		cancel()
-		r.e.log().Warn("runner refused by fencing: another runner holds the run, this one stops", attrs...)
+		if gerr != nil || run.LeaseToken != r.token || !run.Status.Terminal() {
+			r.e.log().Warn("runner refused by fencing: another runner holds the run, this one stops", attrs...)
+		}
 	}
 	r.end(fmt.Errorf("%w: %w", errFenced, err))
 }
