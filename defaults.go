@@ -24,6 +24,10 @@ const (
 	DefaultMaxRunners = 4096
 	// DefaultClaimBatch is how many due runs one sweeper pass claims.
 	DefaultClaimBatch = 64
+	// DefaultClaimCooldown is the sweeper's pause after a pass that
+	// claimed a full batch, so that the other nodes of a store claim
+	// their share of a backlog.
+	DefaultClaimCooldown = 50 * time.Millisecond
 	// DefaultLeaderTTL is how long a leadership won by Runtime.Lead lasts
 	// without re-election.
 	DefaultLeaderTTL = 15 * time.Second
@@ -103,6 +107,7 @@ var Defaults = []Default{
 	{"cancel poll (requests from other processes)", "Config.CancelPoll", "1s", "10ms–1m"},
 	{"runs in flight per node (driven at once; a run is claimed only with a slot free)", "Config.MaxRunners (config worker.max_runners, --max-runners)", "4096", "1–100000"},
 	{"due runs one sweeper pass claims (so nodes share a backlog)", "Config.ClaimBatch", "64", "1–1000"},
+	{"sweeper: pause after a pass that claimed a full batch (other nodes claim meanwhile)", "DefaultClaimCooldown", "50ms", "fixed"},
 	{"leader election: leadership lasts / re-elected every / trusted until before its end", "Config.LeaderTTL (Runtime.Lead)", "15s / 5s / 3s", "10ms–10m; a third / a fifth of it"},
 	{"graceful stop: running tool bodies and model calls may finish for", "hitch worker --drain (Runtime.Close's ctx)", "30s", "any; a second signal cuts it short"},
 	{"sweeper: looks for due runs every (and at once when the store notifies: PostgreSQL LISTEN/NOTIFY)", "hitch worker --poll (Runtime.Sweep's interval)", "1s", "more than 0"},

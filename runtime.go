@@ -302,8 +302,8 @@ func Open(cfg Config) (*Runtime, error) {
 		},
 		LeaseTTL: cfg.LeaseTTL, RenewEvery: cfg.LeaseTTL / 3, CancelPoll: cfg.CancelPoll,
 		ForceSettleGrace: cfg.ForceSettleGrace, AwaitPoll: 50 * time.Millisecond, MaxRunners: cfg.MaxRunners,
-		ClaimBatch: cfg.ClaimBatch,
-		Prices:     model.DefaultPrices().With(cfg.Prices),
+		ClaimBatch: cfg.ClaimBatch, ClaimCooldown: DefaultClaimCooldown,
+		Prices: model.DefaultPrices().With(cfg.Prices),
 	}
 	ecfg.Secrets = cfg.Secrets
 	ecfg.OnStoreTiming = cfg.OnStoreTiming

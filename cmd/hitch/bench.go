@@ -15,9 +15,10 @@ import (
 )
 
 func newBench(g *globals) *cobra.Command {
-	var runs, steps, maxRunners int
+	var runs, steps, maxRunners, nodes int
 	var db, syncMode, tracing string
-	var latency, jitter time.Duration
+	var latency, jitter, poll time.Duration
+	var node bench.NodeParams
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure durable steps per second with the scripted model on SQLite",
@@ -26,7 +27,10 @@ func newBench(g *globals) *cobra.Command {
 			"RESULT peer=hitch mode=sqlite-<sync> runs=R steps=S total_steps=R*S run_s=.. steps_per_s=.. entries=..\n" +
 			"With --model-latency, every model call takes that long (give or take --jitter), and the line adds what the\n" +
 			"runtime added to a step beyond it (from a reply, or the start, to the run's next model request: p50, p99,\n" +
-			"max) and the process's peak RSS, heap and goroutines.",
+			"max) and the process's peak RSS, heap and goroutines.\n\n" +
+			"With --nodes N, the runs are driven by N worker processes of this binary sharing one store (a fresh SQLite\n" +
+			"file, or a fresh schema of the PostgreSQL database in $HITCH_DATABASE_URL, dropped at the end): once every\n" +
+			"node is up, the R runs are started detached, and the line says how many runs each node ended.",
 		Args: args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var s sqlite.Sync
@@ -47,6 +51,14 @@ func newBench(g *globals) *cobra.Command {
 			if maxRunners < 0 || maxRunners > hitch.MaxMaxRunners {
 				return usageError{fmt.Errorf("--max-runners %d: want 1 to %d (0: as many as --runs)", maxRunners, hitch.MaxMaxRunners)}
 			}
+			if node.Store != "" { // one node of a --nodes measurement
+				node.Sync, node.Steps, node.ModelLatency, node.ModelJitter, node.MaxRunners = s, steps, latency, jitter, maxRunners
+				node.Poll, node.In, node.Out = poll, cmd.InOrStdin(), g.stdout
+				return bench.ServeNode(cmd.Context(), node)
+			}
+			if nodes < 0 || nodes > 64 {
+				return usageError{fmt.Errorf("--nodes %d: want 1 to 64", nodes)}
+			}
 			if db == "" {
 				dir, err := os.MkdirTemp("", "hitch-bench-")
 				if err != nil {
@@ -59,6 +71,28 @@ func newBench(g *globals) *cobra.Command {
 			}
 			p := bench.Params{Runs: runs, Steps: steps, DB: db, Sync: s, Tracing: bench.Tracing(tracing),
 				ModelLatency: latency, ModelJitter: jitter, MaxRunners: maxRunners}
+			if nodes > 0 {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				np := bench.NodesParams{Params: p, Nodes: nodes, Postgres: os.Getenv(databaseURLEnv), Command: []string{exe, "bench"}, Poll: poll}
+				if poll == 0 {
+					// PostgreSQL notifies the nodes of new runs; SQLite
+					// does not, so its nodes share a backlog only when each
+					// looks as often as a busy one claims.
+					np.Poll = hitch.DefaultSweepInterval
+					if np.Postgres == "" {
+						np.Poll = hitch.DefaultClaimCooldown
+					}
+				}
+				res, err := bench.RunNodes(cmd.Context(), np)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(g.stdout, res.Line())
+				return nil
+			}
 			switch p.Tracing {
 			case bench.TracingOff, bench.TracingNoExport:
 			case bench.TracingOTLP:
@@ -90,6 +124,14 @@ func newBench(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&syncMode, "sync", "FULL", "SQLite synchronous setting: FULL (power-loss safe) or NORMAL")
 	cmd.Flags().DurationVar(&latency, "model-latency", 0, "every model call takes this long, as a production model's would (0: it answers at once)")
 	cmd.Flags().DurationVar(&jitter, "jitter", 0, "model calls take --model-latency give or take up to this, drawn uniformly")
-	cmd.Flags().IntVar(&maxRunners, "max-runners", 0, "runs in flight (0: as many as --runs)")
+	cmd.Flags().IntVar(&maxRunners, "max-runners", 0, "runs in flight (0: as many as --runs; with --nodes, each node's default)")
+	cmd.Flags().IntVar(&nodes, "nodes", 0, "drive the runs with this many worker processes sharing one store (SQLite, or $HITCH_DATABASE_URL)")
+	cmd.Flags().DurationVar(&poll, "poll", 0, "with --nodes: how often each node looks for due runs (default 1s on PostgreSQL, which notifies the nodes; 50ms on SQLite, which does not)")
+	cmd.Flags().StringVar(&node.Store, "node-store", "", "serve as one node of a --nodes measurement on this store")
+	cmd.Flags().StringVar(&node.Schema, "node-schema", "", "the PostgreSQL schema of --node-store")
+	cmd.Flags().StringVar(&node.Name, "node-name", "", "the node's name in leases")
+	for _, f := range []string{"node-store", "node-schema", "node-name"} {
+		_ = cmd.Flags().MarkHidden(f)
+	}
 	return cmd
 }

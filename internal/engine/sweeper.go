@@ -13,7 +13,8 @@ import (
 // pass it claims what is due — queued runs, runs whose lease expired or was
 // given back, waiting runs whose wake came — up to the free runner slots.
 // A pass claims at most the engine's ClaimBatch, so that the nodes of a
-// store share a backlog; after a full batch it passes again at once. It
+// store share a backlog; after a full batch it passes again after the
+// engine's ClaimCooldown. It
 // passes every interval, and at once when the store, being a
 // store.Notifier, says work may be due (a run created, a lease released, a
 // parent woken, a cancel requested), or when a runner frees a slot while
@@ -93,10 +94,10 @@ func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
 		wait, wake, kick := s.every, notified, (<-chan struct{})(s.e.kick)
 		switch {
 		case n > 0 && n >= batch && s.e.slots.free() > 0:
-			// A full batch: more may be due. Pass again at once, after
-			// the other nodes had the same chance (their claims skip
-			// what this one locked).
-			wait = 0
+			// A full batch: more may be due. Pass again soon, not at
+			// once, so the other nodes (woken by the same notification)
+			// claim their share meanwhile.
+			wait = min(s.e.cfg.ClaimCooldown, s.every)
 		case n >= batch:
 			// Every slot is taken, before or by this pass: more may be
 			// due than there is room for, so pass when one frees.

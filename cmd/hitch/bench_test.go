@@ -1,0 +1,44 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// TestBenchNodes runs the workload on two worker processes of the real
+// binary sharing one SQLite file, with model latency: every run completes,
+// and the line says how many runs each node ended, which add up.
+func TestBenchNodes(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := inDir(t, t.TempDir(), "bench", "--nodes", "2", "--runs", "20", "--steps", "1",
+		"--model-latency", "20ms", "--jitter", "10ms")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	m := regexp.MustCompile(`nodes=2 .* share=node1:(\d+)\(.*\),node2:(\d+)\(`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no share in %q", out)
+	}
+	a, _ := strconv.Atoi(m[1])
+	b, _ := strconv.Atoi(m[2])
+	if a+b != 20 {
+		t.Errorf("the nodes ended %d and %d runs, want 20 in all", a, b)
+	}
+}
+
+// TestBenchModelLatency: with --model-latency the line reports what the
+// runtime added to a step beyond the model, and the process's peaks.
+func TestBenchModelLatency(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := inDir(t, t.TempDir(), "bench", "--runs", "20", "--steps", "2", "--model-latency", "10ms")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !regexp.MustCompile(`runs=20 steps=2 .* model_latency=10ms .* step_overhead_ms_p50=[0-9.]+ p99=[0-9.]+ .* peak_rss_mib=[1-9]`).MatchString(out) {
+		t.Errorf("line %q", out)
+	}
+	if code, _, errOut := inDir(t, t.TempDir(), "bench", "--model-latency", "1s", "--jitter", "2s"); code != 2 {
+		t.Errorf("a jitter past the latency: exit %d, %s", code, errOut)
+	}
+}
