@@ -371,9 +371,10 @@ func TestMain(m *testing.M) {
 // inDir runs the real binary with dir as its working directory.
 func inDir(t *testing.T, dir string, args ...string) (int, string, string) {
 	t.Helper()
+	bin := binary(t) // built once, before the run's own time starts
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	testproc.DieWithParent(cmd)
 	cmd.Dir = dir
 	var out, errOut bytes.Buffer
