@@ -240,10 +240,12 @@ func TestCrashRecovery(t *testing.T) {
 		uncertain        bool
 		// attempts: model attempts in all; an interrupted call counts.
 		attempts int
+		// lost: call.lost entries a run's journal holds.
+		lost int
 	}{
 		{mode: "model", marker: "IN_MODEL", effects: crashRuns, lookups: crashRuns, attempts: 4},
 		{mode: "effect", marker: "IN_EFFECT", effects: crashRuns, lookups: crashRuns, uncertain: true, attempts: 3},
-		{mode: "lookup", marker: "IN_LOOKUP", effects: crashRuns, lookups: 2 * crashRuns, attempts: 3},
+		{mode: "lookup", marker: "IN_LOOKUP", effects: crashRuns, lookups: 2 * crashRuns, attempts: 3, lost: 1},
 		{mode: "between", marker: "BETWEEN", effects: crashRuns, lookups: crashRuns, attempts: 4},
 		// Killed between the durable grant and the call's start: the call
 		// is dispatched once, and nobody is asked again.
@@ -309,6 +311,9 @@ func TestCrashRecovery(t *testing.T) {
 				}
 				if n := strings.Count(kinds(journal(t, rt, id)), "run.ended"); n != 1 {
 					t.Errorf("%s: %d terminal entries", id, n)
+				}
+				if n := strings.Count(kinds(journal(t, rt, id)), "call.lost"); n != tc.lost {
+					t.Errorf("%s: %d lost attempts journaled, want %d", id, n, tc.lost)
 				}
 			}
 			if asked.Load() != 0 {

@@ -338,6 +338,10 @@ func TestReplayableToolRunsAgainAfterTimeout(t *testing.T) {
 	if run.Status != hitchtype.StatusCompleted || runs.Load() != 3 {
 		t.Fatalf("status %s, body runs %d, outcome %+v", run.Status, runs.Load(), run.Outcome)
 	}
+	// Each timed-out attempt is in the journal before the next one starts.
+	if k := kinds(journal(t, rt, run.ID)); !strings.Contains(k, "call.started call.lost call.started call.lost call.started call.settled") {
+		t.Errorf("journal: %s", k)
+	}
 }
 
 func TestContinueOnUncertainTellsTheModel(t *testing.T) {

@@ -180,6 +180,7 @@ var (
 		hitchtype.KindCallSettled:         "the tool's result",
 		hitchtype.KindCallFailed:          "the tool's error",
 		hitchtype.KindCallUncertain:       "the runtime's reason",
+		hitchtype.KindCallLost:            "the tool's error or the runtime's reason",
 		hitchtype.KindAnswerRefused:       "the model's answer and the validator's reason",
 		hitchtype.KindApprovalGrant:       "the approver's name, from the agent's approvers",
 		hitchtype.KindApprovalLapse:       "the call's key",

@@ -27,6 +27,7 @@ const (
 	KindCallSettled   = "call.settled"
 	KindCallFailed    = "call.failed"
 	KindCallUncertain = "call.uncertain"
+	KindCallLost      = "call.lost"
 	KindCallReconcile = "call.reconciled"
 	KindAnswerRefused = "answer.refused"
 	KindApprovalGrant = "approval.granted"
@@ -213,6 +214,15 @@ type CallFailed struct {
 type CallUncertain struct {
 	Call   string `json:"call"`
 	Reason string `json:"reason"`
+}
+
+// CallLost is an attempt of a replayable call whose outcome is unknown:
+// its runner stopped, it timed out, or its connection failed after the
+// request left. The call runs again as the next attempt.
+type CallLost struct {
+	Call    string `json:"call"`
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason"`
 }
 
 // CallReconciled settles an uncertain call from outside.

@@ -344,7 +344,7 @@ func (t *Telemetry) decode(e store.Entry) (f fact, ok bool) {
 		hitchtype.KindModelLost, hitchtype.KindCallDecided, hitchtype.KindCallRejected, hitchtype.KindCallStarted,
 		hitchtype.KindCallSettled, hitchtype.KindCallFailed, hitchtype.KindCallUncertain, hitchtype.KindRunEnded:
 	case hitchtype.KindApprovalGrant, hitchtype.KindApprovalDeny, hitchtype.KindApprovalLapse, hitchtype.KindCallReconcile,
-		hitchtype.KindRunWaiting:
+		hitchtype.KindRunWaiting, hitchtype.KindCallLost:
 		if !t.spans {
 			return f, false // they only mark the run's span
 		}
@@ -445,6 +445,10 @@ func (t *Telemetry) apply(r *runTrack, f *fact, draw bool) {
 	case hitchtype.KindCallSettled, hitchtype.KindCallFailed, hitchtype.KindCallUncertain:
 		if draw {
 			t.toolSpan(r, d.Call, f.kind, f.at, d.Error+d.Reason)
+		}
+	case hitchtype.KindCallLost:
+		if t.spans {
+			t.event(r, "call.lost", f.at, attrToolCallID.String(d.Call), attrMessage.String(t.text(d.Reason)))
 		}
 	case hitchtype.KindApprovalGrant, hitchtype.KindApprovalDeny, hitchtype.KindApprovalLapse, hitchtype.KindCallReconcile:
 		t.event(r, f.kind, f.at, attrToolCallID.String(d.Call), attribute.String("hitch.by", d.By))

@@ -772,6 +772,11 @@ func view(e api.Entry) entryView {
 		_ = json.Unmarshal(e.Data, &d)
 		v.Title = "call " + d.Call + " uncertain"
 		v.Text = cut(d.Reason)
+	case hitchtype.KindCallLost:
+		var d hitchtype.CallLost
+		_ = json.Unmarshal(e.Data, &d)
+		v.Title = fmt.Sprintf("call %s attempt %d lost", d.Call, d.Attempt)
+		v.Text = cut(d.Reason)
 	case hitchtype.KindCallReconcile:
 		var d hitchtype.CallReconciled
 		_ = json.Unmarshal(e.Data, &d)

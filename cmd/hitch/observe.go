@@ -141,7 +141,7 @@ func (o *observer) event(ev hitch.Event) {
 // levelOf is the most an entry of a kind is logged at.
 func levelOf(kind string) slog.Level {
 	switch kind {
-	case hitchtype.KindModelFailed, hitchtype.KindCallFailed, hitchtype.KindCallUncertain, hitchtype.KindRunEnded:
+	case hitchtype.KindModelFailed, hitchtype.KindCallFailed, hitchtype.KindCallUncertain, hitchtype.KindCallLost, hitchtype.KindRunEnded:
 		return slog.LevelWarn
 	case hitchtype.KindRunStarted, hitchtype.KindRunWaiting, hitchtype.KindCallDecided, hitchtype.KindApprovalGrant, hitchtype.KindApprovalDeny:
 		return slog.LevelInfo
@@ -232,6 +232,9 @@ func (o *observer) entry(ctx context.Context, e store.Entry, base []any) {
 	case hitchtype.KindCallUncertain:
 		level, msg = slog.LevelWarn, "call outcome unknown"
 		attrs = append(attrs, "reason", d.Reason)
+	case hitchtype.KindCallLost:
+		level, msg = slog.LevelWarn, "call attempt lost"
+		attrs = append(attrs, "attempt", d.Attempt, "reason", d.Reason)
 	case hitchtype.KindApprovalGrant, hitchtype.KindApprovalDeny:
 		level, msg = slog.LevelInfo, e.Kind
 		attrs = append(attrs, "by", d.By)

@@ -202,6 +202,10 @@ func (p *printer) describe(e store.Entry) string {
 		var d hitchtype.CallUncertain
 		_ = json.Unmarshal(e.Data, &d)
 		return prefix + fmt.Sprintf("  %s OUTCOME UNKNOWN: %s", d.Call, d.Reason)
+	case hitchtype.KindCallLost:
+		var d hitchtype.CallLost
+		_ = json.Unmarshal(e.Data, &d)
+		return prefix + fmt.Sprintf("  %s attempt %d lost, running it again: %s", d.Call, d.Attempt, clip(d.Reason, 200))
 	case hitchtype.KindCallReconcile:
 		var d hitchtype.CallReconciled
 		_ = json.Unmarshal(e.Data, &d)

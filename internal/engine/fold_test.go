@@ -203,6 +203,12 @@ func TestFold(t *testing.T) {
 			}
 			return ""
 		}},
+		{"lost attempt", []je{attempt1, reply(1, nil), allow1, start1, {KindCallLost, CallLost{Call: "t1c1", Attempt: 1, Reason: "crash"}}}, func(s *state) string {
+			if c := s.findCall("t1c1"); c.done || c.uncertain || c.started != 1 || len(s.uncertainCalls()) != 0 {
+				return "a lost attempt changed the call"
+			}
+			return ""
+		}},
 		{"reconciled", []je{attempt1, reply(1, nil), allow1, start1, {KindCallUncertain, CallUncertain{Call: "t1c1"}},
 			{KindCallReconcile, CallReconciled{Call: "t1c1", Output: "done"}}}, func(s *state) string {
 			if c := s.findCall("t1c1"); !c.done || !c.reconciled || c.uncertain || c.result != "done" || len(s.uncertainCalls()) != 0 {

@@ -575,6 +575,12 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 		if r.cancelled.Load() || r.draining() {
 			break
 		}
+		if c.started > 0 {
+			// A replayable call started before and never settled: say the
+			// attempt was lost before the next one starts.
+			r.stage(entry(KindCallLost, CallLost{Call: c.key, Attempt: c.started,
+				Reason: "the runner driving this attempt stopped before its result was recorded"}))
+		}
 		if ended, err := r.startBody(c, results); ended || err != nil {
 			return ended, err
 		}
@@ -860,6 +866,11 @@ func (r *runner) settle(res bodyResult, others int, results chan<- bodyResult) (
 			if r.draining() {
 				break // left started: the next runner replays it
 			}
+			reason := "the attempt was abandoned"
+			if res.err != nil {
+				reason = res.err.Error()
+			}
+			r.stage(entry(KindCallLost, CallLost{Call: c.key, Attempt: res.attempt, Reason: reason}))
 			if ended, err := r.startBody(c, results); ended || err != nil {
 				return ended, false, err
 			}

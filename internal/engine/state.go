@@ -325,6 +325,15 @@ func (s *state) apply(e store.Entry) error {
 			return err
 		}
 		c.uncertain, c.reason = true, u.Reason
+	case KindCallLost:
+		// A record for people: the next call.started counts the attempt.
+		var l CallLost
+		if err := decode(&l); err != nil {
+			return err
+		}
+		if _, err := call(l.Call); err != nil {
+			return err
+		}
 	case KindCallReconcile:
 		var r CallReconciled
 		if err := decode(&r); err != nil {

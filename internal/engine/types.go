@@ -19,6 +19,7 @@ const (
 	KindCallSettled   = hitchtype.KindCallSettled
 	KindCallFailed    = hitchtype.KindCallFailed
 	KindCallUncertain = hitchtype.KindCallUncertain
+	KindCallLost      = hitchtype.KindCallLost
 	KindCallReconcile = hitchtype.KindCallReconcile
 	KindAnswerRefused = hitchtype.KindAnswerRefused
 	KindApprovalGrant = hitchtype.KindApprovalGrant
@@ -56,6 +57,7 @@ type (
 	CallSettled      = hitchtype.CallSettled
 	CallFailed       = hitchtype.CallFailed
 	CallUncertain    = hitchtype.CallUncertain
+	CallLost         = hitchtype.CallLost
 	CallReconciled   = hitchtype.CallReconciled
 	AnswerRefused    = hitchtype.AnswerRefused
 	RootChanged      = hitchtype.RootChanged

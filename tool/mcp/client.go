@@ -402,10 +402,14 @@ func (c *Client) call(ctx context.Context, t *remoteTool, args json.RawMessage) 
 		}
 		// The connection failed: this session is done.
 		c.drop(s)
-		if attempt == 1 && (!acted || replayable) {
+		// Under the runtime, a replayable tool's lost attempt is the
+		// runtime's to run again, so the journal shows it; alone, the
+		// client tries once more itself.
+		call, underRuntime := tool.CallFrom(ctx)
+		if attempt == 1 && (!acted || (replayable && !underRuntime)) {
 			continue // nothing happened yet, or it is safe to run again
 		}
-		if acted && !replayable {
+		if acted && (!replayable || (underRuntime && call.Attempt < t.info.Replay)) {
 			return "", tool.Uncertain(err)
 		}
 		return "", err

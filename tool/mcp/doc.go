@@ -21,8 +21,11 @@
 //   - the connection failed before the request left: a definite failure,
 //     after one more try on a new session;
 //   - the connection failed, or the call timed out, after the request left:
-//     tool.Uncertain — the server may have acted. A replayable tool is tried
-//     once more on a new session instead, and then fails definitely.
+//     tool.Uncertain — the server may have acted. A replayable tool run by
+//     the runtime is run again by it, up to its attempts, each lost attempt
+//     journaled (call.lost), and its last attempt fails definitely; called
+//     directly, it is tried once more on a new session, then fails
+//     definitely.
 //
 // A session that ends (a stdio program exits, an HTTP server forgets the
 // session and answers 404) is replaced on the next call, a stdio program
