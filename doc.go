@@ -18,5 +18,10 @@
 //	res, err := rt.Start(ctx, agent, "What is 2+3?", hitch.WithID("job-42"))
 //	run, err := rt.Await(ctx, res.Run.ID)
 //
+// A program that serves several users or tenants (the HTTP API, the
+// console, the MCP tools) reaches the runtime through Runtime.As: a Scope,
+// one principal's view, which checks the principal's role and keeps it to
+// its tenant's runs and sessions, in its tenant's own ids.
+//
 // Every limit has a default in one table (see Defaults and docs/defaults.md).
 package hitch

@@ -1,5 +1,7 @@
 package hitch
 
+import "maps"
+
 // Closing is closed once rt.Close has begun and its runners are draining.
 func Closing(rt *Runtime) <-chan struct{} { return rt.eng.Closing() }
 
@@ -15,3 +17,6 @@ func OnTriggerPass(rt *Runtime, f func(n int, err error)) { rt.trig.onPass = f }
 
 // PokeTriggers wakes rt's trigger dispatcher.
 func PokeTriggers(rt *Runtime) { rt.trig.poke() }
+
+// ScopeRoles is the role table of Scope's methods.
+func ScopeRoles() map[string]Role { return maps.Clone(scopeRoles) }

@@ -350,6 +350,9 @@ type startOptions struct {
 	id, instructions, tenant string
 	detached                 bool
 	metadata                 map[string]any
+	// stored, set by a Scope, is the id the run is stored under: the
+	// tenant's id in the tenant's namespace.
+	stored string
 }
 
 // MaxMetadataBytes bounds a run's metadata, as JSON.
@@ -421,12 +424,6 @@ type StartResult struct {
 // With WithID, starting the same id again creates nothing: Created is false
 // and SameInput says whether the input matched.
 func (rt *Runtime) Start(ctx context.Context, agent *Agent, input string, opts ...StartOption) (StartResult, error) {
-	if agent == nil {
-		return StartResult{}, errors.New("start: agent is nil")
-	}
-	if _, ok := rt.agents[agentKey(agent.Name(), agent.Version())]; !ok {
-		return StartResult{}, fmt.Errorf("start: %w: %s version %d (add it to Config.Agents)", ErrUnknownAgent, agent.Name(), agent.Version())
-	}
 	var o startOptions
 	for _, f := range opts {
 		f(&o)
@@ -436,6 +433,21 @@ func (rt *Runtime) Start(ctx context.Context, agent *Agent, input string, opts .
 	}
 	if err := CheckRunID(o.id); err != nil {
 		return StartResult{}, fmt.Errorf("start: %w", err)
+	}
+	return rt.start(ctx, agent, input, o)
+}
+
+// start starts a run with checked options; o.stored, when set, is its
+// stored id.
+func (rt *Runtime) start(ctx context.Context, agent *Agent, input string, o startOptions) (StartResult, error) {
+	if agent == nil {
+		return StartResult{}, errors.New("start: agent is nil")
+	}
+	if _, ok := rt.agents[agentKey(agent.Name(), agent.Version())]; !ok {
+		return StartResult{}, fmt.Errorf("start: %w: %s version %d (add it to Config.Agents)", ErrUnknownAgent, agent.Name(), agent.Version())
+	}
+	if o.stored != "" {
+		o.id = o.stored
 	}
 	if o.tenant != "" {
 		if err := hitchtype.CheckTenant(o.tenant); err != nil {

@@ -90,6 +90,10 @@ type SessionOptions struct {
 	Tenant string
 	// Metadata is stored with a new session, as a JSON object.
 	Metadata map[string]any
+
+	// stored, set by a Scope, is the id the session is stored under: ID
+	// in the tenant's namespace.
+	stored string
 }
 
 // Session is a session as the store holds it.
@@ -168,6 +172,9 @@ func (rt *Runtime) OpenSession(ctx context.Context, agent *Agent, o SessionOptio
 	}
 	if err := checkSessionID(o.ID); err != nil {
 		return Session{}, fmt.Errorf("open session: SessionOptions.ID: %w", err)
+	}
+	if o.stored != "" {
+		o.ID = o.stored
 	}
 	if o.Tenant == "" {
 		o.Tenant = hitchtype.DefaultTenant

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -23,13 +21,7 @@ func (s *Server) registerApprovals() {
 		After  string `query:"after" maxLength:"512" doc:"The cursor the previous page returned."`
 		Limit  int    `query:"limit" minimum:"1" maximum:"1000" default:"100"`
 	}) (*struct{ Body api.ApprovalPage }, error) {
-		p := principalOf(ctx)
-		if in.RootID != "" {
-			if _, err := s.run(ctx, in.RootID); err != nil {
-				return nil, err
-			}
-		}
-		page, next, err := s.cfg.Runtime.PendingApprovals(ctx, hitch.PendingApprovalsParams{Tenant: p.tenant,
+		page, next, err := s.scope(ctx).PendingApprovals(ctx, hitch.PendingApprovalsParams{
 			RootID: in.RootID, After: in.After, Limit: in.Limit})
 		if err != nil {
 			return nil, s.fail("list approvals", err)
@@ -48,10 +40,7 @@ func (s *Server) registerApprovals() {
 		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
 		Call string `path:"call" maxLength:"256" doc:"The call's id."`
 	}) (*struct{ Body api.Approval }, error) {
-		if _, err := s.run(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		a, err := s.cfg.Runtime.ApprovalRequest(ctx, in.ID, in.Call)
+		a, err := s.scope(ctx).ApprovalRequest(ctx, in.ID, in.Call)
 		if err != nil {
 			return nil, s.fail("show approval", err)
 		}
@@ -73,49 +62,14 @@ func (s *Server) registerApprovals() {
 			Call string `path:"call" maxLength:"256" doc:"The call's id."`
 			Body api.Answer
 		}) (*runOut, error) {
-			if err := need(ctx, api.RoleOperator); err != nil {
-				return nil, err
+			a := hitch.ApprovalAnswer{Approve: approve, Reason: in.Body.Reason,
+				Credential: approval.Credential{Name: in.Body.Credential.Name, Secret: in.Body.Credential.Secret}}
+			if err := s.scope(ctx).AnswerApproval(ctx, in.ID, in.Call, a); err != nil {
+				return nil, s.fail(op, err)
 			}
-			if _, err := s.run(ctx, in.ID); err != nil {
-				return nil, err
-			}
-			if err := s.answer(ctx, in.ID, in.Call, in.Body, approve); err != nil {
-				return nil, err
-			}
-			run, err := s.run(ctx, in.ID)
-			if err != nil {
-				return nil, err
-			}
-			return &runOut{wireRun(run)}, nil
+			return s.runAfter(ctx, in.ID)
 		})
 	}
-}
-
-func (s *Server) answer(ctx context.Context, runID, call string, b api.Answer, approve bool) error {
-	p, err := s.cfg.Runtime.ApprovalRequest(ctx, runID, call)
-	if err != nil {
-		return s.fail("answer", err)
-	}
-	approvers, err := s.cfg.Runtime.Approvers(ctx, runID)
-	if err != nil {
-		return s.fail("answer", err)
-	}
-	proof, err := approvers.Check(ctx, approval.Credential{Name: b.Credential.Name, Secret: b.Credential.Secret}, p.Requirement)
-	if err != nil {
-		if errors.Is(err, approval.ErrBadCredential) || errors.Is(err, approval.ErrOtherRequirement) {
-			return api.NewProblem(api.TypeBadCredential, fmt.Sprintf("approver %s: %v", b.Credential.Name, err))
-		}
-		return s.fail("answer", err)
-	}
-	if approve {
-		err = s.cfg.Runtime.Approve(ctx, runID, call, proof)
-	} else {
-		err = s.cfg.Runtime.Reject(ctx, runID, call, proof, b.Reason)
-	}
-	if err != nil {
-		return s.fail("answer", err)
-	}
-	return nil
 }
 
 func wireApproval(a hitch.PendingApproval) api.Approval {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
 )
 
@@ -30,20 +31,11 @@ type Token struct {
 // HashToken returns the hash a Token keeps of a token value.
 func HashToken(value string) [sha256.Size]byte { return sha256.Sum256([]byte(value)) }
 
-// principal is who a request speaks for.
-type principal struct {
-	name, tenant, role string
-}
-
-var roleRank = map[string]int{api.RoleViewer: 1, api.RoleOperator: 2, api.RoleAdmin: 3}
-
-// may reports whether the principal's role reaches role.
-func (p principal) may(role string) bool { return roleRank[p.role] >= roleRank[role] }
-
 type principalKey struct{}
 
-func principalOf(ctx context.Context) principal {
-	p, _ := ctx.Value(principalKey{}).(principal)
+// principalOf is who a request speaks for (withAuth put it there).
+func principalOf(ctx context.Context) hitch.Principal {
+	p, _ := ctx.Value(principalKey{}).(hitch.Principal)
 	return p
 }
 
@@ -53,19 +45,29 @@ func (s *Server) registerMe() {
 		Summary:     "Who the token speaks for: its name, tenant and role",
 		Description: "Lets a client offer only what the role may do; the server refuses the rest whatever a client shows.",
 	}, func(ctx context.Context, _ *struct{}) (*struct{ Body api.Me }, error) {
-		p := principalOf(ctx)
-		return &struct{ Body api.Me }{api.Me{Name: p.name, Tenant: p.tenant, Role: p.role}}, nil
+		p := s.scope(ctx).Principal()
+		return &struct{ Body api.Me }{api.Me{Name: p.Name, Tenant: p.Tenant, Role: string(p.Role)}}, nil
 	})
 }
 
-// need refuses a principal whose role does not reach role.
-func need(ctx context.Context, role string) error {
-	p := principalOf(ctx)
-	if !p.may(role) {
-		return api.NewProblem(api.TypeForbidden, fmt.Sprintf("token %s has role %s; this needs %s", p.name, p.role, role))
+// scope is the one way a handler reaches the runtime: the view of it the
+// request's principal may use. Handlers check neither roles nor tenants
+// themselves.
+func (s *Server) scope(ctx context.Context) *hitch.Scope {
+	return s.cfg.Runtime.As(principalOf(ctx))
+}
+
+// can refuses, before a command reads its input, a principal whose role
+// does not reach the Scope method that the command calls.
+func (s *Server) can(ctx context.Context, method string) error {
+	if err := s.scope(ctx).Can(method); err != nil {
+		return s.fail(method, err)
 	}
 	return nil
 }
+
+// localPrincipal is who a request speaks for without server.tokens.
+var localPrincipal = hitch.Principal{Name: "local", Tenant: defaultTenant, Role: hitch.RoleAdmin}
 
 func checkTokens(ts []Token) error {
 	names := map[string]bool{}
@@ -77,7 +79,7 @@ func checkTokens(ts []Token) error {
 			return fmt.Errorf("Tokens[%d].Name %q is given twice", i, t.Name)
 		case t.Tenant == "":
 			return fmt.Errorf("Tokens[%d].Tenant is empty", i)
-		case roleRank[t.Role] == 0:
+		case !hitch.Role(t.Role).Valid():
 			return fmt.Errorf("Tokens[%d].Role %q: want viewer, operator or admin", i, t.Role)
 		case t.Hash == [sha256.Size]byte{}:
 			return fmt.Errorf("Tokens[%d].Hash is empty", i)
@@ -90,14 +92,14 @@ func checkTokens(ts []Token) error {
 // authenticate finds the token of a request. Every token's hash is
 // compared, in constant time, so the time taken does not say which
 // matched.
-func (s *Server) authenticate(r *http.Request) (principal, bool) {
+func (s *Server) authenticate(r *http.Request) (hitch.Principal, bool) {
 	if s.cfg.Tokens == nil {
-		return principal{name: "local", tenant: defaultTenant, role: api.RoleAdmin}, true
+		return localPrincipal, true
 	}
 	h := r.Header.Get("Authorization")
 	scheme, value, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || value == "" {
-		return principal{}, false
+		return hitch.Principal{}, false
 	}
 	sum := HashToken(strings.TrimSpace(value))
 	found := -1
@@ -107,10 +109,10 @@ func (s *Server) authenticate(r *http.Request) (principal, bool) {
 		}
 	}
 	if found < 0 {
-		return principal{}, false
+		return hitch.Principal{}, false
 	}
 	t := s.cfg.Tokens[found]
-	return principal{name: t.Name, tenant: t.Tenant, role: t.Role}, true
+	return hitch.Principal{Name: t.Name, Tenant: t.Tenant, Role: hitch.Role(t.Role)}, true
 }
 
 // withAuth refuses requests without a valid token, except health checks.

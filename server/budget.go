@@ -20,10 +20,7 @@ func (s *Server) registerBudget() {
 	}, func(ctx context.Context, in *struct {
 		ID string `path:"id" maxLength:"128" doc:"The run's id."`
 	}) (*struct{ Body api.RunBudget }, error) {
-		if _, err := s.run(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		b, err := s.cfg.Runtime.Budget(ctx, in.ID)
+		b, err := s.scope(ctx).Budget(ctx, in.ID)
 		if err != nil {
 			return nil, s.fail("budget", err)
 		}

@@ -26,15 +26,16 @@ func (s *Server) registerContext() {
 		ID    string `path:"id" maxLength:"128" doc:"The run's id."`
 		Limit int    `query:"limit" minimum:"1" maximum:"100" default:"100" doc:"How many of the latest requests to list. The journal is read backwards from its end until they are found, so a small limit is cheap on a long journal."`
 	}) (*struct{ Body api.RunContext }, error) {
-		run, err := s.run(ctx, in.ID)
-		if err != nil {
-			return nil, err
-		}
-		reqs, more, err := s.cfg.Runtime.LatestContextRequests(ctx, run.ID, min(max(in.Limit, 1), MaxContextRequests))
+		sc := s.scope(ctx)
+		run, err := sc.Get(ctx, in.ID)
 		if err != nil {
 			return nil, s.fail("read context", err)
 		}
-		cost, err := s.cfg.Runtime.FamilyCost(ctx, run.RootID)
+		reqs, more, err := sc.LatestContextRequests(ctx, run.ID, min(max(in.Limit, 1), MaxContextRequests))
+		if err != nil {
+			return nil, s.fail("read context", err)
+		}
+		cost, err := sc.FamilyCost(ctx, run.RootID)
 		if err != nil {
 			return nil, s.fail("read family cost", err)
 		}
@@ -53,10 +54,7 @@ func (s *Server) registerContext() {
 	}, func(ctx context.Context, in *struct {
 		ID string `path:"id" maxLength:"128" doc:"The session's id."`
 	}) (*struct{ Body api.RunningCost }, error) {
-		if _, err := s.session(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		c, err := s.cfg.Runtime.SessionCost(ctx, in.ID)
+		c, err := s.scope(ctx).SessionCost(ctx, in.ID)
 		if err != nil {
 			return nil, s.fail("read session cost", err)
 		}

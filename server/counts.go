@@ -20,12 +20,12 @@ var statuses = []hitchtype.Status{hitchtype.StatusQueued, hitchtype.StatusRunnin
 
 // applyFilters checks the filters the runs list and its counts share, and
 // sets them on p.
-func applyFilters(p *runsParams, createdAfter, createdBefore time.Time, q string) error {
+func applyFilters(p *hitch.RunsParams, createdAfter, createdBefore time.Time, q string) error {
 	if !createdAfter.IsZero() && !createdBefore.IsZero() && !createdAfter.Before(createdBefore) {
 		return invalid("query.created_after", "%s is not before created_before %s",
 			createdAfter.Format(time.RFC3339Nano), createdBefore.Format(time.RFC3339Nano))
 	}
-	p.createdAfter, p.createdBefore, p.text = createdAfter, createdBefore, strings.TrimSpace(q)
+	p.CreatedAfter, p.CreatedBefore, p.Text = createdAfter, createdBefore, strings.TrimSpace(q)
 	return nil
 }
 
@@ -41,12 +41,11 @@ func (s *Server) registerRunCounts() {
 		CreatedBefore time.Time `query:"created_before" doc:"Only runs created before this time (RFC 3339)."`
 		Q             string    `query:"q" maxLength:"200" doc:"Only runs whose id, agent or title (the head of the input) contains this text, ignoring ASCII case."`
 	}) (*struct{ Body api.RunCounts }, error) {
-		rp := runsParams{tenant: principalOf(ctx).tenant, agent: in.Agent}
+		rp := hitch.RunsParams{Agent: in.Agent}
 		if err := applyFilters(&rp, in.CreatedAfter, in.CreatedBefore, in.Q); err != nil {
 			return nil, err
 		}
-		m, err := s.cfg.Runtime.RunCountsFor(ctx, hitch.RunsParams{Tenant: rp.tenant, Agent: rp.agent,
-			CreatedAfter: rp.createdAfter, CreatedBefore: rp.createdBefore, Text: rp.text})
+		m, err := s.scope(ctx).RunCountsFor(ctx, rp)
 		if err != nil {
 			return nil, s.fail("count runs", err)
 		}
@@ -58,9 +57,9 @@ func (s *Server) registerRunCounts() {
 		if m[hitchtype.StatusCompleted] > 0 {
 			// A turn-limit ending is a completion the person on call
 			// tells apart from an answer.
-			mt, err := s.cfg.Runtime.RunCountsFor(ctx, hitch.RunsParams{Tenant: rp.tenant, Agent: rp.agent,
-				CreatedAfter: rp.createdAfter, CreatedBefore: rp.createdBefore, Text: rp.text,
-				Statuses: []hitchtype.Status{hitchtype.StatusCompleted}, Reasons: []string{"max_turns"}})
+			mp := rp
+			mp.Statuses, mp.Reasons = []hitchtype.Status{hitchtype.StatusCompleted}, []string{"max_turns"}
+			mt, err := s.scope(ctx).RunCountsFor(ctx, mp)
 			if err != nil {
 				return nil, s.fail("count runs", err)
 			}

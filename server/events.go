@@ -16,7 +16,6 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
-	"github.com/hitch-dev/hitch/store"
 )
 
 // hub wakes the streams that follow a run when this node commits to its
@@ -50,6 +49,12 @@ func (h *hub) unsubscribe(runID string, c chan struct{}) {
 		}
 	}
 }
+
+// hubKey is the key a run's streams wait on: its id without a tenant's
+// prefix (hitch.LocalID), which is what a stream and an event both know.
+// Two tenants' runs of one id share a key: a wake is then spurious, and a
+// stream woken for nothing reads nothing new.
+func hubKey(id string) string { return hitch.LocalID(id) }
 
 func (h *hub) wake(runID string) {
 	h.mu.Lock()
@@ -117,8 +122,9 @@ func (s *Server) registerEvents() {
 		Responses: sseResponses,
 		Errors:    []int{http.StatusNotFound, http.StatusTooManyRequests, http.StatusUnprocessableEntity},
 	}, func(ctx context.Context, in *streamIn) (*huma.StreamResponse, error) {
-		if _, err := s.run(ctx, in.ID); err != nil {
-			return nil, err
+		sc := s.scope(ctx)
+		if _, err := sc.Get(ctx, in.ID); err != nil {
+			return nil, s.fail("stream", err)
 		}
 		cur, loc := in.After, "query.after"
 		if cur == "" {
@@ -138,7 +144,7 @@ func (s *Server) registerEvents() {
 		}
 		return &huma.StreamResponse{Body: func(hctx huma.Context) {
 			defer release()
-			f := &follower{s: s, ctx: hctx.Context(), after: map[string]int64{in.ID: after}, runs: []string{in.ID}}
+			f := &follower{s: s, sc: sc, ctx: hctx.Context(), after: map[string]int64{in.ID: after}, runs: []string{in.ID}}
 			f.serve(hctx, false)
 		}}, nil
 	})
@@ -151,12 +157,13 @@ func (s *Server) registerEvents() {
 		Responses: sseResponses,
 		Errors:    []int{http.StatusNotFound, http.StatusTooManyRequests, http.StatusUnprocessableEntity},
 	}, func(ctx context.Context, in *streamIn) (*huma.StreamResponse, error) {
-		root, err := s.run(ctx, in.ID)
+		sc := s.scope(ctx)
+		root, err := sc.Get(ctx, in.ID)
 		if err != nil {
-			return nil, err
+			return nil, s.fail("stream", err)
 		}
 		if root.RootID != root.ID {
-			return nil, invalid("path.id", "%s is not a root run: follow the family of %s", root.ID, root.RootID)
+			return nil, invalid("path.id", "is not a root run: follow the family of its root_id")
 		}
 		cur, loc := in.After, "query.after"
 		if cur == "" {
@@ -172,7 +179,7 @@ func (s *Server) registerEvents() {
 		}
 		return &huma.StreamResponse{Body: func(hctx huma.Context) {
 			defer release()
-			f := &follower{s: s, ctx: hctx.Context(), root: root.ID, after: after}
+			f := &follower{s: s, sc: sc, ctx: hctx.Context(), root: root.ID, after: after}
 			f.serve(hctx, true)
 		}}, nil
 	})
@@ -184,10 +191,10 @@ func (s *Server) openStream(ctx context.Context) (func(), error) {
 		return nil, api.NewProblem(api.TypeUnavailable, "the server is stopping: resume the stream on another node")
 	}
 	p := principalOf(ctx)
-	if !s.streams.acquire(p.name, s.cfg.Limits.StreamsPerToken) {
-		return nil, api.NewProblem(api.TypeTooManyStreams, fmt.Sprintf("token %s holds %d streams open: at most %d", p.name, s.cfg.Limits.StreamsPerToken, s.cfg.Limits.StreamsPerToken))
+	if !s.streams.acquire(p.Name, s.cfg.Limits.StreamsPerToken) {
+		return nil, api.NewProblem(api.TypeTooManyStreams, fmt.Sprintf("token %s holds %d streams open: at most %d", p.Name, s.cfg.Limits.StreamsPerToken, s.cfg.Limits.StreamsPerToken))
 	}
-	return func() { s.streams.release(p.name) }, nil
+	return func() { s.streams.release(p.Name) }, nil
 }
 
 // parseFamilyCursor reads RUN=POS,RUN=POS.
@@ -229,6 +236,7 @@ func familyCursor(runs []string, after map[string]int64) string {
 // heartbeat between reads. Nothing is buffered but one page.
 type follower struct {
 	s     *Server
+	sc    *hitch.Scope // what the stream's principal may read
 	ctx   context.Context
 	root  string // the family's root, for a family stream
 	runs  []string
@@ -255,7 +263,7 @@ func (f *follower) serve(hctx huma.Context, family bool) {
 	subscribed := map[string]bool{}
 	defer func() {
 		for id := range subscribed {
-			f.s.hub.unsubscribe(id, f.wake)
+			f.s.hub.unsubscribe(hubKey(id), f.wake)
 		}
 	}()
 	lim := f.s.cfg.Limits
@@ -278,7 +286,7 @@ func (f *follower) serve(hctx huma.Context, family bool) {
 		}
 		for _, id := range f.runs {
 			if !subscribed[id] {
-				f.s.hub.subscribe(id, f.wake)
+				f.s.hub.subscribe(hubKey(id), f.wake)
 				subscribed[id] = true
 			}
 		}
@@ -312,7 +320,7 @@ func (f *follower) serve(hctx huma.Context, family bool) {
 // familyRuns lists a family's runs, root first, in a stable order.
 func (f *follower) familyRuns() ([]string, error) {
 	max := f.s.cfg.Limits.FamilyStreamRuns
-	rows, err := f.s.cfg.Store.RunList(f.ctx, store.RunListParams{RootID: f.root, Limit: max + 1})
+	rows, _, err := f.sc.Runs(f.ctx, hitch.RunsParams{RootID: f.root, Limit: max + 1})
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +352,7 @@ func (f *follower) pass(family bool) (done, ok bool) {
 	var last hitch.Run
 	for _, id := range f.runs {
 		for {
-			es, err := f.s.cfg.Runtime.Journal(f.ctx, id, f.after[id], page)
+			es, err := f.sc.Journal(f.ctx, id, f.after[id], page)
 			if err != nil {
 				f.fail(err)
 				return false, false
@@ -369,7 +377,7 @@ func (f *follower) pass(family bool) (done, ok bool) {
 			default:
 			}
 		}
-		run, err := f.s.cfg.Runtime.Get(f.ctx, id)
+		run, err := f.sc.Get(f.ctx, id)
 		if err != nil {
 			f.fail(err)
 			return false, false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,53 +24,128 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// TestMCPMount: the MCP tools of hitch mcp answer at /mcp over
-// streamable HTTP, behind the same bearer auth: an admin starts and waits
-// for a run; other roles and tenants, and requests without a token, are
-// refused.
-func TestMCPMount(t *testing.T) {
-	e := newEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	tr := &mcp.StreamableClientTransport{Endpoint: e.p.url + "/mcp", DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearer{tokAdmin, http.DefaultTransport}}}
+// mcpSession connects to /mcp with a token.
+func mcpSession(t *testing.T, ctx context.Context, url, token string) *mcp.ClientSession {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: url + "/mcp", DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, tr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
-	call := func(name string, args map[string]any) map[string]any {
-		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil || res.IsError {
-			b, _ := json.Marshal(res)
-			t.Fatalf("%s: %v %s", name, err, b)
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// callTool calls a tool; the text is the error's when the tool refused.
+func callTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (out map[string]any, refusal string) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if res.IsError {
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				refusal += tc.Text
+			}
 		}
-		var out map[string]any
-		b, _ := json.Marshal(res.StructuredContent)
-		_ = json.Unmarshal(b, &out)
+		return nil, refusal
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &out)
+	return out, ""
+}
+
+// TestMCPMount: the MCP tools of hitch mcp answer at /mcp over
+// streamable HTTP, behind the same bearer auth and the same gate as /v1:
+// an admin starts and waits for a run; a viewer reads it and is refused
+// commands; another tenant's token finds none of it, exactly as an id
+// nobody uses, and answers nothing of it; no token is refused.
+func TestMCPMount(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := mcpSession(t, ctx, e.p.url, tokAdmin)
+	must := func(cs *mcp.ClientSession, name string, args map[string]any) map[string]any {
+		t.Helper()
+		out, refusal := callTool(t, ctx, cs, name, args)
+		if refusal != "" {
+			t.Fatalf("%s: refused: %s", name, refusal)
+		}
 		return out
 	}
-	call("start_run", map[string]any{"agent": "quick", "input": "hi", "id": "m1"})
-	if done := call("wait_run", map[string]any{"run_id": "m1", "timeout_seconds": 30}); done["status"] != "completed" {
+	must(admin, "start_run", map[string]any{"agent": "quick", "input": "hi", "id": "m1"})
+	if done := must(admin, "wait_run", map[string]any{"run_id": "m1", "timeout_seconds": 30}); done["status"] != "completed" {
 		t.Fatalf("m1: %v", done)
 	}
 	// The run is the API's too.
 	if r := wait(t, e.view, "m1"); r.Outcome == nil || r.Outcome.Answer != "quick done" {
 		t.Errorf("m1 by the API: %+v", r)
 	}
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
-	for _, c := range []struct {
-		cl     *client
-		status int
-		typ    string
-	}{
-		{&client{t: t, url: e.p.url}, 401, api.TypeUnauthorized},
-		{e.view, 403, api.TypeForbidden},
-		{e.op, 403, api.TypeForbidden},
-		{e.other, 403, api.TypeForbidden},
-	} {
-		c.cl.spec = nil
-		c.cl.do("POST", "/mcp", body, "Accept", "application/json, text/event-stream").want(t, c.status, c.typ)
+	start(t, e.admin, "gate", "deploy", "g1")
+	if r := wait(t, e.view, "g1"); r.Status != "waiting" {
+		t.Fatalf("g1: %+v", r)
 	}
+	view := mcpSession(t, ctx, e.p.url, tokView)
+	if got := must(view, "run_status", map[string]any{"run_id": "m1"}); got["status"] != "completed" {
+		t.Errorf("a viewer's run_status: %v", got)
+	}
+	if got := must(view, "list_approvals", map[string]any{}); len(got["approvals"].([]any)) != 1 {
+		t.Errorf("a viewer's list_approvals: %v", got)
+	}
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"start_run", map[string]any{"agent": "quick", "input": "hi"}},
+		{"cancel_run", map[string]any{"run_id": "g1"}},
+		{"answer_approval", map[string]any{"run_id": "g1", "call": "t1c1", "approve": false}},
+	} {
+		if _, refusal := callTool(t, ctx, view, c.name, c.args); !strings.Contains(refusal, "forbidden") {
+			t.Errorf("a viewer's %s: %q", c.name, refusal)
+		}
+	}
+	// Tenant b: every tool answers for a's run exactly as for a missing
+	// one, and lists hold nothing of a's.
+	other := mcpSession(t, ctx, e.p.url, tokB)
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"run_status", map[string]any{"run_id": "ID"}},
+		{"wait_run", map[string]any{"run_id": "ID", "timeout_seconds": 1}},
+		{"cancel_run", map[string]any{"run_id": "ID"}},
+		{"list_approvals", map[string]any{"run_id": "ID"}},
+		{"answer_approval", map[string]any{"run_id": "ID", "call": "t1c1", "approve": false}},
+	} {
+		with := func(id string) map[string]any {
+			args := map[string]any{}
+			for k, v := range c.args {
+				if v == "ID" {
+					v = id
+				}
+				args[k] = v
+			}
+			return args
+		}
+		_, theirs := callTool(t, ctx, other, c.name, with("g1"))
+		_, none := callTool(t, ctx, other, c.name, with("zz"))
+		if theirs == "" || theirs != none || strings.Contains(theirs, "g1") {
+			t.Errorf("tenant b's %s: on a's run %q, on a missing one %q", c.name, theirs, none)
+		}
+	}
+	if got := must(other, "list_approvals", map[string]any{}); len(got["approvals"].([]any)) != 0 {
+		t.Errorf("tenant b lists a's approvals: %v", got)
+	}
+	// Tenant b starting g1 starts its own, and a's g1 is untouched.
+	if got := must(other, "start_run", map[string]any{"agent": "quick", "input": "mine", "id": "g1"}); got["created"] != true {
+		t.Errorf("tenant b starting g1: %v", got)
+	}
+	if r := wait(t, e.view, "g1"); r.Status != "waiting" {
+		t.Errorf("a's g1 after b's start: %+v", r)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	anon := &client{t: t, url: e.p.url}
+	anon.do("POST", "/mcp", body, "Accept", "application/json, text/event-stream").want(t, 401, api.TypeUnauthorized)
 }

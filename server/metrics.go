@@ -24,9 +24,9 @@ func (s *Server) mountMetrics(mux *http.ServeMux) {
 	}
 	mux.Handle("GET "+metricsPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principalOf(r.Context())
-		if p.tenant != defaultTenant || !p.may(api.RoleViewer) {
+		if p.Tenant != defaultTenant || !p.Role.Valid() {
 			writeProblem(w, r, api.NewProblem(api.TypeForbidden,
-				fmt.Sprintf("token %s is of tenant %s; /metrics serves tokens of tenant %s", p.name, p.tenant, defaultTenant)))
+				fmt.Sprintf("token %s is of tenant %s; /metrics serves tokens of tenant %s", p.Name, p.Tenant, defaultTenant)))
 			return
 		}
 		s.cfg.Metrics.ServeHTTP(w, r)

@@ -72,6 +72,31 @@ func invalid(loc, format string, args ...any) error {
 	return p
 }
 
+// problemTypes maps the runtime's refusals (hitch.Refusal) to the
+// problems of the table; loc names the refused field of an invalid
+// request. A refusal not listed is refused. A problem's detail is the
+// refusal's fixed text, never the wrapped chain: that names ids, paths and
+// texts the caller sent, and a problem never repeats what the caller sent.
+var problemTypes = map[error]struct{ typ, loc string }{
+	hitch.ErrNotFound:            {api.TypeNotFound, ""},
+	hitch.ErrUnknownCall:         {api.TypeNotFound, ""},
+	hitch.ErrSessionNotFound:     {api.TypeNotFound, ""},
+	hitch.ErrMessageNotFound:     {api.TypeNotFound, ""},
+	hitch.ErrRunnerBusy:          {api.TypeBusy, ""},
+	hitch.ErrApprovalExpired:     {api.TypeExpired, ""},
+	hitch.ErrEnded:               {api.TypeEnded, ""},
+	approval.ErrBadCredential:    {api.TypeBadCredential, ""},
+	approval.ErrOtherRequirement: {api.TypeBadCredential, ""},
+	approval.ErrNoApprovers:      {api.TypeBadCredential, ""},
+	approval.ErrOtherApprovers:   {api.TypeBadCredential, ""},
+	approval.ErrProofExpired:     {api.TypeBadCredential, ""},
+	hitch.ErrSessionAgent:        {api.TypeConflict, ""},
+	hitch.ErrBadRunID:            {api.TypeInvalid, "body.id"},
+	hitch.ErrBadSessionID:        {api.TypeInvalid, "body.id"},
+	hitch.ErrMessageTooLarge:     {api.TypeInvalid, "body.text"},
+	hitch.ErrBadCursor:           {api.TypeInvalid, "query.after"},
+}
+
 // problemOf maps an error of the runtime to a problem of the table. An
 // error it does not know is internal: its text is not sent.
 func problemOf(err error, op string) error {
@@ -79,37 +104,30 @@ func problemOf(err error, op string) error {
 	if errors.As(err, &p) {
 		return p
 	}
-	typ := api.TypeInternal
-	switch {
-	case errors.Is(err, hitch.ErrNotFound), errors.Is(err, hitch.ErrUnknownCall):
-		typ = api.TypeNotFound
-	case errors.Is(err, hitch.ErrRunnerBusy):
-		typ = api.TypeBusy
-	case errors.Is(err, hitch.ErrApprovalExpired):
-		typ = api.TypeExpired
-	case errors.Is(err, hitch.ErrEnded):
-		typ = api.TypeEnded
-	case errors.Is(err, approval.ErrBadCredential), errors.Is(err, approval.ErrOtherRequirement),
-		errors.Is(err, approval.ErrNoApprovers), errors.Is(err, approval.ErrOtherApprovers),
-		errors.Is(err, approval.ErrProofExpired):
-		typ = api.TypeBadCredential
-	case errors.Is(err, hitch.ErrNotUncertain), errors.Is(err, hitch.ErrReconciled),
-		errors.Is(err, hitch.ErrNoApproval), errors.Is(err, hitch.ErrAnswered),
-		errors.Is(err, hitch.ErrDeniedAtAnswer), errors.Is(err, hitch.ErrNoWorkspace),
-		errors.Is(err, hitch.ErrUnknownAgent),
-		errors.Is(err, hitch.ErrNoWake), errors.Is(err, hitch.ErrWakeDelivered), errors.Is(err, hitch.ErrWakeExpired),
-		errors.Is(err, hitch.ErrNotPending), errors.Is(err, hitch.ErrCallCompleted), errors.Is(err, hitch.ErrCallTimedOut),
-		errors.Is(err, hitch.ErrNotHeld):
-		typ = api.TypeRefused
-	case errors.Is(err, hitch.ErrBadRunID):
-		typ = api.TypeInvalid
-	case errors.Is(err, errStopping):
-		typ = api.TypeUnavailable
+	if errors.Is(err, errStopping) {
+		return api.NewProblem(api.TypeUnavailable, errStopping.Error())
 	}
-	if typ == api.TypeInternal {
+	var state *hitch.MessageStateError
+	if errors.As(err, &state) {
+		return api.NewProblem(api.TypeRefused, fmt.Sprintf("the message is %s, not queued", state.State))
+	}
+	r := hitch.Refusal(err)
+	if r == nil {
 		return internalError{op: op, err: err}
 	}
-	return api.NewProblem(typ, err.Error())
+	if errors.Is(r, hitch.ErrForbidden) {
+		// It names the principal, its role and the role needed: the
+		// server's config, not the caller's words.
+		return api.NewProblem(api.TypeForbidden, r.Error())
+	}
+	m, ok := problemTypes[r]
+	switch {
+	case !ok:
+		return api.NewProblem(api.TypeRefused, r.Error())
+	case m.loc != "":
+		return invalid(m.loc, "%s", r)
+	}
+	return api.NewProblem(m.typ, r.Error())
 }
 
 // internalError is an error whose text stays in the server's log.

@@ -1,11 +1,8 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -48,9 +45,9 @@ func (s *Server) registerRuns() {
 	}, func(ctx context.Context, in *struct {
 		ID string `path:"id" maxLength:"128" doc:"The run's id."`
 	}) (*runOut, error) {
-		run, err := s.run(ctx, in.ID)
+		run, err := s.scope(ctx).Get(ctx, in.ID)
 		if err != nil {
-			return nil, err
+			return nil, s.fail("get run", err)
 		}
 		return &runOut{s.withWaiting(ctx, wireRun(run))}, nil
 	})
@@ -70,17 +67,15 @@ func (s *Server) registerRuns() {
 		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
 		Body *api.Cancel
 	}) (*runOut, error) {
-		if err := need(ctx, api.RoleOperator); err != nil {
-			return nil, err
-		}
-		if _, err := s.run(ctx, in.ID); err != nil {
-			return nil, err
-		}
 		var b api.Cancel
 		if in.Body != nil {
 			b = *in.Body
 		}
-		run, err := s.cfg.Runtime.Cancel(ctx, in.ID, hitch.CancelBy(cmp.Or(b.By, principalOf(ctx).name)), hitch.CancelReason(strings.TrimSpace(b.Reason)))
+		opts := []hitch.CancelOption{hitch.CancelReason(strings.TrimSpace(b.Reason))}
+		if b.By != "" {
+			opts = append(opts, hitch.CancelBy(b.By))
+		}
+		run, err := s.scope(ctx).Cancel(ctx, in.ID, opts...)
 		if err != nil {
 			return nil, s.fail("cancel", err)
 		}
@@ -95,21 +90,14 @@ func (s *Server) registerRuns() {
 		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
 		Body api.Reconcile
 	}) (*runOut, error) {
-		if err := need(ctx, api.RoleOperator); err != nil {
+		if err := s.can(ctx, "Reconcile"); err != nil {
 			return nil, err
 		}
 		if given := btoi(in.Body.Output != "") + btoi(in.Body.Error != "") + btoi(in.Body.Unconfirmed); given != 1 {
 			return nil, invalid("body.output", "give one of output, error or unconfirmed: true")
 		}
-		if _, err := s.run(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		by := in.Body.By
-		if by == "" {
-			by = principalOf(ctx).name
-		}
-		rec := hitch.Reconciliation{Call: in.Body.Call, Output: in.Body.Output, Unconfirmed: in.Body.Unconfirmed, Error: in.Body.Error, By: by}
-		if err := s.cfg.Runtime.Reconcile(ctx, in.ID, rec); err != nil {
+		rec := hitch.Reconciliation{Call: in.Body.Call, Output: in.Body.Output, Unconfirmed: in.Body.Unconfirmed, Error: in.Body.Error, By: in.Body.By}
+		if err := s.scope(ctx).Reconcile(ctx, in.ID, rec); err != nil {
 			return nil, s.fail("reconcile", err)
 		}
 		return s.runAfter(ctx, in.ID)
@@ -123,13 +111,7 @@ func (s *Server) registerRuns() {
 		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
 		Body api.Wake
 	}) (*runOut, error) {
-		if err := need(ctx, api.RoleOperator); err != nil {
-			return nil, err
-		}
-		if _, err := s.run(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		if err := s.cfg.Runtime.Wake(ctx, in.ID, in.Body.Event, in.Body.Data, cmp.Or(in.Body.By, principalOf(ctx).name)); err != nil {
+		if err := s.scope(ctx).Wake(ctx, in.ID, in.Body.Event, in.Body.Data, in.Body.By); err != nil {
 			return nil, s.fail("wake", err)
 		}
 		return s.runAfter(ctx, in.ID)
@@ -144,7 +126,7 @@ func (s *Server) registerRuns() {
 		Call string `path:"call" maxLength:"128" doc:"The call's id."`
 		Body api.CompleteCall
 	}) (*runOut, error) {
-		if err := need(ctx, api.RoleOperator); err != nil {
+		if err := s.can(ctx, "CompleteCall"); err != nil {
 			return nil, err
 		}
 		if in.Body.Output != "" && in.Body.Error != "" {
@@ -153,12 +135,8 @@ func (s *Server) registerRuns() {
 		if !in.Body.Execute && in.Body.Output == "" && in.Body.Error == "" {
 			return nil, invalid("body.output", "give output, error or execute: true")
 		}
-		if _, err := s.run(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		c := hitch.Completion{Call: in.Call, Output: in.Body.Output, Error: in.Body.Error, Execute: in.Body.Execute,
-			By: cmp.Or(in.Body.By, principalOf(ctx).name)}
-		if err := s.cfg.Runtime.CompleteCall(ctx, in.ID, c); err != nil {
+		c := hitch.Completion{Call: in.Call, Output: in.Body.Output, Error: in.Body.Error, Execute: in.Body.Execute, By: in.Body.By}
+		if err := s.scope(ctx).CompleteCall(ctx, in.ID, c); err != nil {
 			return nil, s.fail("complete call", err)
 		}
 		return s.runAfter(ctx, in.ID)
@@ -172,10 +150,7 @@ func (s *Server) registerRuns() {
 		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
 		Call string `path:"call" maxLength:"256" doc:"The call's id: t<turn>c<n>."`
 	}) (*struct{ Body api.Call }, error) {
-		if _, err := s.run(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		c, err := s.cfg.Runtime.Call(ctx, in.ID, in.Call)
+		c, err := s.scope(ctx).Call(ctx, in.ID, in.Call)
 		if err != nil {
 			return nil, s.fail("read call", err)
 		}
@@ -193,7 +168,7 @@ func (s *Server) startRun(ctx context.Context, in *struct {
 	Status int
 	Body   api.StartedRun
 }, error) {
-	if err := need(ctx, api.RoleAdmin); err != nil {
+	if err := s.can(ctx, "Start"); err != nil {
 		return nil, err
 	}
 	if s.stopping.Load() {
@@ -202,24 +177,15 @@ func (s *Server) startRun(ctx context.Context, in *struct {
 	b := in.Body
 	a, ok := s.agents[b.Agent]
 	if !ok {
-		return nil, invalid("body.agent", "%q is not an agent of this server (GET /v1/agents lists them)", b.Agent)
+		return nil, invalid("body.agent", "is not an agent of this server (GET /v1/agents lists them)")
 	}
 	if strings.TrimSpace(b.Input) == "" {
 		return nil, invalid("body.input", "is blank")
 	}
-	p := principalOf(ctx)
-	opts, err := startOptions(p.tenant)
-	if err != nil {
-		return nil, api.NewProblem(api.TypeForbidden, err.Error())
-	}
+	var opts []hitch.StartOption
 	if b.ID != "" {
 		if err := hitch.CheckRunID(b.ID); err != nil {
-			return nil, invalid("body.id", "%v", err)
-		}
-		// An id another tenant holds is not revealed: the start is
-		// refused as a conflict without saying whose it is.
-		if run, err := s.cfg.Runtime.Get(ctx, b.ID); err == nil && runTenant(run) != p.tenant {
-			return nil, api.NewProblem(api.TypeConflict, fmt.Sprintf("run id %s cannot be used: choose another", b.ID))
+			return nil, invalid("body.id", "want 1 to %d letters, digits and . _ : -", hitch.MaxRunIDBytes)
 		}
 		opts = append(opts, hitch.WithID(b.ID))
 	}
@@ -232,15 +198,12 @@ func (s *Server) startRun(ctx context.Context, in *struct {
 		}
 		opts = append(opts, hitch.WithMetadata(b.Metadata))
 	}
-	res, err := s.cfg.Runtime.Start(ctx, a, b.Input, opts...)
+	res, err := s.scope(ctx).Start(ctx, a, b.Input, opts...)
 	if err != nil {
 		return nil, s.fail("start", err)
 	}
-	if runTenant(res.Run) != p.tenant {
-		return nil, api.NewProblem(api.TypeConflict, fmt.Sprintf("run id %s cannot be used: choose another", b.ID))
-	}
 	if !res.Created && !res.SameInput {
-		return nil, api.NewProblem(api.TypeConflict, fmt.Sprintf("run %s exists with another agent or input", res.Run.ID))
+		return nil, api.NewProblem(api.TypeConflict, "a run with this id exists with another agent or input")
 	}
 	status := http.StatusCreated
 	if !res.Created {
@@ -267,16 +230,15 @@ type listRunsIn struct {
 }
 
 func (s *Server) listRunsOp(ctx context.Context, in *listRunsIn) (*struct{ Body api.RunPage }, error) {
-	p := principalOf(ctx)
-	rp := runsParams{tenant: p.tenant, agent: in.Agent, parentID: in.ParentID, rootID: in.RootID, after: in.After, limit: in.Limit}
+	rp := hitch.RunsParams{Agent: in.Agent, ParentID: in.ParentID, RootID: in.RootID, After: in.After, Limit: in.Limit}
 	if err := applyFilters(&rp, in.CreatedAfter, in.CreatedBefore, in.Q); err != nil {
 		return nil, err
 	}
 	for _, st := range in.Status {
-		rp.statuses = append(rp.statuses, hitchtype.Status(st))
+		rp.Statuses = append(rp.Statuses, hitchtype.Status(st))
 	}
-	rp.reasons = reasons(in.Reason)
-	runs, next, err := s.listRuns(ctx, rp)
+	rp.Reasons = reasons(in.Reason)
+	runs, next, err := s.scope(ctx).Runs(ctx, rp)
 	if err != nil {
 		return nil, s.fail("list runs", err)
 	}
@@ -291,19 +253,20 @@ func (s *Server) waitRun(ctx context.Context, in *struct {
 	ID      string `path:"id" maxLength:"128" doc:"The run's id."`
 	Timeout int    `query:"timeout" minimum:"0" maximum:"3600" default:"30" doc:"Seconds to wait at most; the server bounds it by its MaxWait."`
 }) (*runOut, error) {
-	if _, err := s.run(ctx, in.ID); err != nil {
-		return nil, err
+	sc := s.scope(ctx)
+	if _, err := sc.Get(ctx, in.ID); err != nil {
+		return nil, s.fail("wait", err)
 	}
 	wait := min(time.Duration(in.Timeout)*time.Second, s.cfg.Limits.MaxWait)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	run, err := s.cfg.Runtime.Await(wctx, in.ID)
+	run, err := sc.Await(wctx, in.ID)
 	if err != nil {
 		if wctx.Err() == nil || ctx.Err() != nil {
 			return nil, s.fail("wait", err)
 		}
-		if run, err = s.run(ctx, in.ID); err != nil {
-			return nil, err
+		if run, err = sc.Get(ctx, in.ID); err != nil {
+			return nil, s.fail("wait", err)
 		}
 	}
 	return &runOut{wireRun(run)}, nil
@@ -314,10 +277,7 @@ func (s *Server) readJournal(ctx context.Context, in *struct {
 	After int64  `query:"after" minimum:"0" doc:"Entries after this position."`
 	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Entries per page."`
 }) (*struct{ Body api.EntryPage }, error) {
-	if _, err := s.run(ctx, in.ID); err != nil {
-		return nil, err
-	}
-	es, err := s.cfg.Runtime.Journal(ctx, in.ID, in.After, in.Limit)
+	es, err := s.scope(ctx).Journal(ctx, in.ID, in.After, in.Limit)
 	if err != nil {
 		return nil, s.fail("read journal", err)
 	}
@@ -332,27 +292,8 @@ func (s *Server) readJournal(ctx context.Context, in *struct {
 	return &struct{ Body api.EntryPage }{page}, nil
 }
 
-// run reads a run the request's tenant may see; another tenant's run is
-// not found.
-func (s *Server) run(ctx context.Context, id string) (hitch.Run, error) {
-	run, err := s.cfg.Runtime.Get(ctx, id)
-	if errors.Is(err, hitch.ErrNotFound) || (err == nil && runTenant(run) != principalOf(ctx).tenant) {
-		return hitch.Run{}, runNotFound(id)
-	}
-	if err != nil {
-		return hitch.Run{}, s.fail("get run", err)
-	}
-	return run, nil
-}
-
-// runNotFound is the one answer for a run that does not exist and for one
-// of another tenant.
-func runNotFound(id string) error {
-	return api.NewProblem(api.TypeNotFound, fmt.Sprintf("no run %s", id))
-}
-
 func wireRun(r hitch.Run) api.Run {
-	out := api.Run{ID: r.ID, Tenant: runTenant(r), RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
+	out := api.Run{ID: r.ID, Tenant: r.Tenant, RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
 		Status: string(r.Status), Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Title: r.Title}
 	if o := r.Outcome; o != nil {
 		out.Outcome = &api.Outcome{Status: string(o.Status), Answer: o.Answer, Raw: o.Raw, Reason: o.Reason, Error: o.Error,
@@ -410,7 +351,7 @@ func (s *Server) withWaiting(ctx context.Context, r api.Run) api.Run {
 	if r.Status != string(hitchtype.StatusWaiting) || r.Position < 1 {
 		return r
 	}
-	es, err := s.cfg.Runtime.Journal(ctx, r.ID, r.Position-1, 1)
+	es, err := s.scope(ctx).Journal(ctx, r.ID, r.Position-1, 1)
 	if err != nil || len(es) != 1 || es[0].Kind != hitchtype.KindRunWaiting {
 		return r
 	}
@@ -423,9 +364,9 @@ func (s *Server) withWaiting(ctx context.Context, r api.Run) api.Run {
 
 // runAfter answers a command with the run as it stands after it.
 func (s *Server) runAfter(ctx context.Context, id string) (*runOut, error) {
-	run, err := s.run(ctx, id)
+	run, err := s.scope(ctx).Get(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, s.fail("get run", err)
 	}
 	return &runOut{wireRun(run)}, nil
 }

@@ -187,7 +187,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // as (or call it from) the runtime's Config.OnEvent. It never blocks.
 func (s *Server) Notify(e hitch.Event) {
 	if e.RunID != "" && len(e.Entries) > 0 {
-		s.hub.wake(e.RunID)
+		s.hub.wake(hubKey(e.RunID))
 	}
 }
 

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -19,9 +18,6 @@ import (
 // The session routes: conversations with an agent, their message queues,
 // journals and event streams. A session belongs to a tenant; another
 // tenant's session answers 404, exactly as one that does not exist.
-
-// sessionTenant is the tenant a session belongs to.
-func sessionTenant(ses hitch.Session) string { return ses.Tenant }
 
 // sessionKey names a session's stream in the hub. Run ids never hold a
 // slash, so a session's key never wakes a run's stream.
@@ -57,9 +53,9 @@ func (s *Server) registerSessions() {
 		OperationID: "get-session", Method: http.MethodGet, Path: "/v1/sessions/{id}", Tags: []string{"sessions"},
 		Summary: "Show one session", Errors: []int{http.StatusNotFound},
 	}, func(ctx context.Context, in *sessionIn) (*sessionOut, error) {
-		ses, err := s.session(ctx, in.ID)
+		ses, err := s.scope(ctx).GetSession(ctx, in.ID)
 		if err != nil {
-			return nil, err
+			return nil, s.fail("get session", err)
 		}
 		return &sessionOut{wireSession(ses)}, nil
 	})
@@ -83,19 +79,14 @@ func (s *Server) registerSessions() {
 		Description: "A durable cancel of the running submission's run: it ends aborted and the next queued message starts. Idempotent; an idle session is left as it is.",
 		Errors:      []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict},
 	}, func(ctx context.Context, in *sessionIn) (*sessionOut, error) {
-		if err := need(ctx, api.RoleOperator); err != nil {
-			return nil, err
-		}
-		if _, err := s.session(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		if err := s.cfg.Runtime.Interrupt(ctx, in.ID); err != nil {
-			return nil, s.sessionFail("interrupt", err)
+		sc := s.scope(ctx)
+		if err := sc.Interrupt(ctx, in.ID); err != nil {
+			return nil, s.fail("interrupt", err)
 		}
 		s.hub.wake(sessionKey(in.ID))
-		ses, err := s.session(ctx, in.ID)
+		ses, err := sc.GetSession(ctx, in.ID)
 		if err != nil {
-			return nil, err
+			return nil, s.fail("interrupt", err)
 		}
 		return &sessionOut{wireSession(ses)}, nil
 	})
@@ -106,12 +97,9 @@ func (s *Server) registerSessions() {
 		ID    string `path:"id" maxLength:"128" doc:"The session's id."`
 		Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Messages at most."`
 	}) (*struct{ Body api.Queue }, error) {
-		if _, err := s.session(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		q, err := s.cfg.Runtime.Queue(ctx, in.ID, in.Limit)
+		q, err := s.scope(ctx).Queue(ctx, in.ID, in.Limit)
 		if err != nil {
-			return nil, s.sessionFail("queue", err)
+			return nil, s.fail("queue", err)
 		}
 		return &struct{ Body api.Queue }{api.Queue{Messages: wireQueue(q)}}, nil
 	})
@@ -124,14 +112,8 @@ func (s *Server) registerSessions() {
 		Message string `path:"message" maxLength:"128" doc:"The queued message's id."`
 		Body    api.Edit
 	}) (*struct{ Body api.Queue }, error) {
-		if err := need(ctx, api.RoleAdmin); err != nil {
-			return nil, err
-		}
-		if _, err := s.session(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		if err := s.cfg.Runtime.Edit(ctx, in.ID, in.Message, in.Body.Text); err != nil {
-			return nil, s.sessionFail("edit", err)
+		if err := s.scope(ctx).Edit(ctx, in.ID, in.Message, in.Body.Text); err != nil {
+			return nil, s.fail("edit", err)
 		}
 		s.hub.wake(sessionKey(in.ID))
 		return s.queueOut(ctx, in.ID)
@@ -144,14 +126,8 @@ func (s *Server) registerSessions() {
 		ID      string `path:"id" maxLength:"128" doc:"The session's id."`
 		Message string `path:"message" maxLength:"128" doc:"The queued message's id."`
 	}) (*struct{ Body api.Queue }, error) {
-		if err := need(ctx, api.RoleAdmin); err != nil {
-			return nil, err
-		}
-		if _, err := s.session(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		if err := s.cfg.Runtime.Remove(ctx, in.ID, in.Message); err != nil {
-			return nil, s.sessionFail("remove", err)
+		if err := s.scope(ctx).Remove(ctx, in.ID, in.Message); err != nil {
+			return nil, s.fail("remove", err)
 		}
 		s.hub.wake(sessionKey(in.ID))
 		return s.queueOut(ctx, in.ID)
@@ -160,12 +136,9 @@ func (s *Server) registerSessions() {
 		OperationID: "session-status", Method: http.MethodGet, Path: "/v1/sessions/{id}/status", Tags: []string{"sessions"},
 		Summary: "A session's state: its queue, submissions and usage", Errors: []int{http.StatusNotFound},
 	}, func(ctx context.Context, in *sessionIn) (*struct{ Body api.SessionStatus }, error) {
-		if _, err := s.session(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		st, err := s.cfg.Runtime.SessionStatus(ctx, in.ID)
+		st, err := s.scope(ctx).SessionStatus(ctx, in.ID)
 		if err != nil {
-			return nil, s.sessionFail("session status", err)
+			return nil, s.fail("session status", err)
 		}
 		return &struct{ Body api.SessionStatus }{wireSessionStatus(st)}, nil
 	})
@@ -177,12 +150,9 @@ func (s *Server) registerSessions() {
 		After int64  `query:"after" minimum:"0" doc:"Entries after this position."`
 		Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Entries per page."`
 	}) (*struct{ Body api.SessionEntryPage }, error) {
-		if _, err := s.session(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		es, err := s.cfg.Runtime.SessionJournal(ctx, in.ID, in.After, in.Limit)
+		es, err := s.scope(ctx).SessionJournal(ctx, in.ID, in.After, in.Limit)
 		if err != nil {
-			return nil, s.sessionFail("session transcript", err)
+			return nil, s.fail("session transcript", err)
 		}
 		page := api.SessionEntryPage{Entries: make([]api.SessionEntry, 0, len(es))}
 		for _, e := range es {
@@ -209,8 +179,9 @@ func (s *Server) registerSessions() {
 		After       string `query:"after" maxLength:"32" doc:"Resume after this event id (as Last-Event-ID)."`
 		LastEventID string `header:"Last-Event-ID" maxLength:"32" doc:"Resume after this event id; ?after wins when both are given."`
 	}) (*huma.StreamResponse, error) {
-		if _, err := s.session(ctx, in.ID); err != nil {
-			return nil, err
+		sc := s.scope(ctx)
+		if _, err := sc.GetSession(ctx, in.ID); err != nil {
+			return nil, s.fail("stream", err)
 		}
 		cur, loc := in.After, "query.after"
 		if cur == "" {
@@ -231,7 +202,7 @@ func (s *Server) registerSessions() {
 		return &huma.StreamResponse{Body: func(hctx huma.Context) {
 			defer release()
 			key := sessionKey(in.ID)
-			f := &follower{s: s, ctx: hctx.Context(), session: in.ID, after: map[string]int64{key: after}, runs: []string{key}}
+			f := &follower{s: s, sc: sc, ctx: hctx.Context(), session: in.ID, after: map[string]int64{key: after}, runs: []string{key}}
 			f.serve(hctx, false)
 		}}, nil
 	})
@@ -243,36 +214,17 @@ func (s *Server) createSession(ctx context.Context, in *struct {
 	Status int
 	Body   api.CreatedSession
 }, error) {
-	if err := need(ctx, api.RoleAdmin); err != nil {
+	if err := s.can(ctx, "OpenSession"); err != nil {
 		return nil, err
 	}
 	b := in.Body
 	a, ok := s.agents[b.Agent]
 	if !ok {
-		return nil, invalid("body.agent", "%q is not an agent of this server (GET /v1/agents lists them)", b.Agent)
+		return nil, invalid("body.agent", "is not an agent of this server (GET /v1/agents lists them)")
 	}
-	p := principalOf(ctx)
-	created := true
-	if b.ID != "" {
-		// An id another tenant holds is not revealed: the create is
-		// refused as a conflict without saying whose it is.
-		old, err := s.cfg.Runtime.GetSession(ctx, b.ID)
-		switch {
-		case err == nil && sessionTenant(old) != p.tenant:
-			return nil, api.NewProblem(api.TypeConflict, fmt.Sprintf("session id %s cannot be used: choose another", b.ID))
-		case err == nil:
-			created = false
-		case !errors.Is(err, hitch.ErrSessionNotFound):
-			return nil, s.sessionFail("create session", err)
-		}
-	}
-	ses, err := s.cfg.Runtime.OpenSession(ctx, a, hitch.SessionOptions{ID: b.ID, Tenant: p.tenant, Metadata: b.Metadata})
-	if errors.Is(err, hitch.ErrSessionTenant) {
-		// Created meanwhile by another tenant: not revealed.
-		return nil, api.NewProblem(api.TypeConflict, fmt.Sprintf("session id %s cannot be used: choose another", b.ID))
-	}
+	ses, created, err := s.scope(ctx).OpenSession(ctx, a, hitch.SessionOptions{ID: b.ID, Metadata: b.Metadata})
 	if err != nil {
-		return nil, s.sessionFail("create session", err)
+		return nil, s.fail("create session", err)
 	}
 	status := http.StatusCreated
 	if !created {
@@ -285,20 +237,16 @@ func (s *Server) createSession(ctx context.Context, in *struct {
 }
 
 func (s *Server) listSessions(ctx context.Context, in *struct {
-	After string `query:"after" maxLength:"128" doc:"The cursor the previous page returned: the last session id of that page."`
+	After string `query:"after" maxLength:"512" doc:"The cursor the previous page returned."`
 	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"50" doc:"Sessions per page."`
 }) (*struct{ Body api.SessionPage }, error) {
-	p := principalOf(ctx)
-	page := api.SessionPage{Sessions: []api.Session{}}
-	list, err := s.cfg.Runtime.Sessions(ctx, hitch.SessionsParams{Tenant: p.tenant, After: in.After, Limit: in.Limit})
+	list, next, err := s.scope(ctx).Sessions(ctx, hitch.SessionsParams{After: in.After, Limit: in.Limit})
 	if err != nil {
-		return nil, s.sessionFail("list sessions", err)
+		return nil, s.fail("list sessions", err)
 	}
+	page := api.SessionPage{Sessions: make([]api.Session, 0, len(list)), Next: next}
 	for _, ses := range list {
 		page.Sessions = append(page.Sessions, wireSession(ses))
-	}
-	if len(list) == in.Limit {
-		page.Next = list[len(list)-1].ID
 	}
 	return &struct{ Body api.SessionPage }{page}, nil
 }
@@ -311,21 +259,18 @@ func (s *Server) send(ctx context.Context, in *struct {
 	Status int
 	Body   api.Sent
 }, error) {
-	if err := need(ctx, api.RoleAdmin); err != nil {
+	if err := s.can(ctx, "Send"); err != nil {
 		return nil, err
 	}
 	if s.stopping.Load() {
 		return nil, api.NewProblem(api.TypeUnavailable, "the server is stopping: send on another node")
 	}
-	if _, err := s.session(ctx, in.ID); err != nil {
-		return nil, err
-	}
 	if strings.TrimSpace(in.Body.Text) == "" {
 		return nil, invalid("body.text", "is blank")
 	}
-	res, err := s.cfg.Runtime.Send(ctx, in.ID, in.Body.Text, hitch.SendOptions{IdempotencyKey: in.Key, Mode: hitch.SendMode(in.Body.Mode)})
+	res, err := s.scope(ctx).Send(ctx, in.ID, in.Body.Text, hitch.SendOptions{IdempotencyKey: in.Key, Mode: hitch.SendMode(in.Body.Mode)})
 	if err != nil && res.MessageID == "" {
-		return nil, s.sessionFail("send", err)
+		return nil, s.fail("send", err)
 	}
 	// A send whose message was admitted but whose interrupt was not is
 	// still a durable admission: the message runs, after the active one.
@@ -341,43 +286,11 @@ func (s *Server) send(ctx context.Context, in *struct {
 }
 
 func (s *Server) queueOut(ctx context.Context, id string) (*struct{ Body api.Queue }, error) {
-	q, err := s.cfg.Runtime.Queue(ctx, id, 0)
+	q, err := s.scope(ctx).Queue(ctx, id, 0)
 	if err != nil {
-		return nil, s.sessionFail("queue", err)
+		return nil, s.fail("queue", err)
 	}
 	return &struct{ Body api.Queue }{api.Queue{Messages: wireQueue(q)}}, nil
-}
-
-// session reads a session the request's tenant may see; another tenant's
-// session is not found.
-func (s *Server) session(ctx context.Context, id string) (hitch.Session, error) {
-	ses, err := s.cfg.Runtime.GetSession(ctx, id)
-	if errors.Is(err, hitch.ErrSessionNotFound) || (err == nil && sessionTenant(ses) != principalOf(ctx).tenant) {
-		return hitch.Session{}, api.NewProblem(api.TypeNotFound, fmt.Sprintf("no session %s", id))
-	}
-	if err != nil {
-		return hitch.Session{}, s.sessionFail("get session", err)
-	}
-	return ses, nil
-}
-
-// sessionFail maps the session errors of the runtime to their problems;
-// any other error goes to fail.
-func (s *Server) sessionFail(op string, err error) error {
-	var state *hitch.MessageStateError
-	switch {
-	case errors.Is(err, hitch.ErrSessionNotFound), errors.Is(err, hitch.ErrMessageNotFound):
-		return api.NewProblem(api.TypeNotFound, err.Error())
-	case errors.As(err, &state):
-		return api.NewProblem(api.TypeRefused, err.Error())
-	case errors.Is(err, hitch.ErrMessageTooLarge):
-		return invalid("body.text", "%v", err)
-	case errors.Is(err, hitch.ErrBadSessionID):
-		return invalid("body.id", "%v", err)
-	case errors.Is(err, hitch.ErrSessionAgent):
-		return api.NewProblem(api.TypeConflict, err.Error())
-	}
-	return s.fail(op, err)
 }
 
 // sessionPass sends the session's journal entries past the cursor, a page
@@ -386,7 +299,7 @@ func (f *follower) sessionPass() (done, ok bool) {
 	page := hitch.DefaultServerJournalPage
 	key := sessionKey(f.session)
 	for {
-		es, err := f.s.cfg.Runtime.SessionJournal(f.ctx, f.session, f.after[key], page)
+		es, err := f.sc.SessionJournal(f.ctx, f.session, f.after[key], page)
 		if err != nil {
 			f.fail(err)
 			return false, false
@@ -410,7 +323,7 @@ func (f *follower) sessionPass() (done, ok bool) {
 }
 
 func wireSession(ses hitch.Session) api.Session {
-	return api.Session{ID: ses.ID, Tenant: sessionTenant(ses), Agent: ses.Agent, Version: ses.Version, Metadata: ses.Metadata,
+	return api.Session{ID: ses.ID, Tenant: ses.Tenant, Agent: ses.Agent, Version: ses.Version, Metadata: ses.Metadata,
 		ActiveRun: ses.ActiveRun, Position: ses.Position, Queued: ses.Queued, CreatedAt: ses.CreatedAt, UpdatedAt: ses.UpdatedAt}
 }
 

@@ -17,10 +17,7 @@ func (s *Server) registerWorkspaces() {
 	}, func(ctx context.Context, in *struct {
 		ID string `path:"id" maxLength:"128" doc:"The run's id."`
 	}) (*struct{ Body api.Roots }, error) {
-		if _, err := s.run(ctx, in.ID); err != nil {
-			return nil, err
-		}
-		roots, err := s.cfg.Runtime.Roots(ctx, in.ID)
+		roots, err := s.scope(ctx).Roots(ctx, in.ID)
 		if err != nil {
 			return nil, s.fail("list roots", err)
 		}
@@ -39,26 +36,27 @@ func (s *Server) registerWorkspaces() {
 			ID   string `path:"id" maxLength:"128" doc:"The run's id."`
 			Body api.Root
 		}) (*struct{ Body api.Roots }, error) {
-			if err := need(ctx, api.RoleOperator); err != nil {
+			sc := s.scope(ctx)
+			method := "GrantRoot"
+			if revoke {
+				method = "RevokeRoot"
+			}
+			if err := s.can(ctx, method); err != nil {
 				return nil, err
 			}
 			if !filepath.IsAbs(in.Body.Path) {
-				return nil, invalid("body.path", "%q is not absolute", in.Body.Path)
+				return nil, invalid("body.path", "is not an absolute path")
 			}
-			if _, err := s.run(ctx, in.ID); err != nil {
-				return nil, err
-			}
-			by := principalOf(ctx).name
 			var err error
 			if revoke {
-				err = s.cfg.Runtime.RevokeRoot(ctx, in.ID, in.Body.Path, by)
+				err = sc.RevokeRoot(ctx, in.ID, in.Body.Path)
 			} else {
-				err = s.cfg.Runtime.GrantRoot(ctx, in.ID, in.Body.Path, by)
+				err = sc.GrantRoot(ctx, in.ID, in.Body.Path)
 			}
 			if err != nil {
 				return nil, s.fail(op, err)
 			}
-			roots, err := s.cfg.Runtime.Roots(ctx, in.ID)
+			roots, err := sc.Roots(ctx, in.ID)
 			if err != nil {
 				return nil, s.fail(op, err)
 			}

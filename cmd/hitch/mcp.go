@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/server/mcpserver"
 )
@@ -44,7 +45,9 @@ func newMCP(g *globals, stdin io.Reader) *cobra.Command {
 				return err
 			}
 			defer e.close()
-			srv, err := mcpserver.New(mcpserver.Options{Runtime: e.rt, Agents: e.cfg.Agents, Credential: cred, MaxWait: maxWait, Version: version()})
+			// The local user owns the store: every tenant, every role.
+			local := e.rt.As(hitch.Principal{Name: "local", Tenant: hitch.AllTenants, Role: hitch.RoleAdmin})
+			srv, err := mcpserver.New(mcpserver.Options{Scope: local, Agents: e.cfg.Agents, Credential: cred, MaxWait: maxWait, Version: version()})
 			if err != nil {
 				return err
 			}

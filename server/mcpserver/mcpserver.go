@@ -5,9 +5,12 @@
 // agent's policy like any other run: the MCP client asks, the runtime keeps
 // the journal.
 //
-// The server is a client of the root package only. `hitch mcp` serves it on
-// standard input and output; it can also be mounted on an HTTP server with
-// the SDK's streamable-HTTP handler.
+// The server is a client of the root package only, and reaches the runtime
+// through one principal's view of it (hitch.Scope): `hitch mcp` serves the
+// local user's, of every tenant, on standard input and output; hitch serve
+// mounts one per token at /mcp, so each token reaches its tenant's runs
+// only and may do what its role may. A refused call is a tool error whose
+// text repeats nothing the caller sent.
 package mcpserver
 
 import (
@@ -30,8 +33,10 @@ const DefaultMaxWait = 60 * time.Second
 
 // Options configure a server.
 type Options struct {
-	// Runtime drives the runs. Required.
-	Runtime *hitch.Runtime
+	// Scope is the view of the runtime the tools reach it through: its
+	// principal's tenant and role decide what they see and may do.
+	// Required.
+	Scope *hitch.Scope
 	// Agents are the agents a client may start, by name. Required.
 	Agents []*hitch.Agent
 	// Credential, when set, is the approver identity this server answers
@@ -50,8 +55,8 @@ type server struct {
 
 // New returns an MCP server over the runtime.
 func New(opts Options) (*mcp.Server, error) {
-	if opts.Runtime == nil {
-		return nil, errors.New("mcp server: Options.Runtime is required")
+	if opts.Scope == nil {
+		return nil, errors.New("mcp server: Options.Scope is required")
 	}
 	if len(opts.Agents) == 0 {
 		return nil, errors.New("mcp server: Options.Agents is empty: there is nothing to start")
@@ -142,9 +147,12 @@ type StartOut struct {
 }
 
 func (s *server) startRun(ctx context.Context, _ *mcp.CallToolRequest, in StartIn) (*mcp.CallToolResult, StartOut, error) {
+	if err := s.opts.Scope.Can("Start"); err != nil {
+		return nil, StartOut{}, refused(err)
+	}
 	a, ok := s.agents[in.Agent]
 	if !ok {
-		return nil, StartOut{}, fmt.Errorf("agent %q is not offered here; agents: %s", in.Agent, s.agentList())
+		return nil, StartOut{}, fmt.Errorf("agent: not offered here; agents: %s", s.agentList())
 	}
 	if in.Input == "" {
 		return nil, StartOut{}, errors.New("input is empty")
@@ -153,9 +161,9 @@ func (s *server) startRun(ctx context.Context, _ *mcp.CallToolRequest, in StartI
 	if in.ID != "" {
 		opts = append(opts, hitch.WithID(in.ID))
 	}
-	res, err := s.opts.Runtime.Start(ctx, a, in.Input, opts...)
+	res, err := s.opts.Scope.Start(ctx, a, in.Input, opts...)
 	if err != nil {
-		return nil, StartOut{}, err
+		return nil, StartOut{}, refused(err)
 	}
 	return nil, StartOut{RunID: res.Run.ID, Created: res.Created, SameInput: res.SameInput, Status: string(res.Run.Status)}, nil
 }
@@ -222,9 +230,9 @@ func (s *server) view(ctx context.Context, run hitch.Run) (RunView, error) {
 func (s *server) pending(ctx context.Context, rootID string) ([]ApprovalView, error) {
 	var ps []hitch.PendingApproval
 	for after := ""; ; {
-		page, next, err := s.opts.Runtime.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: rootID, After: after, Limit: hitch.MaxPageLimit})
+		page, next, err := s.opts.Scope.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: rootID, After: after, Limit: hitch.MaxPageLimit})
 		if err != nil {
-			return nil, err
+			return nil, refused(err)
 		}
 		ps = append(ps, page...)
 		if after = next; after == "" {
@@ -249,14 +257,14 @@ func (s *server) waitRun(ctx context.Context, _ *mcp.CallToolRequest, in WaitIn)
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	run, err := s.opts.Runtime.Await(wctx, in.RunID)
+	run, err := s.opts.Scope.Await(wctx, in.RunID)
 	if err != nil {
 		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-			return nil, RunView{}, err
+			return nil, RunView{}, refused(err)
 		}
 		// Still working: say where it stands.
-		if run, err = s.opts.Runtime.Get(ctx, in.RunID); err != nil {
-			return nil, RunView{}, err
+		if run, err = s.opts.Scope.Get(ctx, in.RunID); err != nil {
+			return nil, RunView{}, refused(err)
 		}
 	}
 	v, err := s.view(ctx, run)
@@ -264,18 +272,18 @@ func (s *server) waitRun(ctx context.Context, _ *mcp.CallToolRequest, in WaitIn)
 }
 
 func (s *server) runStatus(ctx context.Context, _ *mcp.CallToolRequest, in RunIn) (*mcp.CallToolResult, RunView, error) {
-	run, err := s.opts.Runtime.Get(ctx, in.RunID)
+	run, err := s.opts.Scope.Get(ctx, in.RunID)
 	if err != nil {
-		return nil, RunView{}, err
+		return nil, RunView{}, refused(err)
 	}
 	v, err := s.view(ctx, run)
 	return nil, v, err
 }
 
 func (s *server) cancelRun(ctx context.Context, _ *mcp.CallToolRequest, in RunIn) (*mcp.CallToolResult, RunView, error) {
-	run, err := s.opts.Runtime.Cancel(ctx, in.RunID)
+	run, err := s.opts.Scope.Cancel(ctx, in.RunID)
 	if err != nil {
-		return nil, RunView{}, err
+		return nil, RunView{}, refused(err)
 	}
 	v, err := s.view(ctx, run)
 	return nil, v, err
@@ -294,9 +302,9 @@ type ListOut struct {
 func (s *server) listApprovals(ctx context.Context, _ *mcp.CallToolRequest, in ListIn) (*mcp.CallToolResult, ListOut, error) {
 	root := ""
 	if in.RunID != "" {
-		run, err := s.opts.Runtime.Get(ctx, in.RunID)
+		run, err := s.opts.Scope.Get(ctx, in.RunID)
 		if err != nil {
-			return nil, ListOut{}, err
+			return nil, ListOut{}, refused(err)
 		}
 		root = run.RootID
 	}
@@ -313,34 +321,33 @@ type AnswerIn struct {
 }
 
 func (s *server) answerApproval(ctx context.Context, _ *mcp.CallToolRequest, in AnswerIn) (*mcp.CallToolResult, RunView, error) {
+	if err := s.opts.Scope.Can("AnswerApproval"); err != nil {
+		return nil, RunView{}, refused(err)
+	}
 	if s.opts.Credential == nil {
 		return nil, RunView{}, errors.New("this server has no approver identity: start it with a credential to answer requests")
 	}
-	// Looking the request up is what records a lapse past its deadline.
-	req, err := s.opts.Runtime.ApprovalRequest(ctx, in.RunID, in.Call)
-	if err != nil {
-		return nil, RunView{}, err
+	a := hitch.ApprovalAnswer{Approve: in.Approve, Credential: *s.opts.Credential, Reason: in.Reason}
+	if err := s.opts.Scope.AnswerApproval(ctx, in.RunID, in.Call, a); err != nil {
+		return nil, RunView{}, refused(err)
 	}
-	approvers, err := s.opts.Runtime.Approvers(ctx, in.RunID)
+	run, err := s.opts.Scope.Get(ctx, in.RunID)
 	if err != nil {
-		return nil, RunView{}, err
-	}
-	proof, err := approvers.Check(ctx, *s.opts.Credential, req.Requirement)
-	if err != nil {
-		return nil, RunView{}, err
-	}
-	if in.Approve {
-		err = s.opts.Runtime.Approve(ctx, in.RunID, in.Call, proof)
-	} else {
-		err = s.opts.Runtime.Reject(ctx, in.RunID, in.Call, proof, in.Reason)
-	}
-	if err != nil {
-		return nil, RunView{}, err
-	}
-	run, err := s.opts.Runtime.Get(ctx, in.RunID)
-	if err != nil {
-		return nil, RunView{}, err
+		return nil, RunView{}, refused(err)
 	}
 	v, err := s.view(ctx, run)
 	return nil, v, err
+}
+
+// refused is what a tool tells its caller of an error: the runtime's
+// refusal, whose text is fixed (hitch.Refusal), or "internal error" — never
+// err's own text, which names the ids and texts the caller sent.
+func refused(err error) error {
+	if r := hitch.Refusal(err); r != nil {
+		return r
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return errors.New("the call ran out of time")
+	}
+	return errors.New("internal error")
 }
