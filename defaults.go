@@ -112,7 +112,7 @@ var Defaults = []Default{
 	{"graceful stop: running tool bodies and model calls may finish for", "hitch worker --drain (Runtime.Close's ctx)", "30s", "any; a second signal cuts it short"},
 	{"sweeper: looks for due runs every (and at once when the store notifies: PostgreSQL LISTEN/NOTIFY)", "hitch worker --poll (Runtime.Sweep's interval)", "1s", "more than 0"},
 	{"sweeper: wait after store errors (doubling from the interval)", "DefaultSweepMaxBackoff", "30s", "fixed"},
-	{"run id: letters, digits and . _ : -", "hitch.WithID (MaxRunIDBytes)", "1–128 bytes", "fixed"},
+	{"run id: letters, digits and . _ : -, not . or ..", "hitch.WithID (MaxRunIDBytes)", "1–128 bytes", "fixed"},
 	{"triggers: dispatcher looks for due occurrences at least every", "Config.Triggers.Poll", "1s", "1ms–1m"},
 	{"triggers: occurrences claimed per pass", "Config.Triggers.Batch", "32", "1–1000"},
 	{"triggers: a claimed occurrence is held by its node for", "Config.Triggers.ClaimTTL", "30s", "10ms–1h"},

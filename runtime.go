@@ -372,11 +372,15 @@ const MaxRunIDBytes = 128
 var ErrBadRunID = errors.New("bad run id")
 
 // CheckRunID reports whether id can name a run: 1 to MaxRunIDBytes bytes of
-// ASCII letters, digits and the marks . _ : - (ids reach terminals, URLs
-// and web pages, so nothing else is allowed).
+// ASCII letters, digits and the marks . _ : -, and not "." or ".." (ids
+// reach terminals, URL paths and web pages, and must pass through each
+// unchanged, so nothing else is allowed).
 func CheckRunID(id string) error {
 	if id == "" || len(id) > MaxRunIDBytes {
 		return fmt.Errorf("%w: %.40q is %d bytes long: want 1 to %d", ErrBadRunID, id, len(id), MaxRunIDBytes)
+	}
+	if id == "." || id == ".." {
+		return fmt.Errorf("%w: %q is a path's dot segment, which a URL cannot carry", ErrBadRunID, id)
 	}
 	for i := 0; i < len(id); i++ {
 		switch c := id[i]; {

@@ -143,6 +143,9 @@ func checkSessionID(id string) error {
 	if id == "" || len(id) > 128 {
 		return fmt.Errorf("%w: %.40q is %d bytes long: want 1 to 128", ErrBadSessionID, id, len(id))
 	}
+	if id == "." || id == ".." {
+		return fmt.Errorf("%w: %q is a path's dot segment, which a URL cannot carry", ErrBadSessionID, id)
+	}
 	for i := 0; i < len(id); i++ {
 		switch c := id[i]; {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == ':', c == '-':

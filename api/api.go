@@ -114,6 +114,25 @@ type Entry struct {
 	Data  json.RawMessage `json:"data" doc:"The kind's payload (docs/journal.md)."`
 }
 
+// EntryTimeFormat is the one spelling of a journal entry's time: UTC, to
+// the microsecond, as the stores keep it.
+const EntryTimeFormat = "2006-01-02T15:04:05.000000Z"
+
+// MarshalJSON writes an entry in its one spelling, byte for byte the same
+// whoever encodes it — the journal page, the event stream, the Go client,
+// `hitch runs events --json`: its fields in this order, at in
+// EntryTimeFormat, and JSON's HTML-safe escapes, which later encoders
+// neither undo nor add to.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		RunID string          `json:"run"`
+		Pos   int64           `json:"pos"`
+		Kind  string          `json:"kind"`
+		At    string          `json:"at"`
+		Data  json.RawMessage `json:"data"`
+	}{e.RunID, e.Pos, e.Kind, e.At.UTC().Format(EntryTimeFormat), e.Data})
+}
+
 // EntryPage is one page of a journal.
 type EntryPage struct {
 	Entries []Entry `json:"entries" nullable:"false"`

@@ -16,8 +16,6 @@ type Problem struct {
 	Status int `json:"status" doc:"The HTTP status code."`
 	// Detail explains this occurrence.
 	Detail string `json:"detail,omitempty" doc:"What went wrong this time."`
-	// Instance is the request's path.
-	Instance string `json:"instance,omitempty" doc:"The request path."`
 	// Errors name each refused field, for invalid input.
 	Errors []FieldError `json:"errors,omitempty" doc:"Each refused field, for invalid input."`
 }
@@ -27,10 +25,9 @@ type FieldError struct {
 	// Location is where the refused value is: body.input, path.id,
 	// query.limit, header.Last-Event-ID.
 	Location string `json:"location,omitempty" doc:"Where the value is: body.FIELD, path.NAME, query.NAME or header.NAME."`
-	// Message says why it was refused.
-	Message string `json:"message" doc:"Why it was refused."`
-	// Value echoes the refused value, when it is short.
-	Value any `json:"value,omitempty" doc:"The refused value."`
+	// Message says why it was refused. It never repeats the refused value:
+	// an answer holds nothing the caller sent.
+	Message string `json:"message" doc:"Why it was refused; it never repeats the refused value."`
 }
 
 // Error makes a Problem an error.
@@ -80,6 +77,7 @@ const (
 	TypeExpired         = "/v1/problems/approval-expired"
 	TypeTooManyStreams  = "/v1/problems/too-many-streams"
 	TypeTooLarge        = "/v1/problems/too-large"
+	TypeHeaderTooLarge  = "/v1/problems/header-too-large"
 	TypeMethod          = "/v1/problems/method-not-allowed"
 	TypeUnavailable     = "/v1/problems/unavailable"
 	TypeInternal        = "/v1/problems/internal"
@@ -102,6 +100,7 @@ var Problems = []Class{
 	{TypeExpired, http.StatusGone, "the approval request has expired", 5},
 	{TypeTooManyStreams, http.StatusTooManyRequests, "too many open streams for this token", 5},
 	{TypeTooLarge, http.StatusRequestEntityTooLarge, "the request is too large", 2},
+	{TypeHeaderTooLarge, http.StatusRequestHeaderFieldsTooLarge, "the request's header is too large", 2},
 	{TypeMethod, http.StatusMethodNotAllowed, "method not allowed", 2},
 	{TypeUnsupportedType, http.StatusUnsupportedMediaType, "unsupported media type", 2},
 	{TypeTimeout, http.StatusServiceUnavailable, "the request took too long", 1},

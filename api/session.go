@@ -117,6 +117,18 @@ type SessionEntry struct {
 	Data      json.RawMessage `json:"data"`
 }
 
+// MarshalJSON writes a session entry in its one spelling, as
+// Entry.MarshalJSON does.
+func (e SessionEntry) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		SessionID string          `json:"session"`
+		Pos       int64           `json:"pos"`
+		Kind      string          `json:"kind"`
+		At        string          `json:"at"`
+		Data      json.RawMessage `json:"data"`
+	}{e.SessionID, e.Pos, e.Kind, e.At.UTC().Format(EntryTimeFormat), e.Data})
+}
+
 // SessionEntryPage is one page of a session's journal.
 type SessionEntryPage struct {
 	Entries []SessionEntry `json:"entries" nullable:"false"`

@@ -35,7 +35,7 @@ func (s *Server) registerAgents() {
 	}) (*struct{ Body api.AgentDetail }, error) {
 		a, ok := s.agents[in.Name]
 		if !ok {
-			return nil, api.NewProblem(api.TypeNotFound, "no agent "+in.Name)
+			return nil, api.NewProblem(api.TypeNotFound, "no such agent")
 		}
 		return &struct{ Body api.AgentDetail }{wireAgent(a.Describe())}, nil
 	})

@@ -22,8 +22,7 @@ var statuses = []hitchtype.Status{hitchtype.StatusQueued, hitchtype.StatusRunnin
 // sets them on p.
 func applyFilters(p *hitch.RunsParams, createdAfter, createdBefore time.Time, q string) error {
 	if !createdAfter.IsZero() && !createdBefore.IsZero() && !createdAfter.Before(createdBefore) {
-		return invalid("query.created_after", "%s is not before created_before %s",
-			createdAfter.Format(time.RFC3339Nano), createdBefore.Format(time.RFC3339Nano))
+		return invalid("query.created_after", "is not before created_before")
 	}
 	p.CreatedAfter, p.CreatedBefore, p.Text = createdAfter, createdBefore, strings.TrimSpace(q)
 	return nil

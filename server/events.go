@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -134,7 +135,7 @@ func (s *Server) registerEvents() {
 		if cur != "" {
 			n, err := strconv.ParseInt(cur, 10, 64)
 			if err != nil || n < 0 {
-				return nil, invalid(loc, "%q: want a journal position, 0 or more", cur)
+				return nil, invalid(loc, "want a journal position, 0 or more")
 			}
 			after = n
 		}
@@ -207,7 +208,7 @@ func parseFamilyCursor(cur string, maxRuns int) (map[string]int64, error) {
 		id, pos, ok := strings.Cut(part, "=")
 		n, err := strconv.ParseInt(pos, 10, 64)
 		if !ok || err != nil || n < 0 || hitch.CheckRunID(id) != nil {
-			return nil, fmt.Errorf("%.60q: want a family cursor, RUN=POS pairs joined by commas", part)
+			return nil, errors.New("want a family cursor, RUN=POS pairs joined by commas")
 		}
 		after[id] = n
 	}

@@ -32,7 +32,7 @@ func init() {
 				if m := missingProperty.FindStringSubmatch(ed.Message); m != nil {
 					loc += "." + m[1] // name the missing field, not its object
 				}
-				p.Errors = append(p.Errors, api.FieldError{Location: loc, Message: ed.Message, Value: shortValue(ed.Value)})
+				p.Errors = append(p.Errors, api.FieldError{Location: loc, Message: withoutValue(ed.Message, ed.Value)})
 				continue
 			}
 			p.Errors = append(p.Errors, api.FieldError{Message: err.Error()})
@@ -50,18 +50,17 @@ func init() {
 
 var missingProperty = regexp.MustCompile(`^expected required property (\S+) to be present`)
 
-// shortValue echoes a refused value only when it is short.
-func shortValue(v any) any {
-	switch x := v.(type) {
-	case string:
-		if len(x) > 64 {
-			return nil
-		}
-	case nil, bool, float64, int, int64:
-	default:
-		return nil
+// withoutValue keeps a validation message from repeating the refused
+// value (a parser's error may quote it): an answer holds nothing the
+// caller sent.
+func withoutValue(msg string, v any) string {
+	if v == nil {
+		return msg
 	}
-	return v
+	if s := fmt.Sprint(v); len(s) >= 2 && strings.Contains(msg, s) {
+		return "is not a valid value here"
+	}
+	return msg
 }
 
 // invalid refuses a request, naming the field at loc.
@@ -142,9 +141,6 @@ var errStopping = errors.New("the server is stopping")
 
 // writeProblem writes a problem outside huma (auth, unknown routes).
 func writeProblem(w http.ResponseWriter, r *http.Request, p *api.Problem) {
-	if p.Instance == "" && r != nil {
-		p.Instance = r.URL.Path
-	}
 	w.Header().Set("Content-Type", api.ProblemContentType)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(p.Status)
@@ -172,7 +168,8 @@ func (w *problemWriter) WriteHeader(status int) {
 			c, _ = api.ClassOf(api.TypeNotFound)
 		}
 		w.Header().Del("X-Content-Type-Options")
-		writeProblem(w.ResponseWriter, w.r, &api.Problem{Type: c.Type, Title: c.Title, Status: c.Status, Detail: fmt.Sprintf("%s %s: %s", w.r.Method, w.r.URL.Path, strings.ToLower(http.StatusText(status)))})
+		// The path is not repeated: it holds what the caller sent.
+		writeProblem(w.ResponseWriter, w.r, &api.Problem{Type: c.Type, Title: c.Title, Status: c.Status, Detail: strings.ToLower(http.StatusText(status))})
 		return
 	}
 	w.ResponseWriter.WriteHeader(status)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,11 +151,15 @@ func New(cfg Config) (*Server, error) {
 			ch.ServeHTTP(w, r)
 		})
 	}
+	// The door is checked once for every face: the console's own calls
+	// to h come from inside and do not pass it again.
+	s.handler = s.withEntry(s.handler)
 	return s, nil
 }
 
 // documentCommonErrors adds to every operation the problems any route may
-// answer with: a malformed body, no token, too large a body, a timeout.
+// answer with: a malformed body, no token, too large a body or header, a
+// timeout.
 func (s *Server) documentCommonErrors() {
 	oa := s.api.OpenAPI()
 	problem := oa.Components.Schemas.Schema(reflect.TypeOf(api.Problem{}), true, "")
@@ -164,7 +169,8 @@ func (s *Server) documentCommonErrors() {
 				continue
 			}
 			statuses := []int{http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusRequestEntityTooLarge,
-				http.StatusUnsupportedMediaType, http.StatusMethodNotAllowed, http.StatusInternalServerError, http.StatusServiceUnavailable}
+				http.StatusRequestHeaderFieldsTooLarge, http.StatusUnsupportedMediaType, http.StatusMethodNotAllowed,
+				http.StatusInternalServerError, http.StatusServiceUnavailable}
 			if op.Security == nil {
 				statuses = append(statuses, http.StatusUnauthorized, http.StatusForbidden)
 			}
@@ -204,6 +210,10 @@ func withProblems(next http.Handler) http.Handler {
 // its time.
 func (s *Server) withLimits(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") && !jsonBody(r) {
+			writeProblem(w, r, api.NewProblem(api.TypeUnsupportedType, "send the body as Content-Type: application/json"))
+			return
+		}
 		if r.ContentLength > s.cfg.Limits.MaxBodyBytes {
 			writeProblem(w, r, api.NewProblem(api.TypeTooLarge, fmt.Sprintf("body of %d bytes: at most %d", r.ContentLength, s.cfg.Limits.MaxBodyBytes)))
 			return
@@ -244,7 +254,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, grace time.Duration)
 		ReadTimeout:       s.cfg.Limits.RequestTimeout,
 		WriteTimeout:      s.cfg.Limits.RequestTimeout + 5*time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    s.cfg.Limits.MaxHeaderBytes,
+		MaxHeaderBytes:    headerHardCap * s.cfg.Limits.MaxHeaderBytes, // withEntry answers the limit itself
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	errc := make(chan error, 1)

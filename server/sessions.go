@@ -191,7 +191,7 @@ func (s *Server) registerSessions() {
 		if cur != "" {
 			n, err := strconv.ParseInt(cur, 10, 64)
 			if err != nil || n < 0 {
-				return nil, invalid(loc, "%q: want a session journal position, 0 or more", cur)
+				return nil, invalid(loc, "want a session journal position, 0 or more")
 			}
 			after = n
 		}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
@@ -77,17 +78,8 @@ func (p *printer) event(ev hitch.Event) {
 func (p *printer) entry(e store.Entry) {
 	p.seen[e.RunID] = true
 	if p.json {
-		line := struct {
-			Run  string          `json:"run"`
-			Pos  int64           `json:"pos"`
-			Kind string          `json:"kind"`
-			At   string          `json:"at,omitempty"`
-			Data json.RawMessage `json:"data"`
-		}{e.RunID, e.Pos, e.Kind, "", e.Data}
-		if !e.At.IsZero() {
-			line.At = e.At.UTC().Format("2006-01-02T15:04:05.000000Z")
-		}
-		b, _ := json.Marshal(line)
+		// The API's one spelling of an entry (api.Entry.MarshalJSON).
+		b, _ := json.Marshal(api.Entry{RunID: e.RunID, Pos: e.Pos, Kind: e.Kind, At: e.At, Data: e.Data})
 		fmt.Fprintf(p.w, "%s\n", b)
 		return
 	}

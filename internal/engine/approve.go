@@ -271,7 +271,7 @@ func parseCursor(s string) (*cursor, error) {
 	call, run, ok2 := strings.Cut(rest, " ")
 	n, err := strconv.ParseInt(micros, 10, 64)
 	if !ok1 || !ok2 || err != nil || run == "" {
-		return nil, fmt.Errorf("pending approvals: cursor %q is not one this listing returned", s)
+		return nil, fmt.Errorf("pending approvals: %w: not one this listing returned", store.ErrBadCursor)
 	}
 	return &cursor{created: time.UnixMicro(n).UTC(), run: run, call: call}, nil
 }
