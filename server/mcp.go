@@ -8,6 +8,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/routes"
 	"github.com/hitch-dev/hitch/server/mcpserver"
 )
 
@@ -17,7 +18,7 @@ import (
 // bearer auth is the API's, and so is the gate: each principal gets the
 // tools over its own view of the runtime (hitch.Scope), scoped to its
 // tenant and role exactly as /v1 is.
-func (s *Server) mountMCP(mux *http.ServeMux) error {
+func (s *Server) mountMCP(mux *routes.Mux) error {
 	var mu sync.Mutex
 	servers := map[hitch.Principal]*mcp.Server{}
 	serverFor := func(p hitch.Principal) (*mcp.Server, error) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/routes"
 )
 
 const metricsPath = "/metrics"
@@ -18,7 +19,7 @@ const metricsPath = "/metrics"
 // Prometheus server is given a viewer token of its own. Without
 // server.tokens hitch serve listens on loopback only and every local
 // request is that operator.
-func (s *Server) mountMetrics(mux *http.ServeMux) {
+func (s *Server) mountMetrics(mux *routes.Mux) {
 	if s.cfg.Metrics == nil {
 		return
 	}

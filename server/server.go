@@ -20,6 +20,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/internal/routes"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/web"
 )
@@ -69,6 +70,21 @@ type Server struct {
 	stop     chan struct{} // closed when the server stops: streams end
 	stopOnce sync.Once
 	logMu    sync.Mutex
+	mux      *routes.Mux  // the API's router
+	console  *web.Console // nil with NoConsole
+}
+
+// Routes lists every route the server serves, as registered on its
+// routers: the API's operations ("GET /v1/runs/{id}"), /mcp, /metrics and
+// the console's pages and actions ("console: POST /runs/{id}/cancel").
+func (s *Server) Routes() []string {
+	out := s.mux.Patterns()
+	if s.console != nil {
+		for _, p := range s.console.Routes() {
+			out = append(out, "console: "+p)
+		}
+	}
+	return out
 }
 
 // New returns a server over the runtime. Wire its OnEvent into the
@@ -102,7 +118,8 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.agents[a.Name()] = a
 	}
-	mux := http.NewServeMux()
+	mux := routes.New()
+	s.mux = mux
 	hc := huma.DefaultConfig("hitch", cfg.Version)
 	hc.CreateHooks = nil // no $schema links in bodies
 	hc.OpenAPIPath = "/v1/openapi"
@@ -138,10 +155,12 @@ func New(cfg Config) (*Server, error) {
 	if !cfg.NoConsole {
 		// The console (package web) is served at /, outside the bearer
 		// check: it signs in with a token and calls h with it.
-		ch, err := web.Mount(h, web.Config{})
+		con, err := web.New(web.Config{API: h})
 		if err != nil {
 			return nil, fmt.Errorf("new server: %w", err)
 		}
+		s.console = con
+		ch := con.WithAPI()
 		// /mcp and /metrics are the API's, beside the console.
 		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/mcp" || r.URL.Path == metricsPath {

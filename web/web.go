@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/routes"
 )
 
 //go:embed templates/*.html
@@ -83,7 +84,7 @@ type Console struct {
 	api    http.Handler
 	maxAge time.Duration
 	key    []byte // signs the anti-forgery tokens
-	mux    *http.ServeMux
+	mux    *routes.Mux
 	tmpl   map[string]*template.Template
 }
 
@@ -95,12 +96,18 @@ func Mount(apiHandler http.Handler, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.WithAPI(), nil
+}
+
+// WithAPI returns a handler that serves the console's API (Config.API)
+// under /v1, /healthz and /readyz, and the console everywhere else.
+func (c *Console) WithAPI() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", apiHandler)
-	mux.Handle("/healthz", apiHandler)
-	mux.Handle("/readyz", apiHandler)
+	mux.Handle("/v1/", c.api)
+	mux.Handle("/healthz", c.api)
+	mux.Handle("/readyz", c.api)
 	mux.Handle("/", c)
-	return mux, nil
+	return mux
 }
 
 // New returns a console over the API handler.
@@ -115,7 +122,7 @@ func New(cfg Config) (*Console, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("new console: %w", err)
 	}
-	c := &Console{api: cfg.API, maxAge: cfg.SessionMaxAge, key: key, mux: http.NewServeMux(), tmpl: map[string]*template.Template{}}
+	c := &Console{api: cfg.API, maxAge: cfg.SessionMaxAge, key: key, mux: routes.New(), tmpl: map[string]*template.Template{}}
 	for _, page := range []string{"signin", "runs", "run", "approvals", "agents", "error", "entries", "workspace", "sessions", "session", "agent", "timeline"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/entry.html", "templates/meter.html", "templates/"+page+".html")
 		if err != nil {
@@ -158,6 +165,10 @@ func cacheStatic(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// Routes lists the console's routes as registered ("GET /runs/{id}",
+// "POST /runs/{id}/cancel" …): its pages and its actions.
+func (c *Console) Routes() []string { return c.mux.Patterns() }
 
 // ServeHTTP serves the console.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
