@@ -73,6 +73,29 @@ func TestTenantMatrix(t *testing.T) {
 	if r := wait(t, e.view, "a1"); r.Status != "waiting" || r.Tenant != "default" {
 		t.Errorf("tenant default's a1 after b's start: %+v", r)
 	}
+	// A family in tenant b's namespace speaks b's ids throughout: its
+	// sub-agents are fam.CALL, in lists, journals and the family stream.
+	start(t, e.other, "boss", "look", "fam")
+	if r := wait(t, e.other, "fam"); r.Status != "completed" {
+		t.Fatalf("b's fam: %+v", r)
+	}
+	for _, en := range follow(t, e.other, "/v1/runs/fam/family/events", "") {
+		if en.RunID != "fam" && !strings.HasPrefix(en.RunID, "fam.t1c") {
+			t.Errorf("b's family stream names run %q", en.RunID)
+		}
+	}
+	var fam api.RunPage
+	e.other.do("GET", "/v1/runs?root_id=fam", nil).want(t, 200, "").decode(t, &fam)
+	if len(fam.Runs) != 3 {
+		t.Fatalf("b's family: %+v", fam)
+	}
+	for _, r := range fam.Runs {
+		if r.RootID != "fam" || (r.ID != "fam" && r.ParentID != "fam") || strings.Contains(r.ID, "~") {
+			t.Errorf("b's family run: %+v", r)
+		}
+		e.view.do("GET", "/v1/runs/"+r.ID, nil).want(t, http.StatusNotFound, api.TypeNotFound)
+	}
+
 	// A viewer mutates nothing: every mutation is refused by role, and
 	// the run is as it was.
 	before := e.view.do("GET", "/v1/runs/a1", nil).want(t, 200, "").body

@@ -80,7 +80,7 @@ func TestConsoleSessionForms(t *testing.T) {
 		t.Fatalf("create: %d to %q", res.StatusCode, res.Header.Get("Location"))
 	}
 	res, page = b.do("POST", "/sessions", url.Values{"csrf": {csrf}, "agent": {"nobody"}, "id": {"s2"}})
-	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(page, "nobody") || !strings.Contains(page, `value="s2"`) {
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(page, "is not an agent") || !strings.Contains(page, `value="s2"`) {
 		t.Fatalf("create with an unknown agent: %d\n%s", res.StatusCode, page)
 	}
 
@@ -129,7 +129,7 @@ func TestConsoleSessionForms(t *testing.T) {
 		{"/sessions/s1/send", url.Values{"text": {"  "}}, http.StatusUnprocessableEntity, "blank", ""},
 		{"/sessions/s1/send", url.Values{"text": {"keep me"}, "mode": {"shout"}}, http.StatusUnprocessableEntity, `mode &#34;shout&#34;`, "keep me"},
 		{"/sessions/s1/queue/msg_nope/edit", url.Values{"text": {"my edit"}}, http.StatusNotFound, "no longer waits", "my edit"},
-		{"/sessions/nope/send", url.Values{"text": {"lost?"}}, http.StatusNotFound, "no session nope", ""},
+		{"/sessions/nope/send", url.Values{"text": {"lost?"}}, http.StatusNotFound, "session not found", ""},
 	} {
 		tc.form.Set("csrf", csrf)
 		res, page := b.do("POST", tc.path, tc.form)

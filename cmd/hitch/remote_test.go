@@ -154,7 +154,7 @@ func TestRemoteCommands(t *testing.T) {
 		t.Fatalf("a viewer starts a run: %d %s", code, errOut)
 	}
 	t.Setenv("HITCH_TOKEN", remoteAdmin)
-	if code, _, errOut = at("run", "--agent", "nobody", "x"); code != exitUsage || !strings.Contains(errOut, "nobody") {
+	if code, _, errOut = at("run", "--agent", "nobody", "x"); code != exitUsage || !strings.Contains(errOut, "body.agent: is not an agent") {
 		t.Fatalf("an unknown agent: %d %s", code, errOut)
 	}
 
