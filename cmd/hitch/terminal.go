@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hitch-dev/hitch/secret"
@@ -77,7 +78,10 @@ func printable(s string) string { return escape(s, false) }
 // across two writes is held back until it is whole.
 //
 // With red set, secret values are replaced first (see redactWriter).
+// It is safe for concurrent use: a server's log lines and its event lines
+// come from different goroutines.
 type terminal struct {
+	mu      sync.Mutex
 	w       io.Writer
 	pending []byte
 	red     *redaction
@@ -86,6 +90,8 @@ type terminal struct {
 }
 
 func (t *terminal) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	n := len(p) // what the caller gave, whatever redaction made of it
 	if r := t.red.get(); !r.Empty() {
 		if t.stream == nil || t.owner != r {
@@ -124,6 +130,8 @@ func (t *terminal) write(p []byte) (int, error) {
 
 // flush writes what is held back, escaped.
 func (t *terminal) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.stream != nil {
 		_, _ = t.write([]byte(t.stream.Flush()))
 	}
