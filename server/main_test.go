@@ -213,7 +213,12 @@ func serve(t testing.TB, dir string, extra ...string) *proc {
 		_ = cmd.Process.Kill()
 		t.Fatalf("hitch serve did not listen:\n%s", p.stderr)
 	}
-	t.Cleanup(func() { p.kill() })
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("hitch serve's log:\n%s", p.stderr)
+		}
+	})
 	return p
 }
 
