@@ -52,6 +52,11 @@ type Params struct {
 	// MaxRunners is the runtime's runs in flight; 0 means Runs (all at
 	// once), at most hitch.MaxMaxRunners.
 	MaxRunners int
+	// AtMostOnce declares the add tool not replayable, so each step also
+	// commits the tool's result before the next model call (two commits a
+	// step instead of one). By default the tool is replayable: adding is
+	// safe to repeat, which is what the peer programs assume of their tools.
+	AtMostOnce bool
 }
 
 // Tracing chooses what telemetry a measurement carries.
@@ -111,17 +116,22 @@ type addArgs struct {
 	B int `json:"b"`
 }
 
-// Agent returns the workload's agent for s steps.
-func Agent(steps int) (*hitch.Agent, error) { return agent(steps, nil) }
+// Agent returns the workload's agent for s steps, its add tool replayable
+// unless atMostOnce.
+func Agent(steps int, atMostOnce bool) (*hitch.Agent, error) { return agent(steps, atMostOnce, nil) }
 
 // agent is Agent with its model wrapped, when wrap is set.
-func agent(steps int, wrap func(model.Model) model.Model) (*hitch.Agent, error) {
+func agent(steps int, atMostOnce bool, wrap func(model.Model) model.Model) (*hitch.Agent, error) {
 	turns := make([]scripted.Turn, 0, steps+1)
 	for i := range steps {
 		turns = append(turns, scripted.Turn{Calls: []scripted.Call{{Name: "add", Args: fmt.Sprintf(`{"a":%d,"b":%d}`, i, i+1)}}})
 	}
 	turns = append(turns, scripted.Turn{Text: "done"})
-	add, err := tool.New("add", "Adds two integers.", func(_ context.Context, in addArgs) (int, error) { return in.A + in.B, nil })
+	var opts []tool.Option
+	if !atMostOnce {
+		opts = append(opts, tool.WithReplay(3))
+	}
+	add, err := tool.New("add", "Adds two integers.", func(_ context.Context, in addArgs) (int, error) { return in.A + in.B, nil }, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +151,7 @@ func agent(steps int, wrap func(model.Model) model.Model) (*hitch.Agent, error) 
 func Run(ctx context.Context, p Params) (Result, error) {
 	p.MaxRunners = min(cmp.Or(p.MaxRunners, max(p.Runs, 1)), hitch.MaxMaxRunners)
 	lat := newLatencyModel(nil, p.ModelLatency, p.ModelJitter, p.Runs)
-	agent, err := agent(p.Steps, func(m model.Model) model.Model { lat.Model = m; return lat })
+	agent, err := agent(p.Steps, p.AtMostOnce, func(m model.Model) model.Model { lat.Model = m; return lat })
 	if err != nil {
 		return Result{}, err
 	}

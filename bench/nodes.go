@@ -79,7 +79,7 @@ func RunNodes(ctx context.Context, p NodesParams) (NodesResult, error) {
 	if p.Nodes < 1 || p.Nodes > 64 {
 		return NodesResult{}, fmt.Errorf("bench: %d nodes: want 1 to 64", p.Nodes)
 	}
-	agent, err := Agent(p.Steps)
+	agent, err := Agent(p.Steps, false)
 	if err != nil {
 		return NodesResult{}, err
 	}
@@ -295,7 +295,7 @@ func ServeNode(ctx context.Context, p NodeParams) error {
 	}
 	defer st.Close()
 	lat := newLatencyModel(nil, p.ModelLatency, p.ModelJitter, 0)
-	agent, err := agent(p.Steps, func(m model.Model) model.Model { lat.Model = m; return lat })
+	agent, err := agent(p.Steps, false, func(m model.Model) model.Model { lat.Model = m; return lat })
 	if err != nil {
 		return err
 	}

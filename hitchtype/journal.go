@@ -112,6 +112,10 @@ type ModelReply struct {
 	// absent when the price or a counter is unknown (and in journals
 	// written before replies were priced).
 	CostUSD *float64 `json:"cost_usd,omitempty"`
+	// TookMS is how long the call took, by the runner's clock. The
+	// attempt is often journaled in the same commit as the reply, so the
+	// two entries' times need not tell it.
+	TookMS int64 `json:"took_ms,omitempty"`
 }
 
 // ModelFailed is a failed attempt.
@@ -120,6 +124,8 @@ type ModelFailed struct {
 	Kind         model.Kind `json:"kind"`
 	Message      string     `json:"message"`
 	RetryAfterMS int64      `json:"retry_after_ms,omitempty"`
+	// TookMS is how long the call took, as in ModelReply.
+	TookMS int64 `json:"took_ms,omitempty"`
 }
 
 // Compacted records a compaction of the history: turns up to Through are

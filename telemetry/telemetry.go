@@ -311,6 +311,7 @@ type entryData struct {
 	Reply   *replyData `json:"reply"`   // model.reply
 	Kind    string     `json:"kind"`    // model.failed
 	Message string     `json:"message"` // model.failed
+	TookMS  int64      `json:"took_ms"` // model.reply, model.failed
 	Call    string     `json:"call"`    // call.*, approval.*
 	Verdict string     `json:"verdict"` // call.decided
 	Reason  string     `json:"reason"`  // call.decided, call.uncertain, run.waiting, run.ended
@@ -330,6 +331,9 @@ type replyData struct {
 		Name string `json:"name"`
 	} `json:"tool_calls"`
 }
+
+// took is a model call's own measure of its time.
+func (d *entryData) took() time.Duration { return time.Duration(d.TookMS) * time.Millisecond }
 
 type usageData struct {
 	InputTokens  *int64 `json:"input_tokens"`
@@ -416,16 +420,16 @@ func (t *Telemetry) apply(r *runTrack, f *fact, draw bool) {
 	switch f.kind {
 	case hitchtype.KindModelReply:
 		if draw && d.Reply != nil {
-			t.chatSpan(r, d.Attempt, d.Turn, f.at, d.Reply, f.text, "", "")
+			t.chatSpan(r, d.Attempt, d.Turn, f.at, d.took(), d.Reply, f.text, "", "")
 		}
 	case hitchtype.KindModelFailed:
 		if draw {
-			t.chatSpan(r, d.Attempt, 0, f.at, nil, "", d.Kind, d.Message)
+			t.chatSpan(r, d.Attempt, 0, f.at, d.took(), nil, "", d.Kind, d.Message)
 		}
 		t.event(r, "model.retry", f.at, attrAttempt.Int(d.Attempt), attrErrorType.String(d.Kind))
 	case hitchtype.KindModelLost:
 		if draw {
-			t.chatSpan(r, d.Attempt, 0, f.at, nil, "", "interrupted", "the process stopped during the call")
+			t.chatSpan(r, d.Attempt, 0, f.at, 0, nil, "", "interrupted", "the process stopped during the call")
 		}
 	case hitchtype.KindCallDecided:
 		if t.spans {
@@ -510,10 +514,16 @@ func runSpanID(runID string) trace.SpanID            { return spanOf(runID, "run
 func callSpanID(runID, call string) trace.SpanID     { return spanOf(runID, "call", call) }
 func attemptSpanID(runID string, n int) trace.SpanID { return spanOf(runID, "attempt", fmt.Sprint(n)) }
 
-func (t *Telemetry) chatSpan(r *runTrack, attempt, turn int, end time.Time, reply *replyData, text, errType, errMsg string) {
+// chatSpan draws a model call's span, from its attempt's entry to its end,
+// or for took (the call's own measure) before its end when the attempt was
+// journaled with the reply, in one commit.
+func (t *Telemetry) chatSpan(r *runTrack, attempt, turn int, end time.Time, took time.Duration, reply *replyData, text, errType, errMsg string) {
 	start, ok := r.attempts[attempt]
 	if !ok {
 		start = end
+	}
+	if took > 0 && !start.Before(end) {
+		start = end.Add(-took)
 	}
 	replied := ""
 	if reply != nil {

@@ -113,11 +113,17 @@ func (r *runner) beforeModel(est int64) (res store.Budget, ended bool, err error
 // reserve commits the staged entries and e, charging res to the family
 // budget in the same append. A reservation past a limit writes nothing:
 // e is taken back out of the state and the run ends budget_exhausted.
-func (r *runner) reserve(res store.Budget, e store.EntryInput) (ended bool, err error) {
+// Without a charge to make, a deferrable e (see stageDeferred) is staged
+// and committed only when something staged must be durable now.
+func (r *runner) reserve(res store.Budget, e store.EntryInput, deferrable bool) (ended bool, err error) {
 	if !r.fam.ok || res == (store.Budget{}) {
-		return false, r.commit(e)
+		if !deferrable {
+			return false, r.commit(e)
+		}
+		r.stageDeferred(e)
+		return false, r.flush()
 	}
-	before := slices.Clone(r.pending)
+	before, urgent := slices.Clone(r.pending), r.urgent
 	err = r.write(store.JournalAppendParams{Charge: &store.BudgetCharge{Charge: res}}, e)
 	var be *store.BudgetExhaustedError
 	if !errors.As(err, &be) {
@@ -135,8 +141,9 @@ func (r *runner) reserve(res store.Budget, e store.EntryInput) (ended bool, err 
 	}
 	r.st, r.pending = st, nil
 	for _, e := range before {
-		r.stage(e)
+		r.stageDeferred(e)
 	}
+	r.urgent = urgent
 	return r.budgetError(be)
 }
 

@@ -61,7 +61,7 @@ func (r *runner) maybeCompact(est int64) (compacted bool, err error) {
 	}
 	attempt := st.attempts + 1
 	if ended, err := r.reserve(reserved, entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1, Purpose: "compaction",
-		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct})); ended || err != nil {
+		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct}), true); ended || err != nil {
 		return ended, err
 	}
 	reply, err := r.generate(sreq, false)

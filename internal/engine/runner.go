@@ -49,6 +49,11 @@ type runner struct {
 	// durable is the journal position known to be stored.
 	durable int64
 	pending []store.EntryInput
+	// urgent is set while pending holds an entry that must be durable
+	// before the run acts on it or a model sees it; entries whose loss in
+	// a crash recovery repairs on its own (stageDeferred) leave it unset,
+	// and ride the next commit that must happen anyway.
+	urgent bool
 	// adjust settles family reservations to what the work cost; it rides
 	// on the next append, which journals that work's result.
 	adjust store.Budget
@@ -217,6 +222,11 @@ func (r *runner) step() (done bool, err error) {
 		return true, r.drained()
 	}
 	if st.failures > 0 {
+		// The failures are durable before the wait, so attempts count
+		// across crashes however long the backoff is.
+		if err := r.flush(); err != nil {
+			return false, err
+		}
 		if err := r.sleep(backoff(lim, st.failures, st.lastFailed)); err != nil {
 			return false, err
 		}
@@ -315,7 +325,7 @@ func (r *runner) callModel() error {
 	st, a := r.st, r.agent
 	if st.inFlight {
 		// Recovered mid-call: say so, so the journal explains the gap.
-		r.stage(entry(KindModelLost, ModelInterrupted{Attempt: st.attempts}))
+		r.stageDeferred(entry(KindModelLost, ModelInterrupted{Attempt: st.attempts}))
 	}
 	if err := r.admitSteering(); err != nil {
 		return err
@@ -338,7 +348,7 @@ func (r *runner) callModel() error {
 	final := st.finalAt >= 0 || (a.Limits.FinalTurn && st.attempts+1 == a.Limits.ModelAttempts && len(st.turns) > 0 && len(names) > 0)
 	switch {
 	case final && st.finalAt < 0:
-		r.stage(entry(KindContext, Context{Instructions: instr, Tools: []string{}, FinalTurn: true,
+		r.stageDeferred(entry(KindContext, Context{Instructions: instr, Tools: []string{}, FinalTurn: true,
 			Note: "This is your last turn: tools are no longer available. Give your final answer now from what you have, and say what is left undone."}))
 	case !final && (st.context == nil || st.context.Instructions != instr || !slices.Equal(st.context.Tools, names) || !sameSpecs(st.context.Specs, sourced)):
 		c := Context{Instructions: instr, Tools: slices.Clone(names), Specs: sourced}
@@ -347,7 +357,7 @@ func (r *runner) callModel() error {
 				c.Isolation, c.SandboxWarning = string(caps.Isolation), caps.Warning
 			}
 		}
-		r.stage(entry(KindContext, c))
+		r.stageDeferred(entry(KindContext, c))
 	}
 	req := &model.Request{Instructions: instr, Messages: st.messages(), Tools: specs}
 	if final {
@@ -372,11 +382,13 @@ func (r *runner) callModel() error {
 	}
 	attempt := st.attempts + 1
 	if ended, err := r.reserve(reserved, entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1,
-		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct})); ended || err != nil {
+		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct}), true); ended || err != nil {
 		return err
 	}
 	st = r.st
+	began := time.Now()
 	reply, err := r.generate(req, true)
+	took := time.Since(began).Milliseconds()
 	if r.lost() {
 		return nil // the step loop returns; recovery records the gap
 	}
@@ -385,17 +397,17 @@ func (r *runner) callModel() error {
 		// its usage is counted; without one, finish records the attempt
 		// as interrupted.
 		if err == nil {
-			r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(reply.Usage)}))
+			r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(reply.Usage), TookMS: took}))
 			r.settleModel(reserved, reply.Usage)
 		}
 		return nil
 	}
 	if err != nil {
 		r.stage(entry(KindModelFailed, ModelFailed{Attempt: attempt, Kind: model.KindOf(err), Message: err.Error(),
-			RetryAfterMS: model.RetryAfterOf(err).Milliseconds()}))
+			RetryAfterMS: model.RetryAfterOf(err).Milliseconds(), TookMS: took}))
 		return nil
 	}
-	r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(reply.Usage)}))
+	r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(reply.Usage), TookMS: took}))
 	_, err = r.afterReply(reserved, reply.Usage)
 	return err
 }
@@ -511,7 +523,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 				if ended, err := r.checkWall(); ended || err != nil {
 					return ended, err
 				}
-				if ended, err := r.reserve(r.toolCharge(), entry(KindCallStarted, CallStarted{Call: c.key, Attempt: 1, Node: r.e.cfg.Owner})); ended || err != nil {
+				if ended, err := r.reserve(r.toolCharge(), entry(KindCallStarted, CallStarted{Call: c.key, Attempt: 1, Node: r.e.cfg.Owner}), false); ended || err != nil {
 					return ended, err
 				}
 				if err := r.startChild(c); err != nil {
@@ -769,12 +781,15 @@ func (r *runner) startBody(c *callState, results chan<- bodyResult) (ended bool,
 		return ended, err
 	}
 	attempt := c.started + 1
-	if ended, err := r.reserve(r.toolCharge(), entry(KindCallStarted, CallStarted{Call: c.key, Attempt: attempt, Node: r.e.cfg.Owner})); ended || err != nil {
+	t := r.toolFor(c.call.Name)
+	info := t.Info()
+	// A replayable body's start rides the next commit: if a crash loses
+	// it, recovery runs the body again, as it would anyway.
+	if ended, err := r.reserve(r.toolCharge(), entry(KindCallStarted, CallStarted{Call: c.key, Attempt: attempt, Node: r.e.cfg.Owner}), info.Replay > 1); ended || err != nil {
 		return ended, err
 	}
 	c = r.st.findCall(c.key) // reserve may have rebuilt the state
-	t := r.toolFor(c.call.Name)
-	timeout := t.Info().Timeout
+	timeout := info.Timeout
 	if timeout == 0 {
 		timeout = r.agent.Limits.ToolTimeout
 	}
@@ -831,9 +846,15 @@ func (r *runner) startBody(c *callState, results chan<- bodyResult) (ended bool,
 
 // settle records one body's result. With other bodies still running the
 // result is committed at once, so a crash cannot turn it into an uncertain
-// effect; otherwise it rides with the next commit.
+// effect; otherwise it rides with the next commit, which is made before the
+// model sees it. The result of a body that recovery would run again anyway
+// (a replayable tool with attempts left) never forces a commit.
 func (r *runner) settle(res bodyResult, others int, results chan<- bodyResult) (ended, restarted bool, err error) {
 	c := res.c
+	put := r.stage
+	if t := r.toolFor(c.call.Name); t != nil && t.Info().Replay > res.attempt {
+		put = r.stageDeferred
+	}
 	if res.err == nil || (!tool.IsUncertain(res.err) && !res.abandoned) {
 		// A definite result: the post-tool hook may rewrite it.
 		in := hook.Result{Output: res.output}
@@ -854,9 +875,9 @@ func (r *runner) settle(res bodyResult, others int, results chan<- bodyResult) (
 				Error: fmt.Sprintf("tool %s returned %d bytes, over the largest kept tool result (%d bytes); its effect has happened",
 					c.call.Name, n, r.agent.Limits.MaxToolResult)})
 		}
-		r.stage(entry(KindCallSettled, CallSettled{Call: c.key, Output: res.output}))
+		put(entry(KindCallSettled, CallSettled{Call: c.key, Output: res.output}))
 	case errors.As(res.err, new(*tool.ArgumentError)):
-		r.stage(entry(KindCallFailed, CallFailed{Call: c.key, Error: res.err.Error()}))
+		put(entry(KindCallFailed, CallFailed{Call: c.key, Error: res.err.Error()}))
 	case tool.IsUncertain(res.err) || res.abandoned:
 		if r.cancelled.Load() {
 			r.markUncertain(c, "the run was cancelled while this call ran: "+res.err.Error())
@@ -878,10 +899,10 @@ func (r *runner) settle(res bodyResult, others int, results chan<- bodyResult) (
 		}
 		r.markUncertain(c, res.err.Error())
 	default:
-		r.stage(entry(KindCallFailed, CallFailed{Call: c.key, Error: res.err.Error()}))
+		put(entry(KindCallFailed, CallFailed{Call: c.key, Error: res.err.Error()}))
 	}
 	if others > 0 {
-		return false, false, r.commit()
+		return false, false, r.flush()
 	}
 	return false, false, nil
 }
@@ -896,8 +917,19 @@ func (r *runner) markUncertain(c *callState, reason string) {
 }
 
 // stage applies an entry to the state now and queues it for the next
-// commit. Nothing acts on staged state outside the runner before a commit.
+// commit. Nothing acts on staged state outside the runner before a commit:
+// the next flush makes it durable.
 func (r *runner) stage(e store.EntryInput) {
+	r.urgent = true
+	r.stageDeferred(e)
+}
+
+// stageDeferred stages an entry that need not be durable before the run
+// acts on it: one whose loss in a crash recovery makes good by itself (a
+// model attempt without a reservation, which is issued again; a context;
+// a replayable body's start or result, whose body runs again). It rides
+// the next commit.
+func (r *runner) stageDeferred(e store.EntryInput) {
 	e = r.e.redact(e)
 	pos := r.st.pos + 1
 	if err := r.st.apply(store.Entry{RunID: r.runID, Pos: pos, Kind: e.Kind, Data: e.Data}); err != nil {
@@ -910,6 +942,16 @@ func (r *runner) stage(e store.EntryInput) {
 // commit makes staged entries and extra durable.
 func (r *runner) commit(extra ...store.EntryInput) error {
 	return r.write(store.JournalAppendParams{}, extra...)
+}
+
+// flush commits what is staged when any of it must be durable before the
+// run goes on: before a model call, a tool body or a child's start. This
+// is what makes a step one commit: entries that may be lost ride along.
+func (r *runner) flush() error {
+	if !r.urgent {
+		return nil
+	}
+	return r.commit()
 }
 
 func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) error {
@@ -946,7 +988,7 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 	written := r.pending
 	first := r.durable + 1
 	r.durable += int64(len(written))
-	r.pending, r.adjust = nil, store.Budget{}
+	r.pending, r.adjust, r.urgent = nil, store.Budget{}, false
 	if f := r.e.cfg.OnCommit; f != nil {
 		out := make([]store.Entry, len(written))
 		for i, e := range written {

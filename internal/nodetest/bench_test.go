@@ -81,7 +81,7 @@ func benchWorkers(b *testing.B, workers int) {
 	url, schema := testURL(b), newSchema(b)
 	ctx := context.Background()
 	st := openStore(b, url, schema)
-	agent, err := bench.Agent(benchSteps)
+	agent, err := bench.Agent(benchSteps, false)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func workerMain() int {
 	runners := nodeMaxRunners
 	if steps, ok := strings.CutPrefix(os.Getenv("HITCH_NODES_AGENT"), "bench:"); ok {
 		n, _ := strconv.Atoi(steps)
-		a, err = bench.Agent(n)
+		a, err = bench.Agent(n, false)
 		agents = []*hitch.Agent{a}
 		runners = benchRuns
 	}
