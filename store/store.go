@@ -52,7 +52,8 @@ type Store interface {
 
 	// JournalAppend appends entries at positions p.After+1.. under the lease
 	// token p.Token, optionally changing the run's status in the same
-	// transaction. It returns the run as it stands after the append.
+	// transaction. It returns what a runner needs of the run as it stands
+	// after the append; RunGet reads the rest.
 	//
 	// Errors: ErrNotFound; ErrEnded when the run is terminal; ErrFenced when
 	// p.Token is not the run's current token, or its lease was released;
@@ -78,7 +79,7 @@ type Store interface {
 	//     children;
 	//   - when the run's parent is waiting, the parent becomes due at once
 	//     (WakeAt now, unless already earlier), so it sees the child's end.
-	JournalAppend(ctx context.Context, p JournalAppendParams) (Run, error)
+	JournalAppend(ctx context.Context, p JournalAppendParams) (Appended, error)
 
 	// JournalRead returns entries with positions above p.After, in order,
 	// at most p.Limit of them (a Limit of 0 means DefaultReadLimit).
@@ -381,6 +382,18 @@ type Run struct {
 	// Title is the text the run is found by: the first MaxTitleRunes
 	// characters of its input.
 	Title string
+}
+
+// Appended is a run as an append left it: only what the appending runner
+// reads, so that the most frequent write returns a few columns, not the
+// whole row.
+type Appended struct {
+	// Position is the journal's length after the append.
+	Position int64
+	Status   hitchtype.Status
+	// LeaseOwner is empty when the append released the lease.
+	LeaseOwner      string
+	CancelRequested bool
 }
 
 // Entry is one journal entry.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -36,13 +37,33 @@ WITH r AS (
 		updated_at = ` + nowSQL + `
 	WHERE id = $2 AND lease_token = $3 AND position = $4 AND lease_owner <> ''
 		AND status IN ('queued', 'running', 'waiting')
-	RETURNING ` + runCols + `
+	RETURNING ` + appendedCols + `
 ), j AS (
 	INSERT INTO hitch_journal (run_seq, pos, kind, at, data)
 	SELECT r.seq, $4 + e.ord, e.kind, r.updated_at, e.data::json
 	FROM r, unnest($8::text[], $9::text[]) WITH ORDINALITY AS e (kind, data, ord)
 )
-SELECT ` + runCols + ` FROM r`
+SELECT ` + appendedCols + ` FROM r`
+
+// appendedCols are what an append reads back: what the runner needs, and
+// what the family's end and a charge need of the run.
+const appendedCols = `seq, id, root_id, parent_id, position, status, lease_owner, cancel_requested, updated_at`
+
+// appendedRow is a row of appendedCols.
+type appendedRow struct {
+	seq                  int64
+	id, rootID, parentID string
+	out                  store.Appended
+	updatedAt            time.Time
+}
+
+func scanAppended(sc pgx.Row) (appendedRow, error) {
+	var a appendedRow
+	var status string
+	err := sc.Scan(&a.seq, &a.id, &a.rootID, &a.parentID, &a.out.Position, &status, &a.out.LeaseOwner, &a.out.CancelRequested, &a.updatedAt)
+	a.out.Status = hitchtype.Status(status)
+	return a, err
+}
 
 // JournalAppend appends entries under a lease token at the expected
 // position, optionally changing the run's status, atomically.
@@ -50,10 +71,47 @@ SELECT ` + runCols + ` FROM r`
 // Besides the documented errors, an append is refused with store.ErrFenced
 // when the run holds no lease at all (it is queued or waiting, its lease
 // released), even if the token matches: a released lease cannot write.
-func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) (store.Run, error) {
+//
+// Appends that charge no budget and do not end the run are committed
+// together with the other runners' appends of this store (see group.go);
+// the others run in a transaction of their own.
+func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) (store.Appended, error) {
 	if err := validateAppend(p); err != nil {
-		return store.Run{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
+		return store.Appended{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
 	}
+	var out store.Appended
+	var err error
+	if p.Charge == nil && !p.Status.Terminal() {
+		out, err = s.appendGrouped(ctx, p)
+	} else {
+		err = s.inTx(ctx, func(tx pgx.Tx) error {
+			r, err := scanAppended(tx.QueryRow(ctx, appendSQL, s.appendArgs(p)...))
+			if errors.Is(err, pgx.ErrNoRows) {
+				return s.refusal(ctx, tx, p)
+			}
+			if err != nil {
+				return err
+			}
+			out = r.out
+			if p.Charge != nil {
+				if err := chargeAppend(ctx, tx, r.rootID, *p.Charge); err != nil {
+					return err
+				}
+			}
+			if p.Status.Terminal() {
+				return endFamily(ctx, tx, r.id, r.parentID, r.updatedAt)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return store.Appended{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
+	}
+	return out, nil
+}
+
+// appendArgs are appendSQL's arguments for p.
+func (s *Store) appendArgs(p store.JournalAppendParams) []any {
 	kinds, data := entryArrays(p.Entries)
 	var status, outcome *string
 	if p.Status != "" {
@@ -64,53 +122,16 @@ func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) 
 		o := string(p.Outcome)
 		outcome = &o
 	}
-	args := []any{s.clockArg(), p.RunID, p.Token, p.After, status, nullTime(p.WakeAt), outcome, kinds, data}
-	var run store.Run
-	var err error
-	if p.Charge == nil && !p.Status.Terminal() {
-		// The common case: one statement, no transaction.
-		err = s.retry(ctx, func() error {
-			r, err := scanRun(s.pool.QueryRow(ctx, appendSQL, args...))
-			if errors.Is(err, pgx.ErrNoRows) {
-				return s.refusal(ctx, s.pool, p)
-			}
-			run = r.run
-			return err
-		})
-	} else {
-		err = s.inTx(ctx, func(tx pgx.Tx) error {
-			r, err := scanRun(tx.QueryRow(ctx, appendSQL, args...))
-			if errors.Is(err, pgx.ErrNoRows) {
-				return s.refusal(ctx, tx, p)
-			}
-			if err != nil {
-				return err
-			}
-			run = r.run
-			if p.Charge != nil {
-				if err := chargeAppend(ctx, tx, r.run, *p.Charge); err != nil {
-					return err
-				}
-			}
-			if p.Status.Terminal() {
-				return endFamily(ctx, tx, r.run)
-			}
-			return nil
-		})
-	}
-	if err != nil {
-		return store.Run{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
-	}
-	return run, nil
+	return []any{s.clockArg(), p.RunID, p.Token, p.After, status, nullTime(p.WakeAt), outcome, kinds, data}
 }
 
 // chargeAppend charges the budget of run's family inside the append's
 // transaction; a refusal rolls the append back with it.
-func chargeAppend(ctx context.Context, tx pgx.Tx, run store.Run, c store.BudgetCharge) error {
-	if c.RootID != "" && c.RootID != run.RootID {
-		return fmt.Errorf("charge: root id %q is not the run's root %q", c.RootID, run.RootID)
+func chargeAppend(ctx context.Context, tx pgx.Tx, rootID string, c store.BudgetCharge) error {
+	if c.RootID != "" && c.RootID != rootID {
+		return fmt.Errorf("charge: root id %q is not the run's root %q", c.RootID, rootID)
 	}
-	c.RootID = run.RootID
+	c.RootID = rootID
 	_, err := charge(ctx, tx, c)
 	return err
 }
@@ -135,13 +156,12 @@ WHERE id = $2 AND status = 'waiting' AND (wake_at IS NULL OR wake_at > $1::times
 // is woken. Rows are locked run first, then children, then parent; a
 // deadlock with a child ending at the same moment is broken by PostgreSQL
 // and the transaction is tried again.
-func endFamily(ctx context.Context, tx pgx.Tx, run store.Run) error {
-	at := run.UpdatedAt
-	if _, err := tx.Exec(ctx, endChildrenSQL, at, run.ID); err != nil {
+func endFamily(ctx context.Context, tx pgx.Tx, id, parentID string, at time.Time) error {
+	if _, err := tx.Exec(ctx, endChildrenSQL, at, id); err != nil {
 		return fmt.Errorf("cancel children: %w", err)
 	}
-	if run.ParentID != "" {
-		if _, err := tx.Exec(ctx, wakeParentSQL, at, run.ParentID); err != nil {
+	if parentID != "" {
+		if _, err := tx.Exec(ctx, wakeParentSQL, at, parentID); err != nil {
 			return fmt.Errorf("wake parent: %w", err)
 		}
 	}

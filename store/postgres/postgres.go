@@ -38,8 +38,12 @@ type Store struct {
 	stopListen context.CancelFunc
 	wake       chan struct{} // capacity 1: wakes coalesce
 	stop       chan struct{} // closed by Close
-	wg         sync.WaitGroup
-	once       sync.Once
+	// group queues appends for the grouping goroutine (group.go), which
+	// closes grouped when it returns.
+	group   chan *groupReq
+	grouped chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
 }
 
 // Open connects to the database at connString (a URL or keyword/value
@@ -59,7 +63,8 @@ func Open(ctx context.Context, connString string, opts ...Option) (*Store, error
 	if cfg.maxConns > 0 {
 		pc.MaxConns = int32(cfg.maxConns)
 	}
-	s := &Store{cfg: cfg, connCf: pc.ConnConfig.Copy(), wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	s := &Store{cfg: cfg, connCf: pc.ConnConfig.Copy(), wake: make(chan struct{}, 1), stop: make(chan struct{}),
+		group: make(chan *groupReq, groupQueue), grouped: make(chan struct{})}
 	if s.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
@@ -67,6 +72,11 @@ func Open(ctx context.Context, connString string, opts ...Option) (*Store, error
 		s.pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.groupLoop()
+	}()
 	return s, nil
 }
 

@@ -486,3 +486,79 @@ func TestSessionStartTwoNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupedAppends appends from many runners at once, each to its own
+// run, through one store: the appends share statements (entries of
+// different runs carry one statement time), every journal is whole, and a
+// refused append in a group (a stale token, a wrong position) is refused
+// alone, the others of its group written.
+func TestGroupedAppends(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t)
+	defer s.Close()
+	const runners, appends = 32, 10
+	tokens := make([]int64, runners)
+	for i := range runners {
+		id := fmt.Sprintf("r%d", i)
+		if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: id, Agent: "a", Entries: entry()}); err != nil {
+			t.Fatal(err)
+		}
+		ls, err := s.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "me", TTL: time.Hour, RunID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[i] = ls[0].Token
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*runners*appends)
+	for i := range runners {
+		id := fmt.Sprintf("r%d", i)
+		wg.Go(func() {
+			for n := range int64(appends) {
+				got, err := s.JournalAppend(ctx, store.JournalAppendParams{RunID: id, Token: tokens[i], After: 1 + 2*n,
+					Entries: []store.EntryInput{{Kind: "a", Data: json.RawMessage(`{}`)}, {Kind: "b", Data: json.RawMessage(`{}`)}}})
+				if err != nil || got.Position != 3+2*n || got.Status != hitchtype.StatusRunning || got.LeaseOwner != "me" {
+					errs <- fmt.Errorf("%s append %d: %+v %v", id, n, got, err)
+				}
+				// Refused appends ride the same groups and stop nothing.
+				_, err = s.JournalAppend(ctx, store.JournalAppendParams{RunID: id, Token: tokens[i] - 1, After: 3 + 2*n, Entries: entry()})
+				if !errors.Is(err, store.ErrFenced) {
+					errs <- fmt.Errorf("%s stale append %d: %v, want fenced", id, n, err)
+				}
+				_, err = s.JournalAppend(ctx, store.JournalAppendParams{RunID: id, Token: tokens[i], After: 1 + 2*n, Entries: entry()})
+				if !errors.Is(err, store.ErrConflict) {
+					errs <- fmt.Errorf("%s replayed append %d: %v, want a conflict", id, n, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	runsAt := map[time.Time]map[string]bool{}
+	for i := range runners {
+		id := fmt.Sprintf("r%d", i)
+		es, err := s.JournalRead(ctx, store.JournalReadParams{RunID: id})
+		if err != nil || len(es) != 1+2*appends {
+			t.Fatalf("%s: %d entries, %v", id, len(es), err)
+		}
+		for _, e := range es[1:] {
+			if runsAt[e.At] == nil {
+				runsAt[e.At] = map[string]bool{}
+			}
+			runsAt[e.At][id] = true
+		}
+	}
+	shared := 0
+	for _, ids := range runsAt {
+		if len(ids) > 1 {
+			shared++
+		}
+	}
+	if shared == 0 {
+		t.Errorf("no two runs' appends shared a statement in %d appends from %d runners", runners*appends, runners)
+	}
+}

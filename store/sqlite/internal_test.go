@@ -156,7 +156,8 @@ func createParams(id string) store.RunCreateParams {
 
 // TestGroupCommitIsolation queues writes behind a stalled writer so that they
 // share one transaction, and checks that a failing write — including one that
-// wrote before failing — takes nothing else down with it.
+// wrote before failing, in a savepoint or in none (a fenced write) — takes
+// nothing else down with it.
 func TestGroupCommitIsolation(t *testing.T) {
 	t.Parallel()
 	s := openT(t, filepath.Join(t.TempDir(), "hitch.db"))
@@ -204,9 +205,18 @@ func TestGroupCommitIsolation(t *testing.T) {
 	waitQueued(s, 4)
 	do("append 2", appendAt(2))
 	waitQueued(s, 5)
-	do("create b", func() error { _, _, err := s.RunCreate(ctx, createParams("b")); return err })
+	do("fenced write then fail", func() error {
+		return s.writeFenced(ctx, func(tx *wtx) error {
+			if _, err := tx.insertRun.Exec("ghost2", "ghost2", "", 0, "a", 0, "", 0, 1, 1, "default", ""); err != nil {
+				return err
+			}
+			return errors.New("broke after writing")
+		})
+	})
 	waitQueued(s, 6)
-	release() // all six are queued, so they share the next transaction
+	do("create b", func() error { _, _, err := s.RunCreate(ctx, createParams("b")); return err })
+	waitQueued(s, 7)
+	release() // all seven are queued, so they share the next transaction
 	wg.Wait()
 	close(results)
 
@@ -225,8 +235,13 @@ func TestGroupCommitIsolation(t *testing.T) {
 	if got["write then fail"] == nil || !strings.Contains(got["write then fail"].Error(), "changed my mind") {
 		t.Errorf("write then fail: %v", got["write then fail"])
 	}
-	if _, err := s.RunGet(ctx, "ghost"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("the failed write's row survived: %v", err)
+	if got["fenced write then fail"] == nil || !strings.Contains(got["fenced write then fail"].Error(), "broke after writing") {
+		t.Errorf("fenced write then fail: %v", got["fenced write then fail"])
+	}
+	for _, id := range []string{"ghost", "ghost2"} {
+		if _, err := s.RunGet(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the failed write's row %s survived: %v", id, err)
+		}
 	}
 	if run, err := s.RunGet(ctx, "r"); err != nil || run.Position != 3 {
 		t.Errorf("run r: %v position %d, want 3", err, run.Position)

@@ -44,79 +44,93 @@ func refused(cur store.Run, p store.JournalAppendParams) error {
 	return nil
 }
 
-func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) (store.Run, error) {
+func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) (store.Appended, error) {
 	if err := validateAppend(p); err != nil {
-		return store.Run{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
+		return store.Appended{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
 	}
-	var run store.Run
-	err := s.write(ctx, func(tx *wtx) error {
-		now := micros(tx.now)
-		if p.Status == "" && p.Charge == nil {
-			// The common case in one statement; on refusal, read the row
-			// to say why.
-			r, err := scanRun(tx.appendFenced.QueryRow(p.After+int64(len(p.Entries)), now, p.RunID, p.Token, p.After))
+	var out store.Appended
+	var err error
+	if p.Status == "" && p.Charge == nil {
+		// The common case in one statement, in no savepoint of its own:
+		// refused, it wrote nothing; failing otherwise, it takes the shared
+		// transaction down and the others are tried again.
+		err = s.writeFenced(ctx, func(tx *wtx) error {
+			now := micros(tx.now)
+			var seq, cancel int64
+			var status string
+			err := tx.appendFenced.QueryRow(p.After+int64(len(p.Entries)), now, p.RunID, p.Token, p.After).Scan(&seq, &status, &out.LeaseOwner, &cancel)
 			if errors.Is(err, sql.ErrNoRows) {
-				return tx.refusal(p)
+				return tx.refusal(p) // on refusal, read the row to say why
 			}
 			if err != nil {
 				return err
 			}
-			run = r.run
-			return tx.insertEntries(r.seq, p.After, p.Entries, now)
-		}
-		r, err := tx.getRow(p.RunID)
-		if err != nil {
+			out.Position, out.Status, out.CancelRequested = p.After+int64(len(p.Entries)), hitchtype.Status(status), cancel != 0
+			return tx.insertEntries(seq, p.After, p.Entries, now)
+		})
+	} else {
+		err = s.write(ctx, func(tx *wtx) error {
+			run, err := tx.appendChanging(p)
+			out = store.Appended{Position: run.Position, Status: run.Status, LeaseOwner: run.LeaseOwner, CancelRequested: run.CancelRequested}
 			return err
-		}
-		cur := r.run
-		if err := refused(cur, p); err != nil {
-			return err
-		}
-		if p.Charge != nil {
-			if err := tx.chargeFor(cur, *p.Charge); err != nil {
-				return err
-			}
-		}
-		if err := tx.insertEntries(r.seq, p.After, p.Entries, now); err != nil {
-			return err
-		}
-		status, owner, expires := cur.Status, cur.LeaseOwner, micros(cur.LeaseExpires)
-		if p.Status != "" {
-			status = p.Status
-		}
-		if p.Status != "" && p.Status != hitchtype.StatusRunning {
-			owner, expires = "", 0 // the lease is released with the status change
-		}
-		var wake int64
-		if p.Status == hitchtype.StatusWaiting {
-			wake = micros(p.WakeAt)
-			if cur.CancelRequested && (wake == 0 || wake > now) {
-				wake = now // a run asked to cancel does not park: it is due at once
-			}
-		}
-		var outcome sql.NullString // outcome is only ever set on a terminal run, which cannot get here
-		if p.Status.Terminal() && p.Outcome != nil {
-			outcome = sql.NullString{String: string(p.Outcome), Valid: true}
-		}
-		if p.Status == "" {
-			wake = micros(cur.WakeAt)
-		}
-		seq := r.seq
-		r, err = scanRun(tx.appendRun.QueryRow(p.After+int64(len(p.Entries)), string(status), owner, expires,
-			wake, outcome, now, seq))
-		if err != nil {
-			return err
-		}
-		run = r.run
-		if p.Status.Terminal() {
-			return tx.endFamily(run, now)
-		}
-		return nil
-	})
-	if err != nil {
-		return store.Run{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
+		})
 	}
-	return run, nil
+	if err != nil {
+		return store.Appended{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
+	}
+	return out, nil
+}
+
+// appendChanging is an append that changes the status or charges the
+// family budget: several statements, in the request's savepoint.
+func (tx *wtx) appendChanging(p store.JournalAppendParams) (store.Run, error) {
+	now := micros(tx.now)
+	r, err := tx.getRow(p.RunID)
+	if err != nil {
+		return store.Run{}, err
+	}
+	cur := r.run
+	if err := refused(cur, p); err != nil {
+		return store.Run{}, err
+	}
+	if p.Charge != nil {
+		if err := tx.chargeFor(cur, *p.Charge); err != nil {
+			return store.Run{}, err
+		}
+	}
+	if err := tx.insertEntries(r.seq, p.After, p.Entries, now); err != nil {
+		return store.Run{}, err
+	}
+	status, owner, expires := cur.Status, cur.LeaseOwner, micros(cur.LeaseExpires)
+	if p.Status != "" {
+		status = p.Status
+	}
+	if p.Status != "" && p.Status != hitchtype.StatusRunning {
+		owner, expires = "", 0 // the lease is released with the status change
+	}
+	var wake int64
+	if p.Status == hitchtype.StatusWaiting {
+		wake = micros(p.WakeAt)
+		if cur.CancelRequested && (wake == 0 || wake > now) {
+			wake = now // a run asked to cancel does not park: it is due at once
+		}
+	}
+	var outcome sql.NullString // outcome is only ever set on a terminal run, which cannot get here
+	if p.Status.Terminal() && p.Outcome != nil {
+		outcome = sql.NullString{String: string(p.Outcome), Valid: true}
+	}
+	if p.Status == "" {
+		wake = micros(cur.WakeAt)
+	}
+	r, err = scanRun(tx.appendRun.QueryRow(p.After+int64(len(p.Entries)), string(status), owner, expires,
+		wake, outcome, now, r.seq))
+	if err != nil {
+		return store.Run{}, err
+	}
+	if p.Status.Terminal() {
+		return r.run, tx.endFamily(r.run, now)
+	}
+	return r.run, nil
 }
 
 // chargeFor charges c, carried by an append to run, to the run's family.
@@ -213,11 +227,18 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 		}
 		kinds = " AND j.kind IN (" + strings.Join(marks, ", ") + ")"
 	}
-	rows, err := s.rdb.QueryContext(ctx, `
+	var rows *sql.Rows
+	var err error
+	if kinds == "" {
+		s.prepareReads()
+		rows, err = s.query(ctx, s.reads.journal, journalSQL, args...)
+	} else {
+		rows, err = s.rdb.QueryContext(ctx, `
 		SELECT r.position, j.pos, j.kind, j.at, j.data
 		FROM (SELECT seq, position FROM runs WHERE id = ?1) AS r
 		LEFT JOIN journal AS j ON j.run_seq = r.seq AND j.pos > ?2`+kinds+`
 		ORDER BY j.pos LIMIT ?3`, args...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
 	}

@@ -47,6 +47,7 @@ type Store struct {
 	wconn *sql.Conn
 	stmts *writeStmts
 	rdb   *sql.DB // read pool
+	reads reads
 
 	queue chan *request
 	// urgent carries the writes that keep leases alive (LeaseRenewMany):
@@ -478,6 +479,7 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
+	errs = append(errs, s.reads.close())
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}

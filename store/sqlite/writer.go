@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hitch-dev/hitch/store"
 )
 
 // A request is one caller's write. apply runs inside the writer's
@@ -17,6 +19,17 @@ type request struct {
 	ctx   context.Context
 	apply func(tx *wtx) error
 	done  chan error // buffered; receives exactly one answer
+	// fenced requests run in no savepoint: apply either is refused
+	// having written nothing (refusal), or fails otherwise, which takes
+	// the shared transaction down.
+	fenced bool
+}
+
+// refusal reports a fenced request's refusal: a conditional statement
+// that matched no row, so nothing of the request was written.
+func refusal(err error) bool {
+	return errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrConflict) ||
+		errors.Is(err, store.ErrEnded) || errors.Is(err, store.ErrNotFound)
 }
 
 // wtx is what apply sees: the writer's prepared statements and the store
@@ -31,16 +44,22 @@ type wtx struct {
 // written. Once queued, the request is always answered: by the commit, by an
 // error, or by ErrClosed, so the wait ends with the writer's progress.
 func (s *Store) write(ctx context.Context, fn func(tx *wtx) error) error {
-	return s.send(ctx, s.queue, fn)
+	return s.send(ctx, s.queue, &request{ctx: ctx, apply: fn, done: make(chan error, 1)})
 }
 
 // writeUrgent is write ahead of the queue: the writer takes it before any
 // request queued by write.
 func (s *Store) writeUrgent(ctx context.Context, fn func(tx *wtx) error) error {
-	return s.send(ctx, s.urgent, fn)
+	return s.send(ctx, s.urgent, &request{ctx: ctx, apply: fn, done: make(chan error, 1)})
 }
 
-func (s *Store) send(ctx context.Context, queue chan *request, fn func(tx *wtx) error) error {
+// writeFenced is write for a request of one conditional statement (and the
+// inserts that follow it), which needs no savepoint: see request.fenced.
+func (s *Store) writeFenced(ctx context.Context, fn func(tx *wtx) error) error {
+	return s.send(ctx, s.queue, &request{ctx: ctx, apply: fn, done: make(chan error, 1), fenced: true})
+}
+
+func (s *Store) send(ctx context.Context, queue chan *request, r *request) error {
 	if s.cfg.readOnly {
 		if s.closed.Load() {
 			return ErrClosed
@@ -50,7 +69,6 @@ func (s *Store) send(ctx context.Context, queue chan *request, fn func(tx *wtx) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{ctx: ctx, apply: fn, done: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closing {
 		s.mu.RUnlock()
@@ -177,7 +195,8 @@ func (s *Store) commitOnce(reqs []*request) (retry []*request) {
 	alone := len(reqs) == 1
 	answers := make([]error, len(reqs))
 	for i, r := range reqs {
-		if !alone {
+		own := !alone && !r.fenced // a savepoint of its own
+		if own {
 			if _, err := s.stmts.savepoint.ExecContext(ctx); err != nil {
 				s.rollback(ctx)
 				answerAll(reqs, fmt.Errorf("open savepoint: %w", err))
@@ -192,6 +211,15 @@ func (s *Store) commitOnce(reqs []*request) (retry []*request) {
 				return nil
 			}
 			break
+		}
+		if !own {
+			if err != nil && !refusal(err) {
+				s.rollback(ctx)
+				r.done <- err
+				return append(append(retry, reqs[:i]...), reqs[i+1:]...)
+			}
+			answers[i] = err
+			continue
 		}
 		if err != nil {
 			answers[i] = err
@@ -260,8 +288,9 @@ type writeStmts struct {
 	all                                                     []*sql.Stmt
 }
 
-// maxBatchInsert is the most entries one INSERT statement carries.
-const maxBatchInsert = 4
+// maxBatchInsert is the most entries one INSERT statement carries: a
+// step's commit holds about five.
+const maxBatchInsert = 8
 
 func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 	w := &writeStmts{}
@@ -275,7 +304,7 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 		{&w.appendFenced, `UPDATE runs SET position = ?1, updated_at = ?2
 			WHERE id = ?3 AND lease_token = ?4 AND position = ?5 AND lease_owner <> ''
 				AND status IN ('queued', 'running', 'waiting')
-			RETURNING ` + runColumns},
+			RETURNING seq, status, lease_owner, cancel_requested`},
 		{&w.begin, `BEGIN IMMEDIATE`},
 		{&w.commit, `COMMIT`},
 		{&w.savepoint, `SAVEPOINT req`},

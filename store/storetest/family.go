@@ -29,7 +29,7 @@ func (e *env) wait(id string, wake time.Time) store.Lease {
 }
 
 // end claims id and ends it with st.
-func (e *env) end(id string, st hitchtype.Status) store.Run {
+func (e *env) end(id string, st hitchtype.Status) store.Appended {
 	e.t.Helper()
 	l := e.claim(id, "ender", longTTL)
 	return e.append(l, store.JournalAppendParams{After: l.Run.Position, Entries: entries("end", 1), Status: st,

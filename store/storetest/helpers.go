@@ -134,7 +134,7 @@ func (e *env) claim(id, owner string, ttl time.Duration) store.Lease {
 	return ls[0]
 }
 
-func (e *env) append(l store.Lease, p store.JournalAppendParams) store.Run {
+func (e *env) append(l store.Lease, p store.JournalAppendParams) store.Appended {
 	e.t.Helper()
 	p.RunID, p.Token = l.Run.ID, l.Token
 	run, err := e.s.JournalAppend(e.ctx, p)

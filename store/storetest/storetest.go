@@ -286,7 +286,10 @@ func testJournalAppend(t *testing.T, open opener) {
 		outcome := json.RawMessage(`{"answer":"42"}`)
 		run := e.append(l, store.JournalAppendParams{After: 1, Entries: entries("end", 1),
 			Status: hitchtype.StatusCompleted, Outcome: outcome})
-		for _, got := range []store.Run{run, e.get("r")} {
+		if run != (store.Appended{Position: 2, Status: hitchtype.StatusCompleted}) {
+			t.Fatalf("terminal append answered %+v", run)
+		}
+		for _, got := range []store.Run{e.get("r")} {
 			if got.Status != hitchtype.StatusCompleted || !sameJSON(got.Outcome, outcome) || got.Position != 2 {
 				t.Fatalf("terminal append: %+v", got)
 			}
@@ -333,7 +336,10 @@ func testJournalAppend(t *testing.T, open opener) {
 		wake := e.now().Add(time.Hour)
 		run := e.append(l, store.JournalAppendParams{After: 1, Entries: entries("wait", 1),
 			Status: hitchtype.StatusWaiting, WakeAt: wake})
-		for _, got := range []store.Run{run, e.get("r")} {
+		if run != (store.Appended{Position: 2, Status: hitchtype.StatusWaiting}) {
+			t.Fatalf("waiting append answered %+v", run)
+		}
+		for _, got := range []store.Run{e.get("r")} {
 			if got.Status != hitchtype.StatusWaiting || !sameTime(got.WakeAt, wake) || got.LeaseOwner != "" ||
 				!got.LeaseExpires.IsZero() {
 				t.Fatalf("waiting append: %+v (want wake %v)", got, wake)
@@ -350,8 +356,11 @@ func testJournalAppend(t *testing.T, open opener) {
 		e := newEnv(t, open)
 		l := running(e, "r")
 		run := e.append(l, store.JournalAppendParams{After: 1, Entries: entries("yield", 1), Status: hitchtype.StatusQueued})
-		if run.Status != hitchtype.StatusQueued || run.LeaseOwner != "" || !run.LeaseExpires.IsZero() {
-			t.Fatalf("queued append: %+v", run)
+		if run != (store.Appended{Position: 2, Status: hitchtype.StatusQueued}) {
+			t.Fatalf("queued append answered %+v", run)
+		}
+		if got := e.get("r"); got.Status != hitchtype.StatusQueued || got.LeaseOwner != "" || !got.LeaseExpires.IsZero() {
+			t.Fatalf("queued append: %+v", got)
 		}
 		ls, err := e.s.LeaseClaim(e.ctx, store.LeaseClaimParams{Owner: "next", TTL: longTTL})
 		if err != nil || len(ls) != 1 || ls[0].Run.ID != "r" || ls[0].Token != l.Token+1 {

@@ -1,0 +1,63 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+)
+
+// reads are the statements every runner reads with, prepared once on the
+// read pool (database/sql prepares each again on a connection the first
+// time it runs there): parsing them at every call cost more than running
+// them. A statement that could not be prepared is run unprepared.
+type reads struct {
+	once    sync.Once
+	runGet  *sql.Stmt
+	journal *sql.Stmt
+}
+
+const (
+	runGetSQL = `SELECT ` + runColumns + ` FROM runs WHERE id = ?`
+	// journalSQL reads entries in one statement, so the existence check
+	// and the entries come from the same snapshot: a missing run is the
+	// single row with a NULL position. ?4 is the kinds filter's place.
+	journalSQL = `
+		SELECT r.position, j.pos, j.kind, j.at, j.data
+		FROM (SELECT seq, position FROM runs WHERE id = ?1) AS r
+		LEFT JOIN journal AS j ON j.run_seq = r.seq AND j.pos > ?2
+		ORDER BY j.pos LIMIT ?3`
+)
+
+func (s *Store) prepareReads() {
+	s.reads.once.Do(func() {
+		ctx := context.Background()
+		s.reads.runGet, _ = s.rdb.PrepareContext(ctx, runGetSQL)
+		s.reads.journal, _ = s.rdb.PrepareContext(ctx, journalSQL)
+	})
+}
+
+// queryRow runs a read statement, prepared when it could be.
+func (s *Store) queryRow(ctx context.Context, st *sql.Stmt, q string, args ...any) *sql.Row {
+	if st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.rdb.QueryRowContext(ctx, q, args...)
+}
+
+func (s *Store) query(ctx context.Context, st *sql.Stmt, q string, args ...any) (*sql.Rows, error) {
+	if st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.rdb.QueryContext(ctx, q, args...)
+}
+
+func (r *reads) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{r.runGet, r.journal} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
