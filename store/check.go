@@ -86,8 +86,8 @@ func CheckEntries(es []EntryInput) error {
 	}
 	total := 0
 	for i, e := range es {
-		if err := CheckName(fmt.Sprintf("entries[%d].kind", i), e.Kind, true); err != nil {
-			return err
+		if e.Kind == "" || len(e.Kind) > MaxNameBytes { // named only when refused: this runs for every entry
+			return CheckName(fmt.Sprintf("entries[%d].kind", i), e.Kind, true)
 		}
 		if len(e.Data) > MaxEntryBytes {
 			return fmt.Errorf("entries[%d].data is %d bytes, more than %d", i, len(e.Data), MaxEntryBytes)

@@ -31,7 +31,10 @@ type Func[In, Out any] func(ctx context.Context, in In) (Out, error)
 type typed[In, Out any] struct {
 	info     Info
 	resolved *jsonschema.Resolved
-	fn       Func[In, Out]
+	// flat, when In and its inferred schema are flat (see flatArgs),
+	// lets arguments skip the schema when a plain decode settles them.
+	flat *flatArgs
+	fn   Func[In, Out]
 }
 
 var _ Tool = (*typed[struct{}, string])(nil)
@@ -48,7 +51,13 @@ func New[In, Out any](name, description string, fn Func[In, Out], opts ...Option
 	if schema.Type != "object" {
 		return nil, fmt.Errorf("tool %s: arguments must be a struct, got schema type %q", name, schema.Type)
 	}
-	return NewWithSchema(name, description, schema, fn, opts...)
+	t, err := NewWithSchema(name, description, schema, fn, opts...)
+	if err != nil {
+		return nil, err
+	}
+	// Only an inferred schema says of each field what its Go type does.
+	t.(*typed[In, Out]).flat = flatOf(reflect.TypeFor[In](), schema)
+	return t, nil
 }
 
 // NewWithSchema is New with an explicit schema, for arguments whose Go type
@@ -100,10 +109,20 @@ func (t *typed[In, Out]) Call(ctx context.Context, args json.RawMessage) (string
 }
 
 func (t *typed[In, Out]) decode(args json.RawMessage) (In, error) {
-	var in In
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
+	if t.flat != nil {
+		if in, ok := decodeFlat[In](t.flat, args); ok {
+			return in, nil
+		}
+	}
+	return t.checked(args)
+}
+
+// checked decodes args after the schema has checked them.
+func (t *typed[In, Out]) checked(args json.RawMessage) (In, error) {
+	var in In
 	var instance any
 	if err := json.Unmarshal(args, &instance); err != nil {
 		return in, &ArgumentError{Tool: t.info.Name, Reason: "not valid JSON: " + err.Error()}

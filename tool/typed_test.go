@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -61,4 +62,74 @@ func FuzzTypedArguments(f *testing.F) {
 			t.Fatalf("%q: unexpected error %v", args, err)
 		}
 	})
+}
+
+type flatProbe struct {
+	Path  string    `json:"path"`
+	Count int       `json:"count,omitempty"`
+	Big   int64     `json:"big,omitempty"`
+	Ratio float64   `json:"ratio,omitempty"`
+	On    bool      `json:"on,omitempty"`
+	Tags  []string  `json:"tags,omitempty"`
+	Nums  []float32 `json:"nums,omitempty"`
+}
+
+// TestFlatArgumentsSkipOnlyWhatTheSchemaAccepts: which argument types
+// decode without the schema, and that those which do are the ones whose
+// schema a plain decode fully checks.
+func TestFlatArgumentsSkipOnlyWhatTheSchemaAccepts(t *testing.T) {
+	t.Parallel()
+	flat := func(tl Tool) bool { return tl.(*typed[flatProbe, string]).flat != nil }
+	tl := MustNew("probe", "Probes.", func(_ context.Context, in flatProbe) (string, error) { return in.Path, nil })
+	if !flat(tl) {
+		t.Fatal("a struct of scalars and slices of scalars is not decoded without its schema")
+	}
+	for name, tl := range map[string]Tool{
+		"raw":    MustNew("raw", "r", func(_ context.Context, in struct{ R json.RawMessage }) (string, error) { return "", nil }),
+		"any":    MustNew("any", "a", func(_ context.Context, in struct{ A any }) (string, error) { return "", nil }),
+		"nested": MustNew("nested", "n", func(_ context.Context, in struct{ N fuzzArgs }) (string, error) { return "", nil }),
+		"ptr":    MustNew("ptr", "p", func(_ context.Context, in struct{ P *int }) (string, error) { return "", nil }),
+		"map":    MustNew("map", "m", func(_ context.Context, in struct{ M map[string]int }) (string, error) { return "", nil }),
+		"bounds": MustNew("bounds", "b", func(_ context.Context, in struct{ S int8 }) (string, error) { return "", nil }),
+		"bytes":  MustNew("bytes", "b", func(_ context.Context, in struct{ B []uint8 }) (string, error) { return "", nil }),
+	} {
+		if v := reflect.ValueOf(tl).Elem().FieldByName("flat"); !v.IsNil() {
+			t.Errorf("%s: decoded without its schema", name)
+		}
+	}
+	for _, args := range flatSeeds {
+		agree(t, tl.(*typed[flatProbe, string]), args)
+	}
+}
+
+var flatSeeds = []string{`{"path":"a"}`, `{"path":"a","count":2,"big":-9007199254740993,"ratio":1.5,"on":true,"tags":["x"],"nums":[1.5]}`,
+	`{"Path":"a"}`, `{"path":"a","count":null}`, `{"count":1}`, `{"path":"a","count":1.5}`, `{"path":"a","count":1.0}`,
+	`{"path":"a","big":9223372036854775808}`, `{"path":"a","tags":null}`, `{"path":"a","tags":[1]}`, `{"path":"a","path":"b"}`,
+	`{"path":"a","extra":1}`, `[]`, `"x"`, `{"path":"a","on":"true"}`, `{"path":"a","nums":[1e39]}`, `{"path":"a","count":1e2}`}
+
+// agree checks that arguments a plain decode settles are arguments the
+// schema accepts, decoded to the same value.
+func agree(t *testing.T, tl *typed[flatProbe, string], args string) {
+	t.Helper()
+	got, ok := decodeFlat[flatProbe](tl.flat, []byte(args))
+	if !ok {
+		return
+	}
+	want, err := tl.checked(json.RawMessage(args))
+	if err != nil {
+		t.Fatalf("%s: decoded without the schema, which refuses it: %v", args, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: decoded %+v without the schema, %+v with it", args, got, want)
+	}
+}
+
+// FuzzFlatArguments: whatever arguments skip the schema, the schema
+// accepts, and they decode to the same value.
+func FuzzFlatArguments(f *testing.F) {
+	for _, s := range flatSeeds {
+		f.Add(s)
+	}
+	tl := MustNew("probe", "Probes.", func(_ context.Context, in flatProbe) (string, error) { return in.Path, nil }).(*typed[flatProbe, string])
+	f.Fuzz(func(t *testing.T, args string) { agree(t, tl, args) })
 }
