@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -86,7 +87,18 @@ type Result struct {
 	PeakHeap       uint64
 	PeakGoroutines int
 	PeakRSS        uint64
+	// Mallocs counts the heap allocations made while the runs ran (from
+	// the first start to the last end, every goroutine of the process).
+	Mallocs uint64
+	// CPU is the process's user and system CPU time over the same span.
+	CPU time.Duration
 }
+
+// AllocsPerStep is Mallocs a durable step.
+func (r Result) AllocsPerStep() float64 { return float64(r.Mallocs) / float64(r.Runs*r.Steps) }
+
+// CPUPerStep is CPU a durable step.
+func (r Result) CPUPerStep() time.Duration { return r.CPU / time.Duration(r.Runs*r.Steps) }
 
 // StepsPerSecond is the throughput in durable steps.
 func (r Result) StepsPerSecond() float64 {
@@ -95,8 +107,9 @@ func (r Result) StepsPerSecond() float64 {
 
 // Line is the peer table's RESULT line.
 func (r Result) Line() string {
-	line := fmt.Sprintf("RESULT peer=hitch mode=sqlite-%s runs=%d steps=%d total_steps=%d run_s=%.4f steps_per_s=%.0f entries=%d",
-		strings.ToLower(r.Sync.String()), r.Runs, r.Steps, r.Runs*r.Steps, r.Elapsed.Seconds(), r.StepsPerSecond(), r.Entries)
+	line := fmt.Sprintf("RESULT peer=hitch mode=sqlite-%s runs=%d steps=%d total_steps=%d run_s=%.4f steps_per_s=%.0f entries=%d allocs_per_step=%.0f cpu_us_per_step=%.0f",
+		strings.ToLower(r.Sync.String()), r.Runs, r.Steps, r.Runs*r.Steps, r.Elapsed.Seconds(), r.StepsPerSecond(), r.Entries,
+		r.AllocsPerStep(), float64(r.CPUPerStep().Nanoseconds())/1e3)
 	if r.Tracing != "" && r.Tracing != TracingOff {
 		line += fmt.Sprintf(" tracing=%s flush_s=%.4f", r.Tracing, r.Flush.Seconds())
 	}
@@ -189,6 +202,9 @@ func Run(ctx context.Context, p Params) (Result, error) {
 	ids := make([]string, p.Runs)
 	errs := make([]error, p.Runs)
 	watch := watchPeaks(100 * time.Millisecond)
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	cpu0 := processCPU()
 	begin := time.Now()
 	var wg sync.WaitGroup
 	for i := range p.Runs {
@@ -213,7 +229,9 @@ func Run(ctx context.Context, p Params) (Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
-	res := Result{Params: p, Elapsed: elapsed, Overhead: lat.overhead()}
+	cpu := processCPU() - cpu0
+	runtime.ReadMemStats(&ms1)
+	res := Result{Params: p, Elapsed: elapsed, Mallocs: ms1.Mallocs - ms0.Mallocs, CPU: cpu, Overhead: lat.overhead()}
 	res.PeakHeap, res.PeakGoroutines, res.PeakRSS = watch.end()
 	if tel != nil {
 		flushStart := time.Now()

@@ -4,38 +4,84 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
-// BenchmarkSteps measures durable steps per second and allocations per
-// step, with 1 and 64 concurrent runs of 10 steps, at FULL and NORMAL.
-// One op is the whole workload on a fresh store.
+// BenchmarkSteps measures durable steps per second, allocations and CPU
+// per step, with 1 and 64 concurrent runs of 10 steps, at FULL and NORMAL;
+// and at 64 runs at FULL, with the tool declared not replayable (two
+// commits a step). One op is the whole workload on a fresh store; the
+// figures cover the runs (first start to last end), not opening the store.
 func BenchmarkSteps(b *testing.B) {
+	type setting struct {
+		sync       sqlite.Sync
+		runs       int
+		atMostOnce bool
+	}
+	var settings []setting
 	for _, sync := range []sqlite.Sync{sqlite.SyncFull, sqlite.SyncNormal} {
 		for _, runs := range []int{1, 64} {
-			b.Run(fmt.Sprintf("sync=%s/runs=%d/steps=10", sync, runs), func(b *testing.B) {
-				const steps = 10
-				var total float64
-				var ms0, ms1 runtime.MemStats
-				runtime.ReadMemStats(&ms0)
-				for i := 0; b.Loop(); i++ {
-					res, err := Run(context.Background(), Params{Runs: runs, Steps: steps, Sync: sync,
-						DB: filepath.Join(b.TempDir(), fmt.Sprintf("bench-%d.db", i))})
-					if err != nil {
-						b.Fatal(err)
-					}
-					total += res.Elapsed.Seconds()
-				}
-				runtime.ReadMemStats(&ms1)
-				n := float64(b.N * runs * steps)
-				b.ReportMetric(n/total, "steps/s")
-				b.ReportMetric(total/n*1e6, "µs/step")
-				b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/n, "allocs/step")
-			})
+			settings = append(settings, setting{sync, runs, false})
 		}
+	}
+	settings = append(settings, setting{sqlite.SyncFull, 64, true})
+	for _, c := range settings {
+		name := fmt.Sprintf("sync=%s/runs=%d/steps=10", c.sync, c.runs)
+		if c.atMostOnce {
+			name += "/at-most-once"
+		}
+		b.Run(name, func(b *testing.B) {
+			const steps = 10
+			var total, cpu float64
+			var mallocs uint64
+			for i := 0; b.Loop(); i++ {
+				res, err := Run(context.Background(), Params{Runs: c.runs, Steps: steps, Sync: c.sync, AtMostOnce: c.atMostOnce,
+					DB: filepath.Join(b.TempDir(), fmt.Sprintf("bench-%d.db", i))})
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += res.Elapsed.Seconds()
+				cpu += res.CPU.Seconds()
+				mallocs += res.Mallocs
+			}
+			n := float64(b.N * c.runs * steps)
+			b.ReportMetric(n/total, "steps/s")
+			b.ReportMetric(total/n*1e6, "µs/step")
+			b.ReportMetric(float64(mallocs)/n, "allocs/step")
+			b.ReportMetric(cpu/n*1e6, "cpu-µs/step")
+		})
+	}
+}
+
+// recordedAllocsPerStep is the allocations a step of one run of 10 steps
+// (SyncNormal), as recorded in docs/benchmarks.md. TestAllocsPerStep fails
+// when a change makes a step allocate more than 10% over it: lower it with
+// the figure when a change lowers it for good.
+const recordedAllocsPerStep = 335
+
+// TestAllocsPerStep guards the step's cost. Allocations are counted, not
+// timed, so the figure does not depend on the machine's load: one run
+// makes the same allocations each time, give or take a few.
+func TestAllocsPerStep(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what allocates")
+	}
+	best := 0.0
+	for i := range 3 {
+		res, err := Run(context.Background(), Params{Runs: 1, Steps: 10, Sync: sqlite.SyncNormal,
+			DB: filepath.Join(t.TempDir(), fmt.Sprintf("allocs-%d.db", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := res.AllocsPerStep(); i == 0 || a < best {
+			best = a
+		}
+	}
+	t.Logf("%.1f allocations a step (recorded: %d)", best, recordedAllocsPerStep)
+	if limit := recordedAllocsPerStep * 1.10; best > limit {
+		t.Errorf("a step makes %.1f allocations, more than 10%% over the recorded %d: find what grew, or record the new figure in docs/benchmarks.md and recordedAllocsPerStep", best, recordedAllocsPerStep)
 	}
 }
 
