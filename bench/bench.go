@@ -27,6 +27,7 @@ import (
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/telemetry"
 	"github.com/hitch-dev/hitch/tool"
@@ -92,10 +93,16 @@ type Result struct {
 	Mallocs uint64
 	// CPU is the process's user and system CPU time over the same span.
 	CPU time.Duration
+	// Commits counts the runs' journal commits, their start and end
+	// included.
+	Commits int64
 }
 
 // AllocsPerStep is Mallocs a durable step.
 func (r Result) AllocsPerStep() float64 { return float64(r.Mallocs) / float64(r.Runs*r.Steps) }
+
+// CommitsPerStep is Commits a durable step.
+func (r Result) CommitsPerStep() float64 { return float64(r.Commits) / float64(r.Runs*r.Steps) }
 
 // CPUPerStep is CPU a durable step.
 func (r Result) CPUPerStep() time.Duration { return r.CPU / time.Duration(r.Runs*r.Steps) }
@@ -107,9 +114,9 @@ func (r Result) StepsPerSecond() float64 {
 
 // Line is the peer table's RESULT line.
 func (r Result) Line() string {
-	line := fmt.Sprintf("RESULT peer=hitch mode=sqlite-%s runs=%d steps=%d total_steps=%d run_s=%.4f steps_per_s=%.0f entries=%d allocs_per_step=%.0f cpu_us_per_step=%.0f",
+	line := fmt.Sprintf("RESULT peer=hitch mode=sqlite-%s runs=%d steps=%d total_steps=%d run_s=%.4f steps_per_s=%.0f entries=%d commits_per_step=%.2f allocs_per_step=%.0f cpu_us_per_step=%.0f",
 		strings.ToLower(r.Sync.String()), r.Runs, r.Steps, r.Runs*r.Steps, r.Elapsed.Seconds(), r.StepsPerSecond(), r.Entries,
-		r.AllocsPerStep(), float64(r.CPUPerStep().Nanoseconds())/1e3)
+		r.CommitsPerStep(), r.AllocsPerStep(), float64(r.CPUPerStep().Nanoseconds())/1e3)
 	if r.Tracing != "" && r.Tracing != TracingOff {
 		line += fmt.Sprintf(" tracing=%s flush_s=%.4f", r.Tracing, r.Flush.Seconds())
 	}
@@ -249,8 +256,36 @@ func Run(ctx context.Context, p Params) (Result, error) {
 			return res, err
 		}
 		res.Entries += run.Position
+		n, err := commits(ctx, st, ids[i])
+		if err != nil {
+			return res, err
+		}
+		res.Commits += n
 	}
 	return res, nil
+}
+
+// commits counts a run's journal commits: the entries of one commit share
+// the time of its transaction, and no two transactions share a time.
+func commits(ctx context.Context, st store.Store, id string) (int64, error) {
+	var n, after int64
+	var last time.Time
+	for {
+		page, err := st.JournalRead(ctx, store.JournalReadParams{RunID: id, After: after, Limit: 1000})
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range page {
+			if !e.At.Equal(last) {
+				n++
+				last = e.At
+			}
+			after = e.Pos
+		}
+		if len(page) == 0 {
+			return n, nil
+		}
+	}
 }
 
 // Collector is a stand-in for an OTLP collector on loopback: it accepts

@@ -35,7 +35,7 @@ func BenchmarkSteps(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			const steps = 10
 			var total, cpu float64
-			var mallocs uint64
+			var mallocs, commits uint64
 			for i := 0; b.Loop(); i++ {
 				res, err := Run(context.Background(), Params{Runs: c.runs, Steps: steps, Sync: c.sync, AtMostOnce: c.atMostOnce,
 					DB: filepath.Join(b.TempDir(), fmt.Sprintf("bench-%d.db", i))})
@@ -45,12 +45,14 @@ func BenchmarkSteps(b *testing.B) {
 				total += res.Elapsed.Seconds()
 				cpu += res.CPU.Seconds()
 				mallocs += res.Mallocs
+				commits += uint64(res.Commits)
 			}
 			n := float64(b.N * c.runs * steps)
 			b.ReportMetric(n/total, "steps/s")
 			b.ReportMetric(total/n*1e6, "µs/step")
 			b.ReportMetric(float64(mallocs)/n, "allocs/step")
 			b.ReportMetric(cpu/n*1e6, "cpu-µs/step")
+			b.ReportMetric(float64(commits)/n, "commits/step")
 		})
 	}
 }
@@ -96,6 +98,11 @@ func TestWorkloadCompletes(t *testing.T) {
 	// started, settled), ended.
 	if want := int64(4 * (1 + 1 + 4 + 4 + 9 + 1)); res.Entries != want {
 		t.Errorf("entries = %d, want %d", res.Entries, want)
+	}
+	// Per run: the start, one commit a step (the tool is replayable), and
+	// the last reply with the end.
+	if want := int64(4 * (1 + 3 + 1)); res.Commits != want {
+		t.Errorf("commits = %d, want %d", res.Commits, want)
 	}
 }
 

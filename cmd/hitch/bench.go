@@ -25,6 +25,7 @@ func newBench(g *globals) *cobra.Command {
 		Long: "Run R concurrent runs of S steps each (a step: a scripted model reply asking for add(a, b), the tool call,\n" +
 			"its result journaled) on a fresh SQLite file, check that every run completed, and print one line:\n" +
 			"RESULT peer=hitch mode=sqlite-<sync> runs=R steps=S total_steps=R*S run_s=.. steps_per_s=.. entries=..\n" +
+			"commits_per_step=.. allocs_per_step=.. cpu_us_per_step=.. (journal commits, heap allocations and process CPU a step).\n" +
 			"With --model-latency, every model call takes that long (give or take --jitter), and the line adds what the\n" +
 			"runtime added to a step beyond it (from a reply, or the start, to the run's next model request: p50, p99,\n" +
 			"max) and the process's peak RSS, heap and goroutines.\n\n" +
