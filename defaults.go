@@ -127,6 +127,7 @@ var Defaults = []Default{
 	{"model requests with their context accounts in one GET /v1/runs/{id}/context (the latest)", "server.MaxContextRequests", "100", "fixed"},
 	{"runs list: title kept from a run's input / text filter", "store.MaxTitleRunes / MaxTextRunes", "200 / 200 characters", "fixed"},
 	{"approval requests listed per page", "PendingApprovalsParams.Limit", "100", "1–1000"},
+	{"sandbox: processes starting at once per process (commands, bwrap probes)", "local.MaxStarting", "16", "fixed"},
 	{"session message text", "Config.Sessions.MaxMessageBytes", "256 KiB", "1 B–16 MiB"},
 	{"session send idempotency key remembered", "Config.Sessions.IdempotencyTTL", "24h", "1s–720h"},
 	{"SQLite: appends committed in one transaction", "sqlite.WithBatchSize", "64", "1–1024"},

@@ -13,6 +13,7 @@ import (
 	"github.com/hitch-dev/hitch/cron"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/sandbox/local"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/server"
 	"github.com/hitch-dev/hitch/server/mcpserver"
@@ -85,6 +86,7 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"sqlite.WithQueueSize", itoa(sqlite.DefaultQueueSize)},
 		{"sqlite.WithBusyTimeout", dur(sqlite.DefaultBusyTimeout)},
 		{"builtin.GlobMaxPaths", itoa(builtin.GlobMaxPaths)},
+		{"local.MaxStarting", itoa(local.MaxStarting)},
 		{"builtin.GrepMaxMatches / GrepMaxLineChars", itoa(builtin.GrepMaxMatches) + " / " + itoa(builtin.GrepMaxLineChars)},
 		{"builtin.ReadMaxLines / ReadMaxBytes", itoa(builtin.ReadMaxLines) + " lines / " + itoa(builtin.ReadMaxBytes/1024) + " KiB"},
 		{"builtin.BashMaxLines / BashMaxBytes", itoa(builtin.BashMaxLines) + " lines / " + itoa(builtin.BashMaxBytes/1024) + " KiB"},

@@ -51,7 +51,7 @@ type Config struct {
 	// variable is not set to that variable's name: such an approver can
 	// answer nothing until it is set.
 	MissingSecrets map[string]string
-	// Closers release what the agents hold (sandboxes, MCP clients).
+	// Closers release what the agents hold (MCP clients).
 	closers []func() error
 	clients map[string]*mcp.Client
 	// Secrets redacts every secret value the file names: its secrets
@@ -89,7 +89,7 @@ func (c *Config) Agent(name string) (*hitch.Agent, error) {
 	return nil, fmt.Errorf("%s declares no agent named %q", c.Path, name)
 }
 
-// Close releases what the agents hold: their sandboxes, and the MCP
+// Close releases what the agents hold: the MCP
 // clients (a stdio server is stopped).
 func (c *Config) Close() error {
 	var first error
@@ -425,11 +425,19 @@ func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.T
 		ws = relTo(c.Path, ".")
 	}
 	sbox.Root, sbox.ExtraEnv = ws, env
+	// An agent whose tools run no command gets a sandbox without
+	// commands: nothing to isolate, so no bubblewrap to look for.
+	if !slices.ContainsFunc(builtins, func(n string) bool { return slices.Contains(builtin.Needs(n), sandbox.CapExec) }) {
+		sbox.DisableExec, sbox.DenyNetwork, sbox.RequireIsolation = true, false, false
+	}
+	// The sandbox opened here only checks the workspace and shapes the
+	// tools' definitions; each run opens its own when it starts (below),
+	// so the file load holds nothing per agent.
 	sb, err := local.New(sbox)
 	if err != nil {
 		return nil, nil, append(probs, l.problem(field+".workspace", "%v", err))
 	}
-	c.closers = append(c.closers, sb.Close)
+	defer sb.Close()
 	bt, err := builtin.New(sb, builtins...)
 	if err != nil {
 		if sbox.RequireIsolation {

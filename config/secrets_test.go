@@ -141,3 +141,45 @@ agents:
 		t.Fatalf("Options.RequireIsolation ignored: %v", err)
 	}
 }
+
+// Sandboxes are set up only where commands run, and bwrap is probed once
+// per process: an agent whose tools run no command never looks for bwrap,
+// and agents that do share one probe, however often the file is loaded.
+func TestBwrapProbedOnlyForCommands(t *testing.T) {
+	// A bwrap of the test's own on PATH, which logs each start: not
+	// parallel.
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	if err := os.WriteFile(filepath.Join(bin, "bwrap"), []byte("#!/bin/sh\necho started >> "+calls+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
+models:
+  demo: {provider: scripted, script: script.yaml}
+agents:
+  - name: reader
+    model: demo
+    tools: [read, write, edit, glob]
+    policy: allow_all
+  - name: shell
+    model: demo
+    tools: [read, bash]
+    policy: allow_all
+  - name: shell2
+    model: demo
+    tools: [bash, grep]
+    policy: allow_all
+`})
+	for range 3 {
+		cfg, err := Load(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Close()
+	}
+	b, _ := os.ReadFile(calls)
+	if n := strings.Count(string(b), "started"); n != 1 {
+		t.Fatalf("bwrap started %d times for three loads of two agents with commands, want 1", n)
+	}
+}

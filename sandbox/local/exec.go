@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,17 +32,38 @@ const drainGrace = 2 * time.Second
 // goneGrace bounds how long Exec waits for killed processes to finish dying.
 const goneGrace = 5 * time.Second
 
-// findBwrap finds bwrap and checks that it works here, with view.
+// findBwrap finds bwrap and checks that it works here, with view. The
+// probe's answer is kept for the life of the process, one per program,
+// view and network setting: a probe starts a process, and a node that
+// opens a sandbox for every run it drives must not start one each time.
 func findBwrap(view []string, denyNet bool) (string, error) {
 	path, err := exec.LookPath("bwrap")
 	if err != nil {
 		return "", err
 	}
-	if err := probeBwrap(path, view, denyNet); err != nil {
-		return "", err
+	key := path + "\x00" + strings.Join(view, "\x00") + "\x00" + strconv.FormatBool(denyNet)
+	v, _ := probes.LoadOrStore(key, &probe{})
+	p := v.(*probe)
+	p.once.Do(func() {
+		probeCount.Add(1)
+		p.err = probeBwrap(path, view, denyNet)
+	})
+	if p.err != nil {
+		return "", p.err
 	}
 	return path, nil
 }
+
+// probe is one view's answer of findBwrap.
+type probe struct {
+	once sync.Once
+	err  error
+}
+
+var (
+	probes     sync.Map // view key → *probe
+	probeCount atomic.Int64
+)
 
 // probeBwrap runs a trivial command in bwrap: installed is not the same as
 // usable (user namespaces may be disabled).
@@ -51,11 +73,34 @@ func probeBwrap(path string, view []string, denyNet bool) error {
 	args := append(bwrapArgs(view, nil, "/", denyNet), "--", "true")
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = defaultEnv("/")
+	release, err := startSlot(ctx)
+	if err != nil {
+		return err
+	}
 	out, err := cmd.CombinedOutput()
+	release()
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// MaxStarting bounds the processes the sandboxes of one process start at
+// once (commands and bwrap probes): a burst of runs that each start a
+// command queues here instead of forking all at once.
+const MaxStarting = 16
+
+var starting = make(chan struct{}, MaxStarting)
+
+// startSlot waits for a slot to start a process in; release gives it back
+// once the process has started.
+func startSlot(ctx context.Context) (release func(), err error) {
+	select {
+	case starting <- struct{}{}:
+		return func() { <-starting }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait to start a process: %w", ctx.Err())
+	}
 }
 
 // systemDirs are the host directories a command sees under bwrap, read-only,
@@ -123,7 +168,10 @@ func inView(p string) bool {
 
 // hiddenEtc lists the secret files and whatever under /etc other users may
 // not read: shadow files, host keys, private keys, sudoers and the like.
-func hiddenEtc() []string {
+// The walk is done once per process.
+var hiddenEtc = sync.OnceValue(walkEtc)
+
+func walkEtc() []string {
 	var out []string
 	for _, f := range secretFiles {
 		if _, err := os.Lstat(f); err == nil {
@@ -248,8 +296,16 @@ func (s *Sandbox) Exec(ctx context.Context, c sandbox.Cmd) (sandbox.Result, erro
 		cmd.Stderr = errW
 	}
 
+	release, err := startSlot(ctx)
+	if err != nil {
+		for _, f := range append(pipes, writeEnds...) {
+			f.Close()
+		}
+		return sandbox.Result{}, fmt.Errorf("exec: %w", err)
+	}
 	start := time.Now()
 	err = cmd.Start()
+	release()
 	for _, w := range writeEnds {
 		w.Close()
 	}

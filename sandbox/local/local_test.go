@@ -584,3 +584,34 @@ func TestRequireIsolationWithBwrap(t *testing.T) {
 		t.Fatalf("capabilities = %+v", got)
 	}
 }
+
+// TestBwrapProbedOncePerProcess: sandboxes opened again and again with one
+// view start one bwrap probe between them, and a sandbox without commands
+// starts none. Not parallel, so that no other test probes meanwhile.
+func TestBwrapProbedOncePerProcess(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bwrap is not installed")
+	}
+	// A read path of its own gives a view no other test probed.
+	cfg := local.Config{Root: t.TempDir(), ReadPaths: []string{t.TempDir()}}
+	before := local.ProbeCount()
+	for range 5 {
+		sb, err := local.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb.Close()
+	}
+	if n := local.ProbeCount() - before; n != 1 {
+		t.Fatalf("%d probes for five sandboxes with one view, want 1", n)
+	}
+	cfg.ReadPaths, cfg.DisableExec = []string{t.TempDir()}, true
+	sb, err := local.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Close()
+	if n := local.ProbeCount() - before; n != 1 {
+		t.Fatalf("a sandbox without commands probed bwrap (%d probes)", n)
+	}
+}

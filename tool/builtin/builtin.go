@@ -44,6 +44,10 @@ var needs = map[string][]string{
 // Names lists the built-in tools.
 func Names() []string { return append([]string(nil), names...) }
 
+// Needs returns the sandbox capabilities the named tool uses (sandbox.CapRead
+// and the like), or nil for a name that is not a built-in tool.
+func Needs(name string) []string { return append([]string(nil), needs[name]...) }
+
 // toolset is the state the tools of one New call share.
 type toolset struct {
 	sb    sandbox.Sandbox
