@@ -32,3 +32,9 @@ func (s Status) Valid() bool {
 	}
 	return s.Terminal()
 }
+
+// Statuses returns every status, in lifecycle order.
+func Statuses() []Status {
+	return []Status{StatusQueued, StatusRunning, StatusWaiting, StatusCompleted, StatusFailed,
+		StatusCancelled, StatusAnswerInvalid, StatusBudgetExhausted}
+}

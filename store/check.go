@@ -28,6 +28,10 @@ const (
 	MaxTitleRunes = 200
 	// MaxTextRunes bounds RunListParams.Text.
 	MaxTextRunes = 200
+	// MaxFilteredCount bounds each status's count of RunCountsFor with
+	// filters other than tenant and statuses, so that a count reads a
+	// bounded number of runs however many match.
+	MaxFilteredCount = 10000
 	// MaxReadKinds bounds JournalReadParams.Kinds.
 	MaxReadKinds = 16
 )

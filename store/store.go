@@ -27,8 +27,9 @@ type Store interface {
 	RunGet(ctx context.Context, id string) (Run, error)
 
 	// RunList returns runs newest first (CreatedAt, then ID, descending),
-	// filtered by p, at most p.Limit of them. With p.After (a RunCursor of
-	// the last run of the previous page) it returns the runs that follow
+	// or oldest first with p.Oldest, filtered by p, at most p.Limit of
+	// them. With p.After (a RunCursor of the last run of the previous
+	// page) it returns the runs that follow
 	// that run in this order, so that pages never repeat a run, and reach
 	// every run that existed when the first page was read, whatever is
 	// created meanwhile. A bad cursor, status or tenant is an error.
@@ -39,8 +40,12 @@ type Store interface {
 	RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error)
 
 	// RunCountsFor counts runs by status among those p's filters select,
-	// as RunList would (p.After and p.Limit are ignored). Statuses
-	// without runs are absent. Bad filters are refused as RunList does.
+	// as RunList would (p.After, p.Limit and p.Oldest are ignored).
+	// Statuses without runs are absent. Bad filters are refused as RunList
+	// does. Of one tenant or all, with no filter but statuses, the counts
+	// are exact and read in time independent of the number of runs; with
+	// other filters a status's count stops at MaxFilteredCount, which
+	// then means at least that many.
 	RunCountsFor(ctx context.Context, p RunListParams) (map[hitchtype.Status]int, error)
 
 	// RunRequestCancel records a durable request to cancel a run, with who
@@ -474,6 +479,9 @@ type RunListParams struct {
 	// (a run that completed with its answer, or has not ended). Combined
 	// with Statuses it reads an index of (tenant, status, reason).
 	Reasons []string
+	// Oldest lists oldest first (CreatedAt, then ID, ascending); After is
+	// then the cursor of the last run of the previous page in that order.
+	Oldest bool
 	// Text, when set, keeps runs whose id, agent or title contains it,
 	// ignoring ASCII case; at most MaxTextRunes characters. It is a
 	// substring match over those bounded columns, not an index: the list

@@ -143,7 +143,7 @@ const endChildrenSQL = `
 UPDATE hitch_runs SET cancel_requested = true,
 	wake_at = CASE WHEN status = 'waiting' AND (wake_at IS NULL OR wake_at > $1::timestamptz) THEN $1::timestamptz ELSE wake_at END,
 	updated_at = $1::timestamptz
-WHERE parent_id = $2 AND status IN ('queued', 'running', 'waiting')
+WHERE parent_id = $2 AND parent_id <> '' AND status IN ('queued', 'running', 'waiting')
 	AND (NOT cancel_requested OR (status = 'waiting' AND (wake_at IS NULL OR wake_at > $1::timestamptz)))`
 
 // wakeParentSQL makes a waiting parent due now, unless it is due earlier.

@@ -16,18 +16,29 @@ import (
 const leaseSet = `status = 'running', wake_at = NULL, lease_owner = $2, lease_token = lease_token + 1,
 	lease_expires = ` + nowSQL + ` + $3 * interval '1 microsecond', updated_at = ` + nowSQL
 
-// claimDueSQL claims up to $4 due runs, oldest first. FOR UPDATE SKIP
-// LOCKED makes concurrent claimers pass over each other's rows instead of
-// waiting for them, and re-checks each row it locks against the committed
-// version, so no run is claimed twice.
+// claimDueSQL claims up to $4 due runs, longest due first. Each half of
+// "due" walks its own partial index and locks at most $4 rows; FOR UPDATE
+// SKIP LOCKED makes concurrent claimers pass over each other's rows
+// instead of waiting for them, and re-checks each row it locks against the
+// committed version, so no run is claimed twice. The rows a half locked
+// beyond the $4 kept are let go at the statement's commit.
 const claimDueSQL = `
-WITH due AS (
-	SELECT seq FROM hitch_runs
-	WHERE (status IN ('queued', 'running') AND (lease_expires IS NULL OR lease_expires <= ` + nowSQL + `))
-		OR (status = 'waiting' AND wake_at <= ` + nowSQL + `)
-	ORDER BY seq
+WITH leased AS (
+	SELECT seq, lease_expires AS due FROM hitch_runs
+	WHERE status IN ('queued', 'running') AND (lease_expires IS NULL OR lease_expires <= ` + nowSQL + `)
+	ORDER BY lease_expires NULLS FIRST, seq
 	LIMIT $4
 	FOR UPDATE SKIP LOCKED
+), woken AS (
+	SELECT seq, wake_at AS due FROM hitch_runs
+	WHERE status = 'waiting' AND wake_at <= ` + nowSQL + `
+	ORDER BY wake_at, seq
+	LIMIT $4
+	FOR UPDATE SKIP LOCKED
+), due AS (
+	SELECT seq FROM (SELECT seq, due FROM leased UNION ALL SELECT seq, due FROM woken) AS d
+	ORDER BY due NULLS FIRST, seq
+	LIMIT $4
 )
 UPDATE hitch_runs AS r SET ` + leaseSet + `
 FROM due WHERE r.seq = due.seq
@@ -44,7 +55,7 @@ WHERE id = $4 AND status IN ('queued', 'running', 'waiting')
 RETURNING ` + runCols
 
 // LeaseClaim leases due runs, or one run by ID, to p.Owner for p.TTL. Due
-// runs are claimed oldest first (in creation order).
+// runs are claimed longest due first.
 func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]store.Lease, error) {
 	if err := validateClaim(p); err != nil {
 		return nil, fmt.Errorf("lease claim: %w", err)

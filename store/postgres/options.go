@@ -3,6 +3,8 @@ package postgres
 import (
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Defaults and bounds of the options.
@@ -32,6 +34,7 @@ type config struct {
 	pollOnly     bool
 	pollInterval time.Duration
 	clock        func() time.Time // nil: database time
+	tracer       pgx.QueryTracer  // a test's, to see every statement
 }
 
 func defaultConfig() config {

@@ -94,6 +94,9 @@ func (c config) applyConn(cc *pgx.ConnConfig) {
 	if c.schema != "" {
 		cc.RuntimeParams["search_path"] = pgx.Identifier{c.schema}.Sanitize()
 	}
+	if c.tracer != nil {
+		cc.Tracer = c.tracer
+	}
 }
 
 // prepare migrates (or checks) the schema and learns its name.

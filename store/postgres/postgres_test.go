@@ -77,10 +77,8 @@ func openIn(t testing.TB, schema string, opts ...postgres.Option) *postgres.Stor
 	return s
 }
 
-func TestConformance(t *testing.T) {
-	t.Parallel()
-	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
-}
+// TestConformance, on database time, is in plan_test.go: the statements
+// it sends are then checked for their query plans.
 
 // The suite once more on a clock it drives, passed to every statement in
 // place of database time.

@@ -212,7 +212,9 @@ func (s *Store) RunCancelRequested(ctx context.Context, ids []string) ([]string,
 	return out, nil
 }
 
-// RunList returns runs newest first (by creation time, then id).
+// RunList returns runs newest first (by creation time, then id), or oldest
+// first. A list of several statuses merges one index walk per status, so
+// that a page reads at most its limit of runs of each.
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
@@ -222,12 +224,33 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 		return nil, fmt.Errorf("run list: %w", err)
 	}
 	where, args := runFilter(p, []any{limit})
+	cmp, order := "<", " ORDER BY created_at DESC, id DESC"
+	if p.Oldest {
+		cmp, order = ">", " ORDER BY created_at, id"
+	}
 	if p.After != "" {
 		args = append(args, after.CreatedAt, after.ID)
-		where = append(where, fmt.Sprintf("(created_at, id) < ($%d::timestamptz, $%d::text)", len(args)-1, len(args)))
+		where = append(where, fmt.Sprintf("(created_at, id) %s ($%d::timestamptz, $%d::text)", cmp, len(args)-1, len(args)))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM hitch_runs WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY created_at DESC, id DESC LIMIT $1`, args...)
+	statuses := slices.Compact(slices.Sorted(slices.Values(p.Statuses)))
+	var q string
+	switch {
+	case len(statuses) <= 1:
+		if len(statuses) == 1 {
+			args = append(args, string(statuses[0]))
+			where = append(where, fmt.Sprintf("status = $%d", len(args)))
+		}
+		q = `SELECT ` + runCols + ` FROM hitch_runs WHERE ` + strings.Join(where, " AND ") + order + ` LIMIT $1`
+	default:
+		parts := make([]string, len(statuses))
+		for i, st := range statuses {
+			args = append(args, string(st))
+			parts[i] = `(SELECT ` + runCols + ` FROM hitch_runs WHERE ` + strings.Join(where, " AND ") +
+				fmt.Sprintf(" AND status = $%d", len(args)) + order + ` LIMIT $1)`
+		}
+		q = strings.Join(parts, " UNION ALL ") + order + ` LIMIT $1`
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("run list: %w", err)
 	}
@@ -246,18 +269,10 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	return runs, nil
 }
 
-// runFilter is the WHERE clause of RunList's filters, but the cursor,
-// with its arguments appended to args.
+// runFilter is the WHERE clause of RunList's filters, but the cursor and
+// the statuses, with its arguments appended to args.
 func runFilter(p store.RunListParams, args []any) (where []string, _ []any) {
 	where = []string{"true"}
-	var statuses []string
-	for _, st := range slices.Compact(slices.Sorted(slices.Values(p.Statuses))) {
-		statuses = append(statuses, string(st))
-	}
-	if len(statuses) > 0 {
-		args = append(args, statuses)
-		where = append(where, fmt.Sprintf("status = ANY ($%d::text[])", len(args)))
-	}
 	for _, f := range []struct{ col, v string }{
 		{"tenant", p.Tenant}, {"agent", p.Agent}, {"parent_id", p.ParentID}, {"root_id", p.RootID},
 	} {
@@ -265,6 +280,9 @@ func runFilter(p store.RunListParams, args []any) (where []string, _ []any) {
 			args = append(args, f.v)
 			where = append(where, fmt.Sprintf("%s = $%d", f.col, len(args)))
 		}
+	}
+	if p.ParentID != "" {
+		where = append(where, "parent_id <> ''") // to use hitch_runs_parent, which holds no roots
 	}
 	if !p.CreatedAfter.IsZero() {
 		args = append(args, p.CreatedAfter)
@@ -297,17 +315,45 @@ func (s *Store) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Sta
 	return s.RunCountsFor(ctx, store.RunListParams{Tenant: tenant})
 }
 
-// RunCountsFor counts runs by status among those p's filters select.
+// RunCountsFor counts runs by status among those p's filters select. Of
+// one tenant or all, without other filters, it sums hitch_run_counts and
+// the deltas not yet folded into it; other filters count at most
+// store.MaxFilteredCount runs of each status, one index walk per status.
 func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hitchtype.Status]int, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	p.After, p.Limit = "", 0
+	p.After, p.Limit, p.Oldest = "", 0, false
 	if _, _, err := store.CheckList(p); err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
 	}
+	var statuses []string
+	for _, st := range slices.Compact(slices.Sorted(slices.Values(p.Statuses))) {
+		statuses = append(statuses, string(st))
+	}
+	var q string
 	where, args := runFilter(p, nil)
-	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM hitch_runs WHERE `+strings.Join(where, " AND ")+` GROUP BY status`, args...)
+	if len(where) == 1 || (len(where) == 2 && p.Tenant != "") {
+		if len(statuses) > 0 {
+			args = append(args, statuses)
+			where = append(where, fmt.Sprintf("status = ANY ($%d::text[])", len(args)))
+		}
+		q = `SELECT status, sum(n) FROM (SELECT tenant, status, n FROM hitch_run_counts
+			UNION ALL SELECT tenant, status, d FROM hitch_run_count_deltas) AS c
+			WHERE ` + strings.Join(where, " AND ") + ` GROUP BY status`
+	} else {
+		if len(statuses) == 0 {
+			for _, st := range hitchtype.Statuses() {
+				statuses = append(statuses, string(st))
+			}
+		}
+		args = append(args, statuses, store.MaxFilteredCount)
+		n := len(args)
+		q = fmt.Sprintf(`SELECT s.status, (SELECT count(*) FROM (SELECT 1 FROM hitch_runs
+			WHERE %s AND status = s.status LIMIT $%d) AS m)
+			FROM unnest($%d::text[]) AS s (status)`, strings.Join(where, " AND "), n, n-1)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
 	}
@@ -321,7 +367,9 @@ func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hi
 		if err := rows.Scan(&st, &n); err != nil {
 			return nil, fmt.Errorf("run counts: %w", err)
 		}
-		out[hitchtype.Status(st)] = n
+		if n > 0 {
+			out[hitchtype.Status(st)] = n
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)

@@ -17,8 +17,8 @@ func (s *Store) RunsDue(ctx context.Context) (int, error) {
 	}
 	var n int
 	err := s.rdb.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM runs WHERE status IN ('queued', 'running') AND lease_expires <= ?1) +
-		(SELECT count(*) FROM runs WHERE status = 'waiting' AND wake_at > 0 AND wake_at <= ?1)`, micros(s.now())).Scan(&n)
+		(SELECT count(*) FROM runs INDEXED BY runs_lease_due WHERE status IN ('queued', 'running') AND lease_expires <= ?1) +
+		(SELECT count(*) FROM runs INDEXED BY runs_wake_due WHERE status = 'waiting' AND wake_at > 0 AND wake_at <= ?1)`, micros(s.now())).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("runs due: %w", err)
 	}

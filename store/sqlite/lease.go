@@ -17,7 +17,7 @@ import (
 const MaxLeaseTTL = 24 * time.Hour
 
 // LeaseClaim leases due runs, or one run by ID, to p.Owner for p.TTL.
-// Due runs are claimed oldest first. Claims run on the single writer, so two
+// Due runs are claimed longest due first. Claims run on the single writer, so two
 // claims can never return the same run.
 func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]store.Lease, error) {
 	if err := validateClaim(p); err != nil {

@@ -52,6 +52,9 @@ type config struct {
 	busyTimeout time.Duration
 	clock       func() time.Time
 	readOnly    bool
+	// driver is the database/sql driver name: driverName, or a test's
+	// wrapper of it.
+	driver string
 }
 
 func defaultConfig() config {
@@ -62,6 +65,7 @@ func defaultConfig() config {
 		readers:     DefaultReaders,
 		busyTimeout: DefaultBusyTimeout,
 		clock:       time.Now,
+		driver:      driverName,
 	}
 }
 

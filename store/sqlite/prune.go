@@ -12,12 +12,12 @@ import (
 const terminalSQL = `('completed', 'failed', 'cancelled', 'answer_invalid', 'budget_exhausted')`
 
 // settledRootsSQL finds settled families' roots, oldest first: a root's
-// creation comes before its last update, so the scan walks runs_newest
-// backwards from the cut. A root whose run.started names a session works a
-// session's submission and is kept.
+// creation comes before its last update, so the walk of runs_settled_roots
+// (terminal roots only) stops at the cut. A root whose run.started names a
+// session works a session's submission and is kept.
 const settledRootsSQL = `
 SELECT r.seq, r.id, (SELECT count(*) FROM runs m WHERE m.root_id = r.id)
-FROM runs r
+FROM runs r INDEXED BY runs_settled_roots
 WHERE r.created_at < ?1 AND r.parent_id = '' AND r.updated_at < ?1 AND r.status IN ` + terminalSQL + `
   AND NOT EXISTS (SELECT 1 FROM runs m WHERE m.root_id = r.id
                   AND (m.status NOT IN ` + terminalSQL + ` OR m.updated_at >= ?1))

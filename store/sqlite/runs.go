@@ -224,8 +224,10 @@ func (s *Store) RunCancelRequested(ctx context.Context, ids []string) ([]string,
 	if err != nil {
 		return nil, fmt.Errorf("run cancel requested: %w", err)
 	}
+	// The unary plus keeps the planner on the id index: without
+	// statistics it would rather walk every live run by status.
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id FROM runs WHERE id IN (SELECT value FROM json_each(?))
-		AND cancel_requested = 1 AND status IN ('queued', 'running', 'waiting')`, string(list))
+		AND cancel_requested = 1 AND +status IN ('queued', 'running', 'waiting')`, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("run cancel requested: %w", err)
 	}
@@ -244,7 +246,9 @@ func (s *Store) RunCancelRequested(ctx context.Context, ids []string) ([]string,
 	return out, nil
 }
 
-// RunList returns runs newest first (by creation time, then id).
+// RunList returns runs newest first (by creation time, then id), or oldest
+// first. A list of several statuses merges one index walk per status, so
+// that a page reads at most its limit of runs of each.
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
@@ -254,17 +258,37 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 		return nil, fmt.Errorf("run list: %w", err)
 	}
 	where, args := runFilter(p)
+	cmp, order := "<", " ORDER BY created_at DESC, id DESC"
+	if p.Oldest {
+		cmp, order = ">", " ORDER BY created_at, id"
+	}
 	if p.After != "" {
+		// The first term bounds the index walk; the second breaks ties.
 		at := micros(after.CreatedAt)
-		where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
+		where = append(where, "created_at "+cmp+"= ? AND (created_at "+cmp+" ? OR id "+cmp+" ?)")
 		args = append(args, at, at, after.ID)
 	}
-	q := `SELECT ` + runColumns + ` FROM runs`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+	statuses := slices.Compact(slices.Sorted(slices.Values(p.Statuses)))
+	var q string
+	switch {
+	case len(statuses) <= 1:
+		if len(statuses) == 1 {
+			where = append(where, "status = ?")
+			args = append(args, string(statuses[0]))
+		}
+		q = `SELECT ` + runColumns + ` FROM runs` + whereClause(where) + order + " LIMIT ?"
+		args = append(args, limit)
+	default:
+		parts := make([]string, len(statuses))
+		all := make([]any, 0, len(statuses)*(len(args)+2)+1)
+		for i, st := range statuses {
+			parts[i] = `SELECT * FROM (SELECT ` + runColumns + ` FROM runs` +
+				whereClause(append(slices.Clone(where), "status = ?")) + order + " LIMIT ?)"
+			all = append(append(all, args...), string(st), limit)
+		}
+		q = strings.Join(parts, " UNION ALL ") + order + " LIMIT ?"
+		args = append(all, limit)
 	}
-	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
-	args = append(args, limit)
 	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("run list: %w", err)
@@ -284,16 +308,16 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	return runs, nil
 }
 
-// runFilter is the WHERE clause of RunList's filters, but the cursor.
-func runFilter(p store.RunListParams) (where []string, args []any) {
-	if len(p.Statuses) > 0 {
-		marks := make([]string, 0, len(p.Statuses))
-		for _, st := range slices.Compact(slices.Sorted(slices.Values(p.Statuses))) {
-			marks = append(marks, "?")
-			args = append(args, string(st))
-		}
-		where = append(where, "status IN ("+strings.Join(marks, ", ")+")")
+func whereClause(terms []string) string {
+	if len(terms) == 0 {
+		return ""
 	}
+	return " WHERE " + strings.Join(terms, " AND ")
+}
+
+// runFilter is the WHERE clause of RunList's filters, but the cursor and
+// the statuses.
+func runFilter(p store.RunListParams) (where []string, args []any) {
 	for _, f := range []struct{ col, v string }{
 		{"tenant", p.Tenant}, {"agent", p.Agent}, {"parent_id", p.ParentID}, {"root_id", p.RootID},
 	} {
@@ -301,6 +325,9 @@ func runFilter(p store.RunListParams) (where []string, args []any) {
 			where = append(where, f.col+" = ?")
 			args = append(args, f.v)
 		}
+	}
+	if p.ParentID != "" {
+		where = append(where, "parent_id <> ''") // to use runs_parent, which holds no roots
 	}
 	if !p.CreatedAfter.IsZero() {
 		where = append(where, "created_at >= ?")
@@ -336,21 +363,47 @@ func (s *Store) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Sta
 	return s.RunCountsFor(ctx, store.RunListParams{Tenant: tenant})
 }
 
-// RunCountsFor counts runs by status among those p's filters select.
+// RunCountsFor counts runs by status among those p's filters select. Of
+// one tenant or all, without other filters, it reads run_counts, which
+// triggers keep; other filters count at most store.MaxFilteredCount runs
+// of each status, one index walk per status.
 func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hitchtype.Status]int, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	p.After, p.Limit = "", 0
+	p.After, p.Limit, p.Oldest = "", 0, false
 	if _, _, err := store.CheckList(p); err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
 	}
+	statuses := slices.Compact(slices.Sorted(slices.Values(p.Statuses)))
 	where, args := runFilter(p)
-	q := `SELECT status, count(*) FROM runs`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+	var q string
+	if len(where) == 0 || (len(where) == 1 && p.Tenant != "") {
+		q = `SELECT status, sum(n) FROM run_counts` + whereClause(where)
+		if len(statuses) > 0 {
+			q += " AND status IN (" + strings.Repeat("?, ", len(statuses)-1) + "?)"
+			for _, st := range statuses {
+				args = append(args, string(st))
+			}
+		}
+		if len(where) == 0 {
+			q = strings.Replace(q, " AND ", " WHERE ", 1)
+		}
+		q += " GROUP BY status"
+	} else {
+		if len(statuses) == 0 {
+			statuses = hitchtype.Statuses()
+		}
+		parts := make([]string, len(statuses))
+		all := make([]any, 0, len(statuses)*(len(args)+3))
+		for i, st := range statuses {
+			parts[i] = `SELECT ?, (SELECT count(*) FROM (SELECT 1 FROM runs` +
+				whereClause(append(slices.Clone(where), "status = ?")) + ` LIMIT ?))`
+			all = append(append(append(all, string(st)), args...), string(st), store.MaxFilteredCount)
+		}
+		q, args = strings.Join(parts, " UNION ALL "), all
 	}
-	rows, err := s.rdb.QueryContext(ctx, q+" GROUP BY status", args...)
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
 	}
@@ -364,7 +417,9 @@ func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hi
 		if err := rows.Scan(&st, &n); err != nil {
 			return nil, fmt.Errorf("run counts: %w", err)
 		}
-		out[hitchtype.Status(st)] = n
+		if n > 0 {
+			out[hitchtype.Status(st)] = n
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)

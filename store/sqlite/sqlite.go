@@ -201,7 +201,7 @@ func (s *Store) open(ctx context.Context, uri string, unlock func()) error {
 	q.Add("_pragma", "busy_timeout("+busy+")")
 	q.Add("_pragma", "synchronous("+s.cfg.sync.String()+")")
 	var err error
-	if s.wdb, err = sql.Open(driverName, uri+"?"+q.Encode()); err != nil {
+	if s.wdb, err = sql.Open(s.cfg.driver, uri+"?"+q.Encode()); err != nil {
 		return err
 	}
 	s.wdb.SetMaxOpenConns(1)
@@ -259,7 +259,7 @@ func (s *Store) open(ctx context.Context, uri string, unlock func()) error {
 	}
 
 	q.Add("_pragma", "query_only(1)")
-	if s.rdb, err = sql.Open(driverName, uri+"?"+q.Encode()); err != nil {
+	if s.rdb, err = sql.Open(s.cfg.driver, uri+"?"+q.Encode()); err != nil {
 		return err
 	}
 	s.rdb.SetMaxOpenConns(s.cfg.readers)
@@ -366,7 +366,7 @@ func whileBusy(ctx context.Context, timeout time.Duration, fn func() error) erro
 // openReadPool opens the read pool on dsn and reads the file's schema
 // version and application id through it.
 func (s *Store) openReadPool(ctx context.Context, dsn string) (version, appID int, err error) {
-	if s.rdb, err = sql.Open(driverName, dsn); err != nil {
+	if s.rdb, err = sql.Open(s.cfg.driver, dsn); err != nil {
 		return 0, 0, err
 	}
 	s.rdb.SetMaxOpenConns(s.cfg.readers)

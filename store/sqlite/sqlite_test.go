@@ -31,14 +31,8 @@ func open(t testing.TB, path string, opts ...sqlite.Option) *sqlite.Store {
 	return s
 }
 
-// The suite drives the store's clock, so lease expiry and wake times are
-// reached without waiting.
-func TestConformance(t *testing.T) {
-	t.Parallel()
-	storetest.RunWithClock(t, func(t *testing.T, now func() time.Time) store.Store {
-		return open(t, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(now))
-	})
-}
+// TestConformance, on a clock the suite drives, is in plan_test.go: the
+// statements it runs are then checked for their query plans.
 
 // The suite once more on the relaxed durability setting, which shares all
 // code but the pragma, and on the real clock.

@@ -319,13 +319,20 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?) RETURNING ` + runColumns},
 		{&w.appendRun, `UPDATE runs SET position = ?, status = ?, lease_owner = ?, lease_expires = ?,
 			wake_at = ?, outcome = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
+		// Each half of "due" walks its own partial index (named, so that
+		// the planner cannot trade it for a walk of every waiting run),
+		// longest due first, and reads at most the limit; the halves are
+		// merged the same way.
 		{&w.claimDue, `UPDATE runs SET status = 'running', wake_at = 0, lease_owner = ?1,
 			lease_token = lease_token + 1, lease_expires = ?2, updated_at = ?3
 			WHERE seq IN (
-				SELECT seq FROM runs WHERE status IN ('queued', 'running') AND lease_expires <= ?3
-				UNION ALL
-				SELECT seq FROM runs WHERE status = 'waiting' AND wake_at > 0 AND wake_at <= ?3
-				ORDER BY seq LIMIT ?4)
+				SELECT seq FROM (
+					SELECT seq, due FROM (SELECT seq, lease_expires AS due FROM runs INDEXED BY runs_lease_due
+						WHERE status IN ('queued', 'running') AND lease_expires <= ?3 ORDER BY lease_expires, seq LIMIT ?4)
+					UNION ALL
+					SELECT seq, due FROM (SELECT seq, wake_at AS due FROM runs INDEXED BY runs_wake_due
+						WHERE status = 'waiting' AND wake_at > 0 AND wake_at <= ?3 ORDER BY wake_at, seq LIMIT ?4)
+				) ORDER BY due, seq LIMIT ?4)
 			RETURNING ` + runColumns},
 		{&w.claimOne, `UPDATE runs SET status = 'running', wake_at = 0, lease_owner = ?,
 			lease_token = lease_token + 1, lease_expires = ?, updated_at = ? WHERE seq = ?
@@ -344,7 +351,7 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 			RETURNING ` + runColumns},
 		{&w.cancelChildren, `UPDATE runs SET cancel_requested = 1, updated_at = ?1,
 				wake_at = CASE WHEN status = 'waiting' AND (wake_at = 0 OR wake_at > ?1) THEN ?1 ELSE wake_at END
-			WHERE parent_id = ?2 AND status IN ('queued', 'running', 'waiting')
+			WHERE parent_id = ?2 AND parent_id <> '' AND status IN ('queued', 'running', 'waiting')
 				AND (cancel_requested = 0 OR (status = 'waiting' AND (wake_at = 0 OR wake_at > ?1)))`},
 		{&w.wakeParent, `UPDATE runs SET wake_at = ?1, updated_at = ?1
 			WHERE id = ?2 AND status = 'waiting' AND (wake_at = 0 OR wake_at > ?1)`},

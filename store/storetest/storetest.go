@@ -66,6 +66,7 @@ func run(t *testing.T, open opener) {
 		{"Tenants", testTenants},
 		{"Triggers", testTriggers},
 		{"RunFilters", testRunFilters},
+		{"Scale", testScale},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
