@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hitch-dev/hitch/config"
+	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
 // Exit codes; docs/cli.md lists them.
@@ -29,6 +30,7 @@ const (
 	exitRefused  = 5 // a command was refused (runner busy, not uncertain, ...)
 	exitNotFound = 6 // no such run
 	exitNoAnswer = 7 // the run completed without an answer (stop reason max_turns)
+	exitCorrupt  = 8 // the store is damaged: restore it from a backup
 )
 
 // exitError carries an exit code out of a command.
@@ -83,6 +85,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case errors.As(err, &ce):
 		return ce.code
+	case sqlite.IsCorrupt(err):
+		fmt.Fprintln(errT, "hitch: the store is damaged: stop every process that uses it, keep a copy, and restore it from a backup (docs/store-sqlite.md)")
+		return exitCorrupt
 	}
 	if code, ok := exitOfProblem(err); ok {
 		return code

@@ -90,6 +90,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if cfg.readOnly {
 		if err := s.openReadOnly(ctx, path, uri); err != nil {
 			s.closeDBs()
+			return nil, fmt.Errorf("open store %q read-only: %w", path, corrupt(err))
+		}
+		if err := checkPages(ctx, s.rdb); err != nil {
+			s.closeDBs()
 			return nil, fmt.Errorf("open store %q read-only: %w", path, err)
 		}
 		close(s.exited) // no writer
@@ -106,9 +110,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		}
 	}
 	err = s.open(ctx, uri, unlock)
+	if err == nil {
+		err = checkPages(ctx, s.rdb)
+	}
 	if err != nil {
 		s.closeDBs()
-		return nil, fmt.Errorf("open store %q: %w", path, err)
+		return nil, fmt.Errorf("open store %q: %w", path, corrupt(err))
 	}
 	go s.writeLoop()
 	return s, nil
