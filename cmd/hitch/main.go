@@ -174,7 +174,7 @@ func newRoot(raw, term, stderr io.Writer, red *redaction, jsonOut io.Writer) *co
 		newDemo(g), newRun(g), newRuns(g), newWorker(g), newRecover(g),
 		newReconcile(g), newCancel(g), newBench(g), newModels(g), newApprovals(g), newWorkspace(g),
 		newMCP(g, os.Stdin), newMigrate(g), newSessions(g), newChat(g), newServe(g),
-		newWake(g), newCalls(g), newPrune(g), newTriggers(g),
+		newWake(g), newCalls(g), newPrune(g), newTriggers(g), newVersion(g),
 	)
 	groupsRefuseUnknown(root)
 	return root

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,7 +46,7 @@ func newMCP(g *globals, stdin io.Reader) *cobra.Command {
 			defer e.close()
 			// The local user owns the store: every tenant, every role.
 			local := e.rt.As(hitch.Principal{Name: "local", Tenant: hitch.AllTenants, Role: hitch.RoleAdmin})
-			srv, err := mcpserver.New(mcpserver.Options{Scope: local, Agents: e.cfg.Agents, Credential: cred, MaxWait: maxWait, Version: version()})
+			srv, err := mcpserver.New(mcpserver.Options{Scope: local, Agents: e.cfg.Agents, Credential: cred, MaxWait: maxWait, Version: versionString()})
 			if err != nil {
 				return err
 			}
@@ -73,11 +72,3 @@ func newMCP(g *globals, stdin io.Reader) *cobra.Command {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
-
-// version is the module version the binary was built from, or "dev".
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}

@@ -87,7 +87,7 @@ func newServe(g *globals) *cobra.Command {
 				cred = &c
 			}
 			s, err := server.New(server.Config{Runtime: e.rt, Store: e.store, Agents: e.cfg.Agents, Tokens: tokens,
-				Limits: server.Limits{StreamsPerToken: streams}, Version: version(), Log: g.stderr, MCPCredential: cred,
+				Limits: server.Limits{StreamsPerToken: streams}, Version: versionString(), Log: g.stderr, MCPCredential: cred,
 				Metrics: e.obs.prom})
 			if err != nil {
 				return err
