@@ -911,29 +911,19 @@ func (s *Scope) statusOut(st SessionStatus) SessionStatus {
 
 // SessionStatus returns the state of a session of the tenant.
 func (s *Scope) SessionStatus(ctx context.Context, sessionID string) (SessionStatus, error) {
-	if err := s.allow("SessionStatus"); err != nil {
-		return SessionStatus{}, err
-	}
-	stored, err := s.session(ctx, sessionID)
-	if err != nil {
-		return SessionStatus{}, err
-	}
-	st, err := s.rt.SessionStatus(ctx, stored)
-	return s.statusOut(st), err
+	return onSession(ctx, s, "SessionStatus", sessionID, func(stored string) (SessionStatus, error) {
+		st, err := s.rt.SessionStatus(ctx, stored)
+		return s.statusOut(st), err
+	})
 }
 
 // AwaitSession waits until a session of the tenant is at rest, as
 // Runtime.AwaitSession does.
 func (s *Scope) AwaitSession(ctx context.Context, sessionID string) (SessionStatus, error) {
-	if err := s.allow("AwaitSession"); err != nil {
-		return SessionStatus{}, err
-	}
-	stored, err := s.session(ctx, sessionID)
-	if err != nil {
-		return SessionStatus{}, err
-	}
-	st, err := s.rt.AwaitSession(ctx, stored)
-	return s.statusOut(st), err
+	return onSession(ctx, s, "AwaitSession", sessionID, func(stored string) (SessionStatus, error) {
+		st, err := s.rt.AwaitSession(ctx, stored)
+		return s.statusOut(st), err
+	})
 }
 
 // SessionCost sums what a session of the tenant has cost so far.
