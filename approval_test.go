@@ -3,8 +3,10 @@ package hitch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -458,5 +460,77 @@ func TestLateLookupRecordsTheLapse(t *testing.T) {
 	}
 	if charges.Load() != 0 {
 		t.Errorf("the expired call ran %d times", charges.Load())
+	}
+}
+
+// TestPendingApprovalsBeyondAThousand: more than a thousand parked runs
+// are listed page by page, each request once, without naming a family.
+func TestPendingApprovalsBeyondAThousand(t *testing.T) {
+	t.Parallel()
+	var charges atomic.Int64
+	a := payAgent(t, &charges, members(t), nil, hitch.Limits{})
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithSync(sqlite.SyncNormal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rt.Close(ctx); err != nil {
+			t.Error(err)
+		}
+		st.Close()
+	}()
+	const n = 1005
+	ctx := context.Background()
+	ids := make(chan string, n)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				res, err := rt.Start(ctx, a, "pay", hitch.WithID(fmt.Sprintf("pay-%04d", i)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := rt.Await(ctx, res.Run.ID); err != nil {
+					t.Error(err)
+					return
+				}
+				ids <- res.Run.ID
+			}
+		})
+	}
+	wg.Wait()
+	close(ids)
+	if t.Failed() {
+		t.FailNow()
+	}
+	seen := map[string]int{}
+	after, pages := "", 0
+	for {
+		page, next, err := rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{After: after, Limit: 300})
+		if err != nil {
+			t.Fatalf("page %d: %v", pages+1, err)
+		}
+		pages++
+		for _, p := range page {
+			seen[p.RunID]++
+		}
+		if after = next; after == "" || pages > 10 {
+			break
+		}
+	}
+	for id := range ids {
+		if seen[id] != 1 {
+			t.Errorf("run %s listed %d times", id, seen[id])
+		}
+	}
+	if len(seen) != n || pages != 4 {
+		t.Errorf("%d runs in %d pages, want %d in 4", len(seen), pages, n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hitch-dev/hitch/client"
 	"github.com/hitch-dev/hitch/cron"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/sandbox/local"
 	"github.com/hitch-dev/hitch/secret"
@@ -86,6 +87,9 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"sqlite.WithQueueSize", itoa(sqlite.DefaultQueueSize)},
 		{"sqlite.WithBusyTimeout", dur(sqlite.DefaultBusyTimeout)},
 		{"builtin.GlobMaxPaths", itoa(builtin.GlobMaxPaths)},
+		{"Runtime.PendingApprovals", itoa(engine.MaxWaitingScan)},
+		{"Runtime.FamilyUsage / FamilyCost", itoa(engine.MaxFamilyRuns)},
+		{"store.MaxFilteredCount", itoa(store.MaxFilteredCount)},
 		{"local.MaxStarting", itoa(local.MaxStarting)},
 		{"builtin.GrepMaxMatches / GrepMaxLineChars", itoa(builtin.GrepMaxMatches) + " / " + itoa(builtin.GrepMaxLineChars)},
 		{"builtin.ReadMaxLines / ReadMaxBytes", itoa(builtin.ReadMaxLines) + " lines / " + itoa(builtin.ReadMaxBytes/1024) + " KiB"},

@@ -628,8 +628,8 @@ type PendingApprovalsParams struct {
 	// means every tenant.
 	Tenant string
 	// RootID limits the list to one family: a root run and its
-	// descendants. Without it every waiting run is read, up to 999 of them
-	// (more is an error that asks for a family).
+	// descendants. Without it waiting runs are read oldest first from the
+	// store's index, so a page costs the same however many runs wait.
 	RootID string
 	// After is the cursor the previous page returned; empty starts at the
 	// oldest request.
@@ -647,7 +647,10 @@ const (
 
 // PendingApprovals lists approval requests waiting for an answer, oldest
 // run first and in call order within a run, one page at a time: next is
-// the cursor of the following page, and empty after the last page.
+// the cursor of the following page, and empty after the last page. A page
+// may hold fewer requests than its limit and still have a next (it read
+// its bound of waiting runs that wait for something else): keep paging
+// until next is empty.
 // Requests past their deadline by the store's clock are left out.
 func (rt *Runtime) PendingApprovals(ctx context.Context, p PendingApprovalsParams) (page []PendingApproval, next string, err error) {
 	page, next, err = rt.eng.PendingApprovals(ctx, engine.PendingApprovalsParams(p))

@@ -16,49 +16,34 @@ import (
 
 func newApprovals(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "approvals", Short: "List, show and answer approval requests"}
-	var root string
+	var root, after string
+	var limit int
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List approval requests waiting for an answer",
-		Args:  args(0, "no arguments"),
+		Short: "List approval requests waiting for an answer, oldest first (--after pages on)",
+		Long: "List approval requests waiting for an answer, oldest run first, one page of at most --limit.\n" +
+			"When more may follow, the cursor of the next page is printed on stderr; pass it to --after.",
+		Args: args(0, "no arguments"),
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkLimit(limit); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("run") {
 				return checkID("--run", root)
 			}
 			return nil
 		},
 		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
-			var pending []hitch.PendingApproval
-			for after := ""; ; {
-				page, next, err := e.rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: root, After: after})
-				if err != nil {
-					return err
-				}
-				pending = append(pending, page...)
-				if after = next; after == "" {
-					break
-				}
+			page, next, err := e.rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: root, After: after, Limit: limit})
+			if err != nil {
+				return err
 			}
-			if g.json {
-				for _, p := range pending {
-					b, _ := json.Marshal(p)
-					fmt.Fprintf(g.stdout, "%s\n", b)
-				}
-				return nil
-			}
-			if len(pending) == 0 {
-				fmt.Fprintln(g.stdout, "no approval requests are waiting")
-				return nil
-			}
-			tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tCALL\tTOOL\tREQUIREMENT\tEXPIRES\tARGUMENTS")
-			for _, p := range pending {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.RunID, p.Call, p.Tool, p.Requirement, expires(p.ExpiresAt), clip(string(p.Arguments), 60))
-			}
-			return tw.Flush()
+			return printApprovals(g, page, next)
 		}),
 	}
 	list.Flags().StringVar(&root, "run", "", "only the requests of this run's family (the root run and its sub-agents)")
+	list.Flags().StringVar(&after, "after", "", "the cursor a previous page printed: list the requests after it")
+	list.Flags().IntVar(&limit, "limit", 50, "most requests to list (at most 1000)")
 
 	show := &cobra.Command{
 		Use:   "show RUN CALL",
@@ -81,6 +66,33 @@ func newApprovals(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(list, show, newAnswer(g, true), newAnswer(g, false))
 	return cmd
+}
+
+// printApprovals prints a page of requests; a next page's cursor goes to
+// stderr.
+func printApprovals(g *globals, page []hitch.PendingApproval, next string) error {
+	if next != "" {
+		defer fmt.Fprintf(g.stderr, "more: --after %s\n", next)
+	}
+	if g.json {
+		for _, p := range page {
+			b, _ := json.Marshal(p)
+			fmt.Fprintf(g.stdout, "%s\n", b)
+		}
+		return nil
+	}
+	if len(page) == 0 {
+		if next == "" {
+			fmt.Fprintln(g.stdout, "no approval requests are waiting")
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tCALL\tTOOL\tREQUIREMENT\tEXPIRES\tARGUMENTS")
+	for _, p := range page {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.RunID, p.Call, p.Tool, p.Requirement, expires(p.ExpiresAt), clip(string(p.Arguments), 60))
+	}
+	return tw.Flush()
 }
 
 func newAnswer(g *globals, approve bool) *cobra.Command {

@@ -312,33 +312,16 @@ func approvalOf(p api.Approval) hitch.PendingApproval {
 }
 
 func remoteApprovalsList(ctx context.Context, r *remote, _ []string) error {
-	var pending []api.Approval
-	for after := ""; ; {
-		page, err := r.c.Approvals(ctx, r.str("run"), after, 0)
-		if err != nil {
-			return err
-		}
-		pending = append(pending, page.Approvals...)
-		if after = page.Next; after == "" {
-			break
-		}
+	limit, _ := r.cmd.Flags().GetInt("limit")
+	page, err := r.c.Approvals(ctx, r.str("run"), r.str("after"), limit)
+	if err != nil {
+		return err
 	}
-	if r.g.json {
-		for _, p := range pending {
-			r.printJSON(approvalOf(p))
-		}
-		return nil
+	out := make([]hitch.PendingApproval, len(page.Approvals))
+	for i, p := range page.Approvals {
+		out[i] = approvalOf(p)
 	}
-	if len(pending) == 0 {
-		fmt.Fprintln(r.g.stdout, "no approval requests are waiting")
-		return nil
-	}
-	tw := tabwriter.NewWriter(r.g.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tCALL\tTOOL\tREQUIREMENT\tEXPIRES\tARGUMENTS")
-	for _, p := range pending {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.RunID, p.Call, p.Tool, p.Requirement, expires(p.ExpiresAt), clip(string(p.Arguments), 60))
-	}
-	return tw.Flush()
+	return printApprovals(r.g, out, page.Next)
 }
 
 func remoteApprovalsShow(ctx context.Context, r *remote, a []string) error {

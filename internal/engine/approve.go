@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -162,13 +163,19 @@ const (
 	MaxPageLimit     = 1000
 )
 
-// maxWaitingScan bounds the waiting runs a listing of every family reads.
-const maxWaitingScan = 1000
+// MaxWaitingScan bounds the waiting runs one page of every family's
+// requests reads: runs that wait for a child or a timer have none, and a
+// page that read this many runs ends early with a cursor to go on from.
+const MaxWaitingScan = 1000
 
 // PendingApprovals lists approval requests waiting for an answer, oldest
 // run first and in call order within a run, a page at a time: next is the
-// cursor of the following page, empty after the last. Requests past their
-// deadline by the store's clock are left out.
+// cursor of the following page, empty after the last. Without a family,
+// waiting runs are read oldest first from the store's index of runs by
+// status, so a page costs the same however many runs wait; a page may
+// hold fewer than the limit (when it read MaxWaitingScan runs that wait for
+// something else) and still have a next. Requests past their deadline by
+// the store's clock are left out.
 func (e *Engine) PendingApprovals(ctx context.Context, p PendingApprovalsParams) (page []PendingApproval, next string, err error) {
 	limit := p.Limit
 	switch {
@@ -184,73 +191,146 @@ func (e *Engine) PendingApprovals(ctx context.Context, p PendingApprovalsParams)
 	if err != nil {
 		return nil, "", err
 	}
-	var runs []store.Run
-	if p.RootID != "" {
-		if runs, err = e.Family(ctx, p.RootID); err != nil {
-			return nil, "", err
-		}
-	} else {
-		runs, err = e.cfg.Store.RunList(ctx, store.RunListParams{Tenant: p.Tenant,
-			Statuses: []hitchtype.Status{hitchtype.StatusWaiting}, Limit: maxWaitingScan})
-		if err != nil {
-			return nil, "", err
-		}
-		if len(runs) == maxWaitingScan {
-			return nil, "", fmt.Errorf("pending approvals: more than %d runs are waiting; list one family at a time", maxWaitingScan-1)
-		}
-	}
-	runs = slices.DeleteFunc(runs, func(r store.Run) bool {
-		return r.Status != hitchtype.StatusWaiting || p.Tenant != "" && r.Tenant != p.Tenant
-	})
-	slices.SortFunc(runs, func(a, b store.Run) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
 	now, err := e.cfg.Store.Now(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("read store clock: %w", err)
 	}
-	for _, run := range runs {
-		if after != nil && run.CreatedAt.Before(after.created) || after != nil && run.CreatedAt.Equal(after.created) && run.ID < after.run {
-			continue
-		}
-		st, err := e.foldRun(ctx, run.ID)
-		if err != nil {
-			return nil, "", err
-		}
+	var lastCreated time.Time
+	// take adds run's requests that follow the cursor, and reports a page
+	// that is full with more to come.
+	wanted := func(run store.Run) bool {
+		return run.Status == hitchtype.StatusWaiting && (p.Tenant == "" || run.Tenant == p.Tenant) &&
+			(after == nil || run.ID != after.run || after.call != wholeRun)
+	}
+	take := func(run store.Run, st *state) (full bool) {
 		for _, c := range st.pendingApprovals(now) {
-			if after != nil && run.ID == after.run && run.CreatedAt.Equal(after.created) && !callAfter(c.key, after.call) {
+			if after != nil && run.ID == after.run && !callAfter(c.key, after.call) {
 				continue
 			}
 			if len(page) == limit {
-				last := page[len(page)-1]
-				return page, cursorOf(last, runCreated(runs, last.RunID)), nil
+				return true
 			}
 			page = append(page, pendingOf(run, c))
+			lastCreated = run.CreatedAt
+		}
+		return false
+	}
+	// takeAll folds the runs wanted, in order, until the page is full.
+	takeAll := func(runs []store.Run) (full bool, err error) {
+		for _, run := range runs {
+			if !wanted(run) {
+				continue
+			}
+			st, err := e.foldRun(ctx, run.ID)
+			if err != nil {
+				return false, err
+			}
+			if take(run, st) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	// stop ends the listing at a full page or an error.
+	stop := func(err error) ([]PendingApproval, string, error) {
+		if err != nil {
+			return nil, "", err
+		}
+		return page, cursorOf(page[len(page)-1], lastCreated), nil
+	}
+
+	if p.RootID != "" {
+		runs, err := e.Family(ctx, p.RootID)
+		if err != nil {
+			return nil, "", err
+		}
+		slices.SortFunc(runs, func(a, b store.Run) int {
+			return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+		})
+		runs = slices.DeleteFunc(runs, func(run store.Run) bool {
+			return after != nil && (run.CreatedAt.Before(after.created) || run.CreatedAt.Equal(after.created) && run.ID < after.run)
+		})
+		if full, err := takeAll(runs); err != nil || full {
+			return stop(err)
+		}
+		return page, "", nil
+	}
+
+	// The cursor's own run may have requests left after the cursor's call.
+	if after != nil && after.call != wholeRun {
+		run, err := e.cfg.Store.RunGet(ctx, after.run)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, "", err
+		case !run.CreatedAt.Equal(after.created):
+			return nil, "", fmt.Errorf("pending approvals: %w: cursor %.80q is not one this listing returned", store.ErrBadCursor, p.After)
+		default:
+			if full, err := takeAll([]store.Run{run}); err != nil || full {
+				return stop(err)
+			}
 		}
 	}
-	return page, "", nil
+	lp := store.RunListParams{Tenant: p.Tenant, Statuses: []hitchtype.Status{hitchtype.StatusWaiting},
+		Oldest: true, Limit: min(limit+1, DefaultPageLimit)}
+	if after != nil {
+		lp.After = store.RunCursor(store.Run{ID: after.run, CreatedAt: after.created})
+	}
+	for scanned := 0; ; {
+		runs, err := e.cfg.Store.RunList(ctx, lp)
+		if err != nil {
+			return nil, "", err
+		}
+		if full, err := takeAll(runs); err != nil || full {
+			return stop(err)
+		}
+		if len(runs) < lp.Limit {
+			return page, "", nil
+		}
+		last := runs[len(runs)-1]
+		if scanned += len(runs); scanned >= MaxWaitingScan {
+			return page, cursorText(last.CreatedAt, wholeRun, last.ID), nil
+		}
+		lp.After = store.RunCursor(last)
+	}
 }
 
-// Family lists a root run and every run below it, each parent's children
-// read in one bounded page.
+// wholeRun, as a cursor's call, means every request of the cursor's run
+// was listed.
+const wholeRun = "*"
+
+// Family lists a root run and every run below it, newest first after the
+// root, read by the store's index of families a bounded page at a time.
 func (e *Engine) Family(ctx context.Context, rootID string) ([]store.Run, error) {
 	root, err := e.cfg.Store.RunGet(ctx, rootID)
 	if err != nil {
 		return nil, err
 	}
 	out := []store.Run{root}
-	for i := 0; i < len(out); i++ {
-		kids, err := e.cfg.Store.RunList(ctx, store.RunListParams{ParentID: out[i].ID, Limit: MaxPageLimit})
+	p := store.RunListParams{RootID: root.ID, Limit: MaxPageLimit}
+	for {
+		page, err := e.cfg.Store.RunList(ctx, p)
 		if err != nil {
-			return nil, fmt.Errorf("list children of %s: %w", out[i].ID, err)
+			return nil, fmt.Errorf("list the family of %s: %w", rootID, err)
 		}
-		if len(kids) == MaxPageLimit {
-			return nil, fmt.Errorf("list children of %s: more than %d", out[i].ID, MaxPageLimit-1)
+		for _, r := range page {
+			if r.ID != root.ID {
+				out = append(out, r)
+			}
 		}
-		out = append(out, kids...)
+		if len(page) < p.Limit {
+			return out, nil
+		}
+		if len(out) > MaxFamilyRuns {
+			return nil, fmt.Errorf("list the family of %s: more than %d runs", rootID, MaxFamilyRuns)
+		}
+		p.After = store.RunCursor(page[len(page)-1])
 	}
-	return out, nil
 }
+
+// MaxFamilyRuns bounds the runs Family reads: the sub-agent limits allow
+// far fewer in one family.
+const MaxFamilyRuns = 100 * MaxPageLimit
 
 // cursor is a position in a listing of approval requests.
 type cursor struct {
@@ -260,29 +340,31 @@ type cursor struct {
 }
 
 func cursorOf(p PendingApproval, created time.Time) string {
-	return fmt.Sprintf("%d %s %s", created.UnixMicro(), p.Call, p.RunID)
+	return cursorText(created, p.Call, p.RunID)
+}
+
+// cursorText encodes a cursor as URL-safe text without spaces, so that it
+// passes through a query string or a shell as it is.
+func cursorText(created time.Time, call, run string) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d %s %s", created.UnixMicro(), call, run))
 }
 
 func parseCursor(s string) (*cursor, error) {
 	if s == "" {
 		return nil, nil
 	}
-	micros, rest, ok1 := strings.Cut(s, " ")
+	bad := fmt.Errorf("pending approvals: %w: cursor %.80q is not one this listing returned", store.ErrBadCursor, s)
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) > 4*store.MaxNameBytes {
+		return nil, bad
+	}
+	micros, rest, ok1 := strings.Cut(string(raw), " ")
 	call, run, ok2 := strings.Cut(rest, " ")
 	n, err := strconv.ParseInt(micros, 10, 64)
 	if !ok1 || !ok2 || err != nil || run == "" {
-		return nil, fmt.Errorf("pending approvals: %w: not one this listing returned", store.ErrBadCursor)
+		return nil, bad
 	}
 	return &cursor{created: time.UnixMicro(n).UTC(), run: run, call: call}, nil
-}
-
-func runCreated(runs []store.Run, id string) time.Time {
-	for _, r := range runs {
-		if r.ID == id {
-			return r.CreatedAt
-		}
-	}
-	return time.Time{}
 }
 
 // callAfter reports whether call key a ("t<turn>c<n>") comes after b.
