@@ -17,7 +17,7 @@ import (
 	"github.com/hitch-dev/hitch/policy"
 )
 
-func write(t *testing.T, files map[string]string) string {
+func write(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range files {

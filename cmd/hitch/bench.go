@@ -11,11 +11,12 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/bench"
+	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
 func newBench(g *globals) *cobra.Command {
-	var runs, steps, maxRunners, nodes int
+	var runs, steps, maxRunners, nodes, parked int
 	var db, syncMode, tracing string
 	var latency, jitter, poll time.Duration
 	var node bench.NodeParams
@@ -42,6 +43,9 @@ func newBench(g *globals) *cobra.Command {
 				s = sqlite.SyncNormal
 			default:
 				return usageError{fmt.Errorf("--sync %q: want FULL or NORMAL", syncMode)}
+			}
+			if cmd.Flags().Changed("parked") {
+				return benchParked(cmd, g, parked, db, s)
 			}
 			if runs < 1 || runs > 100000 || steps < 1 || steps > 100000 {
 				return usageError{fmt.Errorf("--runs and --steps: want 1–100000 each")}
@@ -134,5 +138,44 @@ func newBench(g *globals) *cobra.Command {
 	for _, f := range []string{"node-store", "node-schema", "node-name"} {
 		_ = cmd.Flags().MarkHidden(f)
 	}
+	cmd.Flags().IntVar(&parked, "parked", 0, "fill a store with N runs parked for an approval (through the library) and time the routes on it;\n"+
+		"the store is --db (kept, and filled only up to N when measured again), else $"+databaseURLEnv+", else a temporary file")
 	return cmd
+}
+
+// benchParked runs the parked workload (bench.Parked) and prints its lines.
+func benchParked(cmd *cobra.Command, g *globals, n int, db string, s sqlite.Sync) error {
+	if n < 200 || n > 10_000_000 {
+		return usageError{fmt.Errorf("--parked %d: want 200–10000000 (the answers take 120 of them)", n)}
+	}
+	ctx := cmd.Context()
+	var st store.Store
+	switch url := os.Getenv(databaseURLEnv); {
+	case db == "" && url != "":
+		e, err := openStoreAt(ctx, g, url, true, false)
+		if err != nil {
+			return err
+		}
+		st = e.store
+	default:
+		if db == "" {
+			dir, err := os.MkdirTemp("", "hitch-bench-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			db = filepath.Join(dir, "parked.db")
+		}
+		var err error
+		if st, err = sqlite.Open(ctx, db, sqlite.WithSync(s)); err != nil {
+			return err
+		}
+	}
+	defer st.Close()
+	res, err := bench.Parked(ctx, bench.ParkedParams{Runs: n, Store: st, Progress: g.stderr})
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(g.stdout, res.Lines())
+	return nil
 }
