@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/store"
 )
 
 // Infinite, as a timeout, leaves the wait unbounded.
@@ -39,6 +40,21 @@ const (
 	DefaultSweepInterval = time.Second
 	// DefaultSweepMaxBackoff bounds the sweeper's wait after store errors.
 	DefaultSweepMaxBackoff = 30 * time.Second
+)
+
+// Defaults of retention.
+const (
+	// DefaultRetention is how long a settled family is kept after its
+	// last run's last change before the leader prunes it.
+	DefaultRetention = 30 * 24 * time.Hour
+	// DefaultPruneEvery is how often the leader prunes.
+	DefaultPruneEvery = time.Minute
+	// DefaultPruneBatch is how many families one prune transaction
+	// deletes, and how many expired session keys.
+	DefaultPruneBatch = store.DefaultPruneLimit
+	// MaxPruneBatches bounds the batches of one pass of the leader's
+	// pruning; what is left waits for the next pass.
+	MaxPruneBatches = 10
 )
 
 // Defaults of hitch serve (server.Limits).

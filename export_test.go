@@ -7,10 +7,7 @@ func Closing(rt *Runtime) <-chan struct{} { return rt.eng.Closing() }
 
 // WatchPrunes returns a channel that gets each retention pass's error; call
 // it before Lead.
-func WatchPrunes(rt *Runtime) <-chan error {
-	rt.testPruned = make(chan error, 16)
-	return rt.testPruned
-}
+func WatchPrunes(rt *Runtime) <-chan error { return rt.pruner.TestSignals.Pruned.Init() }
 
 // OnTriggerPass lets a test see every pass of rt's trigger dispatcher.
 func OnTriggerPass(rt *Runtime, f func(n int, err error)) { rt.trig.onPass = f }

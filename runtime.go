@@ -16,6 +16,7 @@ import (
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/internal/retention"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/store"
@@ -181,9 +182,8 @@ type Runtime struct {
 	// parents maps a sub-agent to the agent that declared it, for approvers.
 	parents map[string]*Agent
 	sess    sessions
-	// testPruned, when set by a test, gets each retention pass's error.
-	testPruned chan error
-	trig       triggers
+	pruner  *retention.Pruner
+	trig    triggers
 }
 
 // WithDefaults returns the config with every unset field set to its
@@ -328,6 +328,12 @@ func Open(cfg Config) (*Runtime, error) {
 		onError = func(err error) { f(Event{Err: fmt.Errorf("lead: %w", err)}) }
 	}
 	rt.leader = rt.eng.NewElector(LeaderName, cfg.LeaderTTL, cfg.LeaderTTL/5, onError, cfg.OnLeader)
+	rcfg := retention.Config{Store: cfg.Store, Retention: cfg.Retention, Batch: cfg.PruneBatch, Every: cfg.PruneEvery,
+		MaxBatches: MaxPruneBatches, IsLeader: rt.leader.IsLeader}
+	if f := rt.cfg.OnEvent; f != nil {
+		rcfg.OnError = func(err error) { f(Event{Err: fmt.Errorf("retention: %w", err)}) }
+	}
+	rt.pruner = retention.New(rcfg)
 	return rt, nil
 }
 
@@ -755,17 +761,15 @@ func (rt *Runtime) Lead(ctx context.Context) error {
 	if err := rt.leader.Start(ctx); err != nil {
 		return fmt.Errorf("lead: %w", err)
 	}
-	rctx, stopRetain := context.WithCancel(ctx)
-	tick := time.NewTicker(rt.cfg.PruneEvery)
-	retained := make(chan struct{})
-	go func() { defer close(retained); rt.retain(rctx, tick.C) }()
+	if err := rt.pruner.Start(ctx); err != nil {
+		rt.leader.Stop()
+		return fmt.Errorf("lead: %w", err)
+	}
 	select {
 	case <-ctx.Done():
 	case <-rt.eng.Closing():
 	}
-	stopRetain()
-	tick.Stop()
-	<-retained
+	_ = rt.pruner.Stop(context.Background()) // a pass ends with its context
 	rt.leader.Stop()
 	return nil
 }
