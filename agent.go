@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -149,24 +148,12 @@ func or[T comparable](v, def T) T {
 	return v
 }
 
-// ConfigError is one problem Build found.
-type ConfigError struct {
-	Field   string // the Spec field, such as "Limits.ToolConcurrency"
-	Problem string // what is wrong and what is allowed
-}
-
-func (e ConfigError) Error() string { return e.Field + ": " + e.Problem }
+// ConfigError is one problem Build found, naming its Spec field (see
+// hitchtype.ConfigError).
+type ConfigError = hitchtype.ConfigError
 
 // ConfigErrors is every problem Build found, in field order.
-type ConfigErrors []ConfigError
-
-func (es ConfigErrors) Error() string {
-	parts := make([]string, len(es))
-	for i, e := range es {
-		parts[i] = e.Error()
-	}
-	return strings.Join(parts, "; ")
-}
+type ConfigErrors = hitchtype.ConfigErrors
 
 // Agent is a validated agent definition, safe to share.
 type Agent struct {

@@ -75,19 +75,15 @@ const (
 )
 
 // Defaults of trigger bindings and their dispatcher (Config.Triggers,
-// TriggerSpec).
+// TriggerSpec); see hitchtype.
 const (
-	DefaultTriggerPoll        = time.Second
-	DefaultTriggerBatch       = 32
-	DefaultTriggerClaimTTL    = 30 * time.Second
-	DefaultTriggersPerSession = 16
-	DefaultTriggerMinInterval = 5 * time.Minute
-	// DefaultTriggerGrace is how late an occurrence may be dispatched
-	// and still be on time; a later one is missed.
-	DefaultTriggerGrace = time.Minute
-	// DefaultTriggerMaxRetry bounds the wait before a failed dispatch is
-	// tried again (doubling from the poll interval).
-	DefaultTriggerMaxRetry = 10 * time.Minute
+	DefaultTriggerPoll        = hitchtype.DefaultTriggerPoll
+	DefaultTriggerBatch       = hitchtype.DefaultTriggerBatch
+	DefaultTriggerClaimTTL    = hitchtype.DefaultTriggerClaimTTL
+	DefaultTriggersPerSession = hitchtype.DefaultTriggersPerSession
+	DefaultTriggerMinInterval = hitchtype.DefaultTriggerMinInterval
+	DefaultTriggerGrace       = hitchtype.DefaultTriggerGrace
+	DefaultTriggerMaxRetry    = hitchtype.DefaultTriggerMaxRetry
 )
 
 // Default is one row of the defaults table.

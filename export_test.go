@@ -1,6 +1,10 @@
 package hitch
 
-import "maps"
+import (
+	"maps"
+
+	"github.com/hitch-dev/hitch/internal/trigger"
+)
 
 // Closing is closed once rt.Close has begun and its runners are draining.
 func Closing(rt *Runtime) <-chan struct{} { return rt.eng.Closing() }
@@ -9,11 +13,12 @@ func Closing(rt *Runtime) <-chan struct{} { return rt.eng.Closing() }
 // it before Lead.
 func WatchPrunes(rt *Runtime) <-chan error { return rt.pruner.TestSignals.Pruned.Init() }
 
-// OnTriggerPass lets a test see every pass of rt's trigger dispatcher.
-func OnTriggerPass(rt *Runtime, f func(n int, err error)) { rt.trig.onPass = f }
+// TriggerPasses returns a channel that gets every pass of rt's trigger
+// dispatcher; call it before RunTriggers.
+func TriggerPasses(rt *Runtime) <-chan trigger.Pass { return rt.trig.TestSignals.Passed.Init() }
 
 // PokeTriggers wakes rt's trigger dispatcher.
-func PokeTriggers(rt *Runtime) { rt.trig.poke() }
+func PokeTriggers(rt *Runtime) { rt.trig.Poke() }
 
 // ScopeRoles is the role table of Scope's methods.
 func ScopeRoles() map[string]Role { return maps.Clone(scopeRoles) }

@@ -17,6 +17,7 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/internal/retention"
+	"github.com/hitch-dev/hitch/internal/trigger"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/store"
@@ -73,6 +74,10 @@ var (
 
 // PendingApproval is an approval request waiting for an answer.
 type PendingApproval = hitchtype.PendingApproval
+
+// TriggerConfig configures trigger bindings and their dispatcher
+// (RunTriggers); see hitchtype.TriggerConfig.
+type TriggerConfig = hitchtype.TriggerConfig
 
 // Config configures a Runtime.
 type Config struct {
@@ -183,7 +188,7 @@ type Runtime struct {
 	parents map[string]*Agent
 	sess    sessions
 	pruner  *retention.Pruner
-	trig    triggers
+	trig    *trigger.Service
 }
 
 // WithDefaults returns the config with every unset field set to its
@@ -202,7 +207,7 @@ func (c Config) WithDefaults() Config {
 	c.Retention = cmp.Or(c.Retention, DefaultRetention)
 	c.PruneEvery = cmp.Or(c.PruneEvery, DefaultPruneEvery)
 	c.PruneBatch = cmp.Or(c.PruneBatch, DefaultPruneBatch)
-	c.Triggers = c.Triggers.withDefaults()
+	c.Triggers = c.Triggers.WithDefaults()
 	return c
 }
 
@@ -245,7 +250,7 @@ func (c Config) validate() error {
 	if c.ClaimBatch < 1 || c.ClaimBatch > store.MaxListLimit {
 		errs = append(errs, fmt.Errorf("out of range: Config.ClaimBatch is %d, want 1 to %d", c.ClaimBatch, store.MaxListLimit))
 	}
-	if err := c.Triggers.validate(); err != nil {
+	if err := c.Triggers.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	for i, a := range c.Agents {
@@ -264,8 +269,7 @@ func Open(cfg Config) (*Runtime, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("open runtime: %w", err)
 	}
-	rt := &Runtime{cfg: cfg, agents: map[string]*Agent{}, parents: map[string]*Agent{},
-		trig: triggers{cfg: cfg.Triggers, wake: make(chan struct{}, 1)}}
+	rt := &Runtime{cfg: cfg, agents: map[string]*Agent{}, parents: map[string]*Agent{}}
 	var register func(a *Agent, parent *Agent) error
 	register = func(a *Agent, parent *Agent) error {
 		key := agentKey(a.Name(), a.Version())
@@ -316,9 +320,7 @@ func Open(cfg Config) (*Runtime, error) {
 		ecfg.OnDelta = func(id, d string) { f(Event{RunID: id, Delta: d}) }
 		rt.cfg.OnEvent = f
 	}
-	if _, ok := cfg.Store.(store.TriggerStore); ok {
-		ecfg.RunContext = func(ctx context.Context) context.Context { return builtin.WithScheduler(ctx, scheduler{rt}) }
-	}
+	rt.openTriggers(&ecfg)
 	if err := rt.openSessions(&ecfg); err != nil {
 		return nil, fmt.Errorf("open runtime: %w", err)
 	}
@@ -338,6 +340,59 @@ func Open(cfg Config) (*Runtime, error) {
 }
 
 func agentKey(name string, version int) string { return fmt.Sprintf("%s@%d", name, version) }
+
+// agentNamed returns the registered agent of that name and version, or
+// its highest version for version 0.
+func (rt *Runtime) agentNamed(name string, version int) (*Agent, error) {
+	if version > 0 {
+		if a, ok := rt.agents[agentKey(name, version)]; ok {
+			return a, nil
+		}
+		return nil, fmt.Errorf("%w: %s version %d", ErrUnknownAgent, name, version)
+	}
+	var best *Agent
+	for _, a := range rt.agents {
+		if a.Name() == name && (best == nil || a.Version() > best.Version()) {
+			best = a
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownAgent, name)
+	}
+	return best, nil
+}
+
+// openTriggers sets the trigger service up while the runtime opens: a run
+// target's occurrence starts a detached run, a session target's sends a
+// message, and a store that keeps bindings gives runs the schedule tools.
+func (rt *Runtime) openTriggers(ecfg *engine.Config) {
+	tcfg := trigger.Config{Node: rt.cfg.Node, Triggers: rt.cfg.Triggers, MaxBackoff: DefaultSweepMaxBackoff,
+		Agent: func(name string, version int) error { _, err := rt.agentNamed(name, version); return err },
+		StartRun: func(ctx context.Context, spec TriggerSpec, id string) error {
+			a, err := rt.agentNamed(spec.Agent, spec.Version)
+			if err != nil {
+				return err
+			}
+			_, err = rt.Start(ctx, a, spec.Input, WithID(id), Detached())
+			return err
+		},
+		Redact: func(b []byte) []byte { return rt.eng.Redact(b) },
+		Send: func(ctx context.Context, sessionID, text, key string) error {
+			_, err := rt.Send(ctx, sessionID, text, SendOptions{IdempotencyKey: key})
+			return err
+		},
+	}
+	if f := rt.cfg.OnEvent; f != nil {
+		tcfg.OnError = func(err error) { f(Event{Err: fmt.Errorf("triggers: %w", err)}) }
+	}
+	if ts, ok := rt.cfg.Store.(trigger.Store); ok {
+		tcfg.Store = ts
+		ecfg.RunContext = func(ctx context.Context) context.Context {
+			return builtin.WithScheduler(ctx, rt.trig.Scheduler())
+		}
+	}
+	rt.trig = trigger.New(tcfg)
+}
 
 func randomID(n int) string {
 	b := make([]byte, n)
@@ -372,31 +427,16 @@ func WithMetadata(m map[string]any) StartOption {
 }
 
 // MaxRunIDBytes bounds a run id.
-const MaxRunIDBytes = 128
+const MaxRunIDBytes = hitchtype.MaxRunIDBytes
 
 // ErrBadRunID: a run id outside the documented character set or length.
-var ErrBadRunID = errors.New("bad run id")
+var ErrBadRunID = hitchtype.ErrBadRunID
 
 // CheckRunID reports whether id can name a run: 1 to MaxRunIDBytes bytes of
 // ASCII letters, digits and the marks . _ : -, and not "." or ".." (ids
 // reach terminals, URL paths and web pages, and must pass through each
 // unchanged, so nothing else is allowed).
-func CheckRunID(id string) error {
-	if id == "" || len(id) > MaxRunIDBytes {
-		return fmt.Errorf("%w: %.40q is %d bytes long: want 1 to %d", ErrBadRunID, id, len(id), MaxRunIDBytes)
-	}
-	if id == "." || id == ".." {
-		return fmt.Errorf("%w: %q is a path's dot segment, which a URL cannot carry", ErrBadRunID, id)
-	}
-	for i := 0; i < len(id); i++ {
-		switch c := id[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == ':', c == '-':
-		default:
-			return fmt.Errorf("%w: %.40q has %q at byte %d: want letters, digits and . _ : -", ErrBadRunID, id, c, i)
-		}
-	}
-	return nil
-}
+func CheckRunID(id string) error { return hitchtype.CheckRunID(id) }
 
 // WithID gives the run a caller-chosen id, which makes a retried start
 // idempotent. The id must pass CheckRunID.

@@ -42,8 +42,7 @@ func TestRunTriggersService(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close(context.Background())
-	passes := make(chan pass, 64)
-	hitch.OnTriggerPass(rt, func(n int, err error) { passes <- pass{n, err} })
+	passes := hitch.TriggerPasses(rt)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- rt.RunTriggers(ctx) }()
@@ -51,7 +50,7 @@ func TestRunTriggersService(t *testing.T) {
 		t.Helper()
 		select {
 		case p := <-passes:
-			return p
+			return pass{p.N, p.Err}
 		case <-time.After(10 * time.Second):
 			t.Fatal("no pass within 10s")
 		}

@@ -16,7 +16,7 @@ import (
 // them with CheckName and CheckEntries before they write.
 const (
 	// MaxNameBytes bounds ids, agent names, owners, entry kinds and hashes.
-	MaxNameBytes = 256
+	MaxNameBytes = hitchtype.MaxNameBytes
 	// MaxEntries bounds the entries of one RunCreate or JournalAppend.
 	MaxEntries = 1000
 	// MaxEntryBytes bounds the JSON data of one entry.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hitch-dev/hitch/hitchtype"
 )
 
 // TriggerStore keeps trigger bindings: durable schedules that start a run
@@ -98,7 +100,7 @@ const (
 )
 
 // MaxTriggerPage bounds a TriggerList page and a TriggerClaim batch.
-const MaxTriggerPage = 1000
+const MaxTriggerPage = hitchtype.MaxTriggerPage
 
 // MaxTriggerSpecBytes bounds a binding's definition.
 const MaxTriggerSpecBytes = 64 << 10

@@ -1,4 +1,4 @@
-package hitch
+package trigger
 
 import (
 	"context"
@@ -15,31 +15,35 @@ import (
 	"github.com/hitch-dev/hitch/tool/builtin"
 )
 
-// MaxWakeAhead bounds how far ahead schedule_wake may set a wake.
-const MaxWakeAhead = 366 * 24 * time.Hour
-
 // minIntervalProbe is how many occurrences of a tool's cron schedule are
 // checked against Config.Triggers.MinInterval.
 const minIntervalProbe = 512
-
-// scheduler is the runtime's builtin.Scheduler: the schedule tools of a
-// session's run register bindings that send that session messages, bounded
-// by Config.Triggers.MaxPerSession and MinInterval.
-type scheduler struct{ rt *Runtime }
-
-var _ builtin.Scheduler = scheduler{}
 
 // ErrNotInSession: a schedule tool ran in a run that is no session's
 // submission (nor below one), so there is no conversation to wake.
 var ErrNotInSession = errors.New("the run is not part of a session")
 
+// Scheduler is the builtin.Scheduler of a node: the schedule tools of a
+// session's run register bindings that send that session messages, bounded
+// by Config.Triggers.MaxPerSession and MinInterval.
+type Scheduler struct{ s *Service }
+
+var _ builtin.Scheduler = Scheduler{}
+
+// Scheduler returns the service's scheduler for the schedule tools.
+func (s *Service) Scheduler() Scheduler { return Scheduler{s} }
+
 // sessionOf returns the session whose submission is the run's family root.
-func (s scheduler) sessionOf(ctx context.Context, runID string) (string, error) {
-	r, err := s.rt.cfg.Store.RunGet(ctx, runID)
+func (sc Scheduler) sessionOf(ctx context.Context, runID string) (string, error) {
+	st, err := sc.s.store("find the run's session")
 	if err != nil {
 		return "", err
 	}
-	es, err := s.rt.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: r.RootID, Limit: 1})
+	r, err := st.RunGet(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: r.RootID, Limit: 1})
 	if err != nil {
 		return "", err
 	}
@@ -60,8 +64,8 @@ func toolBindingID(prefix string, call tool.CallInfo) string {
 	return prefix + hex.EncodeToString(h[:10])
 }
 
-func (s scheduler) create(ctx context.Context, spec TriggerSpec) (builtin.Scheduled, error) {
-	t, _, err := s.rt.CreateTrigger(ctx, spec, TriggerOptions{sessionID: spec.Session, maxPerSession: s.rt.trig.cfg.MaxPerSession})
+func (sc Scheduler) create(ctx context.Context, spec hitchtype.TriggerSpec) (builtin.Scheduled, error) {
+	t, _, err := sc.s.create(ctx, spec, hitchtype.TriggerOptions{}, spec.Session, sc.s.cfg.Triggers.MaxPerSession)
 	if err != nil {
 		return builtin.Scheduled{}, err
 	}
@@ -69,12 +73,12 @@ func (s scheduler) create(ctx context.Context, spec TriggerSpec) (builtin.Schedu
 }
 
 // ScheduleWake registers a one-shot message to the run's session.
-func (s scheduler) ScheduleWake(ctx context.Context, call tool.CallInfo, at time.Time, after time.Duration, text string) (builtin.Scheduled, error) {
-	sid, err := s.sessionOf(ctx, call.RunID)
+func (sc Scheduler) ScheduleWake(ctx context.Context, call tool.CallInfo, at time.Time, after time.Duration, text string) (builtin.Scheduled, error) {
+	sid, err := sc.sessionOf(ctx, call.RunID)
 	if err != nil {
 		return builtin.Scheduled{}, fmt.Errorf("schedule_wake: %w", err)
 	}
-	now, err := s.rt.cfg.Store.Now(ctx)
+	now, err := sc.s.cfg.Store.Now(ctx)
 	if err != nil {
 		return builtin.Scheduled{}, fmt.Errorf("schedule_wake: read store clock: %w", err)
 	}
@@ -85,15 +89,15 @@ func (s scheduler) ScheduleWake(ctx context.Context, call tool.CallInfo, at time
 	case at.Before(now):
 		return builtin.Scheduled{}, &tool.ArgumentError{Tool: "schedule_wake", Reason: fmt.Sprintf("at %s is in the past (now is %s)",
 			at.UTC().Format(time.RFC3339), now.Format(time.RFC3339))}
-	case at.Sub(now) > MaxWakeAhead:
+	case at.Sub(now) > hitchtype.MaxWakeAhead:
 		return builtin.Scheduled{}, &tool.ArgumentError{Tool: "schedule_wake", Reason: fmt.Sprintf("at %s is more than %s ahead",
-			at.UTC().Format(time.RFC3339), MaxWakeAhead)}
+			at.UTC().Format(time.RFC3339), hitchtype.MaxWakeAhead)}
 	}
-	id := toolBindingID("wake-", call)
+	spec := hitchtype.TriggerSpec{ID: toolBindingID("wake-", call), At: at, Session: sid, Text: text}
 	if text == "" {
-		text = fmt.Sprintf("This is the wake-up you scheduled (%s) for %s.", id, ceilSecond(at).Format(time.RFC3339))
+		spec.Text = fmt.Sprintf("This is the wake-up you scheduled (%s) for %s.", spec.ID, spec.WithDefaults().At.Format(time.RFC3339))
 	}
-	out, err := s.create(ctx, TriggerSpec{ID: id, At: at, Session: sid, Text: text})
+	out, err := sc.create(ctx, spec)
 	if err != nil {
 		return out, fmt.Errorf("schedule_wake: %w", err)
 	}
@@ -101,35 +105,36 @@ func (s scheduler) ScheduleWake(ctx context.Context, call tool.CallInfo, at time
 }
 
 // Schedule registers a recurring message to the run's session.
-func (s scheduler) Schedule(ctx context.Context, call tool.CallInfo, cronExpr, zone, text string, maxFires int64) (builtin.Scheduled, error) {
-	sid, err := s.sessionOf(ctx, call.RunID)
+func (sc Scheduler) Schedule(ctx context.Context, call tool.CallInfo, cronExpr, zone, text string, maxFires int64) (builtin.Scheduled, error) {
+	sid, err := sc.sessionOf(ctx, call.RunID)
 	if err != nil {
 		return builtin.Scheduled{}, fmt.Errorf("schedule: %w", err)
 	}
-	spec := TriggerSpec{ID: toolBindingID("sched-", call), Cron: cronExpr, Zone: zone, Session: sid, Text: text, MaxFires: maxFires}
+	spec := hitchtype.TriggerSpec{ID: toolBindingID("sched-", call), Cron: cronExpr, Zone: zone, Session: sid, Text: text, MaxFires: maxFires}
 	if err := spec.Validate(); err != nil {
 		return builtin.Scheduled{}, &tool.ArgumentError{Tool: "schedule", Reason: err.Error()}
 	}
-	sc, _ := spec.withDefaults().schedule()
-	now, err := s.rt.cfg.Store.Now(ctx)
+	cs, _ := spec.WithDefaults().Schedule()
+	now, err := sc.s.cfg.Store.Now(ctx)
 	if err != nil {
 		return builtin.Scheduled{}, fmt.Errorf("schedule: read store clock: %w", err)
 	}
 	// Bound how often a model may have itself woken.
-	prev := sc.Next(now)
+	minGap := sc.s.cfg.Triggers.MinInterval
+	prev := cs.Next(now)
 	for range minIntervalProbe {
-		next := sc.Next(prev)
+		next := cs.Next(prev)
 		if next.IsZero() {
 			break
 		}
-		if gap := next.Sub(prev); gap < s.rt.trig.cfg.MinInterval {
+		if gap := next.Sub(prev); gap < minGap {
 			return builtin.Scheduled{}, &tool.ArgumentError{Tool: "schedule", Reason: fmt.Sprintf(
 				"cron %q fires %s apart (at %s and %s): occurrences must be at least %s apart",
-				cronExpr, gap, prev.Format(time.RFC3339), next.Format(time.RFC3339), s.rt.trig.cfg.MinInterval)}
+				cronExpr, gap, prev.Format(time.RFC3339), next.Format(time.RFC3339), minGap)}
 		}
 		prev = next
 	}
-	out, err := s.create(ctx, spec)
+	out, err := sc.create(ctx, spec)
 	if err != nil {
 		return out, fmt.Errorf("schedule: %w", err)
 	}
