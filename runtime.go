@@ -3,8 +3,6 @@ package hitch
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/internal/retention"
+	"github.com/hitch-dev/hitch/internal/session"
 	"github.com/hitch-dev/hitch/internal/trigger"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/secret"
@@ -78,6 +77,10 @@ type PendingApproval = hitchtype.PendingApproval
 // TriggerConfig configures trigger bindings and their dispatcher
 // (RunTriggers); see hitchtype.TriggerConfig.
 type TriggerConfig = hitchtype.TriggerConfig
+
+// SessionConfig configures the sessions of a Runtime; see
+// hitchtype.SessionConfig.
+type SessionConfig = hitchtype.SessionConfig
 
 // Config configures a Runtime.
 type Config struct {
@@ -186,7 +189,7 @@ type Runtime struct {
 	agents map[string]*Agent
 	// parents maps a sub-agent to the agent that declared it, for approvers.
 	parents map[string]*Agent
-	sess    sessions
+	sess    *session.Service
 	pruner  *retention.Pruner
 	trig    *trigger.Service
 }
@@ -196,7 +199,7 @@ type Runtime struct {
 func (c Config) WithDefaults() Config {
 	if c.Node == "" {
 		host, _ := os.Hostname()
-		c.Node = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomID(3))
+		c.Node = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hitchtype.NewID("", 3))
 	}
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, DefaultLeaseTTL)
 	c.ForceSettleGrace = cmp.Or(c.ForceSettleGrace, DefaultForceSettleGrace)
@@ -325,6 +328,8 @@ func Open(cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("open runtime: %w", err)
 	}
 	rt.eng = engine.New(ecfg)
+	rt.sess.SetEngine(rt.eng)
+	_ = rt.sess.Start(context.Background()) // a new service: cannot be running
 	var onError func(error)
 	if f := rt.cfg.OnEvent; f != nil {
 		onError = func(err error) { f(Event{Err: fmt.Errorf("lead: %w", err)}) }
@@ -362,6 +367,32 @@ func (rt *Runtime) agentNamed(name string, version int) (*Agent, error) {
 	return best, nil
 }
 
+// openSessions sets the session service up while the runtime opens: a
+// session moves on when a run of its ends.
+func (rt *Runtime) openSessions(ecfg *engine.Config) error {
+	scfg := session.Config{Sessions: rt.cfg.Sessions.WithDefaults(),
+		Agent: func(name string, version int) (*engine.Agent, bool) {
+			a, ok := rt.agents[agentKey(name, version)]
+			if !ok {
+				return nil, false
+			}
+			return a.eng, true
+		}}
+	if err := scfg.Sessions.Validate(); err != nil {
+		return err
+	}
+	if ss, ok := rt.cfg.Store.(session.Store); ok {
+		scfg.Store = ss
+	}
+	rt.sess = session.New(scfg)
+	if next := ecfg.OnCommit; next != nil {
+		ecfg.OnCommit = func(runID string, es []store.Entry) { next(runID, es); rt.sess.OnCommit(runID, es) }
+	} else {
+		ecfg.OnCommit = rt.sess.OnCommit
+	}
+	return nil
+}
+
 // openTriggers sets the trigger service up while the runtime opens: a run
 // target's occurrence starts a detached run, a session target's sends a
 // message, and a store that keeps bindings gives runs the schedule tools.
@@ -378,7 +409,7 @@ func (rt *Runtime) openTriggers(ecfg *engine.Config) {
 		},
 		Redact: func(b []byte) []byte { return rt.eng.Redact(b) },
 		Send: func(ctx context.Context, sessionID, text, key string) error {
-			_, err := rt.Send(ctx, sessionID, text, SendOptions{IdempotencyKey: key})
+			_, err := rt.sess.Send(ctx, sessionID, text, hitchtype.SendOptions{IdempotencyKey: key})
 			return err
 		},
 	}
@@ -394,14 +425,8 @@ func (rt *Runtime) openTriggers(ecfg *engine.Config) {
 	rt.trig = trigger.New(tcfg)
 }
 
-func randomID(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // NewRunID returns a fresh random run id.
-func NewRunID() string { return "run_" + randomID(10) }
+func NewRunID() string { return hitchtype.NewID("run_", 10) }
 
 // StartOption adjusts Start.
 type StartOption func(*startOptions)
@@ -773,13 +798,14 @@ func (rt *Runtime) Sweep(ctx context.Context, every time.Duration) error {
 	if err := s.Start(ctx); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
-	stopSessions := rt.sweepSessions(ctx, every)
+	sessions := rt.sess.NewSweeper(every)
+	_ = sessions.Start(ctx) // a new sweeper: cannot be running
 	select {
 	case <-ctx.Done():
 	case <-rt.eng.Closing():
 	}
 	s.Stop()
-	stopSessions()
+	_ = sessions.Stop(context.Background()) // a pass ends with its context
 	return nil
 }
 
@@ -967,7 +993,7 @@ func (rt *Runtime) Journal(ctx context.Context, runID string, after int64, limit
 // ctx ends is abandoned: those runs are recovered once their leases expire,
 // and Close returns ctx's error. DefaultDrainWindow is a good bound.
 func (rt *Runtime) Close(ctx context.Context) error {
-	return errors.Join(rt.eng.Close(ctx), rt.closeSessions(ctx))
+	return errors.Join(rt.eng.Close(ctx), rt.sess.Stop(ctx))
 }
 
 // RunsParams filter and page Runs. Filters combine with AND.

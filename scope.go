@@ -770,9 +770,9 @@ func (s *Scope) OpenSession(ctx context.Context, agent *Agent, o SessionOptions)
 		o.Tenant = s.p.Tenant
 	}
 	if o.ID == "" {
-		o.ID = "ses_" + randomID(10)
+		o.ID = hitchtype.NewID("ses_", 10)
 	}
-	if err := checkSessionID(o.ID); err != nil {
+	if err := hitchtype.CheckSessionID(o.ID); err != nil {
 		return Session{}, false, fmt.Errorf("open session: SessionOptions.ID: %w", err)
 	}
 	found, free, err := s.findSession(ctx, o.ID)
@@ -786,8 +786,7 @@ func (s *Scope) OpenSession(ctx context.Context, agent *Agent, o SessionOptions)
 		tries = tries[i:]
 	}
 	for _, stored := range tries {
-		o.stored = stored
-		got, err := s.rt.OpenSession(ctx, agent, o)
+		got, err := s.rt.openSession(ctx, agent, o, stored)
 		if errors.Is(err, ErrSessionTenant) {
 			continue // taken by another tenant meanwhile
 		}

@@ -1,6 +1,10 @@
 package hitchtype
 
 import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hitch-dev/hitch/model"
@@ -143,4 +147,137 @@ type SessionSteered struct {
 	Text      string `json:"text"`
 	// SessionPos is the message's admission position in the session.
 	SessionPos int64 `json:"session_pos"`
+}
+
+// SessionConfig configures the sessions of a runtime (hitch.Config.Sessions).
+type SessionConfig struct {
+	// MaxMessageBytes bounds the text of one message. Default 256 KiB;
+	// 1 B to 16 MiB.
+	MaxMessageBytes int
+	// IdempotencyTTL is how long a send's idempotency key is remembered.
+	// Default 24h; 1s to 30 days.
+	IdempotencyTTL time.Duration
+}
+
+// WithDefaults returns the config with every unset field set to its
+// default.
+func (c SessionConfig) WithDefaults() SessionConfig {
+	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, DefaultMaxMessageBytes)
+	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, DefaultIdempotencyTTL)
+	return c
+}
+
+// Validate reports every field out of its range, naming it as a field of
+// hitch.Config.
+func (c SessionConfig) Validate() error {
+	var errs []error
+	if c.MaxMessageBytes < 1 || c.MaxMessageBytes > 16<<20 {
+		errs = append(errs, fmt.Errorf("out of range: Config.Sessions.MaxMessageBytes is %d, want 1 to %d", c.MaxMessageBytes, 16<<20))
+	}
+	if c.IdempotencyTTL < time.Second || c.IdempotencyTTL > 30*24*time.Hour {
+		errs = append(errs, fmt.Errorf("out of range: Config.Sessions.IdempotencyTTL is %s, want 1s to 720h", c.IdempotencyTTL))
+	}
+	return errors.Join(errs...)
+}
+
+// SessionOptions configure hitch.Runtime.OpenSession.
+type SessionOptions struct {
+	// ID names the session; opening an existing id returns it. Default: a
+	// fresh random id. Letters, digits and . _ : -, at most 128 bytes.
+	ID string
+	// Tenant owns the session and the runs of its submissions (see
+	// CheckTenant). Default: DefaultTenant. Opening an
+	// existing session of another tenant is refused with hitch.ErrSessionTenant.
+	Tenant string
+	// Metadata is stored with a new session, as a JSON object.
+	Metadata map[string]any
+}
+
+// Session is a session as the store holds it.
+type Session struct {
+	ID string
+	// Tenant owns the session and the runs of its submissions.
+	Tenant   string
+	Agent    string
+	Version  int
+	Metadata json.RawMessage
+	// ActiveRun is the run of the submission being worked, or "".
+	ActiveRun string
+	// Position is the length of the session's journal.
+	Position int64
+	// Queued counts messages waiting to start.
+	Queued    int
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// SessionsParams filter and page hitch.Runtime.Sessions.
+type SessionsParams struct {
+	// Tenant keeps one tenant's sessions; empty means every tenant.
+	Tenant string
+	// After is a cursor: the id of the last session of the previous page.
+	After string
+	// Limit bounds the page: 0 means 100, at most
+	// 1000.
+	Limit int
+}
+
+// SendOptions configure hitch.Runtime.Send.
+type SendOptions struct {
+	// IdempotencyKey makes a retried send admit the message once: the same
+	// key within SessionConfig.IdempotencyTTL returns the first admission.
+	IdempotencyKey string
+	// Mode is ModeQueue (default), ModeSteer or ModeInterrupt.
+	Mode SendMode
+}
+
+// SendResult tells what hitch.Runtime.Send did.
+type SendResult struct {
+	MessageID string
+	// Position is the message's admission position in the session.
+	Position int64
+	Mode     SendMode
+	// Duplicate is set when the idempotency key matched an earlier send:
+	// nothing new was admitted, and MessageID is the first admission's.
+	Duplicate bool
+}
+
+// QueuedMessage is a message waiting to start.
+type QueuedMessage struct {
+	ID       string
+	Position int64
+	Mode     SendMode
+	Text     string
+}
+
+// Submission is one submission of a session: a message and the run that
+// worked it.
+type Submission struct {
+	MessageID string
+	RunID     string
+	Text      string
+	// Joined are the messages that steered it.
+	Joined []string
+	// Outcome is "" while the submission runs.
+	Outcome SubmissionOutcome
+	Status  Status
+	Reason  string
+	Answer  string
+	Error   string
+	// Usage is the run's usage; nil while the submission runs.
+	Usage   *Usage
+	CostUSD *float64
+}
+
+// SessionStatus is a session's state: its row, queue, submissions and
+// usage.
+type SessionStatus struct {
+	Session     Session
+	Queue       []QueuedMessage
+	Submissions []Submission
+	// Usage sums the ended submissions' usage: a counter is nil when any
+	// generation did not report it.
+	Usage Usage
+	// CostUSD is nil when any ended submission's cost is unknown.
+	CostUSD *float64
 }
