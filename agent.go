@@ -82,21 +82,8 @@ type Spec struct {
 	Answer *Answer
 }
 
-// Budget limits a family of runs. Zero fields are unlimited.
-type Budget struct {
-	// Tokens bounds input plus output tokens, as providers report them.
-	Tokens int64
-	// USD bounds the cost, priced by the model's list price (Config.Prices).
-	USD float64
-	// ModelCalls bounds model attempts, retries included.
-	ModelCalls int64
-	// ToolCalls bounds tool bodies run (replays included) and sub-agent
-	// starts.
-	ToolCalls int64
-	// WallTime bounds the time from the root run's start, by the store's
-	// clock.
-	WallTime time.Duration
-}
+// Budget limits a family of runs; see hitchtype.Budget.
+type Budget = hitchtype.Budget
 
 // Answer is a typed final answer's schema.
 type Answer struct {

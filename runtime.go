@@ -17,18 +17,12 @@ import (
 	"github.com/hitch-dev/hitch/internal/retention"
 	"github.com/hitch-dev/hitch/internal/session"
 	"github.com/hitch-dev/hitch/internal/trigger"
+	"github.com/hitch-dev/hitch/internal/usage"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool/builtin"
 )
-
-// Outcome is a run's terminal summary.
-type Outcome = hitchtype.Outcome
-
-// Usage sums what providers reported; a nil counter means some reply did
-// not report it.
-type Usage = hitchtype.Usage
 
 // Reconciliation settles an uncertain call from outside the run.
 type Reconciliation = hitchtype.Reconciliation
@@ -191,6 +185,7 @@ type Runtime struct {
 	parents map[string]*Agent
 	sess    *session.Service
 	pruner  *retention.Pruner
+	usage   usage.Reader
 	trig    *trigger.Service
 }
 
@@ -341,6 +336,14 @@ func Open(cfg Config) (*Runtime, error) {
 		rcfg.OnError = func(err error) { f(Event{Err: fmt.Errorf("retention: %w", err)}) }
 	}
 	rt.pruner = retention.New(rcfg)
+	rt.usage = usage.Reader{Store: cfg.Store, Family: rt.eng.Family,
+		Limits: func(agent string, version int) (Limits, bool) {
+			a, ok := rt.agents[agentKey(agent, version)]
+			if !ok {
+				return Limits{}, false
+			}
+			return a.Limits(), true
+		}}
 	return rt, nil
 }
 
@@ -399,7 +402,7 @@ func (rt *Runtime) openSessions(ecfg *engine.Config) error {
 func (rt *Runtime) openTriggers(ecfg *engine.Config) {
 	tcfg := trigger.Config{Node: rt.cfg.Node, Triggers: rt.cfg.Triggers, MaxBackoff: DefaultSweepMaxBackoff,
 		Agent: func(name string, version int) error { _, err := rt.agentNamed(name, version); return err },
-		StartRun: func(ctx context.Context, spec TriggerSpec, id string) error {
+		StartRun: func(ctx context.Context, spec hitchtype.TriggerSpec, id string) error {
 			a, err := rt.agentNamed(spec.Agent, spec.Version)
 			if err != nil {
 				return err
@@ -884,103 +887,6 @@ func (rt *Runtime) Roots(ctx context.Context, runID string) ([]string, error) {
 	return rt.eng.Roots(ctx, runID)
 }
 
-// FamilyUsage sums a family: a root run and every run below it.
-type FamilyUsage struct {
-	Runs int
-	// Usage sums every run's usage; a counter is nil when any run's is,
-	// or when a run has not ended yet.
-	Usage Usage
-	// CostUSD is nil when any run's cost is unknown or it has not ended.
-	CostUSD *float64
-}
-
-// FamilyUsage sums the usage and cost of a family, from the outcomes of
-// all its runs (read a parent's children at a time, in bounded pages).
-func (rt *Runtime) FamilyUsage(ctx context.Context, rootID string) (FamilyUsage, error) {
-	rs, err := rt.eng.Family(ctx, rootID)
-	if err != nil {
-		return FamilyUsage{}, fmt.Errorf("family usage of %s: %w", rootID, err)
-	}
-	var f FamilyUsage
-	var in, out, cached int64
-	known := [3]bool{true, true, true}
-	cost, costKnown := 0.0, true
-	add := func(i int, v *int64, sum *int64) {
-		if v == nil {
-			known[i] = false
-		} else {
-			*sum += *v
-		}
-	}
-	for _, r := range rs {
-		f.Runs++
-		run, err := RunOf(r)
-		if err != nil {
-			return FamilyUsage{}, err
-		}
-		if run.Outcome == nil {
-			known, costKnown = [3]bool{}, false
-			continue
-		}
-		u := run.Outcome.Usage
-		f.Usage.Generations += u.Generations
-		add(0, u.InputTokens, &in)
-		add(1, u.OutputTokens, &out)
-		add(2, u.CachedInputTokens, &cached)
-		if run.Outcome.CostUSD == nil {
-			costKnown = false
-		} else {
-			cost += *run.Outcome.CostUSD
-		}
-	}
-	if known[0] {
-		f.Usage.InputTokens = &in
-	}
-	if known[1] {
-		f.Usage.OutputTokens = &out
-	}
-	if known[2] {
-		f.Usage.CachedInputTokens = &cached
-	}
-	if costKnown && f.Runs > 0 {
-		f.CostUSD = &cost
-	}
-	return f, nil
-}
-
-// FamilyBudget returns a root run's budget limits and what its family has
-// used, in the units of Spec.Budget; ok is false when it has none. The
-// wall time used runs from the root's start to the store's clock now, or
-// to the root's end.
-func (rt *Runtime) FamilyBudget(ctx context.Context, rootID string) (limits, used Budget, ok bool, err error) {
-	l, u, ok, err := rt.cfg.Store.BudgetGet(ctx, rootID)
-	if err != nil || !ok {
-		if err != nil {
-			err = fmt.Errorf("family budget of %s: %w", rootID, err)
-		}
-		return limits, used, ok, err
-	}
-	root, err := rt.cfg.Store.RunGet(ctx, rootID)
-	if err != nil {
-		return limits, used, ok, fmt.Errorf("family budget of %s: %w", rootID, err)
-	}
-	end := root.UpdatedAt
-	if !root.Status.Terminal() {
-		if end, err = rt.cfg.Store.Now(ctx); err != nil {
-			return limits, used, ok, fmt.Errorf("family budget of %s: read store clock: %w", rootID, err)
-		}
-	}
-	used = budgetOf(u)
-	used.WallTime = max(end.Sub(root.CreatedAt), 0)
-	return budgetOf(l), used, true, nil
-}
-
-// budgetOf speaks a stored budget in the units of Spec.Budget.
-func budgetOf(b store.Budget) Budget {
-	return Budget{Tokens: b.Tokens, USD: float64(b.MicroUSD) / 1e6, ModelCalls: b.ModelCalls, ToolCalls: b.ToolCalls,
-		WallTime: time.Duration(b.WallMS) * time.Millisecond}
-}
-
 // Journal returns a run's entries after position after, at most limit.
 func (rt *Runtime) Journal(ctx context.Context, runID string, after int64, limit int) ([]store.Entry, error) {
 	return rt.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: runID, After: after, Limit: limit})
@@ -1073,39 +979,6 @@ func (rt *Runtime) RunCountsFor(ctx context.Context, p RunsParams) (map[hitchtyp
 		return nil, fmt.Errorf("run counts: %w", err)
 	}
 	return m, nil
-}
-
-// Run is a run as the store holds it.
-type Run struct {
-	ID       string
-	RootID   string
-	ParentID string
-	// Tenant owns the run; every run of a family has its root's tenant.
-	Tenant  string
-	Agent   string
-	Version int
-	Status  hitchtype.Status
-	// Position is the journal's length.
-	Position  int64
-	Outcome   *Outcome // set once the run has ended
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	// Title is the head of the run's input, kept to find it by.
-	Title string
-}
-
-// RunOf turns a store's run row into a Run, decoding its outcome.
-func RunOf(r store.Run) (Run, error) {
-	out := Run{ID: r.ID, RootID: r.RootID, ParentID: r.ParentID, Tenant: r.Tenant, Agent: r.Agent, Version: r.Version,
-		Status: r.Status, Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Title: r.Title}
-	if len(r.Outcome) > 0 {
-		var o Outcome
-		if err := json.Unmarshal(r.Outcome, &o); err != nil {
-			return Run{}, fmt.Errorf("decode outcome of %s: %w", r.ID, err)
-		}
-		out.Outcome = &o
-	}
-	return out, nil
 }
 
 // redactEvents wraps an event hook so that it sees no secret value: deltas
