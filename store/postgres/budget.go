@@ -57,20 +57,9 @@ func charge(ctx context.Context, tx pgx.Tx, p store.BudgetChargeParams) (store.B
 	if err != nil {
 		return store.Budget{}, err
 	}
-	next := used.Add(p.Charge).Add(p.Adjust)
-	if which := next.Exceeds(limits, p.Charge); which != "" {
-		e := &store.BudgetExhaustedError{RootID: p.RootID, Which: which}
-		switch which {
-		case "tokens":
-			e.Limit, e.Used = limits.Tokens, used.Tokens
-		case "usd":
-			e.Limit, e.Used = limits.MicroUSD, used.MicroUSD
-		case "model_calls":
-			e.Limit, e.Used = limits.ModelCalls, used.ModelCalls
-		case "tool_calls":
-			e.Limit, e.Used = limits.ToolCalls, used.ToolCalls
-		}
-		return store.Budget{}, e
+	next, err := store.Charged(p.RootID, limits, used, p)
+	if err != nil {
+		return store.Budget{}, err
 	}
 	_, err = tx.Exec(ctx, `UPDATE hitch_budgets SET used_tokens = $2, used_micro_usd = $3, used_model_calls = $4,
 		used_tool_calls = $5 WHERE root_seq = $1`,

@@ -76,7 +76,7 @@ func scanAppended(sc pgx.Row) (appendedRow, error) {
 // together with the other runners' appends of this store (see group.go);
 // the others run in a transaction of their own.
 func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) (store.Appended, error) {
-	if err := validateAppend(p); err != nil {
+	if err := store.CheckAppend(p); err != nil {
 		return store.Appended{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
 	}
 	var out store.Appended
@@ -174,24 +174,10 @@ func (s *Store) refusal(ctx context.Context, q querier, p store.JournalAppendPar
 	if err != nil {
 		return err
 	}
-	if err := refused(r.run, p); err != nil {
+	if err := store.Refused(r.run, p); err != nil {
 		return err
 	}
 	return fmt.Errorf("%w (the append matched no run state)", store.ErrConflict)
-}
-
-// refused says why cur does not take an append of p, or nil.
-func refused(cur store.Run, p store.JournalAppendParams) error {
-	switch {
-	case cur.Status.Terminal():
-		return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
-	case cur.LeaseToken != p.Token || cur.LeaseOwner == "":
-		return fmt.Errorf("%w (token %d, current token %d, lease owner %q)",
-			store.ErrFenced, p.Token, cur.LeaseToken, cur.LeaseOwner)
-	case cur.Position != p.After:
-		return fmt.Errorf("%w (after %d, journal length %d)", store.ErrConflict, p.After, cur.Position)
-	}
-	return nil
 }
 
 // journalReadSQL reads entries in one statement, so the run's existence,
@@ -222,15 +208,9 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	limit := p.Limit
-	switch {
-	case limit == 0:
-		limit = store.DefaultReadLimit
-	case limit < 0 || limit > MaxReadLimit:
-		return nil, fmt.Errorf("journal read %q: limit %d is outside 0..%d", p.RunID, p.Limit, MaxReadLimit)
-	}
-	if p.After < 0 {
-		return nil, fmt.Errorf("journal read %q: after %d is negative", p.RunID, p.After)
+	limit, err := store.CheckReadLimit(p.After, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
 	}
 	if err := store.CheckKinds(p.Kinds); err != nil {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
@@ -271,25 +251,8 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	if len(p.Kinds) > 0 {
 		return entries, nil // positions between the kinds asked for are not read
 	}
-	if err := whole(entries, p.After, length, limit); err != nil {
+	if err := store.CheckWhole(entries, p.After, length, limit); err != nil {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
 	}
 	return entries, nil
-}
-
-// whole checks that entries hold every position from after+1 up to the
-// journal's length, as far as limit reaches. A gap means a row was lost
-// behind the store's back (a manual DELETE, a bad restore): answering
-// without it would let a runner rebuild a wrong state.
-func whole(entries []store.Entry, after, length int64, limit int) error {
-	for i, e := range entries {
-		if want := after + 1 + int64(i); e.Pos != want {
-			return fmt.Errorf("%w: position %d is missing from the journal (the next stored is %d)", store.ErrCorrupt, want, e.Pos)
-		}
-	}
-	if want := min(max(length-after, 0), int64(limit)); int64(len(entries)) < want {
-		return fmt.Errorf("%w: position %d is missing from the journal of length %d", store.ErrCorrupt,
-			after+int64(len(entries))+1, length)
-	}
-	return nil
 }

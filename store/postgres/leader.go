@@ -31,7 +31,7 @@ func (s *Store) LeaderAttemptElect(ctx context.Context, p store.LeaderElectParam
 	if err := checkLeader(p.Name, p.LeaderID); err != nil {
 		return store.Leadership{}, false, fmt.Errorf("leader attempt elect: %w", err)
 	}
-	if err := checkTTLAndLimit(p.TTL, 0); err != nil {
+	if err := store.CheckLease(p.TTL, 0); err != nil {
 		return store.Leadership{}, false, fmt.Errorf("leader attempt elect %q: %w", p.Name, err)
 	}
 	l := store.Leadership{Name: p.Name}

@@ -57,7 +57,7 @@ RETURNING ` + runCols
 // LeaseClaim leases due runs, or one run by ID, to p.Owner for p.TTL. Due
 // runs are claimed longest due first.
 func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]store.Lease, error) {
-	if err := validateClaim(p); err != nil {
+	if err := store.CheckClaim(p); err != nil {
 		return nil, fmt.Errorf("lease claim: %w", err)
 	}
 	if p.RunID != "" {
@@ -138,13 +138,6 @@ func lease(r store.Run) store.Lease {
 	return store.Lease{Run: r, Token: r.LeaseToken, ExpiresAt: r.LeaseExpires}
 }
 
-func validateClaim(p store.LeaseClaimParams) error {
-	if err := errors.Join(store.CheckName("owner", p.Owner, true), store.CheckName("run id", p.RunID, false)); err != nil {
-		return err
-	}
-	return checkTTLAndLimit(p.TTL, p.Limit)
-}
-
 // renewSQL extends a held lease from now; it matches nothing when the token
 // or owner is not current or the run has ended.
 const renewSQL = `
@@ -155,7 +148,7 @@ RETURNING ` + runCols
 // LeaseRenew extends a held lease by p.TTL from now.
 func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Run, error) {
 	if err := errors.Join(store.CheckName("run id", p.RunID, true), store.CheckName("owner", p.Owner, true),
-		checkTTLAndLimit(p.TTL, 0)); err != nil {
+		store.CheckLease(p.TTL, 0)); err != nil {
 		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
 	}
 	var run store.Run
@@ -192,7 +185,7 @@ RETURNING r.id, r.cancel_requested`
 
 // LeaseRenewMany renews many leases of one owner in one statement.
 func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams) ([]store.LeaseRenewal, error) {
-	if err := errors.Join(store.CheckRenewMany(p), checkTTLAndLimit(p.TTL, 0)); err != nil {
+	if err := errors.Join(store.CheckRenewMany(p), store.CheckLease(p.TTL, 0)); err != nil {
 		return nil, fmt.Errorf("lease renew many: %w", err)
 	}
 	ids, tokens := make([]string, len(p.Leases)), make([]int64, len(p.Leases))

@@ -99,7 +99,7 @@ SELECT ` + runCols + ` FROM r`
 // RunCreate creates a queued run with its first journal entries, or returns
 // the existing run with created=false when the ID is taken.
 func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.Run, bool, error) {
-	if err := validateCreate(&p); err != nil {
+	if err := store.CheckCreate(&p); err != nil {
 		return store.Run{}, false, fmt.Errorf("run create: %w", err)
 	}
 	kinds, data := entryArrays(p.Entries)

@@ -48,20 +48,9 @@ func (tx *wtx) charge(rootSeq int64, c store.BudgetCharge) (store.Budget, error)
 	if err := errors.Join(json.Unmarshal([]byte(limitsJSON), &limits), json.Unmarshal([]byte(usedJSON), &used)); err != nil {
 		return store.Budget{}, fmt.Errorf("decode budget: %w", err)
 	}
-	next := used.Add(c.Charge).Add(c.Adjust)
-	if which := next.Exceeds(limits, c.Charge); which != "" {
-		e := &store.BudgetExhaustedError{RootID: c.RootID, Which: which}
-		switch which {
-		case "tokens":
-			e.Limit, e.Used = limits.Tokens, used.Tokens
-		case "usd":
-			e.Limit, e.Used = limits.MicroUSD, used.MicroUSD
-		case "model_calls":
-			e.Limit, e.Used = limits.ModelCalls, used.ModelCalls
-		case "tool_calls":
-			e.Limit, e.Used = limits.ToolCalls, used.ToolCalls
-		}
-		return store.Budget{}, e
+	next, err := store.Charged(c.RootID, limits, used, c)
+	if err != nil {
+		return store.Budget{}, err
 	}
 	b, err := json.Marshal(next)
 	if err != nil {

@@ -24,28 +24,14 @@ func (tx *wtx) refusal(p store.JournalAppendParams) error {
 	if err != nil {
 		return err
 	}
-	if err := refused(r.run, p); err != nil {
+	if err := store.Refused(r.run, p); err != nil {
 		return err
 	}
 	return fmt.Errorf("%w (the append matched no run state)", store.ErrConflict)
 }
 
-// refused says why cur does not take an append of p, or nil.
-func refused(cur store.Run, p store.JournalAppendParams) error {
-	switch {
-	case cur.Status.Terminal():
-		return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
-	case cur.LeaseToken != p.Token || cur.LeaseOwner == "":
-		return fmt.Errorf("%w (token %d, current token %d, lease owner %q)",
-			store.ErrFenced, p.Token, cur.LeaseToken, cur.LeaseOwner)
-	case cur.Position != p.After:
-		return fmt.Errorf("%w (after %d, journal length %d)", store.ErrConflict, p.After, cur.Position)
-	}
-	return nil
-}
-
 func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) (store.Appended, error) {
-	if err := validateAppend(p); err != nil {
+	if err := store.CheckAppend(p); err != nil {
 		return store.Appended{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
 	}
 	var out store.Appended
@@ -90,7 +76,7 @@ func (tx *wtx) appendChanging(p store.JournalAppendParams) (store.Run, error) {
 		return store.Run{}, err
 	}
 	cur := r.run
-	if err := refused(cur, p); err != nil {
+	if err := store.Refused(cur, p); err != nil {
 		return store.Run{}, err
 	}
 	if p.Charge != nil {
@@ -164,53 +150,15 @@ func (tx *wtx) endFamily(run store.Run, now int64) error {
 	return nil
 }
 
-func validateAppend(p store.JournalAppendParams) error {
-	if err := store.CheckName("run id", p.RunID, true); err != nil {
-		return err
-	}
-	switch {
-	case p.After < 0:
-		return fmt.Errorf("after %d is negative", p.After)
-	case p.Status != "" && !p.Status.Valid():
-		return fmt.Errorf("unknown status %q", p.Status)
-	case len(p.Entries) == 0 && p.Status == "" && p.Charge == nil:
-		return errors.New("nothing to append: no entries, no status and no charge")
-	case !p.WakeAt.IsZero() && p.Status != hitchtype.StatusWaiting:
-		return fmt.Errorf("wake at is set but the status is %q, not waiting", p.Status)
-	case p.Outcome != nil && !p.Status.Terminal():
-		return fmt.Errorf("outcome is set but the status %q is not terminal", p.Status)
-	}
-	if p.Outcome != nil {
-		if len(p.Outcome) > MaxEntryBytes {
-			return fmt.Errorf("outcome is %d bytes, more than %d", len(p.Outcome), MaxEntryBytes)
-		}
-		if !json.Valid(p.Outcome) {
-			return errors.New("outcome is not valid JSON")
-		}
-	}
-	if p.Charge != nil {
-		if err := store.CheckName("charge root id", p.Charge.RootID, false); err != nil {
-			return err
-		}
-	}
-	return store.CheckEntries(p.Entries)
-}
-
 // JournalRead returns a run's entries after an offset, in order.
 // A run that does not exist gives store.ErrNotFound.
 func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]store.Entry, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	limit := p.Limit
-	switch {
-	case limit == 0:
-		limit = store.DefaultReadLimit
-	case limit < 0 || limit > MaxReadLimit:
-		return nil, fmt.Errorf("journal read %q: limit %d is outside 0..%d", p.RunID, p.Limit, MaxReadLimit)
-	}
-	if p.After < 0 {
-		return nil, fmt.Errorf("journal read %q: after %d is negative", p.RunID, p.After)
+	limit, err := store.CheckReadLimit(p.After, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
 	}
 	if err := store.CheckKinds(p.Kinds); err != nil {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
@@ -228,7 +176,6 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 		kinds = " AND j.kind IN (" + strings.Join(marks, ", ") + ")"
 	}
 	var rows *sql.Rows
-	var err error
 	if kinds == "" {
 		s.prepareReads()
 		rows, err = s.query(ctx, s.reads.journal, journalSQL, args...)
@@ -277,24 +224,8 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	if len(p.Kinds) > 0 {
 		return entries, nil // positions between the kinds asked for are not read
 	}
-	if err := whole(entries, p.After, length, limit); err != nil {
+	if err := store.CheckWhole(entries, p.After, length, limit); err != nil {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
 	}
 	return entries, nil
-}
-
-// whole checks that entries hold every position from after+1 up to the
-// journal's length, as far as limit reaches. A gap means a row was lost
-// behind the store's back: answering without it would fold a wrong state.
-func whole(entries []store.Entry, after, length int64, limit int) error {
-	for i, e := range entries {
-		if want := after + 1 + int64(i); e.Pos != want {
-			return fmt.Errorf("%w: position %d is missing from the journal (next stored is %d)", store.ErrCorrupt, want, e.Pos)
-		}
-	}
-	if want := min(max(length-after, 0), int64(limit)); int64(len(entries)) < want {
-		return fmt.Errorf("%w: position %d is missing from the journal of length %d", store.ErrCorrupt,
-			after+int64(len(entries))+1, length)
-	}
-	return nil
 }

@@ -28,7 +28,7 @@ func (s *Store) LeaderAttemptElect(ctx context.Context, p store.LeaderElectParam
 	if err := errors.Join(store.CheckName("name", p.Name, true), store.CheckName("leader id", p.LeaderID, true)); err != nil {
 		return store.Leadership{}, false, fmt.Errorf("leader attempt elect: %w", err)
 	}
-	if err := checkTTLAndLimit(p.TTL, 0); err != nil {
+	if err := store.CheckLease(p.TTL, 0); err != nil {
 		return store.Leadership{}, false, fmt.Errorf("leader attempt elect %q: %w", p.Name, err)
 	}
 	var l store.Leadership

@@ -7,20 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/hitch-dev/hitch/store"
 )
 
 // MaxLeaseTTL bounds a lease's time to live, so that a typo cannot park a run
 // for years.
-const MaxLeaseTTL = 24 * time.Hour
+const MaxLeaseTTL = store.MaxLeaseTTL
 
 // LeaseClaim leases due runs, or one run by ID, to p.Owner for p.TTL.
 // Due runs are claimed longest due first. Claims run on the single writer, so two
 // claims can never return the same run.
 func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]store.Lease, error) {
-	if err := validateClaim(p); err != nil {
+	if err := store.CheckClaim(p); err != nil {
 		return nil, fmt.Errorf("lease claim: %w", err)
 	}
 	limit := max(p.Limit, 1)
@@ -82,27 +81,10 @@ func lease(r store.Run) store.Lease {
 	return store.Lease{Run: r, Token: r.LeaseToken, ExpiresAt: r.LeaseExpires}
 }
 
-func validateClaim(p store.LeaseClaimParams) error {
-	if err := errors.Join(store.CheckName("owner", p.Owner, true), store.CheckName("run id", p.RunID, false)); err != nil {
-		return err
-	}
-	return checkTTLAndLimit(p.TTL, p.Limit)
-}
-
-func checkTTLAndLimit(ttl time.Duration, limit int) error {
-	switch {
-	case ttl < time.Microsecond || ttl > MaxLeaseTTL:
-		return fmt.Errorf("ttl %v is outside 1µs..%v", ttl, MaxLeaseTTL)
-	case limit < 0 || limit > MaxListLimit:
-		return fmt.Errorf("limit %d is outside 0..%d", limit, MaxListLimit)
-	}
-	return nil
-}
-
 // LeaseRenew extends a held lease by p.TTL from now.
 func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Run, error) {
 	if err := errors.Join(store.CheckName("run id", p.RunID, true), store.CheckName("owner", p.Owner, true),
-		checkTTLAndLimit(p.TTL, 0)); err != nil {
+		store.CheckLease(p.TTL, 0)); err != nil {
 		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
 	}
 	var run store.Run
@@ -131,7 +113,7 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 
 // LeaseRenewMany renews many leases of one owner in one transaction.
 func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams) ([]store.LeaseRenewal, error) {
-	if err := errors.Join(store.CheckRenewMany(p), checkTTLAndLimit(p.TTL, 0)); err != nil {
+	if err := errors.Join(store.CheckRenewMany(p), store.CheckLease(p.TTL, 0)); err != nil {
 		return nil, fmt.Errorf("lease renew many: %w", err)
 	}
 	out := make([]store.LeaseRenewal, len(p.Leases))

@@ -25,7 +25,7 @@ const (
 	// MaxListLimit bounds RunList and LeaseClaim limits.
 	MaxListLimit = store.MaxListLimit
 	// MaxReadLimit bounds a JournalRead limit.
-	MaxReadLimit = 10 * store.DefaultReadLimit
+	MaxReadLimit = store.MaxReadLimit
 	// defaultListLimit is what a RunList limit of 0 means.
 	defaultListLimit = store.DefaultListLimit
 )
@@ -81,7 +81,7 @@ func (tx *wtx) getRow(id string) (row, error) {
 // RunCreate creates a queued run with its first journal entries, or returns
 // the existing run with created=false when the ID is taken.
 func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.Run, bool, error) {
-	if err := validateCreate(&p); err != nil {
+	if err := store.CheckCreate(&p); err != nil {
 		return store.Run{}, false, fmt.Errorf("run create: %w", err)
 	}
 	var (
@@ -139,39 +139,6 @@ func (tx *wtx) tenantOf(p store.RunCreateParams) (string, error) {
 		}
 	}
 	return store.ResolveTenant(p.Tenant, root)
-}
-
-func validateCreate(p *store.RunCreateParams) error {
-	if err := store.CheckName("id", p.ID, true); err != nil {
-		return err
-	}
-	if p.RootID == "" {
-		p.RootID = p.ID
-	}
-	if err := errors.Join(
-		store.CheckName("root id", p.RootID, true),
-		store.CheckName("parent id", p.ParentID, false),
-		store.CheckName("agent", p.Agent, false),
-		store.CheckName("input hash", p.InputHash, false),
-		store.CheckTenant("tenant", p.Tenant, false),
-	); err != nil {
-		return err
-	}
-	switch {
-	case p.Depth < 0:
-		return fmt.Errorf("depth %d is negative", p.Depth)
-	case p.ParentID == "" && p.Depth != 0:
-		return fmt.Errorf("depth %d needs a parent id", p.Depth)
-	case p.ParentID != "" && p.Depth == 0:
-		return fmt.Errorf("a run with parent id %q needs a depth of at least 1", p.ParentID)
-	case p.ParentID == p.ID && p.ID != "":
-		return errors.New("a run cannot be its own parent")
-	case p.Version < 0:
-		return fmt.Errorf("version %d is negative", p.Version)
-	case len(p.Entries) == 0:
-		return errors.New("entries: a run starts with at least one entry")
-	}
-	return store.CheckEntries(p.Entries)
 }
 
 // insertEntries writes entries at positions after+1.., up to

@@ -107,7 +107,7 @@ func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) 
 		return store.Session{}, false, fmt.Errorf("session create %q: version %d is negative", p.ID, p.Version)
 	case len(p.Metadata) > MaxEntryBytes:
 		return store.Session{}, false, fmt.Errorf("session create %q: metadata is %d bytes, more than %d", p.ID, len(p.Metadata), MaxEntryBytes)
-	case !isObject(p.Metadata):
+	case !store.IsObject(p.Metadata):
 		return store.Session{}, false, fmt.Errorf("session create %q: metadata is not a JSON object", p.ID)
 	}
 	var (
@@ -136,11 +136,6 @@ func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) 
 		return store.Session{}, false, fmt.Errorf("session create %q: %w", p.ID, err)
 	}
 	return out, created, nil
-}
-
-func isObject(b json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal(b, &m) == nil && m != nil
 }
 
 // SessionGet returns one session.
@@ -207,17 +202,9 @@ func (s *Store) SessionList(ctx context.Context, p store.SessionListParams) ([]s
 	return out, nil
 }
 
-// messageRef is the part of a message entry's data the store reads.
-type messageRef struct {
-	ID    string             `json:"id"`
-	Mode  hitchtype.SendMode `json:"mode"`
-	Text  string             `json:"text"`
-	RunID string             `json:"run_id"`
-}
-
 // SessionAppend appends one message entry with its change of state.
 func (s *Store) SessionAppend(ctx context.Context, p store.SessionAppendParams) (store.SessionAppendResult, error) {
-	ref, err := validateSessionAppend(p)
+	ref, err := store.CheckSessionAppend(p)
 	if err != nil {
 		return store.SessionAppendResult{}, fmt.Errorf("session append %q: %w", p.SessionID, err)
 	}
@@ -321,64 +308,14 @@ func (x sx) keyed(r sessionRow, key string) (store.SessionEntry, bool, error) {
 	return e, true, nil
 }
 
-func validateSessionAppend(p store.SessionAppendParams) (messageRef, error) {
-	var ref messageRef
-	if err := errors.Join(store.CheckName("session id", p.SessionID, true), store.CheckName("idempotency key", p.IdempotencyKey, false)); err != nil {
-		return ref, err
-	}
-	switch {
-	case p.After < store.AnyPosition:
-		return ref, fmt.Errorf("after %d is below %d", p.After, store.AnyPosition)
-	case len(p.Data) > MaxEntryBytes:
-		return ref, fmt.Errorf("data is %d bytes, more than %d", len(p.Data), MaxEntryBytes)
-	case p.IdempotencyKey != "" && p.Kind != hitchtype.KindMessageAdmitted:
-		return ref, fmt.Errorf("idempotency key on a %s entry: only admissions take one", p.Kind)
-	case p.IdempotencyKey != "" && p.KeyTTL <= 0:
-		return ref, fmt.Errorf("key ttl %s: an idempotency key needs a positive ttl", p.KeyTTL)
-	}
-	switch p.Kind {
-	case hitchtype.KindMessageAdmitted, hitchtype.KindMessageEdited, hitchtype.KindMessageRemoved, hitchtype.KindMessageJoined:
-	case hitchtype.KindSubmissionInterrupt:
-		if err := json.Unmarshal(p.Data, &ref); err != nil {
-			return ref, fmt.Errorf("data of %s: %w", p.Kind, err)
-		}
-		if ref.RunID == "" {
-			return ref, errors.New("data.run_id is empty")
-		}
-		return ref, nil
-	default:
-		return ref, fmt.Errorf("kind %q: want one of %s, %s, %s, %s, %s", p.Kind, hitchtype.KindMessageAdmitted,
-			hitchtype.KindMessageEdited, hitchtype.KindMessageRemoved, hitchtype.KindMessageJoined, hitchtype.KindSubmissionInterrupt)
-	}
-	if err := json.Unmarshal(p.Data, &ref); err != nil {
-		return ref, fmt.Errorf("data of %s: %w", p.Kind, err)
-	}
-	if err := store.CheckName("data.id", ref.ID, true); err != nil {
-		return ref, err
-	}
-	switch {
-	case p.Kind == hitchtype.KindMessageAdmitted && !ref.Mode.Valid():
-		return ref, fmt.Errorf("data.mode %q: want queue, steer or interrupt", ref.Mode)
-	case p.Kind == hitchtype.KindMessageJoined && ref.RunID == "":
-		return ref, errors.New("data.run_id is empty")
-	}
-	return ref, nil
-}
-
 // SessionRead returns a session's entries after an offset.
 func (s *Store) SessionRead(ctx context.Context, p store.SessionReadParams) ([]store.SessionEntry, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	limit := p.Limit
-	switch {
-	case limit == 0:
-		limit = store.DefaultReadLimit
-	case limit < 0 || limit > MaxReadLimit:
-		return nil, fmt.Errorf("session read %q: limit %d is outside 0..%d", p.SessionID, p.Limit, MaxReadLimit)
-	}
-	if p.After < 0 {
-		return nil, fmt.Errorf("session read %q: after %d is negative", p.SessionID, p.After)
+	limit, err := store.CheckReadLimit(p.After, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("session read %q: %w", p.SessionID, err)
 	}
 	rows, err := s.rdb.QueryContext(ctx, `
 		SELECT j.pos, j.kind, j.at, j.data
@@ -470,7 +407,7 @@ func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesPara
 
 // SessionStart starts the next submission and creates its run.
 func (s *Store) SessionStart(ctx context.Context, p store.SessionStartParams) (store.Session, store.Run, error) {
-	if err := validateCreate(&p.Run); err != nil {
+	if err := store.CheckCreate(&p.Run); err != nil {
 		return store.Session{}, store.Run{}, fmt.Errorf("session start %q: run: %w", p.SessionID, err)
 	}
 	if err := store.CheckName("message id", p.MessageID, true); err != nil {
