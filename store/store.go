@@ -407,7 +407,9 @@ type Entry struct {
 	Pos   int64
 	Kind  string
 	At    time.Time // store clock at append
-	Data  json.RawMessage
+	// Data is read back byte for byte as it was appended, never
+	// normalised: a runner's replay reads what it wrote.
+	Data json.RawMessage
 }
 
 // EntryInput is an entry to append.

@@ -67,6 +67,9 @@ func run(t *testing.T, open opener) {
 		{"Triggers", testTriggers},
 		{"RunFilters", testRunFilters},
 		{"Scale", testScale},
+		{"EntryBytes", testEntryBytes},
+		{"Notifier", testNotifier},
+		{"Batch", testBatch},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
