@@ -19,6 +19,7 @@ import (
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/tool"
 )
 
 func testAgent(m model.Model) *Agent {
@@ -264,5 +265,45 @@ func TestOwnEndIsNotFencing(t *testing.T) {
 	r.fenced("renew", fmt.Errorf("%w: lease %d of r2 is no longer held", store.ErrFenced, r.token))
 	if strings.Contains(logs.String(), "level=WARN") {
 		t.Errorf("a runner that ended its own run logged a fencing warning:\n%s", logs.String())
+	}
+}
+
+// TestOwnParkIsNotFencing: a renewal that races the runner's own park (the
+// run waits for an approval and its lease was released by this runner) is
+// refused, but no other runner took the run, so no warning is logged. At
+// scale the keeper renews hundreds of runners a batch, and many park
+// between the batch being listed and the store answering.
+func TestOwnParkIsNotFencing(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openClock(t)
+	m := scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "x"}}}, {Text: "done"}}})
+	a := testAgent(m)
+	a.Policy = policy.Rules{{Tools: []string{"*"}, Verdict: policy.RequireApproval, Requirement: "ops"}}
+	a.Limits.ApprovalExpiry = time.Hour
+	a.Tools = []tool.Tool{tool.MustNew("x", "Does x.", func(context.Context, struct{}) (string, error) { return "ok", nil })}
+	if err := a.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	eng := testEngine(st, "node-a", a, time.Minute, time.Hour)
+	defer eng.Close(ctx)
+	var logs lockedBuffer
+	eng.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	if _, err := eng.Start(ctx, a, StartParams{ID: "r3", Input: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	eng.mu.Lock()
+	r := eng.active["r3"]
+	eng.mu.Unlock()
+	if r == nil {
+		t.Fatal("the engine is not driving the run")
+	}
+	<-r.done
+	if run, err := st.RunGet(ctx, "r3"); err != nil || run.Status != hitchtype.StatusWaiting {
+		t.Fatalf("run: %+v %v", run, err)
+	}
+	// The keeper's renewal of the same lease, answered after the park.
+	r.fenced("renew", fmt.Errorf("%w: lease %d of r3 is no longer held", store.ErrFenced, r.token))
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("a runner that parked its own run logged a fencing warning:\n%s", logs.String())
 	}
 }

@@ -1061,8 +1061,10 @@ func (r *runner) finish(o Outcome) error {
 // its lease is no longer current: another runner claimed the run, or the
 // run ended. It says so once, at warn, with the run, this runner's token
 // and the winner's, so an operator can tell a lost lease from a crash. A
-// renewal that only raced this runner's own end of the run (the run ended
-// under this runner's token) lost nothing and is not reported.
+// renewal that only raced this runner's own end or park of the run (the
+// run ended under this runner's token, or its lease was given back with
+// the token unchanged: only the holder of a token can release it) lost
+// nothing and is not reported.
 func (r *runner) fenced(op string, err error) {
 	if r.fencedOnce.CompareAndSwap(false, true) {
 		attrs := []any{"run", r.runID, "token", r.token, "op", op, "err", err}
@@ -1072,7 +1074,8 @@ func (r *runner) fenced(op string, err error) {
 		if gerr == nil {
 			attrs = append(attrs, "winner_token", run.LeaseToken, "winner", run.LeaseOwner, "status", run.Status)
 		}
-		if gerr != nil || run.LeaseToken != r.token || !run.Status.Terminal() {
+		ownRelease := run.LeaseToken == r.token && (run.Status.Terminal() || run.LeaseOwner == "")
+		if gerr != nil || !ownRelease {
 			r.e.log().Warn("runner refused by fencing: another runner holds the run, this one stops", attrs...)
 		}
 	}
