@@ -17,6 +17,23 @@ func entry(kind string, data any) store.EntryInput {
 	return store.EntryInput{Kind: kind, Data: b}
 }
 
+// encoded is an entry's data with the value it was encoded from.
+type encoded struct {
+	data  []byte
+	value any
+}
+
+// entry encodes data like the function entry and remembers the value, so
+// that staging this very entry next (the runner's hot path: attempts,
+// replies, decisions, starts and results) folds the value into the state
+// without decoding the bytes it was just encoded into. Any other entry
+// staged in between is decoded as usual.
+func (r *runner) entry(kind string, data any) store.EntryInput {
+	e := entry(kind, data)
+	r.encoded = encoded{data: e.Data, value: data}
+	return e
+}
+
 // Redact is the one redaction point on the way in: it replaces every
 // secret value (Config.Secrets) in data. Every entry a journal receives
 // passes it before it is staged — a runner's (stage), a new run's first,

@@ -31,13 +31,14 @@ var (
 
 // runner drives one run while it holds the lease.
 type runner struct {
-	e     *Engine
-	row   store.Run // as claimed
-	runID string
-	token int64
-	agent *Agent
-	st    *state
-	fam   family
+	encoded encoded // the entry r.entry made last, until it is staged
+	e       *Engine
+	row     store.Run // as claimed
+	runID   string
+	token   int64
+	agent   *Agent
+	st      *state
+	fam     family
 	// sb and tools are the run's own workspace and the tools bound to it,
 	// when its agent has one.
 	sb    sandbox.Sandbox
@@ -381,7 +382,7 @@ func (r *runner) callModel() error {
 		return err
 	}
 	attempt := st.attempts + 1
-	if ended, err := r.reserve(reserved, entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1,
+	if ended, err := r.reserve(reserved, r.entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1,
 		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct}), true); ended || err != nil {
 		return err
 	}
@@ -397,7 +398,7 @@ func (r *runner) callModel() error {
 		// its usage is counted; without one, finish records the attempt
 		// as interrupted.
 		if err == nil {
-			r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(reply.Usage), TookMS: took}))
+			r.stage(r.entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(reply.Usage), TookMS: took}))
 			r.settleModel(reserved, reply.Usage)
 		}
 		return nil
@@ -407,7 +408,7 @@ func (r *runner) callModel() error {
 			RetryAfterMS: model.RetryAfterOf(err).Milliseconds(), TookMS: took}))
 		return nil
 	}
-	r.stage(entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(reply.Usage), TookMS: took}))
+	r.stage(r.entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(reply.Usage), TookMS: took}))
 	_, err = r.afterReply(reserved, reply.Usage)
 	return err
 }
@@ -523,7 +524,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 				if ended, err := r.checkWall(); ended || err != nil {
 					return ended, err
 				}
-				if ended, err := r.reserve(r.toolCharge(), entry(KindCallStarted, CallStarted{Call: c.key, Attempt: 1, Node: r.e.cfg.Owner}), false); ended || err != nil {
+				if ended, err := r.reserve(r.toolCharge(), r.entry(KindCallStarted, CallStarted{Call: c.key, Attempt: 1, Node: r.e.cfg.Owner}), false); ended || err != nil {
 					return ended, err
 				}
 				if err := r.startChild(c); err != nil {
@@ -691,7 +692,7 @@ func (r *runner) decide(c *callState) (ended bool, err error) {
 		at := now.Add(r.agent.Limits.ApprovalExpiry).UTC()
 		dec.ExpiresAt = &at
 	}
-	r.stage(entry(KindCallDecided, dec))
+	r.stage(r.entry(KindCallDecided, dec))
 	return false, nil
 }
 
@@ -785,7 +786,7 @@ func (r *runner) startBody(c *callState, results chan<- bodyResult) (ended bool,
 	info := t.Info()
 	// A replayable body's start rides the next commit: if a crash loses
 	// it, recovery runs the body again, as it would anyway.
-	if ended, err := r.reserve(r.toolCharge(), entry(KindCallStarted, CallStarted{Call: c.key, Attempt: attempt, Node: r.e.cfg.Owner}), info.Replay > 1); ended || err != nil {
+	if ended, err := r.reserve(r.toolCharge(), r.entry(KindCallStarted, CallStarted{Call: c.key, Attempt: attempt, Node: r.e.cfg.Owner}), info.Replay > 1); ended || err != nil {
 		return ended, err
 	}
 	c = r.st.findCall(c.key) // reserve may have rebuilt the state
@@ -875,7 +876,7 @@ func (r *runner) settle(res bodyResult, others int, results chan<- bodyResult) (
 				Error: fmt.Sprintf("tool %s returned %d bytes, over the largest kept tool result (%d bytes); its effect has happened",
 					c.call.Name, n, r.agent.Limits.MaxToolResult)})
 		}
-		put(entry(KindCallSettled, CallSettled{Call: c.key, Output: res.output}))
+		put(r.entry(KindCallSettled, CallSettled{Call: c.key, Output: res.output}))
 	case errors.As(res.err, new(*tool.ArgumentError)):
 		put(entry(KindCallFailed, CallFailed{Call: c.key, Error: res.err.Error()}))
 	case tool.IsUncertain(res.err) || res.abandoned:
@@ -930,9 +931,16 @@ func (r *runner) stage(e store.EntryInput) {
 // a replayable body's start or result, whose body runs again). It rides
 // the next commit.
 func (r *runner) stageDeferred(e store.EntryInput) {
+	enc := r.encoded
+	r.encoded = encoded{}
 	e = r.e.redact(e)
+	var value any
+	if len(e.Data) > 0 && len(enc.data) == len(e.Data) && &enc.data[0] == &e.Data[0] {
+		// The entry r.entry just encoded, and redaction changed nothing.
+		value = enc.value
+	}
 	pos := r.st.pos + 1
-	if err := r.st.apply(store.Entry{RunID: r.runID, Pos: pos, Kind: e.Kind, Data: e.Data}); err != nil {
+	if err := r.st.applyValue(store.Entry{RunID: r.runID, Pos: pos, Kind: e.Kind, Data: e.Data}, value); err != nil {
 		// The runner built e itself; failing to fold it is a bug.
 		panic(err)
 	}

@@ -68,3 +68,30 @@ func TestFoldRefusesAGap(t *testing.T) {
 		t.Errorf("the runner wrote to a corrupt journal: position %d, was %d (%v)", after.Position, run.Position, err)
 	}
 }
+
+// TestTakeValueChecksItsEncoding: the check the engine's tests run on every
+// value a runner folds catches a value that its own encoding changes (here
+// a time with a monotonic reading, which JSON drops), and passes one that
+// survives the round trip.
+func TestTakeValueChecksItsEncoding(t *testing.T) {
+	at := time.Now()
+	bad := CallDecided{Call: "t1c1", Verdict: policy.RequireApproval, ExpiresAt: &at}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("a value its encoding changes was taken without complaint")
+			}
+		}()
+		var dst CallDecided
+		takeValue(&dst, bad, entry(KindCallDecided, bad).Data)
+	}()
+	good := CallSettled{Call: "t1c1", Output: "ok"}
+	var dst CallSettled
+	if !takeValue(&dst, good, entry(KindCallSettled, good).Data) || dst != good {
+		t.Errorf("took %+v, want %+v", dst, good)
+	}
+	var other CallStarted
+	if takeValue(&other, good, entry(KindCallSettled, good).Data) {
+		t.Error("a value of another type was taken")
+	}
+}

@@ -67,19 +67,21 @@ func (s *Store) BudgetGet(ctx context.Context, rootID string) (limits, used stor
 	if s.closed.Load() {
 		return limits, used, false, ErrClosed
 	}
-	var limitsJSON, usedJSON string
-	err = s.rdb.QueryRowContext(ctx, `SELECT b.limits, b.used FROM budgets b JOIN runs r ON r.seq = b.root_seq WHERE r.id = ?`, rootID).
+	// One statement answers both questions: is there such a run (no row:
+	// not found), and has its family a budget (NULL: none).
+	var limitsJSON, usedJSON sql.NullString
+	err = s.rdb.QueryRowContext(ctx, `SELECT b.limits, b.used FROM runs r LEFT JOIN budgets b ON b.root_seq = r.seq WHERE r.id = ?`, rootID).
 		Scan(&limitsJSON, &usedJSON)
 	if errors.Is(err, sql.ErrNoRows) {
-		if _, gerr := s.RunGet(ctx, rootID); gerr != nil {
-			return limits, used, false, fmt.Errorf("budget get %q: %w", rootID, store.ErrNotFound)
-		}
-		return limits, used, false, nil
+		return limits, used, false, fmt.Errorf("budget get %q: %w", rootID, store.ErrNotFound)
 	}
 	if err != nil {
 		return limits, used, false, fmt.Errorf("budget get %q: %w", rootID, err)
 	}
-	if err := errors.Join(json.Unmarshal([]byte(limitsJSON), &limits), json.Unmarshal([]byte(usedJSON), &used)); err != nil {
+	if !limitsJSON.Valid {
+		return limits, used, false, nil
+	}
+	if err := errors.Join(json.Unmarshal([]byte(limitsJSON.String), &limits), json.Unmarshal([]byte(usedJSON.String), &used)); err != nil {
 		return limits, used, false, fmt.Errorf("budget get %q: decode: %w", rootID, err)
 	}
 	return limits, used, true, nil

@@ -144,14 +144,19 @@ func (tx *wtx) tenantOf(p store.RunCreateParams) (string, error) {
 // insertEntries writes entries at positions after+1.., up to
 // maxBatchInsert in one statement.
 func (tx *wtx) insertEntries(seq, after int64, es []store.EntryInput, at int64) error {
-	args := make([]any, 0, 5*maxBatchInsert)
+	if tx.args == nil {
+		tx.args = make([]any, 0, 5*maxBatchInsert)
+	}
+	boxedSeq, boxedAt := any(seq), any(at) // boxed once for every row
 	for len(es) > 0 {
 		n := min(len(es), maxBatchInsert)
-		args = args[:0]
+		args := tx.args[:0]
 		for i, e := range es[:n] {
-			args = append(args, seq, after+int64(i)+1, e.Kind, at, string(e.Data))
+			args = append(args, boxedSeq, after+int64(i)+1, e.Kind, boxedAt, string(e.Data))
 		}
-		if _, err := tx.insertMany[n-1].Exec(args...); err != nil {
+		_, err := tx.insertMany[n-1].Exec(args...)
+		clear(args) // keep no entry's data alive past the statement
+		if err != nil {
 			return fmt.Errorf("insert entries %d–%d: %w", after+1, after+int64(n), err)
 		}
 		es, after = es[n:], after+int64(n)

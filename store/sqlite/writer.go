@@ -261,6 +261,9 @@ func answerAll(reqs []*request, err error) {
 
 // writeStmts are the writer connection's prepared statements.
 type writeStmts struct {
+	// args is insertEntries' argument buffer, reused: only the writer's
+	// goroutine runs statements.
+	args         []any
 	runByID      *sql.Stmt
 	insertRun    *sql.Stmt
 	appendRun    *sql.Stmt
