@@ -453,6 +453,12 @@ func (e *Engine) spawn(l store.Lease, prepare func(*runner) error, slot bool) (*
 	go func() {
 		defer e.wg.Done()
 		r.err = r.run(prepare)
+		if cause := context.Cause(r.ctx); r.err != nil && cause != nil && !failed(cause) {
+			// Ended from outside (its lease lost, a stop, a drain), the
+			// runner returns whatever its work in flight returned, often a
+			// cancelled read: the reason it was ended is what it reports.
+			r.err = cause
+		}
 		if r.holdsLease() {
 			// Failed, or drained for a graceful stop: give the lease back
 			// so the run is due at once, here or on another node.

@@ -307,3 +307,51 @@ func TestOwnParkIsNotFencing(t *testing.T) {
 		t.Errorf("a runner that parked its own run logged a fencing warning:\n%s", logs.String())
 	}
 }
+
+// budgetGate holds the first family-budget read until its context ends,
+// so a test can take the runner's lease away in the middle of it.
+type budgetGate struct {
+	store.Store
+	entered chan struct{}
+	once    sync.Once
+}
+
+func (b *budgetGate) BudgetGet(ctx context.Context, rootID string) (store.Budget, store.Budget, bool, error) {
+	first := false
+	b.once.Do(func() { first = true })
+	if first {
+		close(b.entered)
+		<-ctx.Done()
+	}
+	return b.Store.BudgetGet(ctx, rootID)
+}
+
+// TestLostLeaseIsNotAFailure: a runner whose lease is taken away while it
+// is reading from the store returns that read's "context canceled". The
+// runner was ended for the lost lease, which is what it must report: a
+// caller awaiting the run goes on waiting for whoever holds it now rather
+// than getting a cancellation it did not ask for. It failed before: the
+// runner's error was the read's, and Await returned it.
+func TestLostLeaseIsNotAFailure(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openClock(t)
+	gate := &budgetGate{Store: st, entered: make(chan struct{})}
+	a := testAgent(scripted.New("one", scripted.Script{Turns: []scripted.Turn{{Text: "done"}}}))
+	eng := testEngine(gate, "node-a", a, time.Minute, time.Hour)
+	defer eng.Close(ctx)
+	if _, err := eng.Start(ctx, a, StartParams{ID: "r5", Input: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	<-gate.entered
+	eng.mu.Lock()
+	r := eng.active["r5"]
+	eng.mu.Unlock()
+	if r == nil {
+		t.Fatal("the engine is not driving the run")
+	}
+	r.fenced("renew", fmt.Errorf("%w: lease %d of r5 is no longer held", store.ErrFenced, r.token))
+	<-r.done
+	if failed(r.err) || !errors.Is(r.err, errFenced) {
+		t.Fatalf("runner error %v: want the lost lease (errFenced), not a failure", r.err)
+	}
+}
