@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/sandbox"
 )
 
 // refusals are the documented errors of the runtime's commands whose text
@@ -15,7 +16,7 @@ var refusals = []error{
 	approval.ErrBadCredential, approval.ErrOtherRequirement, approval.ErrNoApprovers,
 	approval.ErrOtherApprovers, approval.ErrProofExpired,
 	ErrNotUncertain, ErrReconciled, ErrNoApproval, ErrAnswered, ErrDeniedAtAnswer, ErrNoWorkspace, ErrUnknownAgent,
-	ErrNoWake, ErrWakeDelivered, ErrWakeExpired, ErrNotPending, ErrCallCompleted, ErrCallTimedOut, ErrNotHeld,
+	ErrNoWake, ErrWakeDelivered, ErrWakeExpired, ErrNotPending, ErrCallCompleted, ErrCallTimedOut, ErrNotHeld, sandbox.ErrNotGranted,
 	ErrSessionAgent, ErrBadRunID, ErrBadSessionID, ErrMessageTooLarge, ErrBadCursor,
 }
 

@@ -14,3 +14,11 @@ func (c *Client) Budget(ctx context.Context, runID string) (api.RunBudget, error
 	_, err := c.do(ctx, "budget of "+runID, http.MethodGet, "/v1/runs/"+esc(runID)+"/budget", nil, nil, &out)
 	return out, err
 }
+
+// Waits lists what a parked run waits on, and until when; empty for a run
+// that does not wait.
+func (c *Client) Waits(ctx context.Context, runID string) (api.RunWaits, error) {
+	var out api.RunWaits
+	_, err := c.do(ctx, "waits of "+runID, http.MethodGet, "/v1/runs/"+esc(runID)+"/waits", nil, nil, &out)
+	return out, err
+}

@@ -128,6 +128,23 @@ func (c *Client) Reconcile(ctx context.Context, id string, in api.Reconcile) (ap
 	return out, err
 }
 
+// Wake delivers an event to the wake a parked run armed for it, and
+// returns the run as it stands after.
+func (c *Client) Wake(ctx context.Context, id string, in api.Wake) (api.Run, error) {
+	var out api.Run
+	_, err := c.do(ctx, "wake "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/wake", nil, in, &out)
+	return out, err
+}
+
+// CompleteCall gives a pending external call its result (or a failure),
+// or releases a call held by a hook, and returns the run as it stands
+// after.
+func (c *Client) CompleteCall(ctx context.Context, id, call string, in api.CompleteCall) (api.Run, error) {
+	var out api.Run
+	_, err := c.do(ctx, "complete call "+call+" of "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/calls/"+esc(call)+"/complete", nil, in, &out)
+	return out, err
+}
+
 // Journal reads a run's journal entries after position after, at most
 // limit (0: the server's default, 100).
 func (c *Client) Journal(ctx context.Context, id string, after int64, limit int) (api.EntryPage, error) {

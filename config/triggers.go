@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hitch-dev/hitch"
@@ -92,6 +93,9 @@ func triggers(l locator, list []Trigger, agents map[string]int) ([]ConfiguredTri
 		if y.Agent != "" {
 			if _, ok := agents[y.Agent]; !ok {
 				probs = append(probs, l.problem(field+".agent", "%q is not an agent in this file", y.Agent))
+			}
+			if strings.TrimSpace(y.Input) == "" && y.Text == "" {
+				probs = append(probs, l.problem(field+".input", "missing: a binding that starts runs of %q needs their input", y.Agent))
 			}
 		}
 		if err := spec.Validate(); err != nil {

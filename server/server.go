@@ -140,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 	s.registerWorkspaces()
 	s.registerAgents()
 	s.registerBudget()
+	s.registerWaits()
 	s.registerSessions()
 	s.registerContext()
 	s.documentCommonErrors()

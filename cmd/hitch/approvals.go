@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -33,8 +33,15 @@ func newApprovals(g *globals) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
-			page, next, err := e.rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: root, After: after, Limit: limit})
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, _ []string) error {
+			if root != "" {
+				// A family that does not exist is not found, never an
+				// empty list.
+				if _, err := v.b.Run(ctx, root); err != nil {
+					return err
+				}
+			}
+			page, next, err := v.b.Approvals(ctx, root, after, limit)
 			if err != nil {
 				return err
 			}
@@ -49,18 +56,17 @@ func newApprovals(g *globals) *cobra.Command {
 		Use:   "show RUN CALL",
 		Short: "Show one approval request in full",
 		Args:  args(2, "RUN and CALL"),
-		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
-			p, err := findPending(ctx, e, a[0], a[1])
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			p, err := v.b.Approval(ctx, a[0], a[1])
 			if err != nil {
 				return err
 			}
 			if g.json {
-				b, _ := json.Marshal(p)
-				fmt.Fprintf(g.stdout, "%s\n", b)
+				v.printJSON(p)
 				return nil
 			}
 			fmt.Fprintf(g.stdout, "run          %s (agent %s, family %s)\ncall         %s\ntool         %s\narguments    %s\nrequirement  %s\nreason       %s\nexpires      %s\n",
-				p.RunID, p.Agent, p.RootID, p.Call, p.Tool, p.Arguments, p.Requirement, or(p.Reason, "-"), expires(p.ExpiresAt))
+				p.RunID, p.Agent, p.RootID, p.Call, p.Tool, compactJSON(p.Arguments), p.Requirement, or(p.Reason, "-"), expires(p.ExpiresAt))
 			return nil
 		}),
 	}
@@ -90,13 +96,14 @@ func printApprovals(g *globals, page []hitch.PendingApproval, next string) error
 	tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tCALL\tTOOL\tREQUIREMENT\tEXPIRES\tARGUMENTS")
 	for _, p := range page {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.RunID, p.Call, p.Tool, p.Requirement, expires(p.ExpiresAt), clip(string(p.Arguments), 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.RunID, p.Call, p.Tool, p.Requirement, expires(p.ExpiresAt), clip(compactJSON(p.Arguments), 60))
 	}
 	return tw.Flush()
 }
 
 func newAnswer(g *globals, approve bool) *cobra.Command {
 	var credential, credentialEnv, reason string
+	var cred approval.Credential
 	use, short := "approve RUN CALL", "Approve a request (with a credential), then follow the run"
 	if !approve {
 		use, short = "reject RUN CALL", "Reject a request (with a credential), then follow the run"
@@ -108,26 +115,21 @@ func newAnswer(g *globals, approve bool) *cobra.Command {
 			"HITCH_CREDENTIAL) or given with --credential. It is checked against the agent's approvers for the request's\n" +
 			"requirement; the policy is asked again before a grant takes effect.",
 		Args: args(2, "RUN and CALL"),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			ctx := cmd.Context()
-			raw := credential
-			if raw == "" {
-				raw = vault.credential(credentialEnv)
-			}
-			if raw == "" {
-				return usageError{fmt.Errorf("no credential: set %s=name:secret or pass --credential", credentialEnv)}
-			}
-			cred, err := approval.ParseCredential(raw)
-			if err != nil {
-				return usageError{err}
-			}
-			e, err := openRuntime(ctx, g, false)
+		PreRunE: func(*cobra.Command, []string) error {
+			var err error
+			cred, err = credentialFrom(credential, credentialEnv)
+			return err
+		},
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			before, err := v.follow(ctx, a[0])
 			if err != nil {
 				return err
 			}
-			defer e.close()
-			return answer(ctx, e, a[0], a[1], cred, approve, reason)
-		},
+			if err := v.b.Answer(ctx, a[0], a[1], cred, approve, reason); err != nil {
+				return err
+			}
+			return v.settle(ctx, a[0], before.Position)
+		}),
 	}
 	cmd.Flags().StringVar(&credential, "credential", "", `"name:secret" (visible to other local users in the process list; prefer the variable)`)
 	cmd.Flags().StringVar(&credentialEnv, "credential-env", "HITCH_CREDENTIAL", "variable holding the credential")
@@ -137,55 +139,29 @@ func newAnswer(g *globals, approve bool) *cobra.Command {
 	return cmd
 }
 
-// answer checks the credential, answers the request and follows the run.
-func answer(ctx context.Context, e *env, runID, call string, cred approval.Credential, approve bool, reason string) error {
-	if err := answerRequest(ctx, e, runID, call, cred, approve, reason); err != nil {
-		return err
+// credentialFrom reads an approver's credential from a flag's value, else
+// from a variable, which then leaves the environment with the config's.
+func credentialFrom(raw, env string) (approval.Credential, error) {
+	if raw == "" {
+		raw = vault.credential(env)
 	}
-	return e.settle(ctx, runID)
+	if raw == "" {
+		return approval.Credential{}, usageError{fmt.Errorf("no credential: set %s=name:secret or pass --credential", env)}
+	}
+	cred, err := approval.ParseCredential(raw)
+	if err != nil {
+		return approval.Credential{}, usageError{err}
+	}
+	return cred, nil
 }
 
-// answerRequest checks the credential against the request's approvers and
-// answers it.
-func answerRequest(ctx context.Context, e *env, runID, call string, cred approval.Credential, approve bool, reason string) error {
-	p, err := findPending(ctx, e, runID, call)
-	if err != nil {
-		return err
+// compactJSON is JSON without insignificant space, as the API sends it.
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
 	}
-	if v, ok := e.cfg.MissingSecrets[p.Agent+"/"+cred.Name]; ok {
-		return withCode(exitRefused, fmt.Errorf("approver %s cannot answer: %s is not set for this process", cred.Name, v))
-	}
-	approvers, err := e.rt.Approvers(ctx, runID)
-	if err != nil {
-		return withCode(exitRefused, err)
-	}
-	proof, err := approvers.Check(ctx, cred, p.Requirement)
-	if err != nil {
-		return withCode(exitRefused, err)
-	}
-	if approve {
-		err = e.rt.Approve(ctx, runID, call, proof)
-	} else {
-		err = e.rt.Reject(ctx, runID, call, proof, reason)
-	}
-	if err != nil {
-		if isRefusal(err) || errors.Is(err, hitch.ErrApprovalExpired) || errors.Is(err, hitch.ErrAnswered) || errors.Is(err, hitch.ErrDeniedAtAnswer) {
-			return withCode(exitRefused, err)
-		}
-		return notFound(err)
-	}
-	return nil
-}
-
-func findPending(ctx context.Context, e *env, runID, call string) (hitch.PendingApproval, error) {
-	p, err := e.rt.ApprovalRequest(ctx, runID, call)
-	if errors.Is(err, hitch.ErrNotFound) {
-		return p, notFound(err)
-	}
-	if err != nil {
-		return p, withCode(exitRefused, err)
-	}
-	return p, nil
+	return b.String()
 }
 
 func expires(t *time.Time) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 
 	"github.com/spf13/cobra"
@@ -21,7 +22,7 @@ func newCalls(g *globals) *cobra.Command {
 			"A call that already has its result, or whose deadline passed, is refused (exit 5) and nothing changes.\n" +
 			"See hitch runs show RUN for the calls a run waits on.",
 		Args: args(2, "RUN and CALL (see hitch runs show RUN)"),
-		RunE: func(cmd *cobra.Command, a []string) error {
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			given := 0
 			for _, set := range []bool{cmd.Flags().Changed("output"), cmd.Flags().Changed("error"), execute} {
 				if set {
@@ -34,18 +35,22 @@ func newCalls(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("error") && errText == "" {
 				return usageError{errors.New("--error: give the failure's text")}
 			}
-			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g, false)
+			if cmd.Flags().Changed("output") && output == "" {
+				return usageError{errors.New("--output: give the call's result")}
+			}
+			return nil
+		},
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			before, err := v.follow(ctx, a[0])
 			if err != nil {
 				return err
 			}
-			defer e.close()
 			c := hitch.Completion{Call: a[1], Output: output, Error: errText, Execute: execute, By: by}
-			if err := e.rt.CompleteCall(ctx, a[0], c); err != nil {
-				return commandError(err)
+			if err := v.b.CompleteCall(ctx, a[0], c); err != nil {
+				return err
 			}
-			return e.settle(ctx, a[0])
-		},
+			return v.settle(ctx, a[0], before.Position)
+		}),
 	}
 	complete.Flags().StringVar(&output, "output", "", "the call's result, shown to the model")
 	complete.Flags().StringVar(&errText, "error", "", "the call failed: this text is shown to the model")

@@ -17,6 +17,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/store"
 )
 
 // chatInput is where hitch chat reads lines; tests replace it.
@@ -48,25 +49,27 @@ func newChat(g *globals) *cobra.Command {
 			sigs := make(chan os.Signal, 2)
 			signal.Notify(sigs, os.Interrupt)
 			defer signal.Stop(sigs)
-			c := &chat{g: g, w: g.stdout, credentialEnv: credentialEnv}
 			vault.credential(credentialEnv) // read at /approve, dropped with the config's
-			e, err := openRuntimeWith(ctx, g, true, c.event)
+			v, err := openVerb(ctx, g, needNew)
 			if err != nil {
 				return err
 			}
-			defer e.close()
-			c.mu.Lock()
-			c.e, c.rt = e, e.rt
-			c.mu.Unlock()
+			defer v.b.Close()
 			if sessionID == "" {
 				sessionID = "chat-" + hitch.NewRunID()[4:]
 			}
-			if err := ensureSession(ctx, e, sessionID, agent); err != nil {
+			if err := ensureSession(ctx, v.b, sessionID, agent); err != nil {
 				return err
 			}
-			c.sid = sessionID
+			c := &chat{g: g, w: g.stdout, b: v.b, sid: sessionID, credentialEnv: credentialEnv}
+			stop, err := v.b.WatchSession(ctx, sessionID, c.entry)
+			if err != nil {
+				return err
+			}
 			c.say("session %s (hitch chat --session %s to come back); /help for commands", sessionID, sessionID)
-			return c.loop(ctx, chatInput, sigs)
+			rested, err := c.loop(ctx, chatInput, sigs)
+			stop(rested && err == nil)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "session to open or create (default: a new one)")
@@ -78,8 +81,7 @@ func newChat(g *globals) *cobra.Command {
 type chat struct {
 	g             *globals
 	w             io.Writer
-	e             *env
-	rt            *hitch.Runtime
+	b             backend
 	sid           string
 	credentialEnv string
 	mu            sync.Mutex
@@ -91,65 +93,63 @@ func (c *chat) say(format string, a ...any) {
 	fmt.Fprintf(c.w, format+"\n", a...)
 }
 
-// event prints a session run's steps as they are journaled.
-func (c *chat) event(ev hitch.Event) {
-	for _, e := range ev.Entries {
-		if c.g.json {
-			b, _ := json.Marshal(struct {
-				Run  string          `json:"run"`
-				Pos  int64           `json:"pos"`
-				Kind string          `json:"kind"`
-				Data json.RawMessage `json:"data"`
-			}{e.RunID, e.Pos, e.Kind, e.Data})
-			c.say("%s", b)
-			continue
+// entry prints a step of a session's run as it is journaled.
+func (c *chat) entry(e store.Entry) {
+	if c.g.json {
+		b, _ := json.Marshal(struct {
+			Run  string          `json:"run"`
+			Pos  int64           `json:"pos"`
+			Kind string          `json:"kind"`
+			Data json.RawMessage `json:"data"`
+		}{e.RunID, e.Pos, e.Kind, e.Data})
+		c.say("%s", b)
+		return
+	}
+	switch e.Kind {
+	case hitchtype.KindModelReply:
+		var d hitchtype.ModelReply
+		_ = json.Unmarshal(e.Data, &d)
+		if len(d.Reply.ToolCalls) == 0 {
+			return // the answer is printed with the end
 		}
-		switch e.Kind {
-		case hitchtype.KindModelReply:
-			var d hitchtype.ModelReply
-			_ = json.Unmarshal(e.Data, &d)
-			if len(d.Reply.ToolCalls) == 0 {
-				continue // the answer is printed with the end
-			}
-			if d.Reply.Text != "" {
-				c.say("agent: %s", d.Reply.Text)
-			}
-			for _, tc := range d.Reply.ToolCalls {
-				c.say("  → %s %s", tc.Name, clip(tc.Arguments, 120))
-			}
-		case hitchtype.KindCallSettled:
-			var d hitchtype.CallSettled
-			_ = json.Unmarshal(e.Data, &d)
-			c.say("  ← %s", clip(d.Output, 160))
-		case hitchtype.KindCallFailed:
-			var d hitchtype.CallFailed
-			_ = json.Unmarshal(e.Data, &d)
-			c.say("  ← failed: %s", clip(d.Error, 160))
-		case hitchtype.KindCallDecided:
-			var d hitchtype.CallDecided
-			_ = json.Unmarshal(e.Data, &d)
-			if d.Verdict != "allow" {
-				c.say("  policy: %s %s", d.Verdict, d.Reason)
-			}
-		case hitchtype.KindSessionSteered:
-			var d hitchtype.SessionSteered
-			_ = json.Unmarshal(e.Data, &d)
-			c.say("  (joined this turn: %s)", clip(d.Text, 120))
-		case hitchtype.KindRunWaiting:
-			var d hitchtype.RunWaiting
-			_ = json.Unmarshal(e.Data, &d)
-			c.waiting(e.RunID, d)
-		case hitchtype.KindRunEnded:
-			var o hitchtype.Outcome
-			_ = json.Unmarshal(e.Data, &o)
-			switch {
-			case o.Status == hitchtype.StatusCompleted:
-				c.say("agent: %s", o.Answer)
-			case o.Reason == "interrupted":
-				c.say("  (interrupted)")
-			default:
-				c.say("  (%s: %s)", o.Status, o.Error)
-			}
+		if d.Reply.Text != "" {
+			c.say("agent: %s", d.Reply.Text)
+		}
+		for _, tc := range d.Reply.ToolCalls {
+			c.say("  → %s %s", tc.Name, clip(tc.Arguments, 120))
+		}
+	case hitchtype.KindCallSettled:
+		var d hitchtype.CallSettled
+		_ = json.Unmarshal(e.Data, &d)
+		c.say("  ← %s", clip(d.Output, 160))
+	case hitchtype.KindCallFailed:
+		var d hitchtype.CallFailed
+		_ = json.Unmarshal(e.Data, &d)
+		c.say("  ← failed: %s", clip(d.Error, 160))
+	case hitchtype.KindCallDecided:
+		var d hitchtype.CallDecided
+		_ = json.Unmarshal(e.Data, &d)
+		if d.Verdict != "allow" {
+			c.say("  policy: %s %s", d.Verdict, d.Reason)
+		}
+	case hitchtype.KindSessionSteered:
+		var d hitchtype.SessionSteered
+		_ = json.Unmarshal(e.Data, &d)
+		c.say("  (joined this turn: %s)", clip(d.Text, 120))
+	case hitchtype.KindRunWaiting:
+		var d hitchtype.RunWaiting
+		_ = json.Unmarshal(e.Data, &d)
+		c.waiting(e.RunID, d)
+	case hitchtype.KindRunEnded:
+		var o hitchtype.Outcome
+		_ = json.Unmarshal(e.Data, &o)
+		switch {
+		case o.Status == hitchtype.StatusCompleted:
+			c.say("agent: %s", o.Answer)
+		case o.Reason == "interrupted":
+			c.say("  (interrupted)")
+		default:
+			c.say("  (%s: %s)", o.Status, o.Error)
 		}
 	}
 }
@@ -157,25 +157,20 @@ func (c *chat) event(ev hitch.Event) {
 // waiting shows what a run waits for; each approval request in full, with
 // the commands that answer it.
 func (c *chat) waiting(runID string, d hitchtype.RunWaiting) {
-	c.mu.Lock()
-	rt := c.rt
-	c.mu.Unlock()
 	shown := false
-	if rt != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // a store read; the run goes on meanwhile
-		defer cancel()
-		for _, call := range d.Calls {
-			p, err := rt.ApprovalRequest(ctx, runID, call)
-			if err != nil {
-				continue // not an approval: a child, a reconcile, a timer
-			}
-			shown = true
-			c.say("  approval needed (%s): %s %s", p.Requirement, p.Tool, clip(string(p.Arguments), 120))
-			if p.Reason != "" {
-				c.say("    reason: %s", p.Reason)
-			}
-			c.say("    /approve %s %s   or   /reject %s %s REASON", runID, call, runID, call)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // a read; the run goes on meanwhile
+	defer cancel()
+	for _, call := range d.Calls {
+		p, err := c.b.Approval(ctx, runID, call)
+		if err != nil {
+			continue // not an approval: a child, a reconcile, a timer
 		}
+		shown = true
+		c.say("  approval needed (%s): %s %s", p.Requirement, p.Tool, clip(string(p.Arguments), 120))
+		if p.Reason != "" {
+			c.say("    reason: %s", p.Reason)
+		}
+		c.say("    /approve %s %s   or   /reject %s %s REASON", runID, call, runID, call)
 	}
 	if !shown {
 		c.say("  waiting (%s) for %s", d.Reason, strings.Join(d.Calls, ", "))
@@ -199,14 +194,14 @@ func (c *chat) answer(ctx context.Context, args string, approve bool) error {
 	if len(f) == 0 {
 		return fmt.Errorf("%s: want [RUN] CALL", verb)
 	}
-	s, err := c.rt.GetSession(ctx, c.sid)
+	s, err := c.b.Session(ctx, c.sid)
 	if err != nil {
 		return err
 	}
 	if s.ActiveRun == "" {
 		return fmt.Errorf("%s: no turn is running, so none waits for an approval", verb)
 	}
-	ps, _, err := c.rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: s.ActiveRun, Limit: 100})
+	ps, _, err := c.b.Approvals(ctx, s.ActiveRun, "", 0)
 	if err != nil {
 		return err
 	}
@@ -228,7 +223,7 @@ func (c *chat) answer(ctx context.Context, args string, approve bool) error {
 		return fmt.Errorf("%s: calls named %s wait in several runs; name the run: %s RUN %s", verb, f[0], verb, f[0])
 	}
 	runID, call := match[0].RunID, match[0].Call
-	if err := answerRequest(ctx, c.e, runID, call, cred, approve, strings.Join(rest, " ")); err != nil {
+	if err := c.b.Answer(ctx, runID, call, cred, approve, strings.Join(rest, " ")); err != nil {
 		return fmt.Errorf("%s %s %s: %w", verb, runID, call, err)
 	}
 	if approve {
@@ -239,8 +234,9 @@ func (c *chat) answer(ctx context.Context, args string, approve bool) error {
 	return nil
 }
 
-// loop reads lines until EOF or /quit, then lets the work come to rest.
-func (c *chat) loop(ctx context.Context, in io.Reader, sigs <-chan os.Signal) error {
+// loop reads lines until EOF or /quit, then lets the work come to rest
+// (rested), or until a second Ctrl-C.
+func (c *chat) loop(ctx context.Context, in io.Reader, sigs <-chan os.Signal) (rested bool, err error) {
 	lines := make(chan string)
 	stop := make(chan struct{})
 	defer close(stop)
@@ -261,22 +257,19 @@ func (c *chat) loop(ctx context.Context, in io.Reader, sigs <-chan os.Signal) er
 		select {
 		case line, ok := <-lines:
 			if !ok || strings.TrimSpace(line) == "/quit" {
-				if _, err := c.rt.AwaitSession(ctx, c.sid); err != nil {
-					return err
-				}
-				return nil
+				return true, c.b.AwaitSession(ctx, c.sid)
 			}
 			interrupted = false
 			if err := c.command(ctx, strings.TrimSpace(line)); err != nil {
 				c.say("hitch: %v", err)
 			}
 		case <-sigs:
-			s, err := c.rt.GetSession(ctx, c.sid)
+			s, err := c.b.Session(ctx, c.sid)
 			if interrupted || err != nil || s.ActiveRun == "" {
-				return nil
+				return false, nil
 			}
 			interrupted = true
-			if err := c.rt.Interrupt(ctx, c.sid); err != nil {
+			if err := c.b.Interrupt(ctx, c.sid); err != nil {
 				c.say("hitch: %v", err)
 			}
 			c.say("  (interrupting the current turn; Ctrl-C again to leave)")
@@ -287,11 +280,11 @@ func (c *chat) loop(ctx context.Context, in io.Reader, sigs <-chan os.Signal) er
 func (c *chat) command(ctx context.Context, line string) error {
 	verb, rest, _ := strings.Cut(line, " ")
 	send := func(text string, mode hitch.SendMode) error {
-		s, err := c.rt.GetSession(ctx, c.sid)
+		s, err := c.b.Session(ctx, c.sid)
 		if err != nil {
 			return err
 		}
-		res, err := c.rt.Send(ctx, c.sid, text, hitch.SendOptions{Mode: mode})
+		res, err := c.b.Send(ctx, c.sid, text, hitch.SendOptions{Mode: mode})
 		if err != nil {
 			return err
 		}
@@ -309,11 +302,11 @@ func (c *chat) command(ctx context.Context, line string) error {
 		return send(rest, hitch.ModeSteer)
 	case "/interrupt":
 		if strings.TrimSpace(rest) == "" {
-			return c.rt.Interrupt(ctx, c.sid)
+			return c.b.Interrupt(ctx, c.sid)
 		}
 		return send(rest, hitch.ModeInterrupt)
 	case "/queue":
-		q, err := c.rt.Queue(ctx, c.sid, 0)
+		q, err := c.b.Queue(ctx, c.sid)
 		if err != nil {
 			return err
 		}
@@ -324,7 +317,7 @@ func (c *chat) command(ctx context.Context, line string) error {
 			c.say("  (nothing queued)")
 		}
 	case "/status":
-		st, err := c.rt.SessionStatus(ctx, c.sid)
+		st, err := c.b.SessionStatus(ctx, c.sid)
 		if err != nil {
 			return err
 		}
@@ -334,12 +327,12 @@ func (c *chat) command(ctx context.Context, line string) error {
 	case "/reject":
 		return c.answer(ctx, rest, false)
 	case "/approvals":
-		s, err := c.rt.GetSession(ctx, c.sid)
+		s, err := c.b.Session(ctx, c.sid)
 		if err != nil || s.ActiveRun == "" {
 			c.say("  (no approval requests)")
 			return err
 		}
-		ps, _, err := c.rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: s.ActiveRun, Limit: 10})
+		ps, _, err := c.b.Approvals(ctx, s.ActiveRun, "", 0)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,19 @@ func checkPrompt(p string) error {
 	return nil
 }
 
+// checkMessage refuses a session message the runtime would refuse: a
+// blank one, or one over the runtime's bound. A refused send creates
+// nothing, not even its session.
+func checkMessage(text string) error {
+	switch {
+	case strings.TrimSpace(text) == "":
+		return usageError{fmt.Errorf("TEXT is empty: say what the agent should do")}
+	case len(text) > hitchtype.DefaultMaxMessageBytes:
+		return usageError{fmt.Errorf("TEXT is %d bytes: want at most %d", len(text), hitchtype.DefaultMaxMessageBytes)}
+	}
+	return nil
+}
+
 // checkDir refuses a grant of anything but an existing absolute directory.
 func checkDir(path string) error {
 	if !filepath.IsAbs(path) {
@@ -56,6 +70,23 @@ func checkDir(path string) error {
 		return usageError{fmt.Errorf("PATH %s: %v", printable(path), err)}
 	case !fi.IsDir():
 		return usageError{fmt.Errorf("PATH %s is not a directory", printable(path))}
+	}
+	return nil
+}
+
+// checkDrain refuses a negative drain window; 0 abandons what runs at
+// once.
+func checkDrain(d time.Duration) error {
+	if d < 0 {
+		return usageError{fmt.Errorf("--drain %s: want 0 (abandon at once) or more", d)}
+	}
+	return nil
+}
+
+// checkAddr refuses a listen address that is not host:port.
+func checkAddr(addr string) error {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return usageError{fmt.Errorf("--addr %s: want host:port, such as %s", printable(addr), hitch.DefaultServerAddr)}
 	}
 	return nil
 }

@@ -50,29 +50,26 @@ func newDemo(g *globals) *cobra.Command {
 			}
 			g.config = filepath.Join(dir, "hitch.yaml")
 			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g, true)
+			l, err := openLocal(ctx, g, needNew)
 			if err != nil {
 				return err
 			}
-			defer e.close()
-			ag, err := e.cfg.Agent("fixer")
-			if err != nil {
-				return err
-			}
+			defer l.Close()
+			v := &verb{g: g, b: l, out: l.e.out}
 			if !g.json {
-				fmt.Fprintf(g.stdout, "hitch demo: agent %q fixes a typo in %s\n\n", ag.Name(), filepath.Join(dir, "workspace", "notes.md"))
+				fmt.Fprintf(g.stdout, "hitch demo: agent %q fixes a typo in %s\n\n", "fixer", filepath.Join(dir, "workspace", "notes.md"))
 			}
 			id := hitch.NewRunID()
-			e.out.following(id)
-			res, err := e.rt.Start(ctx, ag, "Fix the spelling mistakes in the notes in this workspace.", hitch.WithID(id))
+			v.out.following(id)
+			res, err := l.Start(ctx, startParams{Agent: "fixer", Input: "Fix the spelling mistakes in the notes in this workspace.", ID: id})
 			if err != nil {
 				return err
 			}
-			err = e.settle(ctx, res.Run.ID)
+			err = v.settle(ctx, res.Run.ID, 0)
 			if code, ok := err.(silentExit); ok && int(code) == exitWaiting {
 				// The bash call waits for a person. Answer it the way the
 				// CLI does, and say how to do it by hand.
-				pending, _, perr := e.rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: res.Run.ID, Limit: 10})
+				pending, _, perr := l.Approvals(ctx, res.Run.ID, "", 0)
 				if perr != nil || len(pending) == 0 {
 					return err
 				}
@@ -81,12 +78,15 @@ func newDemo(g *globals) *cobra.Command {
 					fmt.Fprintf(g.stdout, "\nthe demo answers the approval request as its approver would, with\n  $ HITCH_CREDENTIAL=demo:demo-secret hitch approvals approve %s %s -c %s\n\n",
 						p.RunID, p.Call, g.config)
 				}
-				err = answer(ctx, e, p.RunID, p.Call, approval.Credential{Name: "demo", Secret: "demo-secret"}, true, "")
+				err = l.Answer(ctx, p.RunID, p.Call, approval.Credential{Name: "demo", Secret: "demo-secret"}, true, "")
+				if err == nil {
+					err = v.settle(ctx, p.RunID, 0)
+				}
 			}
 			if !g.json {
-				fmt.Fprintf(g.stdout, "\njournal: %s (run %s)\n", e.path, res.Run.ID)
+				fmt.Fprintf(g.stdout, "\njournal: %s (run %s)\n", l.e.path, res.Run.ID)
 				fmt.Fprintf(g.stdout, "look again with:\n  go run ./cmd/hitch runs show %s --db %s\n  go run ./cmd/hitch runs events %s --db %s\n",
-					res.Run.ID, e.path, res.Run.ID, e.path)
+					res.Run.ID, l.e.path, res.Run.ID, l.e.path)
 			}
 			return err
 		},

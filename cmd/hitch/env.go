@@ -93,14 +93,19 @@ func postgresOptions(loc string, create bool) (string, []postgres.Option, error)
 	return u.String(), opts, nil
 }
 
-// configError turns a missing config file into a usage error that says
-// how to make one.
+// configError makes a config that cannot be loaded a usage error (exit
+// 2): a missing file says how to make one; anything else the file names
+// (an MCP server that cannot start, a file that cannot be read) is said as
+// it is.
 func configError(g *globals, err error) error {
-	if errors.Is(err, os.ErrNotExist) {
+	if _, serr := os.Stat(g.config); errors.Is(serr, os.ErrNotExist) {
 		return usageError{fmt.Errorf("no configuration file %s: pass --config FILE (and --db FILE to read runs), "+
 			"or write an example here with `hitch demo --dir .`", g.config)}
 	}
-	return err
+	if config.IsProblem(err) {
+		return err
+	}
+	return usageError{err}
 }
 
 // openStore opens the store alone, for commands that only read. It never
@@ -157,22 +162,28 @@ func openStoreAt(ctx context.Context, g *globals, path string, create, readOnly 
 	return &env{g: g, store: st, path: path, out: newPrinter(g.stdout, g.json)}, nil
 }
 
+// runtimeOpts say how openRuntimeConfig opens a runtime.
+type runtimeOpts struct {
+	// create lets a command that starts or drives runs create the store.
+	create bool
+	// readOnly opens a SQLite store for reading only.
+	readOnly bool
+	// onEvent observes the runtime's events instead of the progress
+	// printer (nil: the printer).
+	onEvent func(hitch.Event)
+	// set changes the runtime's config before it opens.
+	set func(*hitch.Config)
+}
+
 // openRuntime opens the store, loads the config and builds a runtime that
 // prints progress. Only a command that starts or drives runs (create)
 // may create the store.
 func openRuntime(ctx context.Context, g *globals, create bool) (*env, error) {
-	return openRuntimeWith(ctx, g, create, nil)
+	return openRuntimeConfig(ctx, g, runtimeOpts{create: create})
 }
 
-// openRuntimeWith is openRuntime with another observer of the runtime's
-// events than the progress printer (nil: the printer).
-func openRuntimeWith(ctx context.Context, g *globals, create bool, onEvent func(hitch.Event)) (*env, error) {
-	return openRuntimeConfig(ctx, g, create, onEvent, nil)
-}
-
-// openRuntimeConfig is openRuntimeWith, letting set change the runtime's
-// config before it opens.
-func openRuntimeConfig(ctx context.Context, g *globals, create bool, onEvent func(hitch.Event), set func(*hitch.Config)) (*env, error) {
+// openRuntimeConfig is openRuntime as o says.
+func openRuntimeConfig(ctx context.Context, g *globals, o runtimeOpts) (*env, error) {
 	cfg, err := loadConfig(g, config.Options{RequireIsolation: g.requireIsolation})
 	if err != nil {
 		return nil, err
@@ -184,18 +195,19 @@ func openRuntimeConfig(ctx context.Context, g *globals, create bool, onEvent fun
 	if path == "" {
 		path = storeIn(cfg.Path, cfg.File.Store)
 	}
-	if !create {
+	if !o.create {
 		if err := mustExist(path); err != nil {
 			_ = cfg.Close()
 			return nil, err
 		}
 	}
-	e, err := openStoreAt(ctx, g, path, create, false)
+	e, err := openStoreAt(ctx, g, path, o.create, o.readOnly)
 	if err != nil {
 		_ = cfg.Close()
 		return nil, err
 	}
 	e.cfg = cfg
+	onEvent := o.onEvent
 	if onEvent == nil {
 		onEvent = e.out.event
 	}
@@ -213,8 +225,8 @@ func openRuntimeConfig(ctx context.Context, g *globals, create bool, onEvent fun
 	if e.obs.met != nil {
 		rcfg.OnStoreTiming = e.obs.met.StoreTiming
 	}
-	if set != nil {
-		set(&rcfg)
+	if o.set != nil {
+		o.set(&rcfg)
 	}
 	e.rt, err = hitch.Open(rcfg)
 	if err != nil {
@@ -239,18 +251,6 @@ func (e *env) close() {
 		_ = e.cfg.Close()
 	}
 	_ = e.store.Close()
-}
-
-// settle waits for a run to end or park, prints its outcome, and turns its
-// status into the exit code.
-func (e *env) settle(ctx context.Context, id string) error {
-	e.out.following(id)
-	run, err := e.rt.Await(ctx, id)
-	if err != nil {
-		return err
-	}
-	e.out.outcome(run)
-	return exitFor(run)
 }
 
 // exitForAll is the exit code of a command that drove several runs: the
@@ -288,29 +288,12 @@ func exitFor(run hitch.Run) error {
 	return nil
 }
 
-func notFound(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return withCode(exitNotFound, err)
-	}
-	return err
-}
-
 // withRuntime wraps a command's body with the runtime it needs, opened
 // from the config and closed when the body returns. The store must exist.
 func withRuntime(g *globals, fn func(ctx context.Context, e *env, args []string) error) func(*cobra.Command, []string) error {
-	return runtimeFor(g, false, fn)
-}
-
-// withNewRuntime is withRuntime for commands that start or drive runs:
-// they create the store when it is not there yet.
-func withNewRuntime(g *globals, fn func(ctx context.Context, e *env, args []string) error) func(*cobra.Command, []string) error {
-	return runtimeFor(g, true, fn)
-}
-
-func runtimeFor(g *globals, create bool, fn func(ctx context.Context, e *env, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, a []string) error {
 		ctx := cmd.Context()
-		e, err := openRuntime(ctx, g, create)
+		e, err := openRuntime(ctx, g, false)
 		if err != nil {
 			return err
 		}

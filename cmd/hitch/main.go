@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hitch-dev/hitch/config"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
@@ -81,24 +80,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return int(se)
 	}
 	fmt.Fprintln(errT, "hitch:", red.get().Error(err))
-	var ce *codeError
-	switch {
-	case errors.As(err, &ce):
-		return ce.code
-	case sqlite.IsCorrupt(err):
+	if sqlite.IsCorrupt(err) {
 		fmt.Fprintln(errT, "hitch: the store is damaged: stop every process that uses it, keep a copy, and restore it from a backup (docs/store-sqlite.md)")
-		return exitCorrupt
 	}
-	if code, ok := exitOfProblem(err); ok {
-		return code
-	}
-	switch {
-	case config.IsProblem(err):
-		return exitUsage
-	case isUsage(err):
-		return exitUsage
-	}
-	return exitError
+	return exitOf(err)
 }
 
 // usageError marks bad flags or arguments.
@@ -117,6 +102,7 @@ type globals struct {
 	db             string
 	config         string
 	leaseTTL       time.Duration
+	configSet      bool   // --config was given
 	server         string // --server: talk to a hitch serve (remote.go)
 	// red redacts every output once the config names its secrets;
 	// jsonOut is standard output, exact but redacted, for --json.
@@ -153,11 +139,12 @@ func newRoot(raw, term, stderr io.Writer, red *redaction, jsonOut io.Writer) *co
 		if g.json {
 			g.stdout = jsonOut
 		}
+		g.configSet = cmd.Flags().Changed("config")
 		if err := checkGlobals(g); err != nil {
 			return err
 		}
 		if g.server != "" {
-			return goRemote(g, cmd)
+			return refuseRemote(cmd)
 		}
 		return nil
 	}
@@ -171,10 +158,17 @@ func newRoot(raw, term, stderr io.Writer, red *redaction, jsonOut io.Writer) *co
 	pf.StringVar(&g.logLevelName, "log-level", "warn", "least level logged: debug, info, warn or error")
 	pf.DurationVar(&g.leaseTTL, "lease-ttl", 30*time.Second, "how long a run's lease outlives its process (renewed every third)")
 	root.AddCommand(
-		newDemo(g), newRun(g), newRuns(g), newWorker(g), newRecover(g),
-		newReconcile(g), newCancel(g), newBench(g), newModels(g), newApprovals(g), newWorkspace(g),
-		newMCP(g, os.Stdin), newMigrate(g), newSessions(g), newChat(g), newServe(g),
-		newWake(g), newCalls(g), newPrune(g), newTriggers(g), newVersion(g),
+		newRun(g), newRuns(g), newReconcile(g), newCancel(g), newApprovals(g), newWorkspace(g),
+		newSessions(g), newChat(g), newWake(g), newCalls(g), newTriggers(g), newModels(g), newVersion(g),
+		// These need the store or the agents in this process.
+		localOnly(newDemo(g), "it runs its own offline store"),
+		localOnly(newMigrate(g), "it migrates a store this machine opens"),
+		localOnly(newWorker(g), "a worker is a node: it opens the store"),
+		localOnly(newRecover(g), "it drives runs from the store"),
+		localOnly(newBench(g), "it measures the store on this machine"),
+		localOnly(newServe(g), "it is the server"),
+		localOnly(newMCP(g, os.Stdin), "it serves the config's agents itself"),
+		localOnly(newPrune(g), "it deletes from the store this machine opens"),
 	)
 	groupsRefuseUnknown(root)
 	return root

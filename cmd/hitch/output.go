@@ -50,6 +50,13 @@ func (p *printer) following(id string) {
 	p.mu.Unlock()
 }
 
+// followed returns the run whose lines go unmarked, "" when none.
+func (p *printer) followed() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.follow
+}
+
 // driven returns the runs whose entries were printed.
 func (p *printer) driven() []string {
 	p.mu.Lock()

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"strings"
-	"text/tabwriter"
-	"time"
-
-	"github.com/spf13/cobra"
+	"sync"
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
@@ -20,108 +18,540 @@ import (
 	"github.com/hitch-dev/hitch/store"
 )
 
-// With --server URL (or HITCH_SERVER), the commands that act on runs,
-// approvals, workspaces and sessions talk to a hitch serve through package
-// client instead of opening the store. The server's problem types map to
-// exit codes by the one table, api.Problems (docs/cli.md).
+// With --server URL (or HITCH_SERVER), commands talk to a hitch serve
+// through package client instead of opening the store. The server's
+// problem types map to exit codes by the one table, api.Problems
+// (docs/cli.md).
 
 const (
 	serverEnv = "HITCH_SERVER"
 	tokenEnv  = "HITCH_TOKEN"
 )
 
-// localOnly says why the commands that need the store or the agents in
-// this process cannot work with --server; a command without a remote form
-// that is not listed here or in localFine is refused too.
-var localOnly = map[string]string{
-	"hitch demo":    "it runs its own offline store",
-	"hitch migrate": "it migrates a store this machine opens",
-	"hitch worker":  "a worker is a node: it opens the store",
-	"hitch recover": "it drives runs from the store",
-	"hitch bench":   "it measures the store on this machine",
-	"hitch serve":   "it is the server",
-	"hitch mcp":     "it serves the config's agents itself",
-}
-
-// localFine are the commands that read only the local config, and work
-// with --server as without.
-var localFine = map[string]bool{"hitch models": true, "hitch models check": true, "hitch help": true, "hitch completion": true}
-
-// goRemote swaps a command's body for its remote one, or refuses a command
-// that cannot work remotely.
-func goRemote(g *globals, cmd *cobra.Command) error {
-	path := cmd.CommandPath()
-	fn, ok := remoteCommands(g)[path]
-	if !ok {
-		if cmd.HasSubCommands() || localFine[path] || strings.HasPrefix(path, "hitch completion") || strings.HasPrefix(path, "hitch __complete") {
-			return nil // help, config checks: local as ever
-		}
-		why, ok := localOnly[path]
-		if !ok {
-			why = "it has no remote form yet"
-		}
-		return usageError{fmt.Errorf("%s cannot work with --server (%s): run it where the store is, without --server and %s", path, why, serverEnv)}
-	}
-	c, err := client.New(g.server, client.WithToken(os.Getenv(tokenEnv)))
-	if err != nil {
-		return usageError{fmt.Errorf("--server: %w", err)}
-	}
-	cmd.RunE = func(cmd *cobra.Command, a []string) error {
-		return fn(cmd.Context(), &remote{g: g, c: c, out: newPrinter(g.stdout, g.json), cmd: cmd}, a)
-	}
-	return nil
-}
-
-// exitOfProblem is the exit code of a server's problem, from the one
-// table; ok is false for an error that is not one.
-func exitOfProblem(err error) (int, bool) {
-	var pe *client.Error
-	if !errors.As(err, &pe) {
-		return 0, false
-	}
-	return pe.Exit(), true
-}
-
-// remote is what a remote command works with.
-type remote struct {
+// remoteBackend carries out commands on a hitch serve.
+type remoteBackend struct {
 	g   *globals
 	c   *client.Client
 	out *printer
-	cmd *cobra.Command
 }
 
-func (r *remote) str(name string) string   { v, _ := r.cmd.Flags().GetString(name); return v }
-func (r *remote) boolean(name string) bool { v, _ := r.cmd.Flags().GetBool(name); return v }
+var _ backend = (*remoteBackend)(nil)
 
-func (r *remote) printJSON(v any) {
-	b, _ := json.Marshal(v)
-	fmt.Fprintf(r.g.stdout, "%s\n", b)
-}
-
-func remoteCommands(g *globals) map[string]func(context.Context, *remote, []string) error {
-	return map[string]func(context.Context, *remote, []string) error{
-		"hitch run":                remoteRun,
-		"hitch runs list":          remoteRunsList,
-		"hitch runs show":          remoteRunsShow,
-		"hitch runs events":        remoteRunsEvents,
-		"hitch cancel":             remoteCancel,
-		"hitch reconcile":          remoteReconcile,
-		"hitch approvals list":     remoteApprovalsList,
-		"hitch approvals show":     remoteApprovalsShow,
-		"hitch approvals approve":  func(ctx context.Context, r *remote, a []string) error { return remoteAnswer(ctx, r, a, true) },
-		"hitch approvals reject":   func(ctx context.Context, r *remote, a []string) error { return remoteAnswer(ctx, r, a, false) },
-		"hitch workspace list":     remoteWorkspaceList,
-		"hitch workspace grant":    func(ctx context.Context, r *remote, a []string) error { return remoteWorkspaceChange(ctx, r, a, false) },
-		"hitch workspace revoke":   func(ctx context.Context, r *remote, a []string) error { return remoteWorkspaceChange(ctx, r, a, true) },
-		"hitch sessions list":      remoteSessionsList,
-		"hitch sessions show":      remoteSessionsShow,
-		"hitch sessions send":      remoteSessionsSend,
-		"hitch sessions queue":     remoteSessionsQueue,
-		"hitch sessions edit":      remoteSessionsEdit,
-		"hitch sessions remove":    remoteSessionsRemove,
-		"hitch sessions interrupt": remoteSessionsInterrupt,
-		"hitch chat":               remoteChat,
+func openRemote(g *globals) (*remoteBackend, error) {
+	c, err := client.New(g.server, client.WithToken(os.Getenv(tokenEnv)))
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--server: %w", err)}
 	}
+	return &remoteBackend{g: g, c: c, out: newPrinter(g.stdout, g.json)}, nil
+}
+
+func (r *remoteBackend) Close() {}
+
+// noRoute refuses what the server offers no route for.
+func noRoute(what string) error {
+	return usageError{fmt.Errorf("%s cannot work with --server (the server has no route for it): run it where the store is, without --server and %s",
+		what, serverEnv)}
+}
+
+// oneAgent is the server's only agent, for a command that names none.
+func (r *remoteBackend) oneAgent(ctx context.Context, why string) (string, error) {
+	list, err := r.c.Agents(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(list.Agents) != 1 {
+		names := make([]string, 0, len(list.Agents))
+		for _, ag := range list.Agents {
+			names = append(names, ag.Name)
+		}
+		return "", usageError{fmt.Errorf("--agent: %sthe server has %d agents (%s): name one", why, len(names), strings.Join(names, ", "))}
+	}
+	return list.Agents[0].Name, nil
+}
+
+func (r *remoteBackend) Start(ctx context.Context, p startParams) (hitch.StartResult, error) {
+	if p.Tenant != "" {
+		return hitch.StartResult{}, usageError{errors.New("--tenant: with --server the run is filed under the token's tenant")}
+	}
+	if p.Agent == "" {
+		var err error
+		if p.Agent, err = r.oneAgent(ctx, ""); err != nil {
+			return hitch.StartResult{}, err
+		}
+	}
+	res, err := r.c.StartRun(ctx, api.StartRun{Agent: p.Agent, Input: p.Input, ID: p.ID, Instructions: p.Instructions})
+	if errors.Is(err, client.ErrConflict) {
+		// The id is taken with another input: say by which run, as the
+		// runtime does.
+		if run, gerr := r.c.Run(ctx, p.ID); gerr == nil {
+			return hitch.StartResult{Run: runOf(run)}, nil
+		}
+	}
+	if err != nil {
+		return hitch.StartResult{}, err
+	}
+	return hitch.StartResult{Run: runOf(res.Run), Created: res.Created, SameInput: res.SameInput}, nil
+}
+
+func (r *remoteBackend) Run(ctx context.Context, id string) (hitch.Run, error) {
+	run, err := r.c.Run(ctx, id)
+	return runOf(run), err
+}
+
+func (r *remoteBackend) Runs(ctx context.Context, p hitch.RunsParams) ([]hitch.Run, string, error) {
+	if p.Tenant != "" {
+		return nil, "", usageError{errors.New("--tenant: with --server the token's tenant is the one listed")}
+	}
+	f := client.RunFilter{Agent: p.Agent, ParentID: p.ParentID, RootID: p.RootID, After: p.After, Limit: p.Limit,
+		CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, Text: p.Text}
+	for _, s := range p.Statuses {
+		f.Status = append(f.Status, string(s))
+	}
+	page, err := r.c.Runs(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	runs := make([]hitch.Run, 0, len(page.Runs))
+	for _, run := range page.Runs {
+		runs = append(runs, runOf(run))
+	}
+	return runs, page.Next, nil
+}
+
+func (r *remoteBackend) Journal(ctx context.Context, id string, after int64, limit int) ([]store.Entry, bool, error) {
+	page, err := r.c.Journal(ctx, id, after, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	es := make([]store.Entry, len(page.Entries))
+	for i, e := range page.Entries {
+		es[i] = entryOf(e)
+	}
+	return es, page.Next != nil, nil
+}
+
+func (r *remoteBackend) Follow(ctx context.Context, id string, after int64) iter.Seq2[store.Entry, error] {
+	return func(yield func(store.Entry, error) bool) {
+		for e, err := range r.c.Follow(ctx, id, after) {
+			if !yield(entryOf(e), err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Settle follows the run's event stream, printing each entry, until the
+// run has ended, or has parked with a run.waiting entry after after and
+// nothing since.
+func (r *remoteBackend) Settle(ctx context.Context, id string, after int64) (hitch.Run, error) {
+	for e, err := range r.c.Follow(ctx, id, after) {
+		if err != nil {
+			return hitch.Run{}, err
+		}
+		r.out.mu.Lock()
+		r.out.entry(entryOf(e))
+		r.out.mu.Unlock()
+		if e.Kind == hitchtype.KindRunWaiting {
+			run, err := r.c.Run(ctx, id)
+			if err != nil {
+				return hitch.Run{}, err
+			}
+			if run.Status == string(hitchtype.StatusWaiting) && run.Position == e.Pos {
+				return runOf(run), nil
+			}
+		}
+	}
+	return r.Run(ctx, id)
+}
+
+// await is Settle without printing: it returns once the run has ended or
+// parked.
+func (r *remoteBackend) await(ctx context.Context, id string) (hitch.Run, error) {
+	run, err := r.c.Run(ctx, id)
+	if err != nil || run.Status == string(hitchtype.StatusWaiting) || hitchtype.Status(run.Status).Terminal() {
+		return runOf(run), err
+	}
+	for e, err := range r.c.Follow(ctx, id, run.Position) {
+		if err != nil {
+			return hitch.Run{}, err
+		}
+		if e.Kind == hitchtype.KindRunWaiting {
+			if run, err = r.c.Run(ctx, id); err != nil || (run.Status == string(hitchtype.StatusWaiting) && run.Position == e.Pos) {
+				return runOf(run), err
+			}
+		}
+	}
+	return r.Run(ctx, id)
+}
+
+func (r *remoteBackend) Cancel(ctx context.Context, id string) (hitch.Run, error) {
+	run, err := r.c.Cancel(ctx, id)
+	return runOf(run), err
+}
+
+func (r *remoteBackend) Reconcile(ctx context.Context, id string, rec hitch.Reconciliation) error {
+	_, err := r.c.Reconcile(ctx, id, api.Reconcile{Call: rec.Call, Output: rec.Output, Unconfirmed: rec.Unconfirmed, By: rec.By})
+	return err
+}
+
+func (r *remoteBackend) Wake(ctx context.Context, id string, w wakeParams) error {
+	_, err := r.c.Wake(ctx, id, api.Wake{Event: w.Event, Data: w.Data, By: w.By})
+	return err
+}
+
+func (r *remoteBackend) CompleteCall(ctx context.Context, id string, c hitch.Completion) error {
+	_, err := r.c.CompleteCall(ctx, id, c.Call, api.CompleteCall{Output: c.Output, Error: c.Error, Execute: c.Execute, By: c.By})
+	return err
+}
+
+// maxFamilyPages bounds the pages of runs FamilyUsage reads to sum a
+// family; a larger family's totals are not reported.
+const maxFamilyPages = 10
+
+// FamilyUsage sums a family's usage and cost from its runs' outcomes, as
+// Runtime.FamilyUsage does: a counter is nil when any run's is, or when a
+// run has not ended.
+func (r *remoteBackend) FamilyUsage(ctx context.Context, rootID string) (hitch.FamilyUsage, error) {
+	var f hitch.FamilyUsage
+	var in, out, cached int64
+	known := [3]bool{true, true, true}
+	cost, costKnown := 0.0, true
+	add := func(i int, v *int64, sum *int64) {
+		if v == nil {
+			known[i] = false
+		} else {
+			*sum += *v
+		}
+	}
+	after := ""
+	for pages := 0; ; pages++ {
+		if pages == maxFamilyPages {
+			known, costKnown = [3]bool{}, false
+			break
+		}
+		page, err := r.c.Runs(ctx, client.RunFilter{RootID: rootID, After: after, Limit: 1000})
+		if err != nil {
+			return f, err
+		}
+		for _, wr := range page.Runs {
+			f.Runs++
+			o := runOf(wr).Outcome
+			if o == nil {
+				known, costKnown = [3]bool{}, false
+				continue
+			}
+			f.Usage.Generations += o.Usage.Generations
+			add(0, o.Usage.InputTokens, &in)
+			add(1, o.Usage.OutputTokens, &out)
+			add(2, o.Usage.CachedInputTokens, &cached)
+			if o.CostUSD == nil {
+				costKnown = false
+			} else {
+				cost += *o.CostUSD
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	if known[0] {
+		f.Usage.InputTokens = &in
+	}
+	if known[1] {
+		f.Usage.OutputTokens = &out
+	}
+	if known[2] {
+		f.Usage.CachedInputTokens = &cached
+	}
+	if costKnown && f.Runs > 0 {
+		f.CostUSD = &cost
+	}
+	return f, nil
+}
+
+func (r *remoteBackend) Budget(ctx context.Context, id string) (hitch.RunBudget, error) {
+	b, err := r.c.Budget(ctx, id)
+	if err != nil {
+		return hitch.RunBudget{}, err
+	}
+	out := hitch.RunBudget{RunID: b.RunID, RootID: b.RootID, Counters: []hitch.BudgetCounter{}}
+	for _, c := range b.Counters {
+		out.Counters = append(out.Counters, hitch.BudgetCounter{Scope: c.Scope, Name: c.Name, Unit: c.Unit, Limit: c.Limit, Used: c.Used, Left: c.Left})
+	}
+	return out, nil
+}
+
+func (r *remoteBackend) RunContext(ctx context.Context, id string, n int) (runContext, error) {
+	rc, err := r.c.RunContext(ctx, id, n)
+	if err != nil {
+		return runContext{}, err
+	}
+	out := runContext{More: rc.More, FamilyCost: hitch.RunningCost{USD: rc.FamilyCost.USD, Runs: rc.FamilyCost.Runs, Live: rc.FamilyCost.Live}}
+	for _, q := range rc.Requests {
+		out.Requests = append(out.Requests, contextRequestOf(q))
+	}
+	return out, nil
+}
+
+func (r *remoteBackend) Waits(ctx context.Context, id string) ([]hitch.Wait, error) {
+	ws, err := r.c.Waits(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]hitch.Wait, 0, len(ws.Waits))
+	for _, w := range ws.Waits {
+		out = append(out, hitch.Wait{Kind: w.Kind, Call: w.Call, Tool: w.Tool, Event: w.Event, Until: w.Until})
+	}
+	return out, nil
+}
+
+func (r *remoteBackend) Approvals(ctx context.Context, rootID, after string, limit int) ([]hitch.PendingApproval, string, error) {
+	page, err := r.c.Approvals(ctx, rootID, after, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]hitch.PendingApproval, 0, len(page.Approvals))
+	for _, p := range page.Approvals {
+		out = append(out, approvalOf(p))
+	}
+	return out, page.Next, nil
+}
+
+func (r *remoteBackend) Approval(ctx context.Context, runID, call string) (hitch.PendingApproval, error) {
+	p, err := r.c.Approval(ctx, runID, call)
+	return approvalOf(p), err
+}
+
+// Answer sends the credential to the server, which checks it against the
+// agent's approvers.
+func (r *remoteBackend) Answer(ctx context.Context, runID, call string, cred approval.Credential, approve bool, reason string) error {
+	wire := api.Credential{Name: cred.Name, Secret: cred.Secret}
+	var err error
+	if approve {
+		_, err = r.c.Approve(ctx, runID, call, wire)
+	} else {
+		_, err = r.c.Reject(ctx, runID, call, wire, reason)
+	}
+	return err
+}
+
+func (r *remoteBackend) Roots(ctx context.Context, id string) ([]string, error) {
+	roots, err := r.c.Workspace(ctx, id)
+	return roots.Roots, err
+}
+
+// Grant and Revoke are recorded under the token's name.
+func (r *remoteBackend) Grant(ctx context.Context, id, path, _ string) error {
+	_, err := r.c.Grant(ctx, id, path)
+	return err
+}
+
+func (r *remoteBackend) Revoke(ctx context.Context, id, path, _ string) error {
+	_, err := r.c.Revoke(ctx, id, path)
+	return err
+}
+
+func (r *remoteBackend) Sessions(ctx context.Context, p hitch.SessionsParams) ([]hitch.Session, error) {
+	if p.Tenant != "" {
+		return nil, usageError{errors.New("--tenant: with --server the token's tenant is the one listed")}
+	}
+	page, err := r.c.Sessions(ctx, p.After, p.Limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]hitch.Session, 0, len(page.Sessions))
+	for _, s := range page.Sessions {
+		out = append(out, sessionOf(s))
+	}
+	return out, nil
+}
+
+func (r *remoteBackend) Session(ctx context.Context, id string) (hitch.Session, error) {
+	s, err := r.c.Session(ctx, id)
+	return sessionOf(s), err
+}
+
+func (r *remoteBackend) CreateSession(ctx context.Context, id, agent string) error {
+	if agent == "" {
+		var err error
+		if agent, err = r.oneAgent(ctx, "session "+id+" is new and "); err != nil {
+			return err
+		}
+	}
+	_, err := r.c.CreateSession(ctx, api.CreateSession{Agent: agent, ID: id})
+	return err
+}
+
+func (r *remoteBackend) Send(ctx context.Context, id, text string, o hitch.SendOptions) (hitch.SendResult, error) {
+	res, err := r.c.Send(ctx, id, api.Send{Text: text, Mode: string(o.Mode)}, o.IdempotencyKey)
+	if err != nil {
+		return hitch.SendResult{}, err
+	}
+	return hitch.SendResult{MessageID: res.MessageID, Position: res.Position, Mode: hitch.SendMode(res.Mode), Duplicate: res.Duplicate}, nil
+}
+
+func (r *remoteBackend) Interrupt(ctx context.Context, id string) error {
+	_, err := r.c.Interrupt(ctx, id)
+	return err
+}
+
+func (r *remoteBackend) Queue(ctx context.Context, id string) ([]hitch.QueuedMessage, error) {
+	q, err := r.c.Queue(ctx, id)
+	return queueOf(q.Messages), err
+}
+
+func (r *remoteBackend) Edit(ctx context.Context, id, message, text string) error {
+	_, err := r.c.Edit(ctx, id, message, text)
+	return err
+}
+
+func (r *remoteBackend) Remove(ctx context.Context, id, message string) error {
+	_, err := r.c.Remove(ctx, id, message)
+	return err
+}
+
+func (r *remoteBackend) SessionStatus(ctx context.Context, id string) (hitch.SessionStatus, error) {
+	st, err := r.c.SessionStatus(ctx, id)
+	if err != nil {
+		return hitch.SessionStatus{}, err
+	}
+	return sessionStatusOf(st), nil
+}
+
+func (r *remoteBackend) SessionCost(ctx context.Context, id string) (hitch.RunningCost, error) {
+	c, err := r.c.SessionCost(ctx, id)
+	return hitch.RunningCost{USD: c.USD, Runs: c.Runs, Live: c.Live}, err
+}
+
+// AwaitSession returns, as Runtime.AwaitSession does, once the session's
+// active submission has parked, or nothing is active or queued.
+func (r *remoteBackend) AwaitSession(ctx context.Context, id string) error {
+	for {
+		s, err := r.c.Session(ctx, id)
+		if err != nil {
+			return err
+		}
+		switch {
+		case s.ActiveRun != "":
+			run, err := r.await(ctx, s.ActiveRun)
+			if err != nil {
+				return err
+			}
+			if run.Status == hitchtype.StatusWaiting {
+				return nil
+			}
+		case s.Queued == 0:
+			return nil
+		default:
+			// Queued with nothing active: the server starts the next
+			// submission; wait for its session entry.
+			for _, err := range r.c.FollowSession(ctx, id, s.Position) {
+				if err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+}
+
+// WatchSession follows the session's stream for new submissions, and each
+// submission's run in turn, handing their entries to see. stop(true)
+// first lets the follower read on to the session's position as it is
+// then, so the last submission's run is seen to its end.
+func (r *remoteBackend) WatchSession(ctx context.Context, id string, see func(store.Entry)) (func(bool), error) {
+	ses, err := r.c.Session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	runs := make(chan string, 64)
+	var mu sync.Mutex
+	var last, target int64
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer close(runs)
+		if ses.ActiveRun != "" {
+			runs <- ses.ActiveRun
+		}
+		for e, err := range r.c.FollowSession(fctx, id, ses.Position) {
+			if err != nil {
+				if fctx.Err() == nil {
+					fmt.Fprintf(r.g.stderr, "hitch: %v\n", err)
+				}
+				return
+			}
+			if e.Kind == hitchtype.KindSubmissionStarted {
+				var d hitchtype.SubmissionStarted
+				if json.Unmarshal(e.Data, &d) == nil && d.RunID != ses.ActiveRun {
+					select {
+					case runs <- d.RunID:
+					case <-fctx.Done():
+						return
+					}
+				}
+			}
+			mu.Lock()
+			last = e.Pos
+			reached := target > 0 && last >= target
+			mu.Unlock()
+			if reached {
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for run := range runs {
+			for e, err := range r.c.Follow(ctx, run, 0) {
+				if err != nil {
+					if ctx.Err() == nil {
+						fmt.Fprintf(r.g.stderr, "hitch: %v\n", err)
+					}
+					break
+				}
+				see(entryOf(e))
+			}
+		}
+	}()
+	return func(rested bool) {
+		end := int64(0)
+		if s, err := r.c.Session(ctx, id); rested && err == nil {
+			end = s.Position
+		}
+		mu.Lock()
+		if end <= max(last, ses.Position) {
+			cancel()
+		} else {
+			target = end
+		}
+		mu.Unlock()
+		wg.Wait()
+		cancel()
+	}, nil
+}
+
+func (r *remoteBackend) Triggers(context.Context, hitch.TriggerListOptions) ([]hitch.Trigger, error) {
+	return nil, noRoute("hitch triggers list")
+}
+
+func (r *remoteBackend) Trigger(context.Context, string) (hitch.Trigger, error) {
+	return hitch.Trigger{}, noRoute("hitch triggers show")
+}
+
+func (r *remoteBackend) PauseTrigger(context.Context, string) (hitch.Trigger, error) {
+	return hitch.Trigger{}, noRoute("hitch triggers pause")
+}
+
+func (r *remoteBackend) ResumeTrigger(context.Context, string) (hitch.Trigger, error) {
+	return hitch.Trigger{}, noRoute("hitch triggers resume")
+}
+
+func (r *remoteBackend) RemoveTrigger(context.Context, string) (bool, error) {
+	return false, noRoute("hitch triggers remove")
 }
 
 // runOf turns the wire's run into the runtime's, for the printer.
@@ -130,9 +560,7 @@ func runOf(r api.Run) hitch.Run {
 		Status: hitchtype.Status(r.Status), Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if o := r.Outcome; o != nil {
 		out.Outcome = &hitch.Outcome{Status: hitchtype.Status(o.Status), Answer: o.Answer, Raw: o.Raw, Reason: o.Reason, Error: o.Error,
-			Uncertain: o.Uncertain, Turns: o.Turns, Attempts: o.Attempts, CostUSD: o.CostUSD,
-			Usage: hitchtype.Usage{InputTokens: o.Usage.InputTokens, OutputTokens: o.Usage.OutputTokens,
-				CachedInputTokens: o.Usage.CachedInputTokens, Generations: o.Usage.Generations}}
+			Uncertain: o.Uncertain, Turns: o.Turns, Attempts: o.Attempts, CostUSD: o.CostUSD, Usage: usageOf(o.Usage)}
 	}
 	return out
 }
@@ -141,266 +569,39 @@ func entryOf(e api.Entry) store.Entry {
 	return store.Entry{RunID: e.RunID, Pos: e.Pos, Kind: e.Kind, At: e.At, Data: e.Data}
 }
 
-// settle prints a run's entries after position after as they come, until
-// the run has ended, or has parked with a run.waiting entry after after
-// and nothing since; then its outcome, and its exit code. A command that
-// answers a parked run passes the position from before its answer.
-func (r *remote) settle(ctx context.Context, id string, after int64) error {
-	r.out.following(id)
-	for e, err := range r.c.Follow(ctx, id, after) {
-		if err != nil {
-			return err
-		}
-		r.out.mu.Lock()
-		r.out.entry(entryOf(e))
-		r.out.mu.Unlock()
-		if e.Kind == hitchtype.KindRunWaiting {
-			run, err := r.c.Run(ctx, id)
-			if err != nil {
-				return err
-			}
-			if run.Status == string(hitchtype.StatusWaiting) && run.Position == e.Pos {
-				break
-			}
-		}
-	}
-	run, err := r.c.Run(ctx, id)
-	if err != nil {
-		return err
-	}
-	r.out.outcome(runOf(run))
-	return exitFor(runOf(run))
-}
-
-func remoteRun(ctx context.Context, r *remote, a []string) error {
-	agent := r.str("agent")
-	if agent == "" {
-		list, err := r.c.Agents(ctx)
-		if err != nil {
-			return err
-		}
-		if len(list.Agents) != 1 {
-			names := make([]string, 0, len(list.Agents))
-			for _, ag := range list.Agents {
-				names = append(names, ag.Name)
-			}
-			return usageError{fmt.Errorf("--agent: the server has %d agents (%s): name one", len(names), strings.Join(names, ", "))}
-		}
-		agent = list.Agents[0].Name
-	}
-	if r.str("tenant") != "" {
-		return usageError{fmt.Errorf("--tenant: with --server the run is filed under the token's tenant")}
-	}
-	id := r.str("id")
-	if id == "" {
-		id = hitch.NewRunID()
-	}
-	r.out.following(id)
-	res, err := r.c.StartRun(ctx, api.StartRun{Agent: agent, Input: a[0], ID: id, Instructions: r.str("instructions")})
-	if err != nil {
-		return err
-	}
-	r.out.started(hitch.StartResult{Run: runOf(res.Run), Created: res.Created, SameInput: res.SameInput})
-	if !res.Created && !r.g.json {
-		fmt.Fprintf(r.g.stderr, "run %s was already started, with the same input; following it\n", res.Run.ID)
-	}
-	if r.boolean("detach") {
-		r.out.outcome(runOf(res.Run))
-		return nil
-	}
-	return r.settle(ctx, res.Run.ID, 0)
-}
-
-func remoteRunsList(ctx context.Context, r *remote, _ []string) error {
-	status, _ := r.cmd.Flags().GetStringSlice("status")
-	limit, _ := r.cmd.Flags().GetInt("limit")
-	if err := checkLimit(limit); err != nil {
-		return err
-	}
-	if r.str("tenant") != "" {
-		return usageError{fmt.Errorf("--tenant: with --server the token's tenant is the one listed")}
-	}
-	f := client.RunFilter{Status: status, Agent: r.str("agent"), After: r.str("after"), Limit: limit, Text: r.str("text")}
-	var err error
-	if f.CreatedAfter, f.CreatedBefore, err = runsWindow(r.str("since"), r.str("until"), time.Now()); err != nil {
-		return err
-	}
-	page, err := r.c.Runs(ctx, f)
-	if err != nil {
-		return err
-	}
-	if page.Next != "" {
-		defer fmt.Fprintf(r.g.stderr, "more: --after %s\n", page.Next)
-	}
-	if r.g.json {
-		for _, run := range page.Runs {
-			r.printJSON(runJSON(runOf(run)))
-		}
-		return nil
-	}
-	tw := tabwriter.NewWriter(r.g.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTENANT\tAGENT\tSTATUS\tSTEPS\tUPDATED")
-	for _, run := range page.Runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s v%d\t%s\t%d\t%s\n", run.ID, run.Tenant, run.Agent, run.Version, run.Status, run.Position, run.UpdatedAt.Local().Format(time.DateTime))
-	}
-	return tw.Flush()
-}
-
-func remoteRunsEvents(ctx context.Context, r *remote, a []string) error {
-	after, _ := r.cmd.Flags().GetInt64("after")
-	if after < 0 {
-		return usageError{fmt.Errorf("--after %d: want 0 (from the start) or a position", after)}
-	}
-	r.out.following(a[0])
-	if r.boolean("follow") {
-		for e, err := range r.c.Follow(ctx, a[0], after) {
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
-			r.out.entry(entryOf(e))
-		}
-		return nil
-	}
-	for {
-		page, err := r.c.Journal(ctx, a[0], after, 0)
-		if err != nil {
-			return err
-		}
-		for _, e := range page.Entries {
-			r.out.entry(entryOf(e))
-			after = e.Pos
-		}
-		if page.Next == nil {
-			return nil
-		}
-	}
-}
-
-func remoteCancel(ctx context.Context, r *remote, a []string) error {
-	run, err := r.c.Cancel(ctx, a[0])
-	if err != nil {
-		return err
-	}
-	r.out.outcome(runOf(run))
-	if !hitchtype.Status(run.Status).Terminal() {
-		return withCode(exitRefused, fmt.Errorf("cancel of %s is recorded; its runner has not settled yet (status %s)", run.ID, run.Status))
-	}
-	return nil
-}
-
-func remoteReconcile(ctx context.Context, r *remote, a []string) error {
-	output, unconfirmed, by := r.str("output"), r.boolean("unconfirmed"), r.str("by")
-	if (output == "") == !unconfirmed {
-		return usageError{fmt.Errorf("give exactly one of --output TEXT or --unconfirmed")}
-	}
-	before, err := r.c.Run(ctx, a[0])
-	if err != nil {
-		return err
-	}
-	if _, err := r.c.Reconcile(ctx, a[0], api.Reconcile{Call: a[1], Output: output, Unconfirmed: unconfirmed, By: by}); err != nil {
-		return err
-	}
-	return r.settle(ctx, a[0], before.Position)
-}
-
 func approvalOf(p api.Approval) hitch.PendingApproval {
 	return hitch.PendingApproval{RunID: p.RunID, RootID: p.RootID, Agent: p.Agent, Call: p.Call, Tool: p.Tool,
 		Arguments: p.Arguments, Requirement: p.Requirement, Reason: p.Reason, ExpiresAt: p.ExpiresAt}
 }
 
-func remoteApprovalsList(ctx context.Context, r *remote, _ []string) error {
-	limit, _ := r.cmd.Flags().GetInt("limit")
-	page, err := r.c.Approvals(ctx, r.str("run"), r.str("after"), limit)
-	if err != nil {
-		return err
-	}
-	out := make([]hitch.PendingApproval, len(page.Approvals))
-	for i, p := range page.Approvals {
-		out[i] = approvalOf(p)
-	}
-	return printApprovals(r.g, out, page.Next)
+func sessionOf(s api.Session) hitch.Session {
+	return hitch.Session{ID: s.ID, Tenant: s.Tenant, Agent: s.Agent, Version: s.Version, Metadata: s.Metadata, ActiveRun: s.ActiveRun,
+		Position: s.Position, Queued: s.Queued, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 
-func remoteApprovalsShow(ctx context.Context, r *remote, a []string) error {
-	p, err := r.c.Approval(ctx, a[0], a[1])
-	if err != nil {
-		return err
-	}
-	if r.g.json {
-		r.printJSON(approvalOf(p))
-		return nil
-	}
-	fmt.Fprintf(r.g.stdout, "run          %s (agent %s, family %s)\ncall         %s\ntool         %s\narguments    %s\nrequirement  %s\nreason       %s\nexpires      %s\n",
-		p.RunID, p.Agent, p.RootID, p.Call, p.Tool, p.Arguments, p.Requirement, or(p.Reason, "-"), expires(p.ExpiresAt))
-	return nil
+func usageOf(u api.Usage) hitch.Usage {
+	return hitch.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens, Generations: u.Generations}
 }
 
-func remoteAnswer(ctx context.Context, r *remote, a []string, approve bool) error {
-	raw := r.str("credential")
-	env := r.str("credential-env")
-	if raw == "" {
-		raw = os.Getenv(env)
+func queueOf(q []api.QueuedMessage) []hitch.QueuedMessage {
+	out := make([]hitch.QueuedMessage, 0, len(q))
+	for _, m := range q {
+		out = append(out, hitch.QueuedMessage{ID: m.ID, Position: m.Position, Mode: hitch.SendMode(m.Mode), Text: m.Text})
 	}
-	if raw == "" {
-		return usageError{fmt.Errorf("no credential: set %s=name:secret or pass --credential", env)}
-	}
-	cred, err := approval.ParseCredential(raw)
-	if err != nil {
-		return usageError{err}
-	}
-	wire := api.Credential{Name: cred.Name, Secret: cred.Secret}
-	before, err := r.c.Run(ctx, a[0])
-	if err != nil {
-		return err
-	}
-	if approve {
-		_, err = r.c.Approve(ctx, a[0], a[1], wire)
-	} else {
-		_, err = r.c.Reject(ctx, a[0], a[1], wire, r.str("reason"))
-	}
-	if err != nil {
-		return err
-	}
-	return r.settle(ctx, a[0], before.Position)
+	return out
 }
 
-func remoteWorkspaceList(ctx context.Context, r *remote, a []string) error {
-	roots, err := r.c.Workspace(ctx, a[0])
-	if err != nil {
-		return err
-	}
-	if r.g.json {
-		r.printJSON(roots.Roots)
-		return nil
-	}
-	if len(roots.Roots) == 0 {
-		fmt.Fprintln(r.g.stdout, "no roots granted beyond the workspace")
-	}
-	for _, root := range roots.Roots {
-		fmt.Fprintln(r.g.stdout, root)
-	}
-	return nil
-}
-
-func remoteWorkspaceChange(ctx context.Context, r *remote, a []string, revoke bool) error {
-	var err error
-	if revoke {
-		_, err = r.c.Revoke(ctx, a[0], a[1])
-	} else {
-		_, err = r.c.Grant(ctx, a[0], a[1])
-	}
-	if err != nil {
-		return err
-	}
-	if !r.g.json {
-		verb := "granted to"
-		if revoke {
-			verb = "revoked from"
+func sessionStatusOf(st api.SessionStatus) hitch.SessionStatus {
+	out := hitch.SessionStatus{Session: sessionOf(st.Session), Queue: queueOf(st.Queue), Usage: usageOf(st.Usage), CostUSD: st.CostUSD}
+	for _, s := range st.Submissions {
+		sub := hitch.Submission{MessageID: s.MessageID, RunID: s.RunID, Text: s.Text, Joined: s.Joined,
+			Outcome: hitchtype.SubmissionOutcome(s.Outcome), Status: hitchtype.Status(s.Status), Reason: s.Reason,
+			Answer: s.Answer, Error: s.Error, CostUSD: s.CostUSD}
+		if s.Usage != nil {
+			u := usageOf(*s.Usage)
+			sub.Usage = &u
 		}
-		fmt.Fprintf(r.g.stdout, "%s %s %s\n", a[1], verb, a[0])
+		out.Submissions = append(out.Submissions, sub)
 	}
-	return nil
+	return out
 }

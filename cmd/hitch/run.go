@@ -32,45 +32,34 @@ func newRun(g *globals) *cobra.Command {
 			}
 			return checkPrompt(a[0])
 		},
-		RunE: withNewRuntime(g, func(ctx context.Context, e *env, a []string) error {
-			ag, err := e.cfg.Agent(agent)
-			if err != nil {
-				return usageError{err}
-			}
-			warnMissingKey(g, e, ag.Name())
+		RunE: withBackend(g, needNew, func(ctx context.Context, v *verb, a []string) error {
 			if id == "" {
 				id = hitch.NewRunID()
 			}
-			e.out.following(id)
-			opts := []hitch.StartOption{hitch.WithID(id)}
-			if detach {
-				opts = append(opts, hitch.Detached())
+			if !detach {
+				v.out.following(id) // its steps print from the first
 			}
-			if instructions != "" {
-				opts = append(opts, hitch.WithInstructions(instructions))
-			}
-			if tenant != "" {
-				opts = append(opts, hitch.WithTenant(tenant))
-			}
-			res, err := e.rt.Start(ctx, ag, a[0], opts...)
+			res, err := v.b.Start(ctx, startParams{Agent: agent, Input: a[0], ID: id, Tenant: tenant, Instructions: instructions, Detach: detach})
 			if err != nil {
 				return err
 			}
-			e.out.started(res)
+			v.out.started(res)
+			after := int64(0)
 			if !res.Created {
 				if !res.SameInput {
-					e.out.outcome(res.Run)
+					v.out.outcome(res.Run)
 					return withCode(exitRefused, fmt.Errorf("run %s already exists with a different input; nothing was started", res.Run.ID))
 				}
 				if !g.json {
 					fmt.Fprintf(g.stderr, "run %s was already started, with the same input; following it\n", res.Run.ID)
 				}
+				after = res.Run.Position
 			}
 			if detach {
-				e.out.outcome(res.Run)
+				v.out.outcome(res.Run)
 				return nil
 			}
-			return e.settle(ctx, res.Run.ID)
+			return v.settle(ctx, res.Run.ID, after)
 		}),
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "agent to run (default: the only one in the config)")
@@ -86,12 +75,12 @@ func newCancel(g *globals) *cobra.Command {
 		Use:   "cancel RUN",
 		Short: "Cancel a run (durably; cancelling twice is harmless)",
 		Args:  args(1, "one RUN id"),
-		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
-			run, err := e.rt.Cancel(ctx, a[0])
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			run, err := v.b.Cancel(ctx, a[0])
 			if err != nil {
-				return notFound(err)
+				return err
 			}
-			e.out.outcome(run)
+			v.out.outcome(run)
 			if !run.Status.Terminal() {
 				return withCode(exitRefused, fmt.Errorf("cancel of %s is recorded; its runner has not settled yet (status %s)", run.ID, run.Status))
 			}
@@ -110,25 +99,22 @@ func newReconcile(g *globals) *cobra.Command {
 			"with --output, or --unconfirmed when it cannot be established. The model sees what you give; the run then\n" +
 			"goes on and this command follows it.",
 		Args: args(2, "RUN and CALL (see hitch runs show RUN)"),
-		RunE: func(cmd *cobra.Command, a []string) error {
+		PreRunE: func(*cobra.Command, []string) error {
 			if (output == "") == !unconfirmed {
 				return usageError{fmt.Errorf("give exactly one of --output TEXT or --unconfirmed")}
 			}
-			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g, false)
+			return nil
+		},
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			before, err := v.follow(ctx, a[0])
 			if err != nil {
 				return err
 			}
-			defer e.close()
-			err = e.rt.Reconcile(ctx, a[0], hitch.Reconciliation{Call: a[1], Output: output, Unconfirmed: unconfirmed, By: by})
-			if err != nil {
-				if isRefusal(err) {
-					return withCode(exitRefused, err)
-				}
-				return notFound(err)
+			if err := v.b.Reconcile(ctx, a[0], hitch.Reconciliation{Call: a[1], Output: output, Unconfirmed: unconfirmed, By: by}); err != nil {
+				return err
 			}
-			return e.settle(ctx, a[0])
-		},
+			return v.settle(ctx, a[0], before.Position)
+		}),
 	}
 	cmd.Flags().StringVar(&output, "output", "", "the call's confirmed result, shown to the model")
 	cmd.Flags().BoolVar(&unconfirmed, "unconfirmed", false, "the outcome cannot be established; tell the model so")
@@ -138,13 +124,13 @@ func newReconcile(g *globals) *cobra.Command {
 
 // warnMissingKey says, before a run starts, when its model's API key
 // variable is not set: its calls would be refused as unauthorized.
-func warnMissingKey(g *globals, e *env, agent string) {
+func warnMissingKey(e *env, agent string) {
 	for _, a := range e.cfg.File.Agents {
 		if a.Name != agent {
 			continue
 		}
 		if env := e.cfg.File.Models[a.Model].KeyEnv(); env != "" && vault.getenv(env) == "" {
-			fmt.Fprintf(g.stderr, "hitch: warning: %s is not set; model %q will refuse the calls of agent %s\n", env, a.Model, agent)
+			fmt.Fprintf(e.g.stderr, "hitch: warning: %s is not set; model %q will refuse the calls of agent %s\n", env, a.Model, agent)
 		}
 	}
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -29,7 +27,7 @@ func newRuns(g *globals) *cobra.Command {
 		Long: "List runs newest first, filtered by tenant, agent, status, creation time and text. When the page is full, the cursor of the\n" +
 			"next page is printed on stderr; pass it to --after.",
 		Args: args(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		PreRunE: func(*cobra.Command, []string) error {
 			if err := checkLimit(limit); err != nil {
 				return err
 			}
@@ -43,36 +41,33 @@ func newRuns(g *globals) *cobra.Command {
 					return usageError{fmt.Errorf("--after: %w", err)}
 				}
 			}
-			e, err := openStore(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			defer e.store.Close()
-			p := store.RunListParams{Tenant: tenant, Agent: agent, After: cursor, Limit: limit, Text: text}
-			if p.CreatedAfter, p.CreatedBefore, err = runsWindow(since, until, time.Now()); err != nil {
-				return err
-			}
 			for _, s := range status {
 				if !hitchtype.Status(s).Valid() {
 					return usageError{fmt.Errorf("--status %q: want queued, running, waiting, completed, failed, cancelled, answer_invalid or budget_exhausted", s)}
 				}
+			}
+			_, _, err := runsWindow(since, until, time.Now())
+			return err
+		},
+		RunE: withBackend(g, needStore, func(ctx context.Context, v *verb, _ []string) error {
+			p := hitch.RunsParams{Tenant: tenant, Agent: agent, After: cursor, Limit: limit, Text: text}
+			var err error
+			if p.CreatedAfter, p.CreatedBefore, err = runsWindow(since, until, time.Now()); err != nil {
+				return err
+			}
+			for _, s := range status {
 				p.Statuses = append(p.Statuses, hitchtype.Status(s))
 			}
-			runs, err := e.store.RunList(cmd.Context(), p)
+			runs, next, err := v.b.Runs(ctx, p)
 			if err != nil {
 				return err
 			}
-			if len(runs) == limit {
-				defer fmt.Fprintf(g.stderr, "more: --after %s\n", store.RunCursor(runs[len(runs)-1]))
+			if next != "" {
+				defer fmt.Fprintf(g.stderr, "more: --after %s\n", next)
 			}
 			if g.json {
 				for _, r := range runs {
-					hr, err := hitch.RunOf(r)
-					if err != nil {
-						return err
-					}
-					b, _ := json.Marshal(runJSON(hr))
-					fmt.Fprintf(g.stdout, "%s\n", b)
+					v.printJSON(runJSON(r))
 				}
 				return nil
 			}
@@ -82,7 +77,7 @@ func newRuns(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s v%d\t%s\t%d\t%s\n", r.ID, r.Tenant, r.Agent, r.Version, r.Status, r.Position, r.UpdatedAt.Local().Format(time.DateTime))
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	list.Flags().StringSliceVar(&status, "status", nil, "only runs with these statuses")
 	list.Flags().StringVar(&tenant, "tenant", "", "only this tenant's runs (default: every tenant)")
@@ -97,9 +92,7 @@ func newRuns(g *globals) *cobra.Command {
 		Use:   "show RUN",
 		Short: "Show a run: status, outcome, usage, and its calls",
 		Args:  args(1, "one RUN id"),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			return showRun(cmd.Context(), g, a[0])
-		},
+		RunE:  withBackend(g, needStore, showRun),
 	}
 
 	var after int64
@@ -108,18 +101,15 @@ func newRuns(g *globals) *cobra.Command {
 		Use:   "events RUN",
 		Short: "Print a run's journal from an offset, optionally following it",
 		Args:  args(1, "one RUN id"),
-		RunE: func(cmd *cobra.Command, a []string) error {
+		PreRunE: func(*cobra.Command, []string) error {
 			if after < 0 {
 				return usageError{fmt.Errorf("--after %d: want 0 (from the start) or a position", after)}
 			}
-			ctx := cmd.Context()
-			e, err := openStore(ctx, g)
-			if err != nil {
-				return err
-			}
-			defer e.store.Close()
-			return followJournal(ctx, e, a[0], after, follow)
+			return nil
 		},
+		RunE: withBackend(g, needStore, func(ctx context.Context, v *verb, a []string) error {
+			return printJournal(ctx, v, a[0], after, follow)
+		}),
 	}
 	events.Flags().Int64Var(&after, "after", 0, "print entries after this position")
 	events.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new entries until the run ends")
@@ -127,104 +117,115 @@ func newRuns(g *globals) *cobra.Command {
 	return cmd
 }
 
-func followJournal(ctx context.Context, e *env, id string, after int64, follow bool) error {
-	e.out.following(id)
-	if _, err := e.store.RunGet(ctx, id); err != nil {
-		return notFound(err)
+// printJournal prints a run's journal after a position, and with follow
+// the entries journaled after, until the run ends or ctx does.
+func printJournal(ctx context.Context, v *verb, id string, after int64, follow bool) error {
+	v.out.following(id)
+	if _, err := v.b.Run(ctx, id); err != nil {
+		return err
+	}
+	if follow {
+		for e, err := range v.b.Follow(ctx, id, after) {
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			v.out.entry(e)
+		}
+		return nil
 	}
 	for {
-		es, err := e.store.JournalRead(ctx, store.JournalReadParams{RunID: id, After: after})
+		es, more, err := v.b.Journal(ctx, id, after, 0)
 		if err != nil {
 			return err
 		}
-		for _, en := range es {
-			e.out.entry(en)
-			after = en.Pos
+		for _, e := range es {
+			v.out.entry(e)
+			after = e.Pos
 		}
-		if len(es) == store.DefaultReadLimit {
-			continue
-		}
-		if !follow {
+		if !more || len(es) == 0 {
 			return nil
-		}
-		run, err := e.store.RunGet(ctx, id)
-		if err != nil {
-			return err
-		}
-		if run.Status.Terminal() && run.Position == after {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
 
-func showRun(ctx context.Context, g *globals, id string) error {
-	e, err := openStore(ctx, g)
+// showRun prints what `hitch runs show` reports of a run.
+func showRun(ctx context.Context, v *verb, a []string) error {
+	run, err := v.b.Run(ctx, a[0])
 	if err != nil {
 		return err
 	}
-	defer e.store.Close()
-	r, err := e.store.RunGet(ctx, id)
-	if err != nil {
-		return notFound(err)
+	read := func(ctx context.Context, after int64, limit int) ([]store.Entry, bool, error) {
+		return v.b.Journal(ctx, run.ID, after, limit)
 	}
-	run, err := hitch.RunOf(r)
-	if err != nil {
+	sh := shown{run: run, now: time.Now()}
+	if sh.calls, err = callsOf(ctx, sh.now, read); err != nil {
 		return err
 	}
-	read := storeJournal(e.store, id)
-	now, err := e.store.Now(ctx)
-	if err != nil {
+	if sh.fam, err = v.b.FamilyUsage(ctx, run.RootID); err != nil {
 		return err
 	}
-	sh := shown{run: run, now: now}
-	if sh.calls, err = callsOf(ctx, now, read); err != nil {
-		return err
-	}
-	rt, err := hitch.Open(hitch.Config{Store: e.store})
-	if err != nil {
-		return err
-	}
-	if sh.fam, err = rt.FamilyUsage(ctx, run.RootID); err != nil {
-		return err
-	}
-	limits, used, hasBudget, err := e.store.BudgetGet(ctx, run.RootID)
-	if err != nil {
-		return err
-	}
-	if hasBudget {
-		sh.budget = &budgetsView{budgetJSON(limits), budgetJSON(used)}
-	}
-	b, err := rt.Budget(ctx, id)
+	b, err := v.b.Budget(ctx, run.ID)
 	if err != nil {
 		return err
 	}
 	sh.bounds = b.Counters
+	sh.budget = familyBudgetView(sh.bounds)
 	if sh.sandbox, err = sandboxOf(ctx, read); err != nil {
 		return err
 	}
-	if sh.reqs, sh.moreReqs, err = rt.LatestContextRequests(ctx, id, maxContextRows); err != nil {
-		return err
-	}
-	famCost, err := rt.FamilyCost(ctx, run.RootID)
+	rc, err := v.b.RunContext(ctx, run.ID, maxContextRows)
 	if err != nil {
 		return err
 	}
-	sh.famCost = famCost
+	sh.reqs, sh.moreReqs, sh.famCost = rc.Requests, rc.More, rc.FamilyCost
 	if run.Status == hitchtype.StatusWaiting {
-		sh.waits = waitsOf(ctx, e.store, id)
+		if sh.waits, err = v.b.Waits(ctx, run.ID); err != nil {
+			return err
+		}
 		sh.hint = waitingHint(ctx, read, run)
 	}
-	sh.print(g)
+	sh.print(v.g)
 	return nil
 }
 
-// shown is what `hitch runs show` reports of a run, read from the store
-// or, with --server, from the API.
+// familyBudgetView is the family budget's limits and use, as runs show
+// --json gives them, from the family's bounded counters (a counter
+// without a limit reads 0); nil when the family has no budget.
+func familyBudgetView(bounds []hitch.BudgetCounter) *budgetsView {
+	var v budgetsView
+	has := false
+	for _, c := range bounds {
+		if c.Scope != "family" {
+			continue
+		}
+		has = true
+		used := 0.0
+		if c.Used != nil {
+			used = *c.Used
+		}
+		switch c.Name {
+		case "tokens":
+			v.Limits.Tokens, v.Used.Tokens = int64(c.Limit), int64(used)
+		case "usd":
+			v.Limits.USD, v.Used.USD = c.Limit, used
+		case "model_calls":
+			v.Limits.ModelCalls, v.Used.ModelCalls = int64(c.Limit), int64(used)
+		case "tool_calls":
+			v.Limits.ToolCalls, v.Used.ToolCalls = int64(c.Limit), int64(used)
+		case "wall_time":
+			v.Limits.WallMS, v.Used.WallMS = int64(c.Limit), int64(used)
+		}
+	}
+	if !has {
+		return nil
+	}
+	return &v
+}
+
+// shown is what `hitch runs show` reports of a run.
 type shown struct {
 	run     hitch.Run
 	now     time.Time
@@ -361,13 +362,6 @@ func boundLine(c hitch.BudgetCounter) string {
 // entries (0: a default page); more says a following page may hold more.
 type journalFunc func(ctx context.Context, after int64, limit int) (es []store.Entry, more bool, err error)
 
-func storeJournal(st store.Store, id string) journalFunc {
-	return func(ctx context.Context, after int64, limit int) ([]store.Entry, bool, error) {
-		es, err := st.JournalRead(ctx, store.JournalReadParams{RunID: id, After: after, Limit: limit})
-		return es, len(es) == cmp.Or(limit, store.DefaultReadLimit), err
-	}
-}
-
 // waitingHint says what a waiting run waits for and how to move it on.
 func waitingHint(ctx context.Context, read journalFunc, run hitch.Run) string {
 	var w hitchtype.RunWaiting
@@ -414,10 +408,6 @@ type budgetView struct {
 	ModelCalls int64   `json:"model_calls"`
 	ToolCalls  int64   `json:"tool_calls"`
 	WallMS     int64   `json:"wall_ms"`
-}
-
-func budgetJSON(b store.Budget) budgetView {
-	return budgetView{Tokens: b.Tokens, USD: float64(b.MicroUSD) / 1e6, ModelCalls: b.ModelCalls, ToolCalls: b.ToolCalls, WallMS: b.WallMS}
 }
 
 // callView is one call as `runs show` reports it.
@@ -518,15 +508,6 @@ func callsOf(ctx context.Context, now time.Time, read journalFunc) ([]callView, 
 			return views, nil
 		}
 	}
-}
-
-func isRefusal(err error) bool {
-	for _, target := range []error{hitch.ErrRunnerBusy, hitch.ErrNotUncertain, hitch.ErrReconciled, hitch.ErrUnknownCall, store.ErrEnded} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return strings.Contains(err.Error(), "already")
 }
 
 // sandboxView is how a run's commands were isolated, as its last turn

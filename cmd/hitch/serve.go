@@ -40,6 +40,12 @@ func newServe(g *globals) *cobra.Command {
 			if streams < 1 {
 				return usageError{fmt.Errorf("--streams-per-token %d: want 1 or more", streams)}
 			}
+			if err := checkAddr(addr); err != nil {
+				return err
+			}
+			if err := checkDrain(drain); err != nil {
+				return err
+			}
 			return checkMetricsCache(metricsCache)
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -58,7 +64,7 @@ func newServe(g *globals) *cobra.Command {
 			g.requireIsolation = true
 			g.metrics = nodeMetrics{gauges: true, prometheus: metricsOn, cache: metricsCache}
 			rawCred := vault.credential(credentialEnv)
-			e, err := openRuntimeWith(ctx, g, true, onEvent)
+			e, err := openRuntimeConfig(ctx, g, runtimeOpts{create: true, onEvent: onEvent})
 			if err != nil {
 				return err
 			}

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -12,7 +12,6 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
-	"github.com/hitch-dev/hitch/store"
 )
 
 func newSessions(g *globals) *cobra.Command {
@@ -25,25 +24,6 @@ func newSessions(g *globals) *cobra.Command {
 	return cmd
 }
 
-// sessionErr gives session errors their exit codes.
-func sessionErr(err error) error {
-	var mse *hitch.MessageStateError
-	switch {
-	case errors.Is(err, hitch.ErrSessionNotFound), errors.Is(err, hitch.ErrMessageNotFound):
-		return withCode(exitNotFound, err)
-	case errors.As(err, &mse), errors.Is(err, hitch.ErrSessionAgent):
-		return withCode(exitRefused, err)
-	case errors.Is(err, hitch.ErrMessageTooLarge), errors.Is(err, hitch.ErrBadSessionID):
-		return usageError{err}
-	}
-	return err
-}
-
-func (e *env) printJSON(v any) {
-	b, _ := json.Marshal(v)
-	fmt.Fprintf(e.g.stdout, "%s\n", b)
-}
-
 func newSessionsList(g *globals) *cobra.Command {
 	var after, tenant string
 	var limit int
@@ -51,14 +31,22 @@ func newSessionsList(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List sessions by id (--after pages on)",
 		Args:  args(0, "no arguments"),
-		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
-			list, err := e.rt.Sessions(ctx, hitch.SessionsParams{Tenant: tenant, After: after, Limit: limit})
+		PreRunE: func(*cobra.Command, []string) error {
+			if tenant != "" {
+				if err := checkTenant("--tenant", tenant); err != nil {
+					return err
+				}
+			}
+			return checkLimit(limit)
+		},
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, _ []string) error {
+			list, err := v.b.Sessions(ctx, hitch.SessionsParams{Tenant: tenant, After: after, Limit: limit})
 			if err != nil {
 				return err
 			}
 			if g.json {
 				for _, s := range list {
-					e.printJSON(sessionJSON(s))
+					v.printJSON(sessionJSON(s))
 				}
 				return nil
 			}
@@ -136,16 +124,16 @@ func statusJSON(st hitch.SessionStatus, cost *hitch.RunningCost) any {
 	}{sessionJSON(st.Session), q, subs, st.Usage, st.CostUSD, costJSON(cost)}
 }
 
-func (e *env) printStatus(st hitch.SessionStatus) { e.printStatusCost(st, nil) }
+func (v *verb) printStatus(st hitch.SessionStatus) { v.printStatusCost(st, nil) }
 
 // printStatusCost prints a session's status and, when cost is set, what
 // the session has cost so far.
-func (e *env) printStatusCost(st hitch.SessionStatus, cost *hitch.RunningCost) {
-	if e.g.json {
-		e.printJSON(statusJSON(st, cost))
+func (v *verb) printStatusCost(st hitch.SessionStatus, cost *hitch.RunningCost) {
+	if v.g.json {
+		v.printJSON(statusJSON(st, cost))
 		return
 	}
-	w := e.g.stdout
+	w := v.g.stdout
 	s := st.Session
 	fmt.Fprintf(w, "session %s: agent %s v%d, %d entries, %d queued", s.ID, s.Agent, s.Version, s.Position, s.Queued)
 	if s.ActiveRun != "" {
@@ -182,34 +170,33 @@ func newSessionsShow(g *globals) *cobra.Command {
 		Use:   "show SESSION",
 		Short: "Show a session: its submissions with outcomes and usage, and its queue",
 		Args:  args(1, "a session id"),
-		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
-			st, err := e.rt.SessionStatus(ctx, a[0])
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			st, err := v.b.SessionStatus(ctx, a[0])
 			if err != nil {
-				return sessionErr(err)
+				return err
 			}
-			cost, err := e.rt.SessionCost(ctx, a[0])
+			cost, err := v.b.SessionCost(ctx, a[0])
 			if err != nil {
-				return sessionErr(err)
+				return err
 			}
-			e.printStatusCost(st, &cost)
+			v.printStatusCost(st, &cost)
 			return nil
 		}),
 	}
 }
 
-// ensureSession opens the session, creating it for the named agent (or the
-// config's only agent) when it does not exist.
-func ensureSession(ctx context.Context, e *env, id, agent string) error {
-	if _, err := e.rt.GetSession(ctx, id); err == nil || !errors.Is(err, store.ErrSessionNotFound) {
+// ensureSession makes sure the session exists, creating it for the named
+// agent (empty: the only one) when it does not.
+func ensureSession(ctx context.Context, b backend, id, agent string) error {
+	_, err := b.Session(ctx, id)
+	if exitOf(err) != exitNotFound {
 		return err
 	}
-	a, err := e.cfg.Agent(agent)
-	if err != nil {
-		return usageError{err}
-	}
-	_, err = e.rt.OpenSession(ctx, a, hitch.SessionOptions{ID: id})
-	return sessionErr(err)
+	return b.CreateSession(ctx, id, agent)
 }
+
+// sendModes are the modes a message is sent with.
+var sendModes = []hitch.SendMode{hitch.ModeQueue, hitch.ModeSteer, hitch.ModeInterrupt}
 
 func newSessionsSend(g *globals) *cobra.Command {
 	var key, mode, agent string
@@ -220,17 +207,23 @@ func newSessionsSend(g *globals) *cobra.Command {
 		Long: "Send admits the message durably, then follows the session's work and prints the outcome. With --detach it\n" +
 			"returns once the message is admitted and leaves the work to a worker (hitch worker).",
 		Args: args(2, "a session id and the text"),
-		RunE: withNewRuntime(g, func(ctx context.Context, e *env, a []string) error {
-			if err := ensureSession(ctx, e, a[0], agent); err != nil {
+		PreRunE: func(_ *cobra.Command, a []string) error {
+			if !slices.Contains(sendModes, hitch.SendMode(mode)) {
+				return usageError{fmt.Errorf("--mode %q: want queue, steer or interrupt", mode)}
+			}
+			return checkMessage(a[1])
+		},
+		RunE: withBackend(g, needNew, func(ctx context.Context, v *verb, a []string) error {
+			if err := ensureSession(ctx, v.b, a[0], agent); err != nil {
 				return err
 			}
-			res, err := e.rt.Send(ctx, a[0], a[1], hitch.SendOptions{IdempotencyKey: key, Mode: hitch.SendMode(mode)})
+			res, err := v.b.Send(ctx, a[0], a[1], hitch.SendOptions{IdempotencyKey: key, Mode: hitch.SendMode(mode)})
 			if err != nil {
-				return sessionErr(err)
+				return err
 			}
 			if detach || g.json {
 				if g.json {
-					e.printJSON(struct {
+					v.printJSON(struct {
 						MessageID string         `json:"message_id"`
 						Position  int64          `json:"position"`
 						Mode      hitch.SendMode `json:"mode"`
@@ -243,13 +236,17 @@ func newSessionsSend(g *globals) *cobra.Command {
 					return nil
 				}
 			}
-			st, err := e.rt.AwaitSession(ctx, a[0])
+			if err := v.b.AwaitSession(ctx, a[0]); err != nil {
+				return err
+			}
+			if g.json {
+				return nil
+			}
+			st, err := v.b.SessionStatus(ctx, a[0])
 			if err != nil {
 				return err
 			}
-			if !g.json {
-				e.printStatus(st)
-			}
+			v.printStatus(st)
 			return nil
 		}),
 	}
@@ -265,14 +262,14 @@ func newSessionsQueue(g *globals) *cobra.Command {
 		Use:   "queue SESSION",
 		Short: "List a session's queued messages in the order they will start",
 		Args:  args(1, "a session id"),
-		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
-			q, err := e.rt.Queue(ctx, a[0], 0)
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			q, err := v.b.Queue(ctx, a[0])
 			if err != nil {
-				return sessionErr(err)
+				return err
 			}
 			for _, m := range q {
 				if g.json {
-					e.printJSON(queuedLine{m.ID, m.Position, m.Mode, m.Text})
+					v.printJSON(queuedLine{m.ID, m.Position, m.Mode, m.Text})
 				} else {
 					fmt.Fprintf(g.stdout, "%s  %d  %s  %s\n", m.ID, m.Position, m.Mode, clip(m.Text, 120))
 				}
@@ -284,14 +281,15 @@ func newSessionsQueue(g *globals) *cobra.Command {
 
 func newSessionsEdit(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "edit SESSION MESSAGE TEXT",
-		Short: "Replace the text of a queued message (one that has started is refused)",
-		Args:  args(3, "a session id, a message id and the new text"),
-		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
-			if err := e.rt.Edit(ctx, a[0], a[1], a[2]); err != nil {
-				return sessionErr(err)
+		Use:     "edit SESSION MESSAGE TEXT",
+		Short:   "Replace the text of a queued message (one that has started is refused)",
+		Args:    args(3, "a session id, a message id and the new text"),
+		PreRunE: func(_ *cobra.Command, a []string) error { return checkMessage(a[2]) },
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			if err := v.b.Edit(ctx, a[0], a[1], a[2]); err != nil {
+				return err
 			}
-			e.done("edited", a[1])
+			v.done("edited", a[1])
 			return nil
 		}),
 	}
@@ -302,11 +300,11 @@ func newSessionsRemove(g *globals) *cobra.Command {
 		Use:   "remove SESSION MESSAGE",
 		Short: "Take a queued message out of the queue (one that has started is refused)",
 		Args:  args(2, "a session id and a message id"),
-		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
-			if err := e.rt.Remove(ctx, a[0], a[1]); err != nil {
-				return sessionErr(err)
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			if err := v.b.Remove(ctx, a[0], a[1]); err != nil {
+				return err
 			}
-			e.done("removed", a[1])
+			v.done("removed", a[1])
 			return nil
 		}),
 	}
@@ -320,30 +318,38 @@ func newSessionsInterrupt(g *globals) *cobra.Command {
 			if len(a) < 1 || len(a) > 2 {
 				return usageError{fmt.Errorf("%s wants a session id and optionally a message", cmd.CommandPath())}
 			}
+			if len(a) == 2 {
+				return checkMessage(a[1])
+			}
 			return nil
 		},
-		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			var err error
 			if len(a) == 2 {
-				if _, err := e.rt.Send(ctx, a[0], a[1], hitch.SendOptions{Mode: hitch.ModeInterrupt}); err != nil {
-					return sessionErr(err)
-				}
-			} else if err := e.rt.Interrupt(ctx, a[0]); err != nil {
-				return sessionErr(err)
+				_, err = v.b.Send(ctx, a[0], a[1], hitch.SendOptions{Mode: hitch.ModeInterrupt})
+			} else {
+				err = v.b.Interrupt(ctx, a[0])
 			}
-			st, err := e.rt.AwaitSession(ctx, a[0])
 			if err != nil {
 				return err
 			}
-			e.printStatus(st)
+			if err := v.b.AwaitSession(ctx, a[0]); err != nil {
+				return err
+			}
+			st, err := v.b.SessionStatus(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			v.printStatus(st)
 			return nil
 		}),
 	}
 }
 
-func (e *env) done(what, id string) {
-	if e.g.json {
-		e.printJSON(map[string]string{"result": what, "message_id": id})
+func (v *verb) done(what, id string) {
+	if v.g.json {
+		v.printJSON(map[string]string{"result": what, "message_id": id})
 		return
 	}
-	fmt.Fprintf(e.g.stdout, "%s %s\n", what, id)
+	fmt.Fprintf(v.g.stdout, "%s %s\n", what, id)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -18,17 +17,10 @@ func newTriggers(g *globals) *cobra.Command {
 		Short: "List, inspect, pause, resume and remove trigger bindings (schedules that start runs or send messages)",
 	}
 	cmd.AddCommand(newTriggersList(g), newTriggersShow(g),
-		newTriggersSet(g, "pause", "Pause a binding: its occurrences wait, judged by its missed policy on resume", (*hitch.Runtime).PauseTrigger),
-		newTriggersSet(g, "resume", "Resume a paused binding", (*hitch.Runtime).ResumeTrigger),
+		newTriggersSet(g, "pause", "Pause a binding: its occurrences wait, judged by its missed policy on resume", backend.PauseTrigger),
+		newTriggersSet(g, "resume", "Resume a paused binding", backend.ResumeTrigger),
 		newTriggersRemove(g))
 	return cmd
-}
-
-func triggerErr(err error) error {
-	if errors.Is(err, hitch.ErrTriggerNotFound) {
-		return withCode(exitNotFound, err)
-	}
-	return err
 }
 
 // triggerLine is a binding in --json output.
@@ -93,22 +85,22 @@ func newTriggersList(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List trigger bindings by id (--after pages on)",
 		Args:  args(0, "no arguments"),
-		RunE: withRuntime(g, func(ctx context.Context, e *env, _ []string) error {
-			if limit < 1 || limit > 1000 {
-				return usageError{fmt.Errorf("--limit %d: want 1 to 1000", limit)}
-			}
+		PreRunE: func(*cobra.Command, []string) error {
 			switch state {
 			case "", "active", "paused", "done":
 			default:
 				return usageError{fmt.Errorf("--state %q: want active, paused or done", state)}
 			}
-			list, err := e.rt.ListTriggers(ctx, hitch.TriggerListOptions{After: after, Limit: limit, SessionID: session, State: state})
+			return checkLimit(limit)
+		},
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, _ []string) error {
+			list, err := v.b.Triggers(ctx, hitch.TriggerListOptions{After: after, Limit: limit, SessionID: session, State: state})
 			if err != nil {
 				return err
 			}
 			if g.json {
 				for _, t := range list {
-					e.printJSON(triggerJSON(t))
+					v.printJSON(triggerJSON(t))
 				}
 				return nil
 			}
@@ -128,12 +120,12 @@ func newTriggersList(g *globals) *cobra.Command {
 	return cmd
 }
 
-func (e *env) printTrigger(t hitch.Trigger) {
-	if e.g.json {
-		e.printJSON(triggerJSON(t))
+func (v *verb) printTrigger(t hitch.Trigger) {
+	if v.g.json {
+		v.printJSON(triggerJSON(t))
 		return
 	}
-	w := e.g.stdout
+	w := v.g.stdout
 	s := t.Spec
 	fmt.Fprintf(w, "trigger %s: %s\n", s.ID, t.State)
 	fmt.Fprintf(w, "  schedule: %s; missed occurrences: %s (grace %s)\n", schedule(s), s.Missed, s.Grace)
@@ -162,28 +154,28 @@ func newTriggersShow(g *globals) *cobra.Command {
 		Use:   "show TRIGGER",
 		Short: "Show a binding: its schedule, target, lifecycle, counts and next occurrence",
 		Args:  args(1, "a trigger id"),
-		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
-			t, err := e.rt.GetTrigger(ctx, a[0])
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			t, err := v.b.Trigger(ctx, a[0])
 			if err != nil {
-				return triggerErr(err)
+				return err
 			}
-			e.printTrigger(t)
+			v.printTrigger(t)
 			return nil
 		}),
 	}
 }
 
-func newTriggersSet(g *globals, verb, short string, f func(*hitch.Runtime, context.Context, string) (hitch.Trigger, error)) *cobra.Command {
+func newTriggersSet(g *globals, name, short string, f func(backend, context.Context, string) (hitch.Trigger, error)) *cobra.Command {
 	return &cobra.Command{
-		Use:   verb + " TRIGGER",
+		Use:   name + " TRIGGER",
 		Short: short,
 		Args:  args(1, "a trigger id"),
-		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
-			t, err := f(e.rt, ctx, a[0])
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			t, err := f(v.b, ctx, a[0])
 			if err != nil {
-				return triggerErr(err)
+				return err
 			}
-			e.printTrigger(t)
+			v.printTrigger(t)
 			return nil
 		}),
 	}
@@ -194,13 +186,13 @@ func newTriggersRemove(g *globals) *cobra.Command {
 		Use:   "remove TRIGGER",
 		Short: "Remove a binding (an occurrence being dispatched as it goes may still fire)",
 		Args:  args(1, "a trigger id"),
-		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
-			removed, err := e.rt.RemoveTrigger(ctx, a[0])
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			removed, err := v.b.RemoveTrigger(ctx, a[0])
 			if err != nil {
 				return err
 			}
 			if g.json {
-				e.printJSON(struct {
+				v.printJSON(struct {
 					ID      string `json:"id"`
 					Removed bool   `json:"removed"`
 				}{a[0], removed})

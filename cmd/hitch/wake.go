@@ -25,58 +25,34 @@ func newWake(g *globals) *cobra.Command {
 			"run goes on; this command follows it. A delivery after the wake's deadline, a second delivery, or one for\n" +
 			"an event the run does not wait for is refused (exit 5) and changes nothing.",
 		Args: args(1, "one RUN id"),
-		RunE: func(cmd *cobra.Command, a []string) error {
+		PreRunE: func(*cobra.Command, []string) error {
 			if event == "" {
 				return usageError{errors.New("--event NAME is required")}
 			}
+			if data != "" && !json.Valid([]byte(data)) {
+				return usageError{fmt.Errorf("--data %.40q is not valid JSON", data)}
+			}
+			return nil
+		},
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
 			var raw json.RawMessage
 			if data != "" {
-				if !json.Valid([]byte(data)) {
-					return usageError{fmt.Errorf("--data %.40q is not valid JSON", data)}
-				}
 				raw = json.RawMessage(data)
 			}
-			ctx := cmd.Context()
-			e, err := openRuntime(ctx, g, false)
+			before, err := v.follow(ctx, a[0])
 			if err != nil {
 				return err
 			}
-			defer e.close()
-			if err := e.rt.Wake(ctx, a[0], event, raw, by); err != nil {
-				return commandError(err)
+			if err := v.b.Wake(ctx, a[0], wakeParams{Event: event, Data: raw, By: by}); err != nil {
+				return err
 			}
-			return e.settle(ctx, a[0])
-		},
+			return v.settle(ctx, a[0], before.Position)
+		}),
 	}
 	cmd.Flags().StringVar(&event, "event", "", "the event's name, as the run awaits it")
 	cmd.Flags().StringVar(&data, "data", "", "JSON sent with the event; the model sees it")
 	cmd.Flags().StringVar(&by, "by", "cli", "who delivers, recorded in the journal")
 	return cmd
-}
-
-// commandError gives a refused command exit 5 and a missing run exit 6.
-func commandError(err error) error {
-	for _, target := range []error{hitch.ErrNoWake, hitch.ErrWakeDelivered, hitch.ErrWakeExpired, hitch.ErrNotPending,
-		hitch.ErrCallCompleted, hitch.ErrCallTimedOut, hitch.ErrNotHeld, hitch.ErrAnswered, hitch.ErrApprovalExpired,
-		hitch.ErrRunnerBusy, hitch.ErrUnknownCall, store.ErrEnded} {
-		if errors.Is(err, target) {
-			return withCode(exitRefused, err)
-		}
-	}
-	return notFound(err)
-}
-
-// waitsOf lists what a run waits on; nil when it cannot be read.
-func waitsOf(ctx context.Context, st store.Store, id string) []hitch.Wait {
-	rt, err := hitch.Open(hitch.Config{Store: st})
-	if err != nil {
-		return nil
-	}
-	ws, err := rt.Waits(ctx, id)
-	if err != nil {
-		return nil
-	}
-	return ws
 }
 
 // printWaits says what a parked run waits on and until when.

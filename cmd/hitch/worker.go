@@ -37,15 +37,18 @@ func newWorker(g *globals) *cobra.Command {
 			if leaderTTL < 10*time.Millisecond || leaderTTL > 10*time.Minute {
 				return usageError{fmt.Errorf("--leader-ttl %s: want 10ms to 10m", leaderTTL)}
 			}
+			if err := checkDrain(drain); err != nil {
+				return err
+			}
 			return checkMetricsCache(metricsCache)
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			g.metrics = nodeMetrics{gauges: true, cache: metricsCache}
 			var e *env // set before Lead starts, the only caller of OnLeader
-			e, err := openRuntimeConfig(ctx, g, true, nil, func(c *hitch.Config) {
+			e, err := openRuntimeConfig(ctx, g, runtimeOpts{create: true, set: func(c *hitch.Config) {
 				c.LeaderTTL, c.OnLeader = leaderTTL, func(l string) { e.out.leader(g.stderr, "worker", e.rt.Node(), l) }
-			})
+			}})
 			if err != nil {
 				return err
 			}

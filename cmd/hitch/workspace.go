@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-
-	"github.com/hitch-dev/hitch"
-	"github.com/hitch-dev/hitch/sandbox"
 )
 
 func newWorkspace(g *globals) *cobra.Command {
@@ -19,17 +14,16 @@ func newWorkspace(g *globals) *cobra.Command {
 		Use:   "list RUN",
 		Short: "List the roots granted to a run (besides its workspace)",
 		Args:  args(1, "one RUN id"),
-		RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
-			roots, err := e.rt.Roots(ctx, a[0])
+		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
+			roots, err := v.b.Roots(ctx, a[0])
 			if err != nil {
-				return notFound(err)
+				return err
 			}
 			if g.json {
 				if roots == nil {
 					roots = []string{}
 				}
-				b, _ := json.Marshal(roots)
-				fmt.Fprintf(g.stdout, "%s\n", b)
+				v.printJSON(roots)
 				return nil
 			}
 			if len(roots) == 0 {
@@ -58,19 +52,15 @@ func newWorkspace(g *globals) *cobra.Command {
 				}
 				return checkDir(a[1])
 			},
-			RunE: withRuntime(g, func(ctx context.Context, e *env, a []string) error {
+			RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
 				var err error
 				if revoke {
-					err = e.rt.RevokeRoot(ctx, a[0], a[1], by)
+					err = v.b.Revoke(ctx, a[0], a[1], by)
 				} else {
-					err = e.rt.GrantRoot(ctx, a[0], a[1], by)
+					err = v.b.Grant(ctx, a[0], a[1], by)
 				}
-				switch {
-				case err == nil:
-				case errors.Is(err, hitch.ErrNoWorkspace), errors.Is(err, sandbox.ErrNotGranted), isRefusal(err):
-					return withCode(exitRefused, err)
-				default:
-					return notFound(err)
+				if err != nil {
+					return err
 				}
 				if !g.json {
 					verb := "granted to"
@@ -82,7 +72,7 @@ func newWorkspace(g *globals) *cobra.Command {
 				return nil
 			}),
 		}
-		c.Flags().StringVar(&by, "by", "cli", "who changes it, recorded in the journal")
+		c.Flags().StringVar(&by, "by", "cli", "who changes it, recorded in the journal (with --server, the token's name)")
 		return c
 	}
 	cmd.AddCommand(list, change(false), change(true))

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBadInputGetsItsExitCode: each bad input gets its documented exit
+// code and a message that names what is wrong, and a refused command
+// leaves nothing behind.
+func TestBadInputGetsItsExitCode(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{
+		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
+			"agents:\n  - {name: ops, model: m, policy: allow_all}\n",
+		"script.yaml": "turns:\n  - text: done\n",
+		"mcp.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
+			"mcp:\n  - name: gone\n    command: /nonexistent/mcp-server\n" +
+			"agents:\n  - {name: ops, model: m, policy: allow_all}\n",
+		"trigger.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
+			"agents:\n  - {name: ops, model: m, policy: allow_all}\n" +
+			"triggers:\n  - {name: hourly, cron: \"0 * * * *\", agent: ops}\n",
+	})
+	cfg := filepath.Join(dir, "hitch.yaml")
+	if code, out, errOut := cli(t, "run", "-c", cfg, "--id", "r1", "go"); code != exitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		says []string // in the error, each
+		not  string   // not in the error
+	}{
+		{"a negative limit", []string{"sessions", "list", "--limit", "-1", "-c", cfg}, exitUsage, []string{"--limit -1"}, ""},
+		{"an empty message", []string{"sessions", "send", "s1", "", "-c", cfg}, exitUsage, []string{"TEXT is empty"}, ""},
+		{"a blank message", []string{"sessions", "send", "s1", "  ", "-c", cfg}, exitUsage, []string{"TEXT is empty"}, ""},
+		{"a bogus mode", []string{"sessions", "send", "--mode", "bogus", "s1", "hi", "-c", cfg}, exitUsage, []string{`--mode "bogus"`, "queue, steer or interrupt"}, ""},
+		{"an empty edit", []string{"sessions", "edit", "s1", "msg_x", "", "-c", cfg}, exitUsage, []string{"TEXT is empty"}, ""},
+		{"an MCP server that cannot start", []string{"run", "-c", filepath.Join(dir, "mcp.yaml"), "go"}, exitUsage,
+			[]string{"mcp.yaml:5", "mcp[0]", "/nonexistent/mcp-server"}, "no configuration file"},
+		{"a trigger without input", []string{"run", "-c", filepath.Join(dir, "trigger.yaml"), "go"}, exitUsage,
+			[]string{"trigger.yaml:7", "triggers[0].input"}, ""},
+		{"the approvals of a family that is not there", []string{"approvals", "list", "--run", "nope", "-c", cfg}, exitNotFound, []string{"nope"}, ""},
+		{"a negative drain", []string{"worker", "--drain", "-1s", "-c", cfg}, exitUsage, []string{"--drain -1s"}, ""},
+		{"a negative drain to serve", []string{"serve", "--drain", "-1s", "-c", cfg}, exitUsage, []string{"--drain -1s"}, ""},
+		{"an address that is not one", []string{"serve", "--addr", "not-an-address", "-c", cfg}, exitUsage, []string{"--addr not-an-address", "host:port"}, "loopback"},
+		{"a missing config", []string{"runs", "list", "-c", filepath.Join(dir, "nope.yaml")}, exitUsage, []string{"no configuration file"}, ""},
+	} {
+		code, _, errOut := cli(t, tc.args...)
+		if code != tc.code {
+			t.Errorf("%s: exit %d, want %d: %s", tc.name, code, tc.code, errOut)
+		}
+		for _, s := range tc.says {
+			if !strings.Contains(errOut, s) {
+				t.Errorf("%s: the error does not say %q: %s", tc.name, s, errOut)
+			}
+		}
+		if tc.not != "" && strings.Contains(errOut, tc.not) {
+			t.Errorf("%s: the error says %q: %s", tc.name, tc.not, errOut)
+		}
+	}
+	// The refused sends created nothing.
+	if code, _, errOut := cli(t, "sessions", "show", "s1", "-c", cfg); code != exitNotFound {
+		t.Errorf("a refused send created its session: sessions show: exit %d %s", code, errOut)
+	}
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/client"
+	"github.com/hitch-dev/hitch/config"
+	"github.com/hitch-dev/hitch/sandbox"
+	"github.com/hitch-dev/hitch/store/sqlite"
+)
+
+// exitErrors gives the runtime's errors their exit codes: the one table a
+// local command's refusals go by, as a server's go by api.Problems (the
+// same refusal gets the same code either way).
+var exitErrors = []struct {
+	err  error
+	code int
+}{
+	{hitch.ErrNotFound, exitNotFound},
+	{hitch.ErrUnknownCall, exitNotFound},
+	{hitch.ErrSessionNotFound, exitNotFound},
+	{hitch.ErrMessageNotFound, exitNotFound},
+	{hitch.ErrTriggerNotFound, exitNotFound},
+
+	{hitch.ErrForbidden, exitRefused},
+	{hitch.ErrRunnerBusy, exitRefused},
+	{hitch.ErrEnded, exitRefused},
+	{hitch.ErrNotUncertain, exitRefused},
+	{hitch.ErrReconciled, exitRefused},
+	{hitch.ErrNoApproval, exitRefused},
+	{hitch.ErrAnswered, exitRefused},
+	{hitch.ErrApprovalExpired, exitRefused},
+	{hitch.ErrDeniedAtAnswer, exitRefused},
+	{hitch.ErrNoWorkspace, exitRefused},
+	{sandbox.ErrNotGranted, exitRefused},
+	{hitch.ErrNoWake, exitRefused},
+	{hitch.ErrWakeDelivered, exitRefused},
+	{hitch.ErrWakeExpired, exitRefused},
+	{hitch.ErrNotPending, exitRefused},
+	{hitch.ErrCallCompleted, exitRefused},
+	{hitch.ErrCallTimedOut, exitRefused},
+	{hitch.ErrNotHeld, exitRefused},
+	{hitch.ErrSessionAgent, exitRefused},
+	{hitch.ErrSessionTenant, exitRefused},
+	{hitch.ErrUnknownAgent, exitRefused},
+	{approval.ErrBadCredential, exitRefused},
+	{approval.ErrOtherRequirement, exitRefused},
+	{approval.ErrNoApprovers, exitRefused},
+	{approval.ErrOtherApprovers, exitRefused},
+	{approval.ErrProofExpired, exitRefused},
+
+	{hitch.ErrBadRunID, exitUsage},
+	{hitch.ErrBadSessionID, exitUsage},
+	{hitch.ErrMessageTooLarge, exitUsage},
+	{hitch.ErrBadCursor, exitUsage},
+}
+
+// exitOf is the exit code of a command's error: the code it carries, a
+// server's problem by api.Problems, a damaged store 8, the runtime's errors
+// by exitErrors (a refusal they do not list is refused, as a server refuses
+// it), usage and configuration errors 2, anything else 1.
+func exitOf(err error) int {
+	var ce *codeError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
+	var pe *client.Error
+	if errors.As(err, &pe) {
+		return pe.Exit()
+	}
+	if sqlite.IsCorrupt(err) {
+		return exitCorrupt
+	}
+	var mse *hitch.MessageStateError
+	if errors.As(err, &mse) {
+		return exitRefused
+	}
+	for _, x := range exitErrors {
+		if errors.Is(err, x.err) {
+			return x.code
+		}
+	}
+	if hitch.Refusal(err) != nil {
+		return exitRefused
+	}
+	if config.IsProblem(err) || isUsage(err) {
+		return exitUsage
+	}
+	return exitError
+}

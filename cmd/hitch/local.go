@@ -1,0 +1,333 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/store"
+)
+
+// localBackend carries out commands with the runtime in this process, on
+// the store it opens.
+type localBackend struct {
+	e *env
+
+	mu   sync.Mutex
+	sink func(hitch.Event) // where the runtime's events go: the printer, or a chat
+}
+
+var _ backend = (*localBackend)(nil)
+
+// openLocal opens the store and a runtime as a command needs them. A read
+// (needStore) works on the store alone when --db is given without
+// --config; otherwise the config is loaded, so the runtime knows the
+// agents (runs show lists a run's own limits).
+func openLocal(ctx context.Context, g *globals, n need) (*localBackend, error) {
+	b := &localBackend{}
+	var err error
+	switch {
+	case n == needStore && g.db != "" && !g.configSet:
+		b.e, err = openStore(ctx, g)
+		if err == nil {
+			b.e.rt, err = hitch.Open(hitch.Config{Store: b.e.store})
+			if err != nil {
+				b.e.close()
+			}
+		}
+	default:
+		b.e, err = openRuntimeConfig(ctx, g, runtimeOpts{create: n == needNew, readOnly: n == needStore, onEvent: b.event})
+	}
+	if err != nil {
+		return nil, err
+	}
+	b.sink = b.progress
+	return b, nil
+}
+
+func (b *localBackend) event(ev hitch.Event) {
+	b.mu.Lock()
+	sink := b.sink
+	b.mu.Unlock()
+	if sink != nil {
+		sink(ev)
+	}
+}
+
+// progress prints the steps of the runs this process drives while a
+// command follows a run, as a remote command prints the steps it follows;
+// the steps of a command that follows none (a grant, a cancel, a session's
+// work) are not printed.
+func (b *localBackend) progress(ev hitch.Event) {
+	if b.e.out.followed() != "" {
+		b.e.out.event(ev)
+	}
+}
+
+func (b *localBackend) Close() { b.e.close() }
+
+func (b *localBackend) Start(ctx context.Context, p startParams) (hitch.StartResult, error) {
+	if b.e.cfg == nil {
+		return hitch.StartResult{}, usageError{errors.New("no agents: pass --config")}
+	}
+	ag, err := b.e.cfg.Agent(p.Agent)
+	if err != nil {
+		return hitch.StartResult{}, usageError{err}
+	}
+	warnMissingKey(b.e, ag.Name())
+	opts := []hitch.StartOption{hitch.WithID(p.ID)}
+	if p.Detach {
+		opts = append(opts, hitch.Detached())
+	}
+	if p.Instructions != "" {
+		opts = append(opts, hitch.WithInstructions(p.Instructions))
+	}
+	if p.Tenant != "" {
+		opts = append(opts, hitch.WithTenant(p.Tenant))
+	}
+	return b.e.rt.Start(ctx, ag, p.Input, opts...)
+}
+
+func (b *localBackend) Run(ctx context.Context, id string) (hitch.Run, error) {
+	return b.e.rt.Get(ctx, id)
+}
+
+func (b *localBackend) Runs(ctx context.Context, p hitch.RunsParams) ([]hitch.Run, string, error) {
+	return b.e.rt.Runs(ctx, p)
+}
+
+func (b *localBackend) Journal(ctx context.Context, id string, after int64, limit int) ([]store.Entry, bool, error) {
+	es, err := b.e.rt.Journal(ctx, id, after, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	if limit == 0 {
+		limit = store.DefaultReadLimit
+	}
+	return es, len(es) == limit, nil
+}
+
+// followPoll is how often a local follower reads a journal that another
+// process may be appending to.
+const followPoll = 200 * time.Millisecond
+
+func (b *localBackend) Follow(ctx context.Context, id string, after int64) iter.Seq2[store.Entry, error] {
+	return func(yield func(store.Entry, error) bool) {
+		if _, err := b.e.rt.Get(ctx, id); err != nil {
+			yield(store.Entry{}, err)
+			return
+		}
+		for {
+			es, more, err := b.Journal(ctx, id, after, 0)
+			if err != nil {
+				yield(store.Entry{}, err)
+				return
+			}
+			for _, e := range es {
+				if !yield(e, nil) {
+					return
+				}
+				after = e.Pos
+			}
+			if more {
+				continue
+			}
+			run, err := b.e.rt.Get(ctx, id)
+			if err != nil {
+				yield(store.Entry{}, err)
+				return
+			}
+			if run.Status.Terminal() && run.Position == after {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(followPoll):
+			}
+		}
+	}
+}
+
+// Settle drives the run here: its entries are printed by the runtime's
+// events as they are journaled.
+func (b *localBackend) Settle(ctx context.Context, id string, _ int64) (hitch.Run, error) {
+	return b.e.rt.Await(ctx, id)
+}
+
+func (b *localBackend) Cancel(ctx context.Context, id string) (hitch.Run, error) {
+	return b.e.rt.Cancel(ctx, id)
+}
+
+func (b *localBackend) Reconcile(ctx context.Context, id string, r hitch.Reconciliation) error {
+	return b.e.rt.Reconcile(ctx, id, r)
+}
+
+func (b *localBackend) Wake(ctx context.Context, id string, w wakeParams) error {
+	return b.e.rt.Wake(ctx, id, w.Event, w.Data, w.By)
+}
+
+func (b *localBackend) CompleteCall(ctx context.Context, id string, c hitch.Completion) error {
+	return b.e.rt.CompleteCall(ctx, id, c)
+}
+
+func (b *localBackend) FamilyUsage(ctx context.Context, rootID string) (hitch.FamilyUsage, error) {
+	return b.e.rt.FamilyUsage(ctx, rootID)
+}
+
+func (b *localBackend) Budget(ctx context.Context, id string) (hitch.RunBudget, error) {
+	return b.e.rt.Budget(ctx, id)
+}
+
+func (b *localBackend) RunContext(ctx context.Context, id string, n int) (runContext, error) {
+	var rc runContext
+	run, err := b.e.rt.Get(ctx, id)
+	if err != nil {
+		return rc, err
+	}
+	if rc.Requests, rc.More, err = b.e.rt.LatestContextRequests(ctx, id, n); err != nil {
+		return rc, err
+	}
+	rc.FamilyCost, err = b.e.rt.FamilyCost(ctx, run.RootID)
+	return rc, err
+}
+
+func (b *localBackend) Waits(ctx context.Context, id string) ([]hitch.Wait, error) {
+	return b.e.rt.Waits(ctx, id)
+}
+
+func (b *localBackend) Approvals(ctx context.Context, rootID, after string, limit int) ([]hitch.PendingApproval, string, error) {
+	return b.e.rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{RootID: rootID, After: after, Limit: limit})
+}
+
+func (b *localBackend) Approval(ctx context.Context, runID, call string) (hitch.PendingApproval, error) {
+	return b.e.rt.ApprovalRequest(ctx, runID, call)
+}
+
+// Answer checks the credential here, against the approvers of the
+// request's agent, then answers with the proof.
+func (b *localBackend) Answer(ctx context.Context, runID, call string, cred approval.Credential, approve bool, reason string) error {
+	p, err := b.e.rt.ApprovalRequest(ctx, runID, call)
+	if err != nil {
+		return err
+	}
+	if v, ok := b.e.cfg.MissingSecrets[p.Agent+"/"+cred.Name]; ok {
+		return withCode(exitRefused, fmt.Errorf("approver %s cannot answer: %s is not set for this process", cred.Name, v))
+	}
+	approvers, err := b.e.rt.Approvers(ctx, runID)
+	if err != nil {
+		return withCode(exitRefused, err)
+	}
+	proof, err := approvers.Check(ctx, cred, p.Requirement)
+	if err != nil {
+		return withCode(exitRefused, err)
+	}
+	if approve {
+		return b.e.rt.Approve(ctx, runID, call, proof)
+	}
+	return b.e.rt.Reject(ctx, runID, call, proof, reason)
+}
+
+func (b *localBackend) Roots(ctx context.Context, id string) ([]string, error) {
+	return b.e.rt.Roots(ctx, id)
+}
+
+func (b *localBackend) Grant(ctx context.Context, id, path, by string) error {
+	return b.e.rt.GrantRoot(ctx, id, path, by)
+}
+
+func (b *localBackend) Revoke(ctx context.Context, id, path, by string) error {
+	return b.e.rt.RevokeRoot(ctx, id, path, by)
+}
+
+func (b *localBackend) Sessions(ctx context.Context, p hitch.SessionsParams) ([]hitch.Session, error) {
+	return b.e.rt.Sessions(ctx, p)
+}
+
+func (b *localBackend) Session(ctx context.Context, id string) (hitch.Session, error) {
+	return b.e.rt.GetSession(ctx, id)
+}
+
+func (b *localBackend) CreateSession(ctx context.Context, id, agent string) error {
+	a, err := b.e.cfg.Agent(agent)
+	if err != nil {
+		return usageError{err}
+	}
+	_, err = b.e.rt.OpenSession(ctx, a, hitch.SessionOptions{ID: id})
+	return err
+}
+
+func (b *localBackend) Send(ctx context.Context, id, text string, o hitch.SendOptions) (hitch.SendResult, error) {
+	return b.e.rt.Send(ctx, id, text, o)
+}
+
+func (b *localBackend) Interrupt(ctx context.Context, id string) error {
+	return b.e.rt.Interrupt(ctx, id)
+}
+
+func (b *localBackend) Queue(ctx context.Context, id string) ([]hitch.QueuedMessage, error) {
+	return b.e.rt.Queue(ctx, id, 0)
+}
+
+func (b *localBackend) Edit(ctx context.Context, id, message, text string) error {
+	return b.e.rt.Edit(ctx, id, message, text)
+}
+
+func (b *localBackend) Remove(ctx context.Context, id, message string) error {
+	return b.e.rt.Remove(ctx, id, message)
+}
+
+func (b *localBackend) SessionStatus(ctx context.Context, id string) (hitch.SessionStatus, error) {
+	return b.e.rt.SessionStatus(ctx, id)
+}
+
+func (b *localBackend) SessionCost(ctx context.Context, id string) (hitch.RunningCost, error) {
+	return b.e.rt.SessionCost(ctx, id)
+}
+
+func (b *localBackend) AwaitSession(ctx context.Context, id string) error {
+	_, err := b.e.rt.AwaitSession(ctx, id)
+	return err
+}
+
+// WatchSession sends the runtime's events to see: this process drives the
+// session's submissions, so every entry it journals is one of theirs.
+func (b *localBackend) WatchSession(_ context.Context, _ string, see func(store.Entry)) (func(bool), error) {
+	b.mu.Lock()
+	b.sink = func(ev hitch.Event) {
+		for _, e := range ev.Entries {
+			see(e)
+		}
+	}
+	b.mu.Unlock()
+	return func(bool) {
+		b.mu.Lock()
+		b.sink = nil
+		b.mu.Unlock()
+	}, nil
+}
+
+func (b *localBackend) Triggers(ctx context.Context, o hitch.TriggerListOptions) ([]hitch.Trigger, error) {
+	return b.e.rt.ListTriggers(ctx, o)
+}
+
+func (b *localBackend) Trigger(ctx context.Context, id string) (hitch.Trigger, error) {
+	return b.e.rt.GetTrigger(ctx, id)
+}
+
+func (b *localBackend) PauseTrigger(ctx context.Context, id string) (hitch.Trigger, error) {
+	return b.e.rt.PauseTrigger(ctx, id)
+}
+
+func (b *localBackend) ResumeTrigger(ctx context.Context, id string) (hitch.Trigger, error) {
+	return b.e.rt.ResumeTrigger(ctx, id)
+}
+
+func (b *localBackend) RemoveTrigger(ctx context.Context, id string) (bool, error) {
+	return b.e.rt.RemoveTrigger(ctx, id)
+}
