@@ -164,6 +164,20 @@ func compactJSON(raw json.RawMessage) string {
 	return b.String()
 }
 
+// envCredential reads an approver's credential from a variable, which
+// then leaves the environment with the config's; nil when it is not set.
+func envCredential(env string) (*approval.Credential, error) {
+	raw := vault.credential(env)
+	if raw == "" {
+		return nil, nil
+	}
+	c, err := approval.ParseCredential(raw)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%s: %w", env, err)}
+	}
+	return &c, nil
+}
+
 func expires(t *time.Time) string {
 	if t == nil {
 		return "never"

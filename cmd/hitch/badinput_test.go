@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,18 +12,20 @@ import (
 // leaves nothing behind.
 func TestBadInputGetsItsExitCode(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
-			"agents:\n  - {name: ops, model: m, policy: allow_all}\n",
-		"script.yaml": "turns:\n  - text: done\n",
-		"mcp.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
-			"mcp:\n  - name: gone\n    command: /nonexistent/mcp-server\n" +
-			"agents:\n  - {name: ops, model: m, policy: allow_all}\n",
-		"trigger.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
-			"agents:\n  - {name: ops, model: m, policy: allow_all}\n" +
-			"triggers:\n  - {name: hourly, cron: \"0 * * * *\", agent: ops}\n",
-	})
-	cfg := filepath.Join(dir, "hitch.yaml")
+	dir, cfg := scriptedConfig(t, "turns:\n  - text: done\n")
+	// The same config with one thing wrong.
+	base, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, more := range map[string]string{
+		"mcp.yaml":     "mcp:\n  - name: gone\n    command: /nonexistent/mcp-server\n",
+		"trigger.yaml": "triggers:\n  - {name: hourly, cron: \"0 * * * *\", agent: ops}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), append(append([]byte{}, base...), more...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if code, out, errOut := cli(t, "run", "-c", cfg, "--id", "r1", "go"); code != exitOK {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -39,7 +42,7 @@ func TestBadInputGetsItsExitCode(t *testing.T) {
 		{"a bogus mode", []string{"sessions", "send", "--mode", "bogus", "s1", "hi", "-c", cfg}, exitUsage, []string{`--mode "bogus"`, "queue, steer or interrupt"}, ""},
 		{"an empty edit", []string{"sessions", "edit", "s1", "msg_x", "", "-c", cfg}, exitUsage, []string{"TEXT is empty"}, ""},
 		{"an MCP server that cannot start", []string{"run", "-c", filepath.Join(dir, "mcp.yaml"), "go"}, exitUsage,
-			[]string{"mcp.yaml:5", "mcp[0]", "/nonexistent/mcp-server"}, "no configuration file"},
+			[]string{"mcp.yaml:7", "mcp[0]", "/nonexistent/mcp-server"}, "no configuration file"},
 		{"a trigger without input", []string{"run", "-c", filepath.Join(dir, "trigger.yaml"), "go"}, exitUsage,
 			[]string{"trigger.yaml:7", "triggers[0].input"}, ""},
 		{"the approvals of a family that is not there", []string{"approvals", "list", "--run", "nope", "-c", cfg}, exitNotFound, []string{"nope"}, ""},

@@ -104,38 +104,3 @@ func TestSessionsShowCost(t *testing.T) {
 		t.Errorf("sessions show lacks %q:\n%s", want, out)
 	}
 }
-
-// TestRemoteRunsShowContext: `runs show --server` prints the same meter,
-// read over the API, and the family's cost.
-func TestRemoteRunsShowContext(t *testing.T) {
-	url := serveForTest(t)
-	t.Setenv("HITCH_TOKEN", remoteAdmin)
-	t.Setenv("HITCH_SERVER", "")
-	t.Chdir(t.TempDir())
-	if code, out, errOut := cli(t, "--server", url, "run", "--agent", "gate", "--id", "g1", "go"); code != exitWaiting {
-		t.Fatalf("run: %d\n%s%s", code, out, errOut)
-	}
-	code, out, errOut := cli(t, "--server", url, "runs", "show", "g1")
-	if code != exitOK {
-		t.Fatalf("runs show: %d\n%s%s", code, out, errOut)
-	}
-	for _, want := range []string{
-		"spent    not priced (a model without a price, or a call that reported no usage); 1 run in the family, 1 still running",
-		"context  latest model request: attempt 1, turn 1",
-		"  window     not set (nothing is compacted)",
-		"tokens (estimator bytes/4)",
-		"tool definitions",
-		"  reported   input ",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("runs show --server lacks %q:\n%s", want, out)
-		}
-	}
-	if code, out, errOut := cli(t, "--server", url, "sessions", "send", "s1", "hello", "--agent", "quick"); code != exitOK {
-		t.Fatalf("sessions send: %d\n%s%s", code, out, errOut)
-	}
-	code, out, _ = cli(t, "--server", url, "sessions", "show", "s1")
-	if want := "cost: not priced (a model without a price, or a call that reported no usage); 1 run in the session"; code != exitOK || !strings.Contains(out, want) {
-		t.Errorf("sessions show --server lacks %q: %d\n%s", want, code, out)
-	}
-}

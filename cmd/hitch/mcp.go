@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hitch-dev/hitch"
-	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/server/mcpserver"
 )
 
@@ -27,13 +25,9 @@ func newMCP(g *globals, stdin io.Reader) *cobra.Command {
 		Args: args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			var cred *approval.Credential
-			if raw := vault.credential(credentialEnv); raw != "" {
-				c, err := approval.ParseCredential(raw)
-				if err != nil {
-					return usageError{fmt.Errorf("%s: %w", credentialEnv, err)}
-				}
-				cred = &c
+			cred, err := envCredential(credentialEnv)
+			if err != nil {
+				return err
 			}
 			out := g.raw // the protocol is JSON, written exactly
 			prev := g.stdout

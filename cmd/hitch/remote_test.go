@@ -20,36 +20,6 @@ const (
 	remoteViewer = "remote-viewer-token-0123"
 )
 
-// serveForTest starts a real hitch serve on a free loopback port with a
-// few scripted agents and returns its URL.
-func serveForTest(t *testing.T) string {
-	t.Helper()
-	url, _ := serveFiles(t, map[string]string{
-		"hitch.yaml": `store: runs.db
-models:
-  quick: {provider: scripted, script: quick.yaml}
-  gate: {provider: scripted, script: gate.yaml}
-agents:
-  - {name: quick, model: quick, policy: allow_all}
-  - name: gate
-    model: gate
-    tools: [bash]
-    workspace: .
-    policy:
-      - {tools: [bash], verdict: approval, requirement: shell}
-    approvers:
-      - {name: alice, secret: alice-secret, requirements: [shell]}
-server:
-  tokens:
-    - {name: admin, role: admin, env: T_REMOTE_ADMIN}
-    - {name: view, role: viewer, env: T_REMOTE_VIEW}
-`,
-		"quick.yaml": "turns:\n  - text: quick done\n  - text: quick again\n  - text: quick thrice\n",
-		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",
-	})
-	return url
-}
-
 // serveFiles starts a real hitch serve on a free loopback port over the
 // config files and returns its URL and the config's folder.
 func serveFiles(t *testing.T, files map[string]string) (string, string) {
@@ -96,7 +66,7 @@ func serveFiles(t *testing.T, files map[string]string) (string, string) {
 // URL or token is a usage error. TestEveryCommandBothWays runs every
 // command both ways.
 func TestRemoteCommands(t *testing.T) {
-	url := serveForTest(t)
+	url, _ := serveFiles(t, backendFiles)
 	t.Setenv("HITCH_TOKEN", remoteAdmin)
 	t.Setenv("HITCH_SERVER", "")
 	// No config and no store here: everything goes through the server.

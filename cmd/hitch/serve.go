@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hitch-dev/hitch"
-	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/server"
 )
 
@@ -63,7 +62,12 @@ func newServe(g *globals) *cobra.Command {
 			// its config says sandbox.require_isolation: false.
 			g.requireIsolation = true
 			g.metrics = nodeMetrics{gauges: true, prometheus: metricsOn, cache: metricsCache}
-			rawCred := vault.credential(credentialEnv)
+			// Read before the config loads, so the variable leaves the
+			// environment with the config's.
+			cred, err := envCredential(credentialEnv)
+			if err != nil {
+				return err
+			}
 			e, err := openRuntimeConfig(ctx, g, runtimeOpts{create: true, onEvent: onEvent})
 			if err != nil {
 				return err
@@ -83,14 +87,6 @@ func newServe(g *globals) *cobra.Command {
 						"add tokens (docs/api.md), or serve 127.0.0.1", addr)}
 				}
 				fmt.Fprintln(g.stderr, "serve: warning: no server.tokens in the config: every local request is an admin of tenant default")
-			}
-			var cred *approval.Credential
-			if rawCred != "" {
-				c, err := approval.ParseCredential(rawCred)
-				if err != nil {
-					return usageError{fmt.Errorf("%s: %w", credentialEnv, err)}
-				}
-				cred = &c
 			}
 			s, err := server.New(server.Config{Runtime: e.rt, Store: e.store, Agents: e.cfg.Agents, Tokens: tokens,
 				Limits: server.Limits{StreamsPerToken: streams}, Version: versionString(), Log: g.stderr, MCPCredential: cred,
