@@ -571,7 +571,7 @@ func entryOf(e api.Entry) store.Entry {
 
 func approvalOf(p api.Approval) hitch.PendingApproval {
 	return hitch.PendingApproval{RunID: p.RunID, RootID: p.RootID, Agent: p.Agent, Call: p.Call, Tool: p.Tool,
-		Arguments: p.Arguments, Requirement: p.Requirement, Reason: p.Reason, ExpiresAt: p.ExpiresAt}
+		Arguments: p.Arguments, Requirement: p.Requirement, Reason: p.Reason, Rule: p.Rule, ExpiresAt: p.ExpiresAt, Input: p.Input}
 }
 
 func sessionOf(s api.Session) hitch.Session {
