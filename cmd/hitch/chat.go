@@ -107,8 +107,7 @@ func (c *chat) entry(e store.Entry) {
 	}
 	switch e.Kind {
 	case hitchtype.KindModelReply:
-		var d hitchtype.ModelReply
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.ModelReply](e.Data)
 		if len(d.Reply.ToolCalls) == 0 {
 			return // the answer is printed with the end
 		}
@@ -119,30 +118,24 @@ func (c *chat) entry(e store.Entry) {
 			c.say("  → %s %s", tc.Name, clip(tc.Arguments, 120))
 		}
 	case hitchtype.KindCallSettled:
-		var d hitchtype.CallSettled
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallSettled](e.Data)
 		c.say("  ← %s", clip(d.Output, 160))
 	case hitchtype.KindCallFailed:
-		var d hitchtype.CallFailed
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallFailed](e.Data)
 		c.say("  ← failed: %s", clip(d.Error, 160))
 	case hitchtype.KindCallDecided:
-		var d hitchtype.CallDecided
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallDecided](e.Data)
 		if d.Verdict != "allow" {
 			c.say("  policy: %s %s", d.Verdict, d.Reason)
 		}
 	case hitchtype.KindSessionSteered:
-		var d hitchtype.SessionSteered
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.SessionSteered](e.Data)
 		c.say("  (joined this turn: %s)", clip(d.Text, 120))
 	case hitchtype.KindRunWaiting:
-		var d hitchtype.RunWaiting
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.RunWaiting](e.Data)
 		c.waiting(e.RunID, d)
 	case hitchtype.KindRunEnded:
-		var o hitchtype.Outcome
-		_ = json.Unmarshal(e.Data, &o)
+		o := decoded[hitchtype.Outcome](e.Data)
 		switch {
 		case o.Status == hitchtype.StatusCompleted:
 			c.say("agent: %s", o.Answer)

@@ -99,11 +99,7 @@ agents:
 repeat: true
 `,
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFilesIn(t, dir, files)
 	cmd := fmt.Sprintf("cd %s && %s chat -c hitch.yaml --session s1; echo CHAT-EXITED $?; sleep 60", dir, bin)
 	p := newTmuxPane(t, cmd)
 	p.waitFor("session s1", 1)
@@ -165,11 +161,7 @@ agents:
   - text: Finished.
 `,
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFilesIn(t, dir, files)
 	cmd := fmt.Sprintf("cd %s && HITCH_CREDENTIAL=dave:d-secret %s chat -c hitch.yaml --session s1; echo CHAT-EXITED $?; sleep 60", dir, bin)
 	p := newTmuxPane(t, cmd)
 	p.waitFor("session s1", 1)

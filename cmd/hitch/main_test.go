@@ -83,11 +83,7 @@ agents:
 `,
 		"script.yaml": "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo deployed >> effects.log\"}'}]\n  - text: done\n",
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFilesIn(t, dir, files)
 	cfg := filepath.Join(dir, "hitch.yaml")
 	code, out, _ := cli(t, "run", "-c", cfg, "--id", "dep-1", "deploy")
 	if code != exitWaiting || !strings.Contains(out, "approval (prod)") {
@@ -174,26 +170,13 @@ func TestKilledRunIsRecoveredAndReconciled(t *testing.T) {
 	dir := t.TempDir()
 	bin := binary(t)
 	files := map[string]string{
-		"hitch.yaml": `store: runs.db
-models:
-  m: {provider: scripted, script: script.yaml}
-agents:
-  - name: ops
-    model: m
-    tools: [bash]
-    policy: allow_all
-    workspace: .
-`,
+		"hitch.yaml": bashOps + "    policy: allow_all\n",
 		"script.yaml": `turns:
   - calls: [{name: bash, args: '{"command": "echo charged >> effects.log; sleep 5"}'}]
   - text: finished
 `,
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFilesIn(t, dir, files)
 	cfg := filepath.Join(dir, "hitch.yaml")
 	cmd := exec.Command(bin, "run", "-c", cfg, "--id", "pay-1", "--lease-ttl", "300ms", "charge the card")
 	testproc.DieWithParent(cmd)
@@ -261,12 +244,30 @@ agents:
 func writeFiles(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
+	writeFilesIn(t, dir, files)
+	return dir
+}
+
+// bashOps is a config of one agent, ops, that runs bash in its folder on a
+// scripted model (script.yaml); a test adds the agent's policy.
+const bashOps = `store: runs.db
+models:
+  m: {provider: scripted, script: script.yaml}
+agents:
+  - name: ops
+    model: m
+    tools: [bash]
+    workspace: .
+`
+
+// writeFilesIn writes each file, by name, into dir.
+func writeFilesIn(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return dir
 }
 
 // scriptedConfig is a config with one agent on a scripted model.

@@ -25,15 +25,7 @@ func TestMCPServesTheConfigsAgents(t *testing.T) {
 	dir := t.TempDir()
 	bin := binary(t)
 	files := map[string]string{
-		"hitch.yaml": `store: runs.db
-models:
-  m: {provider: scripted, script: script.yaml}
-agents:
-  - name: ops
-    model: m
-    tools: [bash]
-    workspace: .
-    policy:
+		"hitch.yaml": bashOps + `    policy:
       - {tools: [bash], verdict: approval, requirement: shell}
     approvers:
       - {name: ann, secret: ann-secret, requirements: [shell]}
@@ -43,11 +35,7 @@ agents:
   - text: finished
 `,
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFilesIn(t, dir, files)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.Command(bin, "mcp", "-c", filepath.Join(dir, "hitch.yaml"))

@@ -81,11 +81,7 @@ func TestServeExportsMetricsOverOTLP(t *testing.T) {
 		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: s.yaml}\nagents:\n  - {name: a, model: m, policy: allow_all}\n",
 		"s.yaml":     "turns:\n  - text: done\n",
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFilesIn(t, dir, files)
 	cmd := exec.Command(binary(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--metrics=false")
 	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="+srv.URL+"/v1/metrics", "OTEL_TRACES_EXPORTER=none")

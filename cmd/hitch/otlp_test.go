@@ -112,11 +112,7 @@ agents:
 `,
 		"kid.yaml": "turns:\n  - text: the answer is 42\n",
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFilesIn(t, dir, files)
 	env := append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL, "OTEL_SERVICE_NAME=hitch-test",
 		"HITCH_CREDENTIAL=ann:ann-secret-123", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf")
 	hitchCmd := func(args ...string) *exec.Cmd {

@@ -81,6 +81,14 @@ func (p *printer) event(ev hitch.Event) {
 	}
 }
 
+// decoded is an entry's payload as T; a payload that does not decode
+// leaves T's zero fields, which the printers show as absent.
+func decoded[T any](data json.RawMessage) T {
+	var d T
+	_ = json.Unmarshal(data, &d)
+	return d
+}
+
 // entry prints one journal entry.
 func (p *printer) entry(e store.Entry) {
 	p.seen[e.RunID] = true
@@ -100,12 +108,10 @@ func (p *printer) describe(e store.Entry) string {
 	}
 	switch e.Kind {
 	case hitchtype.KindRunStarted:
-		var d hitchtype.RunStarted
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.RunStarted](e.Data)
 		return prefix + fmt.Sprintf("run %s started: agent %s v%d, input %s", e.RunID, d.Agent, d.Version, clip(d.Input, 120))
 	case hitchtype.KindContext:
-		var d hitchtype.Context
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.Context](e.Data)
 		s := prefix + fmt.Sprintf("context: tools [%s], instructions %d bytes", strings.Join(d.Tools, " "), len(d.Instructions))
 		if d.Isolation != "" {
 			s += ", commands isolated by " + d.Isolation
@@ -115,16 +121,14 @@ func (p *printer) describe(e store.Entry) string {
 		}
 		return s
 	case hitchtype.KindModelAttempt:
-		var d hitchtype.ModelAttempt
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.ModelAttempt](e.Data)
 		s := prefix + fmt.Sprintf("model: turn %d (model attempt %d of this run)", d.Turn, d.Attempt)
 		if d.Purpose != "" {
 			s += ", for " + d.Purpose
 		}
 		return s
 	case hitchtype.KindModelReply:
-		var d hitchtype.ModelReply
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.ModelReply](e.Data)
 		var names []string
 		for i, c := range d.Reply.ToolCalls {
 			key := fmt.Sprintf("t%dc%d", d.Turn, i+1)
@@ -140,16 +144,13 @@ func (p *printer) describe(e store.Entry) string {
 		}
 		return s
 	case hitchtype.KindModelFailed:
-		var d hitchtype.ModelFailed
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.ModelFailed](e.Data)
 		return prefix + fmt.Sprintf("model failed (%s): %s", d.Kind, clip(d.Message, 200))
 	case hitchtype.KindModelLost:
-		var d hitchtype.ModelInterrupted
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.ModelInterrupted](e.Data)
 		return prefix + fmt.Sprintf("model attempt %d was interrupted (its process stopped); asking again", d.Attempt)
 	case hitchtype.KindCallDecided:
-		var d hitchtype.CallDecided
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallDecided](e.Data)
 		s := prefix + fmt.Sprintf("  %s %s: %s", d.Call, p.calls[e.RunID+"/"+d.Call], d.Verdict)
 		if d.Requirement != "" {
 			s += " (" + d.Requirement + ")"
@@ -159,8 +160,7 @@ func (p *printer) describe(e store.Entry) string {
 		}
 		return s
 	case hitchtype.KindApprovalGrant, hitchtype.KindApprovalDeny:
-		var d hitchtype.ApprovalAnswer
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.ApprovalAnswer](e.Data)
 		verb := "approved"
 		if e.Kind == hitchtype.KindApprovalDeny {
 			verb = "rejected"
@@ -171,81 +171,64 @@ func (p *printer) describe(e store.Entry) string {
 		}
 		return s
 	case hitchtype.KindApprovalLapse:
-		var d hitchtype.ApprovalExpired
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.ApprovalExpired](e.Data)
 		return prefix + fmt.Sprintf("  %s approval expired (deadline %s)", d.Call, d.ExpiredAt.Local().Format(time.DateTime))
 	case hitchtype.KindAnswerRefused:
-		var d hitchtype.AnswerRefused
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.AnswerRefused](e.Data)
 		return prefix + "answer refused: " + clip(d.Reason, 200)
 	case hitchtype.KindCallRejected:
-		var d hitchtype.CallRejected
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallRejected](e.Data)
 		return prefix + fmt.Sprintf("  %s rejected: %s", d.Call, clip(d.Error, 200))
 	case hitchtype.KindCallStarted:
-		var d hitchtype.CallStarted
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallStarted](e.Data)
 		if d.Attempt > 1 {
 			return prefix + fmt.Sprintf("  %s started again (attempt %d)", d.Call, d.Attempt)
 		}
 		return prefix + fmt.Sprintf("  %s started", d.Call)
 	case hitchtype.KindCallSettled:
-		var d hitchtype.CallSettled
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallSettled](e.Data)
 		return prefix + fmt.Sprintf("  %s done: %s", d.Call, clip(d.Output, 160))
 	case hitchtype.KindCallFailed:
-		var d hitchtype.CallFailed
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallFailed](e.Data)
 		return prefix + fmt.Sprintf("  %s failed: %s", d.Call, clip(d.Error, 200))
 	case hitchtype.KindCallUncertain:
-		var d hitchtype.CallUncertain
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallUncertain](e.Data)
 		return prefix + fmt.Sprintf("  %s OUTCOME UNKNOWN: %s", d.Call, d.Reason)
 	case hitchtype.KindCallLost:
-		var d hitchtype.CallLost
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallLost](e.Data)
 		return prefix + fmt.Sprintf("  %s attempt %d lost, running it again: %s", d.Call, d.Attempt, clip(d.Reason, 200))
 	case hitchtype.KindCallReconcile:
-		var d hitchtype.CallReconciled
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallReconciled](e.Data)
 		if d.Unconfirmed {
 			return prefix + fmt.Sprintf("  %s reconciled as unconfirmed (by %s)", d.Call, or(d.By, "someone"))
 		}
 		return prefix + fmt.Sprintf("  %s reconciled (by %s): %s", d.Call, or(d.By, "someone"), clip(d.Output, 160))
 	case hitchtype.KindWakeArmed:
-		var d hitchtype.WakeArmed
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.WakeArmed](e.Data)
 		return prefix + fmt.Sprintf("  %s waits for event %q until %s", d.Call, d.Event, d.Deadline.Local().Format(time.DateTime))
 	case hitchtype.KindWakeDelivered:
-		var d hitchtype.WakeDelivered
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.WakeDelivered](e.Data)
 		return prefix + fmt.Sprintf("  %s event %q delivered (by %s) %s", d.Call, d.Event, or(d.By, "someone"), clip(string(d.Data), 160))
 	case hitchtype.KindWakeExpired:
-		var d hitchtype.WakeExpired
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.WakeExpired](e.Data)
 		return prefix + fmt.Sprintf("  %s event %q did not come by %s", d.Call, d.Event, d.Deadline.Local().Format(time.DateTime))
 	case hitchtype.KindCallPending:
-		var d hitchtype.CallPending
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallPending](e.Data)
 		return prefix + fmt.Sprintf("  %s pending outside until %s", d.Call, d.Deadline.Local().Format(time.DateTime))
 	case hitchtype.KindCallCompleted:
-		var d hitchtype.CallCompleted
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallCompleted](e.Data)
 		if d.Error != "" {
 			return prefix + fmt.Sprintf("  %s failed outside (by %s): %s", d.Call, or(d.By, "someone"), clip(d.Error, 160))
 		}
 		return prefix + fmt.Sprintf("  %s completed outside (by %s): %s", d.Call, or(d.By, "someone"), clip(d.Output, 160))
 	case hitchtype.KindCallTimedOut:
-		var d hitchtype.CallTimedOut
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.CallTimedOut](e.Data)
 		return prefix + fmt.Sprintf("  %s timed out waiting for its result (deadline %s)", d.Call, d.Deadline.Local().Format(time.DateTime))
 	case hitchtype.KindRunWaiting:
-		var d hitchtype.RunWaiting
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.RunWaiting](e.Data)
 		return prefix + fmt.Sprintf("waiting for %s: %s", d.Reason, strings.Join(d.Calls, ", "))
 	case hitchtype.KindRunEnded:
-		var d hitchtype.Outcome
-		_ = json.Unmarshal(e.Data, &d)
+		d := decoded[hitchtype.Outcome](e.Data)
 		s := prefix + "ended: " + string(d.Status)
 		if d.Reason != "" {
 			s += " (" + d.Reason + ")"

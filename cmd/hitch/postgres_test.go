@@ -44,11 +44,7 @@ func TestCommandsOnPostgres(t *testing.T) {
 		"hitch.yaml":  "models:\n  m: {provider: scripted, script: script.yaml}\nagents:\n  - {name: hello, model: m, policy: allow_all}\n",
 		"script.yaml": "turns:\n  - text: hello from postgres\n",
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFilesIn(t, dir, files)
 
 	code, out, errOut := cli(t, "runs", "list", "-c", cfg, "--db", db)
 	if code == exitOK || !strings.Contains(errOut, "migrat") {

@@ -448,8 +448,7 @@ func callsOf(ctx context.Context, now time.Time, read journalFunc) ([]callView, 
 					views = append(views, callView{Call: key, Tool: c.Name, Args: c.Arguments, State: "planned"})
 				}
 			case hitchtype.KindCallDecided:
-				var d hitchtype.CallDecided
-				_ = json.Unmarshal(e.Data, &d)
+				d := decoded[hitchtype.CallDecided](e.Data)
 				switch d.Verdict {
 				case "deny":
 					set(d.Call, "denied", d.Reason)
@@ -463,40 +462,32 @@ func callsOf(ctx context.Context, now time.Time, read journalFunc) ([]callView, 
 					set(d.Call, "allowed", "")
 				}
 			case hitchtype.KindApprovalGrant, hitchtype.KindApprovalDeny:
-				var d hitchtype.ApprovalAnswer
-				_ = json.Unmarshal(e.Data, &d)
+				d := decoded[hitchtype.ApprovalAnswer](e.Data)
 				set(d.Call, map[string]string{hitchtype.KindApprovalGrant: "approved", hitchtype.KindApprovalDeny: "rejected"}[e.Kind], d.By)
 			case hitchtype.KindApprovalLapse:
-				var d hitchtype.ApprovalExpired
-				_ = json.Unmarshal(e.Data, &d)
+				d := decoded[hitchtype.ApprovalExpired](e.Data)
 				set(d.Call, "expired", "approval deadline "+d.ExpiredAt.UTC().Format(time.RFC3339))
 			case hitchtype.KindCallRejected:
-				var d hitchtype.CallRejected
-				_ = json.Unmarshal(e.Data, &d)
+				d := decoded[hitchtype.CallRejected](e.Data)
 				set(d.Call, "rejected", d.Error)
 			case hitchtype.KindCallStarted:
-				var d hitchtype.CallStarted
-				_ = json.Unmarshal(e.Data, &d)
+				d := decoded[hitchtype.CallStarted](e.Data)
 				set(d.Call, "started", fmt.Sprintf("attempt %d", d.Attempt))
 			case hitchtype.KindCallSettled:
-				var d hitchtype.CallSettled
-				_ = json.Unmarshal(e.Data, &d)
+				d := decoded[hitchtype.CallSettled](e.Data)
 				set(d.Call, "settled", d.Output)
 			case hitchtype.KindCallFailed:
-				var d hitchtype.CallFailed
-				_ = json.Unmarshal(e.Data, &d)
+				d := decoded[hitchtype.CallFailed](e.Data)
 				set(d.Call, "failed", d.Error)
 			case hitchtype.KindCallUncertain:
-				var d hitchtype.CallUncertain
-				_ = json.Unmarshal(e.Data, &d)
+				d := decoded[hitchtype.CallUncertain](e.Data)
 				set(d.Call, "uncertain", d.Reason)
 			case hitchtype.KindWakeArmed, hitchtype.KindWakeDelivered, hitchtype.KindWakeExpired,
 				hitchtype.KindCallPending, hitchtype.KindCallCompleted, hitchtype.KindCallTimedOut:
 				key, state, detail := waitState(e)
 				set(key, state, detail)
 			case hitchtype.KindCallReconcile:
-				var d hitchtype.CallReconciled
-				_ = json.Unmarshal(e.Data, &d)
+				d := decoded[hitchtype.CallReconciled](e.Data)
 				detail := d.Output
 				if d.Unconfirmed {
 					detail = "unconfirmed"

@@ -95,11 +95,7 @@ agents:
   - text: "done; the key was ` + keyCanary + `"
 `,
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFilesIn(t, dir, files)
 	return dir
 }
 

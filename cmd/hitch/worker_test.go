@@ -22,26 +22,13 @@ func workerSetup(t *testing.T) (bin, dir, cfg string) {
 	t.Helper()
 	bin, dir = binary(t), t.TempDir()
 	files := map[string]string{
-		"hitch.yaml": `store: runs.db
-models:
-  m: {provider: scripted, script: script.yaml}
-agents:
-  - name: ops
-    model: m
-    tools: [bash]
-    policy: allow_all
-    workspace: .
-`,
+		"hitch.yaml": bashOps + "    policy: allow_all\n",
 		"script.yaml": `turns:
   - calls: [{name: bash, args: '{"command": "echo begun >> effects.log; while [ ! -e go ]; do sleep 0.02; done; echo done >> effects.log"}'}]
   - text: finished
 `,
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFilesIn(t, dir, files)
 	cfg = filepath.Join(dir, "hitch.yaml")
 	if code, out, errOut := cli(t, "run", "-c", cfg, "--id", "w1", "--detach", "do the slow thing"); code != exitOK {
 		t.Fatalf("run --detach: exit %d\n%s\n%s", code, out, errOut)
@@ -232,11 +219,7 @@ func TestWorkersElectOneLeader(t *testing.T) {
 		"hitch.yaml":  "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\nagents:\n  - {name: a, model: m, policy: allow_all}\n",
 		"script.yaml": "turns:\n  - text: hi\n",
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFilesIn(t, dir, files)
 	// The first worker creates the store and leads before the second starts.
 	a, aLines := startLeaderWorker(t, bin, cfg)
 	first := nextLeader(t, aLines)
