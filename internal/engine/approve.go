@@ -182,10 +182,10 @@ func (e *Engine) PendingApprovals(ctx context.Context, p PendingApprovalsParams)
 	case limit == 0:
 		limit = DefaultPageLimit
 	case limit < 0 || limit > MaxPageLimit:
-		return nil, "", fmt.Errorf("pending approvals: limit %d is outside 0..%d", p.Limit, MaxPageLimit)
+		return nil, "", fmt.Errorf("limit %d is outside 0..%d", p.Limit, MaxPageLimit)
 	}
 	if err := store.CheckTenant("tenant", p.Tenant, false); err != nil {
-		return nil, "", fmt.Errorf("pending approvals: %w", err)
+		return nil, "", err
 	}
 	after, err := parseCursor(p.After)
 	if err != nil {
@@ -264,7 +264,7 @@ func (e *Engine) PendingApprovals(ctx context.Context, p PendingApprovalsParams)
 		case err != nil:
 			return nil, "", err
 		case !run.CreatedAt.Equal(after.created):
-			return nil, "", fmt.Errorf("pending approvals: %w: cursor %.80q is not one this listing returned", store.ErrBadCursor, p.After)
+			return nil, "", fmt.Errorf("%w: %.80q is not one this listing returned", store.ErrBadCursor, p.After)
 		default:
 			if full, err := takeAll([]store.Run{run}); err != nil || full {
 				return stop(err)
@@ -353,7 +353,7 @@ func parseCursor(s string) (*cursor, error) {
 	if s == "" {
 		return nil, nil
 	}
-	bad := fmt.Errorf("pending approvals: %w: cursor %.80q is not one this listing returned", store.ErrBadCursor, s)
+	bad := fmt.Errorf("%w: %.80q is not one this listing returned", store.ErrBadCursor, s)
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(raw) > 4*store.MaxNameBytes {
 		return nil, bad
