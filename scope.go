@@ -1,6 +1,7 @@
 package hitch
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -231,49 +232,60 @@ func (s *Scope) nameable(id string) bool {
 
 func (s *Scope) owns(tenant string) bool { return s.p.Tenant == AllTenants || tenant == s.p.Tenant }
 
-// errNoRun is the one answer for a run that does not exist and for one of
-// another tenant.
-func errNoRun(id string) error { return fmt.Errorf("run %.60q: %w", id, ErrNotFound) }
-
-// errNoSession is errNoRun's counterpart for sessions.
-func errNoSession(id string) error { return fmt.Errorf("session %.60q: %w", id, ErrSessionNotFound) }
-
 // find looks a run up inside the tenant. It returns the run as stored and
 // the first stored id that was free, for a start.
-func (s *Scope) find(ctx context.Context, id string) (run Run, free string, err error) {
+func (s *Scope) find(ctx context.Context, id string) (Run, string, error) {
+	return lookup(ctx, s, "run", id, s.rt.Get, func(r Run) (string, string) { return r.ID, r.Tenant }, ErrNotFound)
+}
+
+// findSession is find for a session.
+func (s *Scope) findSession(ctx context.Context, id string) (Session, string, error) {
+	return lookup(ctx, s, "session", id, s.rt.GetSession, func(ses Session) (string, string) { return ses.ID, ses.Tenant }, ErrSessionNotFound)
+}
+
+// lookup finds the stored row a tenant's id names: the first of its
+// candidates that exists and is the tenant's. It also returns the first
+// candidate that was free. A row of another tenant, like one that does not
+// exist, is missing. What it finds is remembered for the scope's next
+// lookups, which still read the row.
+func lookup[T any](ctx context.Context, s *Scope, what, id string, get func(context.Context, string) (T, error),
+	key func(T) (stored, tenant string), missing error) (found T, free string, err error) {
+	var zero T
 	if !s.nameable(id) {
-		return Run{}, "", errNoRun(id)
+		return zero, "", fmt.Errorf("%s %.60q: %w", what, id, missing)
 	}
 	s.mu.Lock()
-	stored, ok := s.resolved[id]
+	stored, ok := s.resolved[what+" "+id]
 	s.mu.Unlock()
 	if ok {
-		if run, err = s.rt.Get(ctx, stored); err == nil {
-			return run, "", nil
+		if found, err = get(ctx, stored); err == nil {
+			return found, "", nil
 		}
 	}
 	for _, c := range s.candidates(id) {
-		r, err := s.rt.Get(ctx, c)
+		got, err := get(ctx, c)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, missing):
 			if free == "" {
 				free = c
 			}
 			continue
 		case err != nil:
-			return Run{}, "", err
-		case !s.owns(r.Tenant):
+			return zero, "", err
+		}
+		stored, tenant := key(got)
+		if !s.owns(tenant) {
 			continue
 		}
 		s.mu.Lock()
 		if s.resolved == nil || len(s.resolved) >= 256 {
 			s.resolved = map[string]string{}
 		}
-		s.resolved[id] = r.ID
+		s.resolved[what+" "+id] = stored
 		s.mu.Unlock()
-		return r, "", nil
+		return got, "", nil
 	}
-	return Run{}, free, errNoRun(id)
+	return zero, free, fmt.Errorf("%s %.60q: %w", what, id, missing)
 }
 
 // onRun checks the method's role, looks a run up inside the tenant and
@@ -301,6 +313,18 @@ func onSession[T any](ctx context.Context, s *Scope, method, id string, f func(s
 		return zero, err
 	}
 	return f(stored)
+}
+
+// onRunDo is onRun for a command that returns only an error.
+func onRunDo(ctx context.Context, s *Scope, method, id string, f func(stored string) error) error {
+	_, err := onRun(ctx, s, method, id, func(stored string) (struct{}, error) { return struct{}{}, f(stored) })
+	return err
+}
+
+// onSessionDo is onSession for a command that returns only an error.
+func onSessionDo(ctx context.Context, s *Scope, method, id string, f func(stored string) error) error {
+	_, err := onSession(ctx, s, method, id, func(stored string) (struct{}, error) { return struct{}{}, f(stored) })
+	return err
 }
 
 // run looks a run up inside the tenant and returns its stored id.
@@ -387,90 +411,51 @@ func (s *Scope) Get(ctx context.Context, runID string) (Run, error) {
 
 // Await waits as Runtime.Await does, for a run of the tenant.
 func (s *Scope) Await(ctx context.Context, runID string) (Run, error) {
-	if err := s.allow("Await"); err != nil {
-		return Run{}, err
-	}
-	stored, err := s.run(ctx, runID)
-	if err != nil {
-		return Run{}, err
-	}
-	r, err := s.rt.Await(ctx, stored)
-	return s.out(r), err
+	return onRun(ctx, s, "Await", runID, func(stored string) (Run, error) {
+		r, err := s.rt.Await(ctx, stored)
+		return s.out(r), err
+	})
 }
 
 // Cancel cancels a run of the tenant, as Runtime.Cancel does; who asked
 // is the principal's name unless CancelBy names someone.
 func (s *Scope) Cancel(ctx context.Context, runID string, opts ...CancelOption) (Run, error) {
-	if err := s.allow("Cancel"); err != nil {
-		return Run{}, err
-	}
-	stored, err := s.run(ctx, runID)
-	if err != nil {
-		return Run{}, err
-	}
-	r, err := s.rt.Cancel(ctx, stored, append([]CancelOption{CancelBy(s.p.Name)}, opts...)...)
-	return s.out(r), err
+	return onRun(ctx, s, "Cancel", runID, func(stored string) (Run, error) {
+		r, err := s.rt.Cancel(ctx, stored, append([]CancelOption{CancelBy(s.p.Name)}, opts...)...)
+		return s.out(r), err
+	})
 }
 
 // Call returns the record of one tool call of a run of the tenant, as
 // Runtime.Call does.
 func (s *Scope) Call(ctx context.Context, runID, key string) (CallRecord, error) {
-	if err := s.allow("Call"); err != nil {
-		return CallRecord{}, err
-	}
-	stored, err := s.run(ctx, runID)
-	if err != nil {
-		return CallRecord{}, err
-	}
-	return s.rt.Call(ctx, stored, key)
+	return onRun(ctx, s, "Call", runID, func(stored string) (CallRecord, error) { return s.rt.Call(ctx, stored, key) })
 }
 
 // Reconcile settles an uncertain call of a run of the tenant, as
 // Runtime.Reconcile does; rec.By defaults to the principal's name.
 func (s *Scope) Reconcile(ctx context.Context, runID string, rec Reconciliation) error {
-	if err := s.allow("Reconcile"); err != nil {
-		return err
-	}
-	stored, err := s.run(ctx, runID)
-	if err != nil {
-		return err
-	}
-	if rec.By == "" {
-		rec.By = s.p.Name
-	}
-	return s.rt.Reconcile(ctx, stored, rec)
+	return onRunDo(ctx, s, "Reconcile", runID, func(stored string) error {
+		rec.By = cmp.Or(rec.By, s.p.Name)
+		return s.rt.Reconcile(ctx, stored, rec)
+	})
 }
 
 // Wake delivers an event to a run of the tenant, as Runtime.Wake does; by
 // defaults to the principal's name.
 func (s *Scope) Wake(ctx context.Context, runID, event string, data json.RawMessage, by string) error {
-	if err := s.allow("Wake"); err != nil {
-		return err
-	}
-	stored, err := s.run(ctx, runID)
-	if err != nil {
-		return err
-	}
-	if by == "" {
-		by = s.p.Name
-	}
-	return s.rt.Wake(ctx, stored, event, data, by)
+	return onRunDo(ctx, s, "Wake", runID, func(stored string) error {
+		return s.rt.Wake(ctx, stored, event, data, cmp.Or(by, s.p.Name))
+	})
 }
 
 // CompleteCall completes a call of a run of the tenant, as
 // Runtime.CompleteCall does; c.By defaults to the principal's name.
 func (s *Scope) CompleteCall(ctx context.Context, runID string, c Completion) error {
-	if err := s.allow("CompleteCall"); err != nil {
-		return err
-	}
-	stored, err := s.run(ctx, runID)
-	if err != nil {
-		return err
-	}
-	if c.By == "" {
-		c.By = s.p.Name
-	}
-	return s.rt.CompleteCall(ctx, stored, c)
+	return onRunDo(ctx, s, "CompleteCall", runID, func(stored string) error {
+		c.By = cmp.Or(c.By, s.p.Name)
+		return s.rt.CompleteCall(ctx, stored, c)
+	})
 }
 
 // Waits lists what a run of the tenant waits on.
@@ -481,18 +466,13 @@ func (s *Scope) Waits(ctx context.Context, runID string) ([]Wait, error) {
 // Journal returns a run's entries after position after, at most limit;
 // each entry names its run by the tenant's id.
 func (s *Scope) Journal(ctx context.Context, runID string, after int64, limit int) ([]store.Entry, error) {
-	if err := s.allow("Journal"); err != nil {
-		return nil, err
-	}
-	stored, err := s.run(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	es, err := s.rt.Journal(ctx, stored, after, limit)
-	for i := range es {
-		es[i].RunID = s.local(es[i].RunID)
-	}
-	return es, err
+	return onRun(ctx, s, "Journal", runID, func(stored string) ([]store.Entry, error) {
+		es, err := s.rt.Journal(ctx, stored, after, limit)
+		for i := range es {
+			es[i].RunID = s.local(es[i].RunID)
+		}
+		return es, err
+	})
 }
 
 // Runs lists the tenant's runs as Runtime.Runs does. p.Tenant is the
@@ -502,6 +482,21 @@ func (s *Scope) Runs(ctx context.Context, p RunsParams) (page []Run, next string
 	if err := s.allow("Runs"); err != nil {
 		return nil, "", err
 	}
+	none, err := s.filter(ctx, &p)
+	if err != nil || none {
+		return []Run{}, "", err
+	}
+	page, next, err = s.rt.Runs(ctx, p)
+	for i := range page {
+		page[i] = s.out(page[i])
+	}
+	return page, next, err
+}
+
+// filter keeps p to the scope's tenant and turns its ParentID and RootID
+// into stored ids; none is true when one of them is not the tenant's, so
+// the listing holds nothing.
+func (s *Scope) filter(ctx context.Context, p *RunsParams) (none bool, err error) {
 	if s.p.Tenant != AllTenants {
 		p.Tenant = s.p.Tenant
 	}
@@ -511,18 +506,14 @@ func (s *Scope) Runs(ctx context.Context, p RunsParams) (page []Run, next string
 		}
 		stored, err := s.run(ctx, *id)
 		if errors.Is(err, ErrNotFound) {
-			return []Run{}, "", nil
+			return true, nil
 		}
 		if err != nil {
-			return nil, "", err
+			return false, err
 		}
 		*id = stored
 	}
-	page, next, err = s.rt.Runs(ctx, p)
-	for i := range page {
-		page[i] = s.out(page[i])
-	}
-	return page, next, err
+	return false, nil
 }
 
 // tenantFilter is the tenant a listing of the scope keeps: "" (every
@@ -548,21 +539,9 @@ func (s *Scope) RunCountsFor(ctx context.Context, p RunsParams) (map[hitchtype.S
 	if err := s.allow("RunCountsFor"); err != nil {
 		return nil, err
 	}
-	if s.p.Tenant != AllTenants {
-		p.Tenant = s.p.Tenant
-	}
-	for _, id := range []*string{&p.ParentID, &p.RootID} {
-		if *id == "" {
-			continue
-		}
-		stored, err := s.run(ctx, *id)
-		if errors.Is(err, ErrNotFound) {
-			return map[hitchtype.Status]int{}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		*id = stored
+	none, err := s.filter(ctx, &p)
+	if err != nil || none {
+		return map[hitchtype.Status]int{}, err
 	}
 	return s.rt.RunCountsFor(ctx, p)
 }
@@ -595,15 +574,10 @@ func (s *Scope) PendingApprovals(ctx context.Context, p PendingApprovalsParams) 
 
 // ApprovalRequest returns one approval request of a run of the tenant.
 func (s *Scope) ApprovalRequest(ctx context.Context, runID, call string) (PendingApproval, error) {
-	if err := s.allow("ApprovalRequest"); err != nil {
-		return PendingApproval{}, err
-	}
-	stored, err := s.run(ctx, runID)
-	if err != nil {
-		return PendingApproval{}, err
-	}
-	a, err := s.rt.ApprovalRequest(ctx, stored, call)
-	return s.approvalOut(a), err
+	return onRun(ctx, s, "ApprovalRequest", runID, func(stored string) (PendingApproval, error) {
+		a, err := s.rt.ApprovalRequest(ctx, stored, call)
+		return s.approvalOut(a), err
+	})
 }
 
 // ApprovalAnswer answers an approval request.
@@ -622,29 +596,24 @@ type ApprovalAnswer struct {
 // Runtime.Reject do. A credential refused is one of the approval
 // package's errors (approval.ErrBadCredential …).
 func (s *Scope) AnswerApproval(ctx context.Context, runID, call string, a ApprovalAnswer) error {
-	if err := s.allow("AnswerApproval"); err != nil {
-		return err
-	}
-	stored, err := s.run(ctx, runID)
-	if err != nil {
-		return err
-	}
-	req, err := s.rt.ApprovalRequest(ctx, stored, call)
-	if err != nil {
-		return err
-	}
-	approvers, err := s.rt.Approvers(ctx, stored)
-	if err != nil {
-		return err
-	}
-	proof, err := approvers.Check(ctx, a.Credential, req.Requirement)
-	if err != nil {
-		return err
-	}
-	if a.Approve {
-		return s.rt.Approve(ctx, stored, call, proof)
-	}
-	return s.rt.Reject(ctx, stored, call, proof, a.Reason)
+	return onRunDo(ctx, s, "AnswerApproval", runID, func(stored string) error {
+		req, err := s.rt.ApprovalRequest(ctx, stored, call)
+		if err != nil {
+			return err
+		}
+		approvers, err := s.rt.Approvers(ctx, stored)
+		if err != nil {
+			return err
+		}
+		proof, err := approvers.Check(ctx, a.Credential, req.Requirement)
+		if err != nil {
+			return err
+		}
+		if a.Approve {
+			return s.rt.Approve(ctx, stored, call, proof)
+		}
+		return s.rt.Reject(ctx, stored, call, proof, a.Reason)
+	})
 }
 
 // Roots lists the roots granted to a run of the tenant.
@@ -655,40 +624,21 @@ func (s *Scope) Roots(ctx context.Context, runID string) ([]string, error) {
 // GrantRoot grants a directory to a run of the tenant, in the principal's
 // name, as Runtime.GrantRoot does.
 func (s *Scope) GrantRoot(ctx context.Context, runID, path string) error {
-	if err := s.allow("GrantRoot"); err != nil {
-		return err
-	}
-	stored, err := s.run(ctx, runID)
-	if err != nil {
-		return err
-	}
-	return s.rt.GrantRoot(ctx, stored, path, s.p.Name)
+	return onRunDo(ctx, s, "GrantRoot", runID, func(stored string) error { return s.rt.GrantRoot(ctx, stored, path, s.p.Name) })
 }
 
 // RevokeRoot takes a granted directory back from a run of the tenant.
 func (s *Scope) RevokeRoot(ctx context.Context, runID, path string) error {
-	if err := s.allow("RevokeRoot"); err != nil {
-		return err
-	}
-	stored, err := s.run(ctx, runID)
-	if err != nil {
-		return err
-	}
-	return s.rt.RevokeRoot(ctx, stored, path, s.p.Name)
+	return onRunDo(ctx, s, "RevokeRoot", runID, func(stored string) error { return s.rt.RevokeRoot(ctx, stored, path, s.p.Name) })
 }
 
 // Budget returns what bounds a run of the tenant and what is left of it.
 func (s *Scope) Budget(ctx context.Context, runID string) (RunBudget, error) {
-	if err := s.allow("Budget"); err != nil {
-		return RunBudget{}, err
-	}
-	stored, err := s.run(ctx, runID)
-	if err != nil {
-		return RunBudget{}, err
-	}
-	b, err := s.rt.Budget(ctx, stored)
-	b.RunID, b.RootID = s.local(b.RunID), s.local(b.RootID)
-	return b, err
+	return onRun(ctx, s, "Budget", runID, func(stored string) (RunBudget, error) {
+		b, err := s.rt.Budget(ctx, stored)
+		b.RunID, b.RootID = s.local(b.RunID), s.local(b.RootID)
+		return b, err
+	})
 }
 
 // ContextRequests returns the model requests of a run of the tenant.
@@ -717,30 +667,6 @@ func (s *Scope) FamilyCost(ctx context.Context, rootID string) (RunningCost, err
 // FamilyUsage sums the usage of the family of a root run of the tenant.
 func (s *Scope) FamilyUsage(ctx context.Context, rootID string) (FamilyUsage, error) {
 	return onRun(ctx, s, "FamilyUsage", rootID, func(stored string) (FamilyUsage, error) { return s.rt.FamilyUsage(ctx, stored) })
-}
-
-// findSession looks a session up inside the tenant. It returns the session
-// as stored and the first stored id that was free, for an open.
-func (s *Scope) findSession(ctx context.Context, id string) (ses Session, free string, err error) {
-	if !s.nameable(id) {
-		return Session{}, "", errNoSession(id)
-	}
-	for _, c := range s.candidates(id) {
-		got, err := s.rt.GetSession(ctx, c)
-		switch {
-		case errors.Is(err, ErrSessionNotFound):
-			if free == "" {
-				free = c
-			}
-			continue
-		case err != nil:
-			return Session{}, "", err
-		case !s.owns(got.Tenant):
-			continue
-		}
-		return got, "", nil
-	}
-	return Session{}, free, errNoSession(id)
 }
 
 func (s *Scope) session(ctx context.Context, id string) (string, error) {
@@ -837,20 +763,12 @@ func (s *Scope) Sessions(ctx context.Context, p SessionsParams) (page []Session,
 
 // Send admits a message to a session of the tenant, as Runtime.Send does.
 func (s *Scope) Send(ctx context.Context, sessionID, text string, o SendOptions) (SendResult, error) {
-	if err := s.allow("Send"); err != nil {
-		return SendResult{}, err
-	}
-	stored, err := s.session(ctx, sessionID)
-	if err != nil {
-		return SendResult{}, err
-	}
-	return s.rt.Send(ctx, stored, text, o)
+	return onSession(ctx, s, "Send", sessionID, func(stored string) (SendResult, error) { return s.rt.Send(ctx, stored, text, o) })
 }
 
 // Interrupt interrupts the running submission of a session of the tenant.
 func (s *Scope) Interrupt(ctx context.Context, sessionID string) error {
-	_, err := onSession(ctx, s, "Interrupt", sessionID, func(stored string) (struct{}, error) { return struct{}{}, s.rt.Interrupt(ctx, stored) })
-	return err
+	return onSessionDo(ctx, s, "Interrupt", sessionID, func(stored string) error { return s.rt.Interrupt(ctx, stored) })
 }
 
 // Queue lists the queued messages of a session of the tenant.
@@ -860,43 +778,24 @@ func (s *Scope) Queue(ctx context.Context, sessionID string, limit int) ([]Queue
 
 // Edit replaces the text of a queued message of a session of the tenant.
 func (s *Scope) Edit(ctx context.Context, sessionID, messageID, text string) error {
-	if err := s.allow("Edit"); err != nil {
-		return err
-	}
-	stored, err := s.session(ctx, sessionID)
-	if err != nil {
-		return err
-	}
-	return s.rt.Edit(ctx, stored, messageID, text)
+	return onSessionDo(ctx, s, "Edit", sessionID, func(stored string) error { return s.rt.Edit(ctx, stored, messageID, text) })
 }
 
 // Remove takes a queued message out of a session of the tenant.
 func (s *Scope) Remove(ctx context.Context, sessionID, messageID string) error {
-	if err := s.allow("Remove"); err != nil {
-		return err
-	}
-	stored, err := s.session(ctx, sessionID)
-	if err != nil {
-		return err
-	}
-	return s.rt.Remove(ctx, stored, messageID)
+	return onSessionDo(ctx, s, "Remove", sessionID, func(stored string) error { return s.rt.Remove(ctx, stored, messageID) })
 }
 
 // SessionJournal returns a session's journal entries after position
 // after, at most limit; each names its session by the tenant's id.
 func (s *Scope) SessionJournal(ctx context.Context, sessionID string, after int64, limit int) ([]SessionEntry, error) {
-	if err := s.allow("SessionJournal"); err != nil {
-		return nil, err
-	}
-	stored, err := s.session(ctx, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	es, err := s.rt.SessionJournal(ctx, stored, after, limit)
-	for i := range es {
-		es[i].SessionID = s.local(es[i].SessionID)
-	}
-	return es, err
+	return onSession(ctx, s, "SessionJournal", sessionID, func(stored string) ([]SessionEntry, error) {
+		es, err := s.rt.SessionJournal(ctx, stored, after, limit)
+		for i := range es {
+			es[i].SessionID = s.local(es[i].SessionID)
+		}
+		return es, err
+	})
 }
 
 // statusOut speaks a session's state in the tenant's ids.
