@@ -15,6 +15,7 @@ type ContextRequest struct {
 	Attempt int             `json:"attempt" doc:"The model attempt: counts every call of the run, retries included."`
 	Turn    int             `json:"turn"`
 	Purpose string          `json:"purpose,omitempty" enum:"compaction" doc:"compaction for a call that summarizes the history; absent for a turn."`
+	Model   string          `json:"model,omitempty" doc:"The model of a route the request went to; absent when the agent's model is not a route."`
 	Context *ContextAccount `json:"context,omitempty" doc:"The request's context account; absent for a request journaled before hitch kept them."`
 	Result  string          `json:"result,omitempty" enum:"reply,failed,interrupted" doc:"How the request ended; absent while it is in flight."`
 	Usage   *ReplyUsage     `json:"usage,omitempty" doc:"The provider's exact count; absent when it reported none or has not answered."`

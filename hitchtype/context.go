@@ -107,6 +107,9 @@ type ContextRequest struct {
 	Turn    int `json:"turn"`
 	// Purpose is "compaction" for a summary call, "" for a turn.
 	Purpose string `json:"purpose,omitempty"`
+	// Model is the model of a route the request went to; "" when the
+	// agent's model is not a route.
+	Model string `json:"model,omitempty"`
 	// Context is nil for a request journaled before hitch kept context
 	// accounts.
 	Context *ContextAccount `json:"context,omitempty"`
@@ -144,7 +147,7 @@ func (f *ContextFold) Add(kind string, data []byte) error {
 			f.at = map[int]int{}
 		}
 		f.at[a.Attempt] = len(f.reqs)
-		f.reqs = append(f.reqs, ContextRequest{Attempt: a.Attempt, Turn: a.Turn, Purpose: a.Purpose, Context: a.Context})
+		f.reqs = append(f.reqs, ContextRequest{Attempt: a.Attempt, Turn: a.Turn, Purpose: a.Purpose, Model: a.Model, Context: a.Context})
 		return nil
 	case KindModelReply:
 		var m ModelReply

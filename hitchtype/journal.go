@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/model/route"
 	"github.com/hitch-dev/hitch/policy"
 )
 
@@ -101,6 +102,22 @@ type ModelAttempt struct {
 	// window it was fitted into; nil in journals written before hitch
 	// kept context accounts.
 	Context *ContextAccount `json:"context,omitempty"`
+	// Route names the route of an agent whose model is one (its Name,
+	// "route/main"); the fields below are set only then. Model is the
+	// route's model this attempt went to, by its Name; the reply is
+	// priced at its price.
+	Route string `json:"route,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Why says how the route came to Model: first, retry, fallback,
+	// again (every model was tried: from the top) or recovered (the
+	// same model again after an attempt cut short by a crash); After is
+	// the class of the failure that led here.
+	Why   string     `json:"why,omitempty"`
+	After model.Kind `json:"after,omitempty"`
+	// Skipped are the route's models passed over on the way: cooling
+	// down after a failure, or unable to serve the request (no tools, no
+	// structured output).
+	Skipped []route.Skip `json:"skipped,omitempty"`
 }
 
 // ModelReply is a model's complete reply to one attempt.

@@ -63,7 +63,7 @@ func (s *Server) registerContext() {
 }
 
 func wireContextRequest(r hitchtype.ContextRequest) api.ContextRequest {
-	out := api.ContextRequest{Attempt: r.Attempt, Turn: r.Turn, Purpose: r.Purpose, Result: r.Result, CostUSD: r.CostUSD}
+	out := api.ContextRequest{Attempt: r.Attempt, Turn: r.Turn, Purpose: r.Purpose, Model: r.Model, Result: r.Result, CostUSD: r.CostUSD}
 	if a := r.Context; a != nil {
 		c := a.Categories
 		out.Context = &api.ContextAccount{Estimator: a.Estimator, Window: a.Window, Estimate: a.Estimate, Categories: api.ContextCategories{

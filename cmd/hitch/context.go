@@ -33,7 +33,7 @@ func printContext(w io.Writer, reqs []hitchtype.ContextRequest, more bool) {
 		fmt.Fprintf(w, "  (the latest %d; earlier requests are not listed)\n", len(reqs))
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ATTEMPT\tTURN\tPURPOSE\tESTIMATE\tFILL\tINPUT\tOUTPUT")
+	fmt.Fprintln(tw, "  ATTEMPT\tTURN\tPURPOSE\tESTIMATE\tFILL\tINPUT\tOUTPUT\tCOST\tMODEL")
 	for _, r := range reqs {
 		est, fill := "not accounted", "-"
 		if a := r.Context; a != nil {
@@ -43,7 +43,14 @@ func printContext(w io.Writer, reqs []hitchtype.ContextRequest, more bool) {
 			}
 		}
 		in, out := reported(r)
-		fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Attempt, r.Turn, or(r.Purpose, "turn"), est, fill, in, out)
+		cost := "not priced"
+		switch {
+		case r.Result == "":
+			cost = "-"
+		case r.CostUSD != nil:
+			cost = fmt.Sprintf("$%.6f", *r.CostUSD)
+		}
+		fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Attempt, r.Turn, or(r.Purpose, "turn"), est, fill, in, out, cost, or(r.Model, "-"))
 	}
 	_ = tw.Flush()
 }
@@ -148,7 +155,7 @@ func costLine(c hitch.RunningCost, where string) string {
 }
 
 func contextRequestOf(q api.ContextRequest) hitchtype.ContextRequest {
-	out := hitchtype.ContextRequest{Attempt: q.Attempt, Turn: q.Turn, Purpose: q.Purpose, Result: q.Result, CostUSD: q.CostUSD}
+	out := hitchtype.ContextRequest{Attempt: q.Attempt, Turn: q.Turn, Purpose: q.Purpose, Model: q.Model, Result: q.Result, CostUSD: q.CostUSD}
 	if a := q.Context; a != nil {
 		c := a.Categories
 		out.Context = &hitchtype.ContextAccount{Estimator: a.Estimator, Window: a.Window, Estimate: a.Estimate, Categories: hitchtype.ContextCategories{

@@ -126,6 +126,16 @@ func (p *printer) describe(e store.Entry) string {
 		if d.Purpose != "" {
 			s += ", for " + d.Purpose
 		}
+		if d.Model != "" {
+			s += ", to " + d.Model + " (" + d.Why
+			if d.After != "" {
+				s += " after " + string(d.After)
+			}
+			s += ")"
+			for _, sk := range d.Skipped {
+				s += fmt.Sprintf(", passing over %s (%s)", sk.Model, sk.Why)
+			}
+		}
 		return s
 	case hitchtype.KindModelReply:
 		d := decoded[hitchtype.ModelReply](e.Data)

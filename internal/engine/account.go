@@ -57,10 +57,10 @@ func (s *state) summaryText() string {
 	return summaryPrefix + s.summary
 }
 
-// costOf prices one reply's usage at the agent's model's price; nil when
-// either is unknown.
-func (r *runner) costOf(u *model.Usage) *float64 {
-	if usd, known := r.e.cfg.Prices.Cost(r.agent.Model.Name(), u); known {
+// costOf prices one reply's usage at the price of the model that made it
+// (named as its Name says); nil when either is unknown.
+func (r *runner) costOf(name string, u *model.Usage) *float64 {
+	if usd, known := r.e.cfg.Prices.Cost(name, u); known {
 		return &usd
 	}
 	return nil

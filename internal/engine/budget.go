@@ -80,8 +80,9 @@ func (r *runner) checkWall() (ended bool, err error) {
 // time, and prices the family's reservation for a model call: one call,
 // the request's estimated input tokens and their price. The reservation
 // is charged by reserve with the attempt's entry. est is the request's
-// estimated input tokens, from its context account.
-func (r *runner) beforeModel(est int64) (res store.Budget, ended bool, err error) {
+// estimated input tokens, from its context account; name is the model
+// the call goes to.
+func (r *runner) beforeModel(est int64, name string) (res store.Budget, ended bool, err error) {
 	lim, u := r.agent.Limits, r.st.usage
 	if lim.MaxTokens > 0 && u.Generations > 0 {
 		if u.InputTokens == nil || u.OutputTokens == nil {
@@ -100,10 +101,10 @@ func (r *runner) beforeModel(est int64) (res store.Budget, ended bool, err error
 	}
 	res = store.Budget{ModelCalls: 1, Tokens: est}
 	if r.fam.limits.MicroUSD > 0 {
-		micro, known := r.microUSD(&model.Usage{InputTokens: &est, OutputTokens: model.Int64(0), CachedInputTokens: model.Int64(0)})
+		micro, known := r.microUSD(name, &model.Usage{InputTokens: &est, OutputTokens: model.Int64(0), CachedInputTokens: model.Int64(0)})
 		if !known {
 			return res, true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "budget_unverifiable",
-				Error: fmt.Sprintf("the family has a USD budget and model %s has no price (add one to the price table)", r.agent.Model.Name())})
+				Error: fmt.Sprintf("the family has a USD budget and model %s has no price (add one to the price table)", name)})
 		}
 		res.MicroUSD = micro
 	}
@@ -152,12 +153,12 @@ func (r *runner) reserve(res store.Budget, e store.EntryInput, deferrable bool) 
 // without usage under a token or USD budget, the run's own or the
 // family's, ends the run before anything acts on it: the budget can no
 // longer be kept.
-func (r *runner) afterReply(res store.Budget, usage *model.Usage) (ended bool, err error) {
+func (r *runner) afterReply(res store.Budget, name string, usage *model.Usage) (ended bool, err error) {
 	if r.agent.Limits.MaxTokens > 0 && (usage == nil || usage.InputTokens == nil || usage.OutputTokens == nil) {
 		return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "budget_unverifiable",
 			Error: "a token budget is set and a model reply did not report its usage, so the budget cannot be kept"})
 	}
-	if ok, why := r.settleModel(res, usage); !ok {
+	if ok, why := r.settleModel(res, name, usage); !ok {
 		return true, r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "budget_unverifiable", Error: why})
 	}
 	return false, nil
@@ -166,7 +167,7 @@ func (r *runner) afterReply(res store.Budget, usage *model.Usage) (ended bool, e
 // settleModel adds the settlement of a model reservation to the next
 // append. ok is false when a limited counter cannot be settled (the reply
 // reported no usage, or its cost is unknown); the reservation then stands.
-func (r *runner) settleModel(res store.Budget, usage *model.Usage) (ok bool, why string) {
+func (r *runner) settleModel(res store.Budget, name string, usage *model.Usage) (ok bool, why string) {
 	if !r.fam.ok || res == (store.Budget{}) {
 		return true, ""
 	}
@@ -176,7 +177,7 @@ func (r *runner) settleModel(res store.Budget, usage *model.Usage) (ok bool, why
 	}
 	actual := store.Budget{Tokens: *usage.InputTokens + *usage.OutputTokens}
 	if r.fam.limits.MicroUSD > 0 {
-		micro, known := r.microUSD(usage)
+		micro, known := r.microUSD(name, usage)
 		if !known {
 			return false, "the family has a USD budget and a reply's cost is unknown"
 		}
@@ -195,7 +196,7 @@ func (r *runner) toolCharge() store.Budget {
 	return store.Budget{ToolCalls: 1}
 }
 
-func (r *runner) microUSD(u *model.Usage) (int64, bool) {
-	usd, known := r.e.cfg.Prices.Cost(r.agent.Model.Name(), u)
+func (r *runner) microUSD(name string, u *model.Usage) (int64, bool) {
+	usd, known := r.e.cfg.Prices.Cost(name, u)
 	return int64(math.Ceil(usd * 1e6)), known
 }

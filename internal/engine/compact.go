@@ -55,26 +55,34 @@ func (r *runner) maybeCompact(est int64) (compacted bool, err error) {
 		return false, nil
 	}
 	acct := account(sreq, layers{system: len(compactInstructions)}, st.summaryText(), lim.ContextWindow)
-	reserved, ended, err := r.beforeModel(acct.Estimate)
+	// A summary goes to the route's first able model, and is not tried
+	// elsewhere when it fails: a failed summary changes nothing.
+	p, err := r.choose(sreq, nil)
+	if err != nil {
+		return false, nil
+	}
+	name := p.model.Name()
+	reserved, ended, err := r.beforeModel(acct.Estimate, name)
 	if ended || err != nil {
 		return ended, err
 	}
 	attempt := st.attempts + 1
-	if ended, err := r.reserve(reserved, entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1, Purpose: "compaction",
-		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct}), true); ended || err != nil {
+	if ended, err := r.reserve(reserved, entry(KindModelAttempt, p.stamp(ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1, Purpose: "compaction",
+		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct}, r.agent.Model.Name())), true); ended || err != nil {
 		return ended, err
 	}
-	reply, err := r.generate(sreq, false)
+	reply, err := r.generate(p, sreq, false)
 	if r.lost() {
 		return false, nil
 	}
 	if r.cancelled.Load() {
 		if err == nil && reply.Text != "" {
-			r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Summary: reply.Text, Usage: reply.Usage, CostUSD: r.costOf(reply.Usage)}))
-			r.settleModel(reserved, reply.Usage)
+			r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Summary: reply.Text, Usage: reply.Usage, CostUSD: r.costOf(name, reply.Usage)}))
+			r.settleModel(reserved, name, reply.Usage)
 		}
 		return false, nil
 	}
+	r.report(p, err)
 	if err != nil || reply.Text == "" {
 		why := "the model gave an empty summary"
 		if err != nil {
@@ -83,8 +91,8 @@ func (r *runner) maybeCompact(est int64) (compacted bool, err error) {
 		r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Error: why}))
 		return false, nil
 	}
-	r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Summary: reply.Text, Usage: reply.Usage, CostUSD: r.costOf(reply.Usage)}))
-	if ended, err := r.afterReply(reserved, reply.Usage); ended || err != nil {
+	r.stage(entry(KindCompacted, Compacted{Attempt: attempt, Through: through, History: history, Summary: reply.Text, Usage: reply.Usage, CostUSD: r.costOf(name, reply.Usage)}))
+	if ended, err := r.afterReply(reserved, name, reply.Usage); ended || err != nil {
 		return ended, err
 	}
 	return true, nil

@@ -222,7 +222,7 @@ func (r *runner) step() (done bool, err error) {
 	if r.draining() {
 		return true, r.drained()
 	}
-	if st.failures > 0 {
+	if st.failures > 0 && !r.fallsBack() {
 		// The failures are durable before the wait, so attempts count
 		// across crashes however long the backoff is.
 		if err := r.flush(); err != nil {
@@ -377,18 +377,23 @@ func (r *runner) callModel() error {
 	if r.draining() {
 		return r.commit() // the step loop parks it
 	}
-	reserved, ended, err := r.beforeModel(acct.Estimate)
+	p, err := r.choose(req, st.tries)
+	if err != nil {
+		return r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "model", Error: err.Error()})
+	}
+	name := p.model.Name()
+	reserved, ended, err := r.beforeModel(acct.Estimate, name)
 	if ended || err != nil {
 		return err
 	}
 	attempt := st.attempts + 1
-	if ended, err := r.reserve(reserved, r.entry(KindModelAttempt, ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1,
-		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct}), true); ended || err != nil {
+	if ended, err := r.reserve(reserved, r.entry(KindModelAttempt, p.stamp(ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1,
+		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct}, a.Model.Name())), true); ended || err != nil {
 		return err
 	}
 	st = r.st
 	began := time.Now()
-	reply, err := r.generate(req, true)
+	reply, err := r.generate(p, req, true)
 	took := time.Since(began).Milliseconds()
 	if r.lost() {
 		return nil // the step loop returns; recovery records the gap
@@ -398,18 +403,19 @@ func (r *runner) callModel() error {
 		// its usage is counted; without one, finish records the attempt
 		// as interrupted.
 		if err == nil {
-			r.stage(r.entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(reply.Usage), TookMS: took}))
-			r.settleModel(reserved, reply.Usage)
+			r.stage(r.entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(name, reply.Usage), TookMS: took}))
+			r.settleModel(reserved, name, reply.Usage)
 		}
 		return nil
 	}
+	r.report(p, err)
 	if err != nil {
 		r.stage(entry(KindModelFailed, ModelFailed{Attempt: attempt, Kind: model.KindOf(err), Message: err.Error(),
 			RetryAfterMS: model.RetryAfterOf(err).Milliseconds(), TookMS: took}))
 		return nil
 	}
-	r.stage(r.entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(reply.Usage), TookMS: took}))
-	_, err = r.afterReply(reserved, reply.Usage)
+	r.stage(r.entry(KindModelReply, ModelReply{Attempt: attempt, Turn: len(st.turns) + 1, Reply: *reply, CostUSD: r.costOf(name, reply.Usage), TookMS: took}))
+	_, err = r.afterReply(reserved, name, reply.Usage)
 	return err
 }
 
@@ -417,7 +423,7 @@ func (r *runner) callModel() error {
 // text deltas to observers when stream is set. A call that does not stop
 // when its context ends is abandoned after a short grace. A timeout is a
 // *model.Error of kind timed_out.
-func (r *runner) generate(req *model.Request, stream bool) (*model.Reply, error) {
+func (r *runner) generate(p pick, req *model.Request, stream bool) (*model.Reply, error) {
 	a := r.agent
 	ctx, cancel := r.work, context.CancelFunc(func() {})
 	if a.Limits.ModelTimeout != Infinite {
@@ -434,7 +440,7 @@ func (r *runner) generate(req *model.Request, stream bool) (*model.Reply, error)
 		if f := r.e.cfg.OnDelta; f != nil && stream {
 			onDelta = func(d string) { f(r.runID, d) }
 		}
-		reply, err := model.Collect(a.Model.Generate(ctx, req), onDelta)
+		reply, err := model.Collect(p.generate(ctx, req), onDelta)
 		ch <- answer{reply, err}
 	}()
 	var got answer
@@ -1041,7 +1047,15 @@ func (r *runner) finish(o Outcome) error {
 	}
 	o.Uncertain = r.st.uncertainCalls()
 	o.Turns, o.Attempts, o.Usage = len(r.st.turns), r.st.attempts, r.st.usage
-	if o.Usage.Generations > 0 {
+	switch {
+	case o.Usage.Generations == 0:
+	case r.route() != nil:
+		// Each generation was priced at the model that made it.
+		if !r.st.unpriced {
+			usd := r.st.cost
+			o.CostUSD = &usd
+		}
+	default:
 		u := o.Usage
 		if usd, known := r.e.cfg.Prices.Cost(r.agent.Model.Name(), &model.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens}); known {
 			o.CostUSD = &usd

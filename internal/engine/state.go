@@ -9,6 +9,7 @@ import (
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/model/route"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
 )
@@ -92,6 +93,14 @@ type state struct {
 	// failures counts consecutive failed attempts, for backoff.
 	failures   int
 	lastFailed *ModelFailed
+	// tries are the turn's attempts so far, for a route's next choice:
+	// the model each went to, and the class of its failure ("" while in
+	// flight, or when it was cut short).
+	tries []route.Try
+	// cost sums the priced generations; unpriced is set once any
+	// generation has no price (no usage, no price, failed or cut short).
+	cost     float64
+	unpriced bool
 
 	// refusals counts final texts refused as typed answers.
 	refusals int
@@ -122,6 +131,16 @@ type state struct {
 	ended   *Outcome
 	usage   Usage
 	pos     int64
+}
+
+// addCost adds a generation's price to the run's cost; nil makes it
+// unknown.
+func (s *state) addCost(usd *float64) {
+	if usd == nil {
+		s.unpriced = true
+		return
+	}
+	s.cost += *usd
 }
 
 func (s *state) lastTurn() *turnState {
@@ -192,11 +211,13 @@ func (s *state) applyValue(e store.Entry, value any) error {
 		if s.inFlight {
 			// The previous attempt was interrupted: it brought no usage.
 			s.usage.Add(nil)
+			s.unpriced = true
 		}
 		s.attempts = a.Attempt
 		s.inFlight = true
 		if a.Purpose == "" {
 			s.turnOpen = true
+			s.tries = append(s.tries, route.Try{Model: a.Model})
 		}
 		s.waiting = nil
 	case KindModelReply:
@@ -208,6 +229,8 @@ func (s *state) applyValue(e store.Entry, value any) error {
 		s.turnOpen = false
 		s.failures = 0
 		s.lastFailed = nil
+		s.tries = nil
+		s.addCost(r.CostUSD)
 		t := &turnState{reply: r.Reply}
 		n := len(s.turns) + 1
 		for i, tc := range r.Reply.ToolCalls {
@@ -224,6 +247,7 @@ func (s *state) applyValue(e store.Entry, value any) error {
 		s.compactTried = len(s.turns)
 		if c.Usage != nil || c.Error != "" {
 			s.usage.Add(c.Usage)
+			s.addCost(c.CostUSD)
 		}
 		if c.Through == 0 && c.History > 0 {
 			s.historyTried = true
@@ -240,6 +264,7 @@ func (s *state) applyValue(e store.Entry, value any) error {
 		}
 		s.inFlight = false
 		s.usage.Add(nil)
+		s.unpriced = true
 	case KindModelFailed:
 		var f ModelFailed
 		if err := decode(&f); err != nil {
@@ -249,6 +274,10 @@ func (s *state) applyValue(e store.Entry, value any) error {
 		s.failures++
 		s.lastFailed = &f
 		s.usage.Add(nil)
+		s.unpriced = true
+		if n := len(s.tries); n > 0 {
+			s.tries[n-1].Kind = f.Kind
+		}
 	case KindCallDecided:
 		var d CallDecided
 		if err := decode(&d); err != nil {

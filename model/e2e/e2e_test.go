@@ -39,6 +39,8 @@ const (
 	envURL     = "HITCH_E2E_URL"
 	envDB      = "HITCH_E2E_DB"
 	envEffects = "HITCH_E2E_EFFECTS"
+	// envURL2 is the second server of a route: the fallback's.
+	envURL2 = "HITCH_E2E_URL2"
 )
 
 const (
@@ -248,6 +250,11 @@ func newAgent(p provider, baseURL string, hc *http.Client, effects string) (*hit
 	if err != nil {
 		return nil, err
 	}
+	return agentOn("e2e-"+p.name, m, nil, effects)
+}
+
+// agentOn builds the add agent on model m, with an optional family budget.
+func agentOn(name string, m model.Model, budget *hitch.Budget, effects string) (*hitch.Agent, error) {
 	add, err := tool.New("add", "Adds two integers.", func(_ context.Context, in addArgs) (int, error) {
 		f, err := os.OpenFile(effects, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -263,8 +270,8 @@ func newAgent(p provider, baseURL string, hc *http.Client, effects string) (*hit
 		return nil, err
 	}
 	return hitch.Build(hitch.Spec{
-		Name: "e2e-" + p.name, Model: m, Instructions: "Use the add tool for arithmetic.",
-		Tools: []tool.Tool{add}, Policy: policy.AllowAll(),
+		Name: name, Model: m, Instructions: "Use the add tool for arithmetic.",
+		Tools: []tool.Tool{add}, Policy: policy.AllowAll(), Budget: budget,
 	})
 }
 
@@ -506,7 +513,7 @@ func TestCrashMidModelCall(t *testing.T) {
 			// close, which waits for the held handler.
 			t.Cleanup(func() { close(stop) })
 
-			killChild(t, p, srv.URL, db, effects, held)
+			killChild(t, held, envChild+"="+p.name, envURL+"="+srv.URL, envDB+"="+db, envEffects+"="+effects)
 			if e := readEffects(t, effects); e != effectLine {
 				t.Fatalf("before recovery the effects file holds %q, want %q", e, effectLine)
 			}
@@ -610,12 +617,12 @@ func recoverRun(ctx context.Context, t *testing.T, rt *hitch.Runtime) {
 	}
 }
 
-// killChild starts the child and SIGKILLs it once the server holds its
-// second model call.
-func killChild(t *testing.T, p provider, url, db, effects string, held <-chan struct{}) {
+// killChild starts the child with env and SIGKILLs it once the server
+// holds the model call it waits for.
+func killChild(t *testing.T, held <-chan struct{}, env ...string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envChild+"="+p.name, envURL+"="+url, envDB+"="+db, envEffects+"="+effects)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr tail
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -681,14 +688,18 @@ func crashChild(name string) int {
 		fmt.Fprintln(os.Stderr, "e2e child:", err)
 		return 2
 	}
-	p, ok := providerNamed(name)
-	if !ok {
-		return fail(fmt.Errorf("unknown provider %q", name))
-	}
 	// Bounded in case the parent is gone and nobody kills this process.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	a, err := newAgent(p, os.Getenv(envURL), nil, os.Getenv(envEffects))
+	var a *hitch.Agent
+	var err error
+	if name == routeChild {
+		a, _, err = routeAgent(os.Getenv(envURL), os.Getenv(envURL2), routeOpts{}, os.Getenv(envEffects))
+	} else if p, ok := providerNamed(name); ok {
+		a, err = newAgent(p, os.Getenv(envURL), nil, os.Getenv(envEffects))
+	} else {
+		return fail(fmt.Errorf("unknown provider %q", name))
+	}
 	if err != nil {
 		return fail(err)
 	}

@@ -261,6 +261,8 @@ func (r *Route) Next(req *model.Request, tries []Try) (Choice, error) {
 			first, firstWhy = i, why
 		}
 		if until, cooling := r.cooling(name, now); cooling {
+			// In UTC and without a monotonic reading: as a journal keeps it.
+			until = until.UTC().Round(0)
 			skipped = append(skipped, Skip{Model: name, Why: SkipCoolingDown, Until: &until})
 			continue
 		}
