@@ -26,6 +26,9 @@ type File struct {
 	Store string `yaml:"store,omitempty"`
 	// Models are named model settings the agents refer to.
 	Models map[string]Model `yaml:"models"`
+	// Routes are named, ordered lists of models with fallbacks; an
+	// agent's model may name a route instead of a model.
+	Routes map[string]Route `yaml:"routes,omitempty"`
 	// Agents are the agents the CLI and server can run.
 	Agents []Agent `yaml:"agents"`
 	// Prices override or add model prices, in USD per million tokens.
@@ -94,8 +97,9 @@ type Model struct {
 
 // Agent is one agent's settings.
 type Agent struct {
-	Name         string `yaml:"name"`
-	Version      int    `yaml:"version,omitempty"`
+	Name    string `yaml:"name"`
+	Version int    `yaml:"version,omitempty"`
+	// Model names one of models, or one of routes.
 	Model        string `yaml:"model"`
 	Instructions string `yaml:"instructions,omitempty"`
 	// Tools name built-in tools, Go tools passed to Load, and MCP tools:

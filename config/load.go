@@ -19,6 +19,7 @@ import (
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/anthropic"
 	"github.com/hitch-dev/hitch/model/openai"
+	"github.com/hitch-dev/hitch/model/route"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/sandbox"
 	"github.com/hitch-dev/hitch/sandbox/local"
@@ -44,6 +45,9 @@ type Config struct {
 	Path   string
 	File   *File
 	Models map[string]model.Model
+	// Routes are the file's routes, built over Models. Each is one value
+	// for the whole process, so its breakers are the node's.
+	Routes map[string]*route.Route
 	Agents []*hitch.Agent
 	// Triggers are the file's trigger bindings, checked.
 	Triggers []ConfiguredTrigger
@@ -168,7 +172,7 @@ func Load(path string, opts Options) (*Config, error) {
 	}
 	l := locator{path: path, tree: tree}
 	var probs Problems
-	cfg := &Config{Path: path, File: f, Models: map[string]model.Model{}, MissingSecrets: map[string]string{}}
+	cfg := &Config{Path: path, File: f, Models: map[string]model.Model{}, Routes: map[string]*route.Route{}, MissingSecrets: map[string]string{}}
 	servers, mp := mcpServers(l, path, f.MCP, getenv)
 	probs = append(probs, mp...)
 	probs = append(probs, serverProblems(l, f.Server)...)
@@ -210,6 +214,7 @@ func Load(path string, opts Options) (*Config, error) {
 		}
 		cfg.Models[name] = mm
 	}
+	probs = append(probs, cfg.routes(l, f)...)
 	if len(f.Agents) == 0 {
 		probs = append(probs, l.problem("agents", "declare at least one agent"))
 	}
@@ -239,12 +244,16 @@ func Load(path string, opts Options) (*Config, error) {
 		}
 		probs = append(probs, np...)
 		spec := hitch.Spec{Name: a.Name, Version: a.Version, Instructions: a.Instructions, Description: a.Description}
+		_, declared := f.Models[a.Model]
+		_, routed := f.Routes[a.Model]
 		if a.Model == "" {
-			probs = append(probs, l.problem(field+".model", "is required: name one of models"))
+			probs = append(probs, l.problem(field+".model", "is required: name one of models or routes"))
 		} else if mm, ok := cfg.Models[a.Model]; ok {
 			spec.Model = mm
-		} else if _, declared := f.Models[a.Model]; !declared {
-			probs = append(probs, l.problem(field+".model", "%q is not declared under models (have %v)", a.Model, sortedKeys(f.Models)))
+		} else if r, ok := cfg.Routes[a.Model]; ok {
+			spec.Model = r
+		} else if !declared && !routed {
+			probs = append(probs, l.problem(field+".model", "%q is not declared under models (have %v) or routes (have %v)", a.Model, sortedKeys(f.Models), sortedKeys(f.Routes)))
 		}
 		p, pp := policyOf(l, field+".policy", a.Policy)
 		probs = append(probs, pp...)

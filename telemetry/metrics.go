@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/model/route"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -56,6 +57,10 @@ type MetricsOptions struct {
 	// operations is recorded, and the store is never read for metrics
 	// (for a short-lived command; a node's gauges say the same).
 	NoGauges bool
+	// Routes are the node's model routes, whose breakers are reported
+	// (hitch.route.breaker.open and .failures, by route and model). They
+	// are read from memory, never from the store. Default none.
+	Routes []*route.Route
 }
 
 // Metrics are hitch's own metrics of a node: gauges read from the store
@@ -75,6 +80,7 @@ type Metrics struct {
 	uncertain   metric.Int64ObservableGauge
 	scanned     metric.Int64ObservableGauge
 	reg         metric.Registration
+	breakers    metric.Registration
 	statusAttrs map[hitchtype.Status]metric.ObserveOption
 
 	mu   sync.Mutex
@@ -149,6 +155,11 @@ func NewMetrics(opts MetricsOptions) (*Metrics, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
+	if len(opts.Routes) > 0 {
+		if m.breakers, err = breakerGauges(meter, opts.Routes); err != nil {
+			return nil, fmt.Errorf("telemetry: %w", err)
+		}
+	}
 	if opts.NoGauges {
 		return m, nil
 	}
@@ -159,12 +170,45 @@ func NewMetrics(opts MetricsOptions) (*Metrics, error) {
 	return m, nil
 }
 
+// breakerGauges reports each route's breakers: open (1) or closed (0),
+// and the moving failures since each model last answered.
+func breakerGauges(meter metric.Meter, routes []*route.Route) (metric.Registration, error) {
+	open, err := meter.Int64ObservableGauge("hitch.route.breaker.open", metric.WithUnit("1"),
+		metric.WithDescription("1 while a route passes over a model that failed with a class that moves on (its cool-down), else 0; by route and model."))
+	if err != nil {
+		return nil, err
+	}
+	failures, err := meter.Int64ObservableGauge("hitch.route.breaker.failures", metric.WithUnit("{failure}"),
+		metric.WithDescription("Failures of a moving class since a route's model last answered; by route and model."))
+	if err != nil {
+		return nil, err
+	}
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, r := range routes {
+			for _, b := range r.Breakers() {
+				attrs := metric.WithAttributes(attrRoute.String(r.Name()), attrRouteModel.String(b.Model))
+				v := int64(0)
+				if b.Open {
+					v = 1
+				}
+				o.ObserveInt64(open, v, attrs)
+				o.ObserveInt64(failures, int64(b.Failures), attrs)
+			}
+		}
+		return nil
+	}, open, failures)
+}
+
 // Close stops the gauges' readings of the store.
 func (m *Metrics) Close() error {
-	if m.reg == nil {
-		return nil
+	var err error
+	if m.breakers != nil {
+		err = m.breakers.Unregister()
 	}
-	return m.reg.Unregister()
+	if m.reg != nil {
+		err = errors.Join(err, m.reg.Unregister())
+	}
+	return err
 }
 
 // StoreTiming records one store operation of a runner; its signature is

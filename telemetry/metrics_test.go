@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/model/route"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
@@ -424,5 +427,66 @@ func TestFromEnvMetricReaders(t *testing.T) {
 	}
 	if err := tel.Shutdown(ctx); err != nil {
 		t.Errorf("shutdown: %v", err)
+	}
+}
+
+// TestMetricsBreakers: a route's breakers are gauges by route and model,
+// read from the route as they stand at each collection.
+func TestMetricsBreakers(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	r, err := route.New(route.Config{Name: "main", Now: clk.Now, Members: []route.Member{
+		{Model: scripted.New("primary", scripted.Script{Turns: []scripted.Turn{{Text: "hi"}}})},
+		{Model: scripted.New("backup", scripted.Script{Turns: []scripted.Turn{{Text: "hi"}}})},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(ctx)
+	m, err := telemetry.NewMetrics(telemetry.MetricsOptions{Store: st, MeterProvider: mp, NoGauges: true, Routes: []*route.Route{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	breakers := func() map[string]int64 {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, met := range sm.Metrics {
+				g, ok := met.Data.(metricdata.Gauge[int64])
+				if !ok {
+					continue
+				}
+				for _, p := range g.DataPoints {
+					rt, _ := p.Attributes.Value(attribute.Key("hitch.route"))
+					mo, _ := p.Attributes.Value(attribute.Key("hitch.route.model"))
+					out[met.Name+" "+rt.AsString()+" "+mo.AsString()] = p.Value
+				}
+			}
+		}
+		return out
+	}
+	r.Report("scripted/primary", &model.Error{Kind: model.KindOverloaded})
+	want := map[string]int64{
+		"hitch.route.breaker.open route/main scripted/primary": 1, "hitch.route.breaker.failures route/main scripted/primary": 1,
+		"hitch.route.breaker.open route/main scripted/backup": 0, "hitch.route.breaker.failures route/main scripted/backup": 0,
+	}
+	if got := breakers(); !maps.Equal(got, want) {
+		t.Errorf("while cooling: %v, want %v", got, want)
+	}
+	clk.add(route.DefaultCoolDown)
+	want["hitch.route.breaker.open route/main scripted/primary"] = 0
+	if got := breakers(); !maps.Equal(got, want) {
+		t.Errorf("after the cool-down: %v, want %v", got, want)
 	}
 }

@@ -2,10 +2,14 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hitch-dev/hitch/config"
+	"github.com/hitch-dev/hitch/model/route"
 	"github.com/hitch-dev/hitch/telemetry"
 )
 
@@ -39,7 +43,7 @@ func (o *observer) prometheus(g *globals, opts *telemetry.Options) error {
 
 // nodeMetrics builds hitch's own metrics on the telemetry's provider, when
 // metrics are exported at all (over OTLP or at /metrics).
-func (o *observer) nodeMetrics(g *globals) error {
+func (o *observer) nodeMetrics(g *globals, cfg *config.Config) error {
 	if o.tel == nil || o.tel.MeterProvider() == nil {
 		return nil
 	}
@@ -47,8 +51,12 @@ func (o *observer) nodeMetrics(g *globals) error {
 	if cache == 0 {
 		cache = -1 // every collection reads
 	}
+	var routes []*route.Route
+	for _, name := range slices.Sorted(maps.Keys(cfg.Routes)) {
+		routes = append(routes, cfg.Routes[name])
+	}
 	met, err := telemetry.NewMetrics(telemetry.MetricsOptions{Store: o.st, MeterProvider: o.tel.MeterProvider(),
-		CacheFor: cache, NoGauges: !g.metrics.gauges})
+		CacheFor: cache, NoGauges: !g.metrics.gauges, Routes: routes})
 	if err != nil {
 		return err
 	}

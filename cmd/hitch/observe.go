@@ -65,6 +65,8 @@ func newObserver(ctx context.Context, g *globals, st store.Store, cfg *config.Co
 	for _, a := range cfg.File.Agents {
 		if m := cfg.Models[a.Model]; m != nil {
 			models[a.Name] = m.Name()
+		} else if r := cfg.Routes[a.Model]; r != nil {
+			models[a.Name] = r.Name()
 		}
 	}
 	opts := telemetry.Options{Store: st, Redactor: cfg.Secrets, Models: models}
@@ -76,7 +78,7 @@ func newObserver(ctx context.Context, g *globals, st store.Store, cfg *config.Co
 		return nil, err
 	}
 	o.tel = tel
-	if err := o.nodeMetrics(g); err != nil {
+	if err := o.nodeMetrics(g, cfg); err != nil {
 		_ = tel.Shutdown(ctx)
 		return nil, err
 	}
