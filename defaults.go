@@ -101,6 +101,8 @@ var Defaults = []Default{
 	{"first retry delay (doubles per failure, at most 64×)", "Limits.RetryDelay", "200ms", "1ms–1m"},
 	{"provider retry-after honoured up to", "Limits.MaxRetryAfter", "10m", "0–1h"},
 	{"model call timeout", "Limits.ModelTimeout", "600s", "1s–24h, or Infinite"},
+	{"route: a model that failed with a class that moves on is passed over by the node's runs for", "route.Config.CoolDown (config: routes.<name>.cool_down)", "1m", "1s–24h, or off"},
+	{"route: attempts in a row at one model before a failure that moves on sends the request to the next", "route.Member.Attempts (config: per_model.<model>.attempts)", "1", "1–100"},
 	{"policy decision timeout", "Limits.PolicyTimeout", "5s", "1ms–1m"},
 	{"tool body timeout", "Limits.ToolTimeout (per tool: tool.WithTimeout)", "60s", "1ms–24h, or Infinite"},
 	{"tool bodies at once per run", "Limits.ToolConcurrency", "4", "1–64"},

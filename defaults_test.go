@@ -13,6 +13,7 @@ import (
 	"github.com/hitch-dev/hitch/cron"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/model/route"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/sandbox/local"
 	"github.com/hitch-dev/hitch/secret"
@@ -72,6 +73,7 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"Limits.RetryDelay", dur(l.RetryDelay)},
 		{"Limits.MaxRetryAfter", "10m"},
 		{"Limits.ModelTimeout", "600s"},
+		{"route.Config.CoolDown (config: routes.<name>.cool_down)", strings.TrimSuffix(dur(route.DefaultCoolDown), "0s")},
 		{"Limits.PolicyTimeout", dur(l.PolicyTimeout)},
 		{"Limits.ToolTimeout (per tool: tool.WithTimeout)", "60s"},
 		{"Limits.ToolConcurrency", itoa(l.ToolConcurrency)},
