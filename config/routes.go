@@ -40,6 +40,10 @@ type RouteModel struct {
 	// StructuredOutput: false says the model cannot give structured
 	// output; requests for an answer schema pass it over. Default true.
 	StructuredOutput *bool `yaml:"structured_output,omitempty"`
+	// ContextWindow is the model's window in tokens when it is smaller
+	// than the agent's limits.context_window: a request for it is
+	// compacted to fit first. Default: the agent's.
+	ContextWindow *int64 `yaml:"context_window,omitempty"`
 }
 
 // maxRouteAttempts bounds a route model's attempt budget; the agent's
@@ -166,6 +170,12 @@ func routeModel(l locator, field string, y RouteModel) (route.Member, []Problem)
 			probs = append(probs, l.problem(field+".timeout", "%q: want 1ms to 24h", y.Timeout))
 		}
 		m.Timeout = d
+	}
+	if y.ContextWindow != nil {
+		if *y.ContextWindow < 1 {
+			probs = append(probs, l.problem(field+".context_window", "%d: want a window in tokens, 1 or more", *y.ContextWindow))
+		}
+		m.Window = *y.ContextWindow
 	}
 	m.NoTools = y.Tools != nil && !*y.Tools
 	m.NoAnswer = y.StructuredOutput != nil && !*y.StructuredOutput

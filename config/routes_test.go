@@ -23,7 +23,7 @@ routes:
     cool_down: 2m
     per_model:
       primary: {move_on: [unavailable, overloaded], attempts: 2, timeout: 30s}
-      small: {tools: false, structured_output: false}
+      small: {tools: false, structured_output: false, context_window: 8000}
 agents:
   - {name: a, model: main, policy: allow_all}
   - {name: b, model: main, policy: allow_all}
@@ -54,7 +54,7 @@ agents:
 	if !slices.Equal(ms[1].MoveOn, route.DefaultMoveOn) || ms[1].Attempts != 1 || ms[1].NoTools {
 		t.Errorf("backup %+v", ms[1])
 	}
-	if !ms[2].NoTools || !ms[2].NoAnswer {
+	if !ms[2].NoTools || !ms[2].NoAnswer || ms[2].Window != 8000 {
 		t.Errorf("small %+v", ms[2])
 	}
 }
@@ -74,7 +74,7 @@ routes:
     models: [demo, demo, other, empty]
     cool_down: soon
     per_model:
-      demo: {move_on: [unauthorized, sideways], attempts: 0, timeout: later}
+      demo: {move_on: [unauthorized, sideways], attempts: 0, timeout: later, context_window: 0}
       nobody: {attempts: 2}
   empty:
     models: []
@@ -96,6 +96,7 @@ agents:
 		`:12: routes.loop.per_model.demo.move_on[1]: "sideways" is not a failure class`,
 		`:12: routes.loop.per_model.demo.attempts: 0: want 1–100`,
 		`:12: routes.loop.per_model.demo.timeout: "later" is not a duration`,
+		`:12: routes.loop.per_model.demo.context_window: 0: want a window in tokens`,
 		`:13: routes.loop.per_model.nobody: "nobody" is not one of this route's models`,
 		`:15: routes.empty.models: is empty`,
 		`:16: routes.empty.cool_down: "0s": want 1s to 24h, or off`,

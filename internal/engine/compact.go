@@ -19,10 +19,11 @@ const compactInstructions = "You compress the history of an AI agent's work so t
 // most of the context window. The summary call is a model attempt like any
 // other, journaled before it is made; its result is journaled before any
 // request uses it. A failed summary changes nothing and is not retried
-// before the history grows.
-func (r *runner) maybeCompact(est int64) (compacted bool, err error) {
+// before the history grows. window is the context window of the model the
+// request goes to.
+func (r *runner) maybeCompact(est, window int64) (compacted bool, err error) {
 	st, lim := r.st, r.agent.Limits
-	if lim.ContextWindow <= 0 || float64(est) < compactAt*float64(lim.ContextWindow) {
+	if window <= 0 || float64(est) < compactAt*float64(window) {
 		return false, nil
 	}
 	if st.attempts+2 >= lim.ModelAttempts {
@@ -54,7 +55,7 @@ func (r *runner) maybeCompact(est int64) (compacted bool, err error) {
 	default:
 		return false, nil
 	}
-	acct := account(sreq, layers{system: len(compactInstructions)}, st.summaryText(), lim.ContextWindow)
+	acct := account(sreq, layers{system: len(compactInstructions)}, st.summaryText(), window)
 	// A summary goes to the route's first able model, and is not tried
 	// elsewhere when it fails: a failed summary changes nothing.
 	p, err := r.choose(sreq, nil)

@@ -47,6 +47,18 @@ func (r *runner) fallsBack() bool {
 	return err == nil && c.Why == route.WhyFallback
 }
 
+// window is the context window a request to the picked model is fitted
+// into: the agent's, or the route member's when that is smaller.
+func (p pick) window(agent int64) int64 {
+	if p.choice == nil {
+		return agent
+	}
+	if w := p.choice.Member.Window; w > 0 && (agent <= 0 || w < agent) {
+		return w
+	}
+	return agent
+}
+
 // stamp records the choice on an attempt's entry.
 func (p pick) stamp(a ModelAttempt, routeName string) ModelAttempt {
 	if p.choice == nil {

@@ -367,19 +367,26 @@ func (r *runner) callModel() error {
 	if a.Answer != nil {
 		req.Answer = a.Answer.request()
 	}
-	acct := account(req, lay, st.summaryText(), a.Limits.ContextWindow)
-	if compacted, err := r.maybeCompact(acct.Estimate); err != nil || r.st.ended != nil || r.lost() || r.cancelled.Load() {
-		return err
-	} else if compacted {
-		req.Messages = st.messages()
-		acct = account(req, lay, st.summaryText(), a.Limits.ContextWindow)
-	}
-	if r.draining() {
-		return r.commit() // the step loop parks it
-	}
+	// The model is chosen first, so the transcript is compacted for its
+	// window; a summary may change the route's breakers, so the choice is
+	// made again after one.
 	p, err := r.choose(req, st.tries)
 	if err != nil {
 		return r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "model", Error: err.Error()})
+	}
+	window := p.window(a.Limits.ContextWindow)
+	acct := account(req, lay, st.summaryText(), window)
+	if compacted, err := r.maybeCompact(acct.Estimate, window); err != nil || r.st.ended != nil || r.lost() || r.cancelled.Load() {
+		return err
+	} else if compacted {
+		req.Messages = st.messages()
+		if p, err = r.choose(req, st.tries); err != nil {
+			return r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "model", Error: err.Error()})
+		}
+		acct = account(req, lay, st.summaryText(), p.window(a.Limits.ContextWindow))
+	}
+	if r.draining() {
+		return r.commit() // the step loop parks it
 	}
 	name := p.model.Name()
 	reserved, ended, err := r.beforeModel(acct.Estimate, name)

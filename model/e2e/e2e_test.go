@@ -250,11 +250,11 @@ func newAgent(p provider, baseURL string, hc *http.Client, effects string) (*hit
 	if err != nil {
 		return nil, err
 	}
-	return agentOn("e2e-"+p.name, m, nil, effects)
+	return agentOn("e2e-"+p.name, m, nil, hitch.Limits{}, effects)
 }
 
 // agentOn builds the add agent on model m, with an optional family budget.
-func agentOn(name string, m model.Model, budget *hitch.Budget, effects string) (*hitch.Agent, error) {
+func agentOn(name string, m model.Model, budget *hitch.Budget, limits hitch.Limits, effects string) (*hitch.Agent, error) {
 	add, err := tool.New("add", "Adds two integers.", func(_ context.Context, in addArgs) (int, error) {
 		f, err := os.OpenFile(effects, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -271,7 +271,7 @@ func agentOn(name string, m model.Model, budget *hitch.Budget, effects string) (
 	}
 	return hitch.Build(hitch.Spec{
 		Name: name, Model: m, Instructions: "Use the add tool for arithmetic.",
-		Tools: []tool.Tool{add}, Policy: policy.AllowAll(), Budget: budget,
+		Tools: []tool.Tool{add}, Policy: policy.AllowAll(), Budget: budget, Limits: limits,
 	})
 }
 

@@ -39,6 +39,9 @@ type routeOpts struct {
 	timeout time.Duration
 	now     func() time.Time
 	budget  *hitch.Budget
+	limits  hitch.Limits
+	// window is the second model's context window.
+	window int64
 }
 
 // routeAgent builds the add agent on a route: the Chat Completions model at
@@ -53,11 +56,11 @@ func routeAgent(primaryURL, backupURL string, o routeOpts, effects string) (*hit
 		return nil, nil, err
 	}
 	r, err := route.New(route.Config{Name: "main", Now: o.now,
-		Members: []route.Member{{Model: primary, Timeout: o.timeout}, {Model: backup}}})
+		Members: []route.Member{{Model: primary, Timeout: o.timeout}, {Model: backup, Window: o.window}}})
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := agentOn("e2e-route", r, o.budget, effects)
+	a, err := agentOn("e2e-route", r, o.budget, o.limits, effects)
 	return a, r, err
 }
 
@@ -355,5 +358,70 @@ func TestRouteCrash(t *testing.T) {
 	requests(t, chat, s1, 2)
 	if e := readEffects(t, effects); e != effectLine {
 		t.Errorf("effects %q, want the body run once: %q", e, effectLine)
+	}
+}
+
+// TestRouteCompactsForTheFallback: the second model has a smaller window,
+// so when the request falls back to it the transcript is first compacted
+// for that window, by the agent's rules (here: keep the last turn); the
+// first model, whose window is the agent's (none), was sent it whole.
+func TestRouteCompactsForTheFallback(t *testing.T) {
+	t.Parallel()
+	chat, _ := providerNamed("chat")
+	claude, _ := providerNamed("anthropic")
+	dir := t.TempDir()
+	effects := filepath.Join(dir, "effects.log")
+	s1 := modeltest.NewServer(t, fixture(t, chat, "add"), fixture(t, chat, "add"),
+		modeltest.Exchange{Status: 503, Body: `{"error":{"message":"The server is overloaded","type":"server_error"}}`})
+	// The summary, then the turn.
+	s2 := modeltest.NewServer(t, fixture(t, claude, "answer"), fixture(t, claude, "answer"))
+	a, _, err := routeAgent(s1.URL, s2.URL, routeOpts{hc1: s1.Client(), hc2: s2.Client(), now: newClock().Now,
+		limits: hitch.Limits{KeepTurns: 1}, window: 10}, effects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := open(t, filepath.Join(dir, "hitch.db"), a)
+	run := runToEnd(t, rt, a)
+	if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != answer {
+		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
+	}
+	es := journal(t, rt, runID)
+	at := attempts(t, es)
+	if len(at) != 5 {
+		t.Fatalf("%d attempts, want 5: two turns, the failed third, the summary, the fallback", len(at))
+	}
+	wantAttempt(t, at[2], primaryName, route.WhyFirst, "")
+	if at[2].Context == nil || at[2].Context.Window != 0 {
+		t.Errorf("the first model's request was fitted into %+v, want no window", at[2].Context)
+	}
+	if at[3].Purpose != "compaction" {
+		t.Errorf("attempt 4 is for %q, want compaction", at[3].Purpose)
+	}
+	wantAttempt(t, at[3], backupName, route.WhyFirst, "", primaryName+" "+route.SkipCoolingDown)
+	wantAttempt(t, at[4], backupName, route.WhyFallback, model.KindOverloaded)
+	if at[4].Context == nil || at[4].Context.Window != 10 {
+		t.Errorf("the fallback's request was fitted into %+v, want the second model's window of 10", at[4].Context)
+	}
+	var compacted int
+	for _, e := range es {
+		if e.Kind == hitchtype.KindCompacted {
+			var c hitchtype.Compacted
+			_ = json.Unmarshal(e.Data, &c)
+			if c.Error != "" || c.Through != 1 {
+				t.Errorf("compaction %+v, want turn 1 folded", c)
+			}
+			compacted++
+		}
+	}
+	if compacted != 1 {
+		t.Errorf("%d compactions, want 1", compacted)
+	}
+	_, bodies := requests(t, claude, s2, 2)
+	if !strings.Contains(string(bodies[1]), "Summary of the earlier part of this conversation") {
+		t.Errorf("the fallback's request does not carry the summary:\n%s", bodies[1])
+	}
+	requests(t, chat, s1, 3)
+	if e := readEffects(t, effects); e != effectLine+effectLine {
+		t.Errorf("effects %q, want two adds", e)
 	}
 }

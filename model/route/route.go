@@ -45,6 +45,11 @@ type Member struct {
 	// NoAnswer marks a model without structured output: requests that ask
 	// for an answer schema skip it. Default false.
 	NoAnswer bool
+	// Window is the model's context window, in tokens, when it is smaller
+	// than the agent's: hitch compacts a request's transcript to fit it
+	// before sending it here, by the agent's compaction rules; Generate
+	// sends requests as they are. Default 0: the agent's window.
+	Window int64
 }
 
 // Config describes a route.
@@ -121,6 +126,9 @@ func New(cfg Config) (*Route, error) {
 		}
 		if m.Timeout < 0 {
 			errs = append(errs, fmt.Errorf("%s.Timeout: %s is negative", field, m.Timeout))
+		}
+		if m.Window < 0 {
+			errs = append(errs, fmt.Errorf("%s.Window: %d is negative", field, m.Window))
 		}
 		members[i] = m
 	}
