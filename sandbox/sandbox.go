@@ -131,6 +131,9 @@ type Cmd struct {
 	Stdout io.Writer
 	// Stderr, when not nil, receives standard error separately.
 	Stderr io.Writer
+	// Stdin, when not nil, is the command's standard input; otherwise it
+	// reads nothing (an immediate end of file).
+	Stdin io.Reader
 }
 
 // Result is how a command ended.

@@ -273,6 +273,7 @@ func (s *Sandbox) Exec(ctx context.Context, c sandbox.Cmd) (sandbox.Result, erro
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
+	cmd.Stdin = c.Stdin
 	cmd.SysProcAttr = sysProcAttr(reaper)
 
 	var pipes []*os.File // read ends

@@ -352,6 +352,9 @@ func TestExec(t *testing.T) {
 		{name: "cwd is a file", cmd: sandbox.Cmd{Args: []string{"true"}, Dir: "/dev/null"}, wantErr: "outside"},
 		{name: "bad env name", cmd: sandbox.Cmd{Args: []string{"true"}, Env: map[string]string{"A=B": "x"}}, wantErr: "invalid"},
 		{name: "NUL argument", cmd: sandbox.Cmd{Args: []string{"echo", "a\x00b"}}, wantErr: "NUL"},
+		{name: "stdin", cmd: sandbox.Cmd{Args: []string{"sh", "-c", "read x; echo got $x"}, Stdin: strings.NewReader("in\n")}, out: "got in\n"},
+		{name: "no stdin", cmd: sandbox.Cmd{Args: []string{"cat"}}, out: ""},
+		{name: "stdin not read", cmd: sandbox.Cmd{Args: []string{"true"}, Stdin: bytes.NewReader(make([]byte, 1<<20))}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
