@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/policy"
 )
 
@@ -39,6 +40,9 @@ type AgentDescription struct {
 	// Workspace says each run gets its own sandbox; Hooks, that hooks
 	// shape its turns.
 	Workspace, Hooks bool
+	// HookList names the hooks, in the order they run, when they list
+	// themselves (hook.Lister: a config's hooks do).
+	HookList []hook.Info
 }
 
 // ToolDescription is one tool of an agent.
@@ -78,6 +82,9 @@ func (a *Agent) Describe() AgentDescription {
 	s := a.spec
 	d := AgentDescription{Name: s.Name, Version: s.Version, Description: s.Description, Instructions: s.Instructions,
 		Limits: s.Limits, Workspace: s.Workspace != nil, Hooks: s.Hooks != nil}
+	if l, ok := s.Hooks.(hook.Lister); ok {
+		d.HookList = l.List()
+	}
 	if s.Model != nil {
 		d.Model = s.Model.Name()
 	}

@@ -23,6 +23,21 @@ type AgentDetail struct {
 	Answer    json.RawMessage `json:"answer,omitempty" doc:"The JSON Schema of a typed final answer; absent when the answer is text."`
 	Workspace bool            `json:"workspace" doc:"Each run gets its own sandbox for the file and shell tools."`
 	Hooks     bool            `json:"hooks" doc:"Hooks watch and shape the agent's turns."`
+	// HookList names the hooks in the order they run, when they list
+	// themselves (a config's commands and webhooks do).
+	HookList []AgentHook `json:"hook_list" nullable:"false"`
+}
+
+// AgentHook is one declared hook of an agent.
+type AgentHook struct {
+	Name     string   `json:"name"`
+	Point    string   `json:"point" doc:"pre_generate, pre_tool, post_tool or post_turn."`
+	Priority int      `json:"priority" doc:"A point's hooks run lowest first."`
+	OnError  string   `json:"on_error" doc:"fail_closed or fail_open."`
+	Kind     string   `json:"kind" doc:"command or webhook."`
+	Target   string   `json:"target" doc:"The command line, or the URL without its query or password."`
+	Match    []string `json:"match,omitempty" doc:"Globs over the tool names the hook sees."`
+	When     string   `json:"when,omitempty" doc:"The CEL condition an event must meet."`
 }
 
 // AgentTool is one tool of an agent.

@@ -52,6 +52,9 @@ type File struct {
 	// Triggers declare trigger bindings: schedules that start runs or
 	// send sessions messages (docs/triggers.md).
 	Triggers []Trigger `yaml:"triggers,omitempty"`
+	// Hooks are called by every agent of the file, before and among its
+	// own by priority (docs/hooks.md).
+	Hooks []Hook `yaml:"hooks,omitempty"`
 }
 
 // ExternalTool declares an external tool.
@@ -125,6 +128,9 @@ type Agent struct {
 	// Env sets variables of the agent's commands (the bash tool) to
 	// secrets: variable name → secret name.
 	Env map[string]string `yaml:"env,omitempty"`
+	// Hooks are commands and webhooks called at points of the agent's
+	// turn loop (docs/hooks.md).
+	Hooks []Hook `yaml:"hooks,omitempty"`
 }
 
 // Budget limits a family of runs; zero or absent is unlimited.
@@ -155,6 +161,7 @@ type Limits struct {
 	MaxRetryAfter       string `yaml:"max_retry_after,omitempty"`
 	ModelTimeout        string `yaml:"model_timeout,omitempty"`
 	PolicyTimeout       string `yaml:"policy_timeout,omitempty"`
+	HookTimeout         string `yaml:"hook_timeout,omitempty"`
 	ToolTimeout         string `yaml:"tool_timeout,omitempty"`
 	ToolConcurrency     *int   `yaml:"tool_concurrency,omitempty"`
 	MaxToolResult       *int   `yaml:"max_tool_result,omitempty"`

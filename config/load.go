@@ -294,8 +294,13 @@ func Load(path string, opts Options) (*Config, error) {
 		spec.Budget = bud
 		lim, lp := limits(l, field+".limits", a.Limits)
 		probs = append(probs, lp...)
-		spec.Limits = lim
-		if len(np) > 0 || len(pp) > 0 || len(tp) > 0 || len(lp) > 0 || len(ap) > 0 || len(bp) > 0 || spec.Model == nil {
+		hs, hp := cfg.hooks(l, f, i, sbox, secretValues)
+		probs = append(probs, hp...)
+		if hs != nil {
+			spec.Hooks = hs
+		}
+		spec.Limits = hookLimit(lim, hs)
+		if len(np) > 0 || len(pp) > 0 || len(tp) > 0 || len(lp) > 0 || len(ap) > 0 || len(bp) > 0 || len(hp) > 0 || spec.Model == nil {
 			continue
 		}
 		specs[i] = &spec
@@ -370,10 +375,24 @@ func Load(path string, opts Options) (*Config, error) {
 	}
 	if len(probs) > 0 {
 		_ = cfg.Close()
+		probs = distinct(probs) // the file's hooks are checked for each agent
 		sort.SliceStable(probs, func(i, j int) bool { return probs[i].Line < probs[j].Line })
 		return nil, probs
 	}
 	return cfg, nil
+}
+
+// distinct drops repeats of a problem, keeping the first.
+func distinct(ps Problems) Problems {
+	seen := map[Problem]bool{}
+	out := ps[:0]
+	for _, p := range ps {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // merge adds the problems the checks found to those decoding found,
@@ -608,6 +627,7 @@ func limits(l locator, field string, y Limits) (hitch.Limits, []Problem) {
 		MaxRetryAfter:       dur("max_retry_after", y.MaxRetryAfter, 0, time.Hour, false),
 		ModelTimeout:        dur("model_timeout", y.ModelTimeout, time.Second, 24*time.Hour, true),
 		PolicyTimeout:       dur("policy_timeout", y.PolicyTimeout, time.Millisecond, time.Minute, false),
+		HookTimeout:         dur("hook_timeout", y.HookTimeout, time.Millisecond, time.Minute, false),
 		ToolTimeout:         dur("tool_timeout", y.ToolTimeout, time.Millisecond, 24*time.Hour, true),
 		ToolConcurrency:     num("tool_concurrency", y.ToolConcurrency, 1, 64),
 		MaxToolResult:       num("max_tool_result", y.MaxToolResult, 1, 64<<20),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"os"
 	"sync"
 	"testing"
 
@@ -16,6 +17,9 @@ import (
 
 func TestMain(m *testing.M) {
 	mcptest.Main() // serves over stdio when this binary is started as an MCP server
+	if dir := os.Getenv(releaseChildEnv); dir != "" {
+		os.Exit(releaseChild(dir))
+	}
 	// The "recorded" provider plays a script like "scripted" and keeps
 	// every request it is sent, under the key its model setting names.
 	providers["recorded"] = func(m Model, configPath string, _ func(string) string) (model.Model, error) {

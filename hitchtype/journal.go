@@ -31,6 +31,7 @@ const (
 	KindCallLost      = "call.lost"
 	KindCallReconcile = "call.reconciled"
 	KindAnswerRefused = "answer.refused"
+	KindHookDecided   = "hook.decided"
 	KindApprovalGrant = "approval.granted"
 	KindApprovalDeny  = "approval.rejected"
 	KindApprovalLapse = "approval.expired"
@@ -209,6 +210,38 @@ type CallHooked struct {
 	Action    string          `json:"action"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
+	// Hooks are the named hooks that answered, in the order they ran,
+	// when the agent's hooks name themselves (hooks from a config do).
+	Hooks []HookDecision `json:"hooks,omitempty"`
+}
+
+// HookDecision is what one named hook answered at one point.
+type HookDecision struct {
+	Hook string `json:"hook"`
+	// Action is what it decided: run (go on, possibly with a rewrite),
+	// deny, hold, or skipped (its match or when left the event out).
+	Action string `json:"action"`
+	// Rewrote says it changed the arguments, the result or the
+	// instructions that the next hook and the run see.
+	Rewrote bool   `json:"rewrote,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Value is a post-turn validator's measured value.
+	Value string `json:"value,omitempty"`
+	// Error is why the hook failed; OnError says what its failure did:
+	// fail_open went on without it, fail_closed denied.
+	Error   string `json:"error,omitempty"`
+	OnError string `json:"on_error,omitempty"`
+}
+
+// HookDecided records what named hooks answered at a point whose outcome
+// is journaled elsewhere (pre_generate in the turn's context, post_tool in
+// the call's result, post_turn in the run's end or a refusal): the record
+// of who decided, never read back to decide again.
+type HookDecided struct {
+	Point string         `json:"point"`
+	Turn  int            `json:"turn,omitempty"`
+	Call  string         `json:"call,omitempty"`
+	Hooks []HookDecision `json:"hooks"`
 }
 
 // CallStarted is the intent to run a body; Attempt counts replays. Node

@@ -94,6 +94,9 @@ type ToolVerdict struct {
 type Verdict struct {
 	Valid  bool
 	Reason string // why an answer is refused, shown to the model
+	// Message, when set with a refusal, is the corrective message the
+	// model sees, verbatim, instead of the generic one built from Reason.
+	Message string
 }
 
 // Base implements every hook as a no-op that lets everything through.
@@ -112,3 +115,22 @@ func (Base) PostTool(_ context.Context, _ Call, r Result) (Result, error) { retu
 
 // PostTurn accepts the answer.
 func (Base) PostTurn(context.Context, Answer) (Verdict, error) { return Verdict{Valid: true}, nil }
+
+// Info describes one named hook for people: where it runs, what it is
+// and in which order (hitch agents lists them).
+type Info struct {
+	Name     string   `json:"name"`
+	Point    string   `json:"point"`
+	Priority int      `json:"priority"`
+	OnError  string   `json:"on_error"`
+	Kind     string   `json:"kind"`   // command or webhook
+	Target   string   `json:"target"` // the command line, or the URL
+	Match    []string `json:"match,omitempty"`
+	When     string   `json:"when,omitempty"`
+}
+
+// Lister is implemented by Hooks made of named hooks (a config's): List
+// returns them in the order they run, point by point.
+type Lister interface {
+	List() []Info
+}

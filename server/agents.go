@@ -56,6 +56,11 @@ func wireAgent(d hitch.AgentDescription) api.AgentDetail {
 		out.Tools = append(out.Tools, wt)
 	}
 	out.SubAgents = append(out.SubAgents, d.SubAgents...)
+	out.HookList = []api.AgentHook{}
+	for _, h := range d.HookList {
+		out.HookList = append(out.HookList, api.AgentHook{Name: h.Name, Point: h.Point, Priority: h.Priority, OnError: h.OnError,
+			Kind: h.Kind, Target: h.Target, Match: h.Match, When: h.When})
+	}
 	for _, r := range d.Policy.Rules {
 		out.Policy.Rules = append(out.Policy.Rules, api.PolicyRule{Name: r.Name, Tools: append([]string{}, r.Tools...), When: r.When,
 			Verdict: string(r.Verdict), Reason: r.Reason, Requirement: r.Requirement})

@@ -44,6 +44,9 @@ agents:
     tools: [read, glob, bash]
     workspace: ws
     env: {DEPLOY_KEY: deploy}
+    hooks:
+      - {name: length, point: post_turn, url: "https://hook:url-canary-pw@checks.example/len?token=url-canary-query", secret: deploy}
+      - {name: gate, point: pre_tool, match: [bash], command: [./gate.sh], env: {TOKEN: deploy}, priority: 5}
     policy:
       - {name: reads, tools: [read, glob], verdict: allow}
       - {tools: [bash], when: 'args.command.startsWith("echo")', verdict: approval, requirement: money, reason: shell needs a person}
@@ -61,11 +64,15 @@ sandbox:
   require_isolation: false
 `,
 		"quick.yaml": "turns:\n  - text: quick done\n",
+		"gate.sh":    "#!/bin/sh\n",
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "gate.sh"), 0o700); err != nil {
+		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
 		t.Fatal(err)
@@ -115,6 +122,10 @@ func TestAgentDetails(t *testing.T) {
 	if ap := d.Approvers; ap.Kind != "listed" || len(ap.Members) != 2 || ap.Members[0].Name != "alice" || ap.Members[0].Requirements[0] != "money" || ap.Members[1].Name != "bob" {
 		t.Errorf("approvers %+v", d.Approvers)
 	}
+	if hs := d.HookList; len(hs) != 2 || hs[0].Name != "gate" || hs[0].Point != "pre_tool" || hs[0].Kind != "command" || hs[0].OnError != "fail_closed" ||
+		hs[0].Match[0] != "bash" || hs[1].Name != "length" || hs[1].Kind != "webhook" || hs[1].Target != "https://hook:xxxxx@checks.example/len" || !d.Hooks {
+		t.Errorf("hooks %+v", d.HookList)
+	}
 	var q api.AgentDetail
 	view.do("GET", "/v1/agents/quick", nil).want(t, 200, "").decode(t, &q)
 	if q.Policy.Kind != "allow_all" || q.Approvers.Kind != "none" || len(q.Tools) != 0 || q.Budget == nil || q.Budget.ToolCalls != 3 {
@@ -129,7 +140,7 @@ func TestAgentDetails(t *testing.T) {
 		t.Errorf("the agents list does not link the agent page:\n%s", listHTML)
 	}
 	pageHTML := console.page(t, "/agents/billing")
-	for _, want := range []string{"gpt-4o-mini", "alice", "bob", "money", "startsWith", "Be careful with money."} {
+	for _, want := range []string{"gpt-4o-mini", "alice", "bob", "money", "startsWith", "Be careful with money.", "gate.sh", "checks.example/len"} {
 		if !strings.Contains(pageHTML, want) {
 			t.Errorf("the agent page lacks %q", want)
 		}
@@ -137,7 +148,7 @@ func TestAgentDetails(t *testing.T) {
 	// No secret value anywhere a client can read, nor the variable that
 	// holds the model's key.
 	for name, body := range map[string]string{"list": string(list.body), "detail": string(one.body), "list page": listHTML, "agent page": pageHTML} {
-		for _, secret := range []string{canaryKey, canaryAlice, canaryInline, canaryEnv, "T_CANARY_KEY", "T_CANARY_ALICE", "T_CANARY_ENV"} {
+		for _, secret := range []string{canaryKey, canaryAlice, canaryInline, canaryEnv, "T_CANARY_KEY", "T_CANARY_ALICE", "T_CANARY_ENV", "url-canary"} {
 			if strings.Contains(body, secret) {
 				t.Errorf("%s shows %q", name, secret)
 			}

@@ -11,10 +11,12 @@ import (
 )
 
 // callHook runs one hook call bounded by the hook timeout, even when the
-// hook ignores its context, and turns a panic into an error.
-func callHook[T any](r *runner, fn func(ctx context.Context) (T, error)) (T, error) {
+// hook ignores its context, and turns a panic into an error. It returns
+// the decisions named hooks reported (hook.Record) for the journal.
+func callHook[T any](r *runner, fn func(ctx context.Context) (T, error)) (T, []hook.Decision, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.agent.Limits.HookTimeout)
 	defer cancel()
+	ctx, ds := hook.WithDecisions(ctx)
 	type answer struct {
 		v   T
 		err error
@@ -31,14 +33,23 @@ func callHook[T any](r *runner, fn func(ctx context.Context) (T, error)) (T, err
 	}()
 	select {
 	case got := <-ch:
-		return got.v, got.err
+		return got.v, ds.All(), got.err
 	case <-ctx.Done():
 		var zero T
 		if r.lost() {
-			return zero, context.Cause(r.ctx)
+			return zero, nil, context.Cause(r.ctx)
 		}
-		return zero, fmt.Errorf("the hook gave no answer within %s", r.agent.Limits.HookTimeout)
+		return zero, ds.All(), fmt.Errorf("the hook gave no answer within %s", r.agent.Limits.HookTimeout)
 	}
+}
+
+// hookDecided stages the record of named hooks' decisions at a point
+// whose outcome is journaled elsewhere.
+func (r *runner) hookDecided(point string, turn int, call string, ds []hook.Decision) {
+	if len(ds) == 0 {
+		return
+	}
+	r.stageDeferred(entry(KindHookDecided, HookDecided{Point: point, Turn: turn, Call: call, Hooks: ds}))
 }
 
 // preTool asks the PreTool hook about an allowed call, once: its verdict is
@@ -49,7 +60,7 @@ func (r *runner) preTool(c *callState) (run bool, ended bool, err error) {
 		return true, false, nil
 	}
 	args := json.RawMessage(c.args())
-	v, err := callHook(r, func(ctx context.Context) (hook.ToolVerdict, error) {
+	v, ds, err := callHook(r, func(ctx context.Context) (hook.ToolVerdict, error) {
 		return h.PreTool(ctx, hook.Call{RunID: r.runID, Agent: r.agent.Name, ID: c.key, Tool: c.call.Name, Arguments: args})
 	})
 	if err != nil {
@@ -68,7 +79,7 @@ func (r *runner) preTool(c *callState) (run bool, ended bool, err error) {
 	default:
 		v = hook.ToolVerdict{Action: hook.Deny, Reason: fmt.Sprintf("the pre-tool hook gave an unknown action %q", v.Action)}
 	}
-	r.stage(entry(KindCallHooked, CallHooked{Call: c.key, Action: string(v.Action), Arguments: v.Arguments, Reason: v.Reason}))
+	r.stage(entry(KindCallHooked, CallHooked{Call: c.key, Action: string(v.Action), Arguments: v.Arguments, Reason: v.Reason, Hooks: ds}))
 	if v.Action != hook.Hold {
 		return v.Action == hook.Run, false, nil
 	}
@@ -95,9 +106,10 @@ func (r *runner) postTool(c *callState, res hook.Result) hook.Result {
 		return res
 	}
 	args := json.RawMessage(c.args())
-	got, err := callHook(r, func(ctx context.Context) (hook.Result, error) {
+	got, ds, err := callHook(r, func(ctx context.Context) (hook.Result, error) {
 		return h.PostTool(ctx, hook.Call{RunID: r.runID, Agent: r.agent.Name, ID: c.key, Tool: c.call.Name, Arguments: args}, res)
 	})
+	r.hookDecided("post_tool", 0, c.key, ds)
 	if err != nil {
 		return res
 	}
@@ -111,31 +123,35 @@ func (r *runner) preGenerate(turn int) (string, error) {
 	if h == nil {
 		return "", nil
 	}
-	return callHook(r, func(ctx context.Context) (string, error) {
+	extra, ds, err := callHook(r, func(ctx context.Context) (string, error) {
 		return h.PreGenerate(ctx, hook.Generate{RunID: r.runID, Agent: r.agent.Name, Turn: turn})
 	})
+	r.hookDecided("pre_generate", turn, "", ds)
+	return extra, err
 }
 
 // postTurn asks the PostTurn hook about a final answer. It fails closed:
-// an error refuses the answer, with a generic reason.
-func (r *runner) postTurn(answer string) (ok bool, reason string) {
+// an error refuses the answer, with a generic reason. message, when not
+// empty, is the hook's own corrective message for the model.
+func (r *runner) postTurn(answer string) (ok bool, reason, message string) {
 	h := r.agent.Hooks
 	if h == nil {
-		return true, ""
+		return true, "", ""
 	}
-	v, err := callHook(r, func(ctx context.Context) (hook.Verdict, error) {
+	v, ds, err := callHook(r, func(ctx context.Context) (hook.Verdict, error) {
 		return h.PostTurn(ctx, hook.Answer{RunID: r.runID, Agent: r.agent.Name, Text: answer})
 	})
+	r.hookDecided("post_turn", len(r.st.turns), "", ds)
 	switch {
 	case err != nil:
-		return false, "the answer could not be validated"
+		return false, "the answer could not be validated", ""
 	case !v.Valid:
 		if v.Reason == "" {
 			v.Reason = "the answer was not accepted"
 		}
-		return false, v.Reason
+		return false, v.Reason, v.Message
 	}
-	return true, ""
+	return true, "", ""
 }
 
 // hookTimeoutDefault guards agents built without a hook timeout.

@@ -244,7 +244,7 @@ func (r *runner) step() (done bool, err error) {
 func (r *runner) final(t *turnState) (bool, error) {
 	a := r.agent.Answer
 	answer := t.reply.Text
-	var why string
+	var why, hookMsg string
 	if a != nil {
 		value, err := a.decode(t.reply.Text)
 		if err != nil {
@@ -253,8 +253,8 @@ func (r *runner) final(t *turnState) (bool, error) {
 		answer = string(value)
 	}
 	if why == "" {
-		if ok, reason := r.postTurn(answer); !ok {
-			why = "a validator refused it: " + reason
+		if ok, reason, msg := r.postTurn(answer); !ok {
+			why, hookMsg = "a validator refused it: "+reason, msg
 		}
 	}
 	if why == "" {
@@ -265,7 +265,10 @@ func (r *runner) final(t *turnState) (bool, error) {
 			Error: fmt.Sprintf("the final answer was refused %d time(s); the last reason: %s", r.st.refusals+1, why)})
 	}
 	msg := fmt.Sprintf("Your final answer was refused: %s. Answer again.", why)
-	if a != nil {
+	switch {
+	case hookMsg != "":
+		msg = hookMsg
+	case a != nil:
 		msg = a.correction(why)
 	}
 	r.stage(entry(KindAnswerRefused, AnswerRefused{Turn: len(r.st.turns), Reason: why, Message: msg}))

@@ -442,6 +442,8 @@ func (s *state) applyValue(e store.Entry, value any) error {
 		}
 		t.refused, t.correction = true, a.Message
 		s.refusals++
+	case KindHookDecided:
+		// Who decided, for people: the outcome is journaled elsewhere.
 	case KindRunWaiting:
 		var w RunWaiting
 		if err := decode(&w); err != nil {

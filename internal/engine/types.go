@@ -22,6 +22,7 @@ const (
 	KindCallLost      = hitchtype.KindCallLost
 	KindCallReconcile = hitchtype.KindCallReconcile
 	KindAnswerRefused = hitchtype.KindAnswerRefused
+	KindHookDecided   = hitchtype.KindHookDecided
 	KindApprovalGrant = hitchtype.KindApprovalGrant
 	KindApprovalDeny  = hitchtype.KindApprovalDeny
 	KindApprovalLapse = hitchtype.KindApprovalLapse
@@ -60,6 +61,7 @@ type (
 	CallLost         = hitchtype.CallLost
 	CallReconciled   = hitchtype.CallReconciled
 	AnswerRefused    = hitchtype.AnswerRefused
+	HookDecided      = hitchtype.HookDecided
 	RootChanged      = hitchtype.RootChanged
 	RunWaiting       = hitchtype.RunWaiting
 	Outcome          = hitchtype.Outcome
