@@ -176,6 +176,7 @@ var (
 		hitchtype.KindCallDecided:         "the policy's verdict",
 		hitchtype.KindCallRejected:        "the runtime's reason",
 		hitchtype.KindCallHooked:          "a hook's verdict",
+		hitchtype.KindHookDecided:         "named hooks' answers (redacted like every staged entry: config's TestHookSecretCanary)",
 		hitchtype.KindCallStarted:         "the model's arguments",
 		hitchtype.KindCallSettled:         "the tool's result",
 		hitchtype.KindCallFailed:          "the tool's error",
