@@ -86,6 +86,22 @@ const (
 	DefaultTriggerMaxRetry    = hitchtype.DefaultTriggerMaxRetry
 )
 
+// Defaults of hitch chaos (package chaos): a workload big enough to land
+// faults inside steps, bounded so that it ends in minutes.
+const (
+	DefaultChaosRuns     = 300
+	DefaultChaosKills    = 20
+	DefaultChaosWorkers  = 3
+	DefaultChaosDuration = 5 * time.Minute
+	// DefaultChaosLeaseTTL is the workers' lease: short, so that a killed
+	// or paused worker's runs are taken over within the workload.
+	DefaultChaosLeaseTTL = time.Second
+	MaxChaosRuns         = 100_000
+	MaxChaosKills        = 10_000
+	MaxChaosWorkers      = 64
+	MaxChaosDuration     = 24 * time.Hour
+)
+
 // Default is one row of the defaults table.
 type Default struct {
 	Limit   string // what is bounded
@@ -130,6 +146,12 @@ var Defaults = []Default{
 	{"graceful stop: running tool bodies and model calls may finish for", "hitch worker --drain (Runtime.Close's ctx)", "30s", "any; a second signal cuts it short"},
 	{"sweeper: looks for due runs every (and at once when the store notifies: PostgreSQL LISTEN/NOTIFY)", "hitch worker --poll (Runtime.Sweep's interval)", "1s", "more than 0"},
 	{"sweeper: wait after store errors (doubling from the interval)", "DefaultSweepMaxBackoff", "30s", "fixed"},
+	{"hitch chaos: runs started", "hitch chaos --runs", "300", "1–100000"},
+	{"hitch chaos: faults injected (SIGKILL, SIGSTOP past a lease, connection cuts)", "hitch chaos --kills", "20", "0–10000"},
+	{"hitch chaos: worker processes", "hitch chaos --workers", "3", "1–64"},
+	{"hitch chaos: the whole workload, drain included", "hitch chaos --duration", "5m0s", "up to 24h"},
+	{"hitch chaos: the workers' lease (a pause lasts 2–3 of it)", "hitch chaos --lease-ttl", "1s", "100ms–1m"},
+	{"hitch chaos: violations listed (all are counted)", "chaos.DefaultMaxViolations", "100", "fixed"},
 	{"run id: letters, digits and . _ : -, not . or ..", "hitch.WithID (MaxRunIDBytes)", "1–128 bytes", "fixed"},
 	{"triggers: dispatcher looks for due occurrences at least every", "Config.Triggers.Poll", "1s", "1ms–1m"},
 	{"triggers: occurrences claimed per pass", "Config.Triggers.Batch", "32", "1–1000"},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/chaos"
 	"github.com/hitch-dev/hitch/client"
 	"github.com/hitch-dev/hitch/cron"
 	"github.com/hitch-dev/hitch/hitchtype"
@@ -79,6 +80,12 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"Limits.ToolConcurrency", itoa(l.ToolConcurrency)},
 		{"Limits.CommandWait", dur(l.CommandWait)},
 		{"Config.LeaseTTL", "30s"},
+		{"hitch chaos --runs", itoa(hitch.DefaultChaosRuns)},
+		{"hitch chaos --kills", itoa(hitch.DefaultChaosKills)},
+		{"hitch chaos --workers", itoa(hitch.DefaultChaosWorkers)},
+		{"hitch chaos --duration", dur(hitch.DefaultChaosDuration)},
+		{"hitch chaos --lease-ttl", dur(hitch.DefaultChaosLeaseTTL)},
+		{"chaos.DefaultMaxViolations", itoa(chaos.DefaultMaxViolations)},
 		{"hitch worker --drain (Runtime.Close's ctx)", dur(hitch.DefaultDrainWindow)},
 		{"hitch worker --poll (Runtime.Sweep's interval)", dur(hitch.DefaultSweepInterval)},
 		{"DefaultSweepMaxBackoff", dur(hitch.DefaultSweepMaxBackoff)},

@@ -30,6 +30,8 @@ const (
 	exitNotFound = 6 // no such run
 	exitNoAnswer = 7 // the run completed without an answer (stop reason max_turns)
 	exitCorrupt  = 8 // the store is damaged: restore it from a backup
+	// exitViolation: hitch chaos found a promise broken.
+	exitViolation = 9
 )
 
 // exitError carries an exit code out of a command.
@@ -166,6 +168,7 @@ func newRoot(raw, term, stderr io.Writer, red *redaction, jsonOut io.Writer) *co
 		localOnly(newWorker(g), "a worker is a node: it opens the store"),
 		localOnly(newRecover(g), "it drives runs from the store"),
 		localOnly(newBench(g), "it measures the store on this machine"),
+		localOnly(newChaos(g), "it starts and kills workers on this machine"),
 		localOnly(newServe(g), "it is the server"),
 		localOnly(newMCP(g, os.Stdin), "it serves the config's agents itself"),
 		localOnly(newPrune(g), "it deletes from the store this machine opens"),
