@@ -201,6 +201,7 @@ func TestEveryCommandBothWays(t *testing.T) {
 		{cmd: "recover", args: fixed("recover")},
 		{cmd: "prune", args: fixed("prune", "--dry-run")},
 		{cmd: "bench", args: fixed("bench"), skipLocal: true},
+		{cmd: "chaos", args: fixed("chaos"), skipLocal: true},
 		{cmd: "demo", args: fixed("demo"), skipLocal: true},
 		{cmd: "worker", args: fixed("worker"), skipLocal: true},
 		{cmd: "serve", args: fixed("serve"), skipLocal: true},
