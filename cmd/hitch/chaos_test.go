@@ -136,7 +136,7 @@ func TestChaosCatchesAnUnfencedAppend(t *testing.T) {
 		t.Fatalf("build: %v\n%s", faultBuilt.err, faultBuilt.out)
 	}
 	dir := t.TempDir()
-	code, res, errOut := runChaos(t, faultBuilt.path, dir, append(chaosArgs, "--db", filepath.Join(dir, "real.db"))...)
+	code, res, errOut := runChaos(t, faultBuilt.path, dir, append(chaosArgs, "--db", filepath.Join(dir, "real.db"), "--duration", "60s")...)
 	if code != exitViolation || res.Report.Counts[chaos.DuplicateEffect] == 0 {
 		t.Fatalf("exit %d, violations %v: the fault went unseen\n%s", code, res.Report.Counts, errOut)
 	}
