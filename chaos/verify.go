@@ -193,9 +193,11 @@ func Verify(ctx context.Context, st store.Store, p VerifyParams) (Report, error)
 			rep.Completed++
 		case run.Status.Terminal():
 			rep.Ended++
-		case run.Status == hitchtype.StatusRunning && (run.LeaseOwner == "" || !run.LeaseExpires.After(now)):
-			rep.add(limit, Violation{Kind: StuckRun, Run: id, Detail: fmt.Sprintf("running, lease of %q expired at %s (store clock %s)",
-				run.LeaseOwner, run.LeaseExpires.Format("15:04:05.000"), now.Format("15:04:05.000"))})
+		case run.Status == hitchtype.StatusRunning && run.LeaseOwner == "":
+			rep.add(limit, Violation{Kind: StuckRun, Run: id, Detail: "running, but no lease is held: nobody drives it"})
+		case run.Status == hitchtype.StatusRunning && !run.LeaseExpires.After(now):
+			rep.add(limit, Violation{Kind: StuckRun, Run: id, Detail: fmt.Sprintf("running, but the lease of %s expired at %s (store clock %s)",
+				run.LeaseOwner, run.LeaseExpires.UTC().Format("15:04:05.000"), now.UTC().Format("15:04:05.000"))})
 		case p.Ended:
 			rep.add(limit, Violation{Kind: LostRun, Run: id, Detail: fmt.Sprintf("still %s when every run should have ended", run.Status)})
 		}

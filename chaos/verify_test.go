@@ -99,7 +99,7 @@ func TestVerifyNamesEachViolation(t *testing.T) {
 	want := map[string]string{
 		chaos.DuplicateEffect:   "twice t1c1: the body ran 2 times (by w1, w2)",
 		chaos.UnjournaledEffect: "ahead t1c1:",
-		chaos.StuckRun:          "stuck: running",
+		chaos.StuckRun:          "stuck: running, but the lease of w expired at 03:04:06.000",
 		chaos.ExtraEnding:       "ended: 2 ending entries",
 		chaos.LostRun:           "missing: started, but the store has no such run",
 		chaos.JournalGap:        "",
