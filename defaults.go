@@ -243,6 +243,8 @@ var Defaults = []Default{
 	{"Go client: reconnects in a row without an event before a stream gives up", "client.DefaultRetries", "10", "1 or more"},
 	{"Go client: one request that is not a stream", "client.DefaultTimeout (client.WithTimeout)", "2m0s", "more than 0"},
 	{"Go client: one JSON answer / one event read", "client.MaxResponseBytes / MaxEventBytes", "64 MiB / 16 MiB", "fixed"},
+	{"doctor: commits the latency probe times", "doctor.Config.Commits", "100", "1–1000"},
+	{"doctor: one check (an MCP server's by its connect timeout when longer)", "doctor.Config.Timeout", "10s", "more than 0"},
 }
 
 // DefaultsMarkdown renders Defaults as a markdown table.

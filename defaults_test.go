@@ -12,6 +12,7 @@ import (
 	"github.com/hitch-dev/hitch/chaos"
 	"github.com/hitch-dev/hitch/client"
 	"github.com/hitch-dev/hitch/cron"
+	"github.com/hitch-dev/hitch/doctor"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/model/route"
@@ -139,6 +140,8 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"client.DefaultRetryMin / DefaultRetryMax (client.WithRetry)", dur(client.DefaultRetryMin) + " / " + dur(client.DefaultRetryMax)},
 		{"client.DefaultRetries", itoa(client.DefaultRetries)},
 		{"client.DefaultTimeout (client.WithTimeout)", dur(client.DefaultTimeout)},
+		{"doctor.Config.Commits", itoa(doctor.DefaultCommits)},
+		{"doctor.Config.Timeout", dur(doctor.DefaultCheckTimeout)},
 		{"client.MaxResponseBytes / MaxEventBytes", itoa(client.MaxResponseBytes>>20) + " MiB / " + itoa(client.MaxEventBytes>>20) + " MiB"},
 		{"Config.Triggers.Poll", dur(hitch.DefaultTriggerPoll)},
 		{"Config.Triggers.Batch", itoa(hitch.DefaultTriggerBatch)},

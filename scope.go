@@ -109,6 +109,8 @@ var scopeRoles = map[string]Role{
 	"RevokeRoot": RoleOperator, "Wake": RoleOperator, "CompleteCall": RoleOperator, "Interrupt": RoleOperator,
 	// What creates work or changes what a model will read.
 	"Start": RoleAdmin, "OpenSession": RoleAdmin, "Send": RoleAdmin, "Edit": RoleAdmin, "Remove": RoleAdmin,
+	// What reports on the whole deployment: its operator's.
+	"Doctor": RoleAdmin,
 }
 
 // RoleFor returns the role a method of Scope needs (RoleAdmin for a name

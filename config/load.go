@@ -38,6 +38,11 @@ type Options struct {
 	// RequireIsolation is the sandbox's require_isolation when the file
 	// does not set it (hitch serve sets it). Default false.
 	RequireIsolation bool
+	// DeferMCP checks the MCP servers' settings but connects to none:
+	// Config.MCPServers lists them for a caller that reaches them itself
+	// (hitch doctor), and the agents' MCP tools are not usable. Default
+	// false.
+	DeferMCP bool
 }
 
 // Config is a loaded, validated configuration.
@@ -58,6 +63,7 @@ type Config struct {
 	// Closers release what the agents hold (MCP clients).
 	closers []func() error
 	clients map[string]*mcp.Client
+	servers []mcp.Server
 	// Secrets redacts every secret value the file names: its secrets
 	// section, model API keys and approver secrets. Give it to the
 	// runtime (hitch.Config.Secrets).
@@ -364,7 +370,8 @@ func Load(path string, opts Options) (*Config, error) {
 	probs = append(probs, trp...)
 	cfg.Triggers = trs
 	probs = merge(decodeProbs, probs)
-	if len(probs) == 0 && len(servers) > 0 {
+	cfg.servers = servers
+	if len(probs) == 0 && len(servers) > 0 && !opts.DeferMCP {
 		// Servers start only for a file that is otherwise sound.
 		mp, err := cfg.connectMCP(l, servers, sels)
 		if err != nil {

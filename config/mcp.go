@@ -57,6 +57,12 @@ func (c *Config) MCP(name string) *mcp.Client {
 	return c.clients[name]
 }
 
+// MCPServers returns the file's MCP servers as the client connects to
+// them, variables expanded, in the file's order.
+func (c *Config) MCPServers() []mcp.Server {
+	return slices.Clone(c.servers)
+}
+
 // mcpServers checks the file's MCP servers and turns them into the
 // client's settings, with variables expanded.
 func mcpServers(l locator, configPath string, list []MCPServer, getenv func(string) string) ([]mcp.Server, []Problem) {

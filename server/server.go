@@ -20,6 +20,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/doctor"
 	"github.com/hitch-dev/hitch/internal/routes"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/web"
@@ -56,6 +57,10 @@ type Config struct {
 	// PrometheusReader), to tokens of tenant default with role viewer or
 	// more (metrics.go).
 	Metrics http.Handler
+	// Doctor is what GET /v1/doctor checks besides the store (package
+	// doctor): the sandbox, the secrets, the MCP servers and the models
+	// of the config; its Store, when nil, is the runtime's.
+	Doctor doctor.Config
 }
 
 // Server is the HTTP API of a runtime.
@@ -143,6 +148,7 @@ func New(cfg Config) (*Server, error) {
 	s.registerWaits()
 	s.registerSessions()
 	s.registerContext()
+	s.registerDoctor()
 	s.documentCommonErrors()
 	if err := s.mountMCP(mux); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)

@@ -124,6 +124,7 @@ var routeRows = map[string]surface{
 	"GET /v1/sessions/{id}/cost":                    {need: "viewer", object: "session", path: "/v1/sessions/{id}/cost"},
 	"/mcp":                                          {need: "viewer", path: "/mcp", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
 	"GET /metrics":                                  {need: "viewer", path: "/metrics", defaultTenant: true},
+	"GET /v1/doctor":                                {need: "admin", path: "/v1/doctor", defaultTenant: true},
 
 	"console: GET /static/":                 {need: "none", path: "/static/console.css"},
 	"console: GET /signin":                  {need: "none", path: "/signin"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/doctor"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
@@ -112,6 +113,10 @@ type backend interface {
 	PauseTrigger(ctx context.Context, id string) (hitch.Trigger, error)
 	ResumeTrigger(ctx context.Context, id string) (hitch.Trigger, error)
 	RemoveTrigger(ctx context.Context, id string) (removed bool, err error)
+
+	// Doctor runs the checks of the deployment (package doctor): here,
+	// or where the server runs; network also calls each model once.
+	Doctor(ctx context.Context, network bool) (doctor.Report, error)
 
 	// Close releases what the backend holds.
 	Close()

@@ -250,7 +250,9 @@ func (e *env) close() {
 	if e.cfg != nil {
 		_ = e.cfg.Close()
 	}
-	_ = e.store.Close()
+	if e.store != nil { // hitch doctor's, when the store did not open
+		_ = e.store.Close()
+	}
 }
 
 // exitForAll is the exit code of a command that drove several runs: the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/doctor"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -20,6 +21,9 @@ type localBackend struct {
 
 	mu   sync.Mutex
 	sink func(hitch.Event) // where the runtime's events go: the printer, or a chat
+
+	// doctor is what hitch doctor checks, set by openDoctor.
+	doctor *doctor.Config
 }
 
 var _ backend = (*localBackend)(nil)

@@ -162,6 +162,7 @@ func newRoot(raw, term, stderr io.Writer, red *redaction, jsonOut io.Writer) *co
 	root.AddCommand(
 		newRun(g), newRuns(g), newReconcile(g), newCancel(g), newApprovals(g), newWorkspace(g),
 		newSessions(g), newChat(g), newWake(g), newCalls(g), newTriggers(g), newModels(g), newVersion(g),
+		newDoctor(g),
 		// These need the store or the agents in this process.
 		localOnly(newDemo(g), "it runs its own offline store"),
 		localOnly(newMigrate(g), "it migrates a store this machine opens"),

@@ -90,7 +90,7 @@ func newServe(g *globals) *cobra.Command {
 			}
 			s, err := server.New(server.Config{Runtime: e.rt, Store: e.store, Agents: e.cfg.Agents, Tokens: tokens,
 				Limits: server.Limits{StreamsPerToken: streams}, Version: versionString(), Log: g.stderr, MCPCredential: cred,
-				Metrics: e.obs.prom})
+				Metrics: e.obs.prom, Doctor: doctorConfig(g, e.cfg)})
 			if err != nil {
 				return err
 			}

@@ -37,7 +37,13 @@ const goneGrace = 5 * time.Second
 // view and network setting: a probe starts a process, and a node that
 // opens a sandbox for every run it drives must not start one each time.
 func findBwrap(view []string, denyNet bool) (string, error) {
-	path, err := exec.LookPath("bwrap")
+	return findBwrapIn("", view, denyNet)
+}
+
+// findBwrapIn is findBwrap looking for bwrap in dirs, a list of
+// directories as PATH spells one; empty means PATH.
+func findBwrapIn(dirs string, view []string, denyNet bool) (string, error) {
+	path, err := lookBwrap(dirs)
 	if err != nil {
 		return "", err
 	}
@@ -52,6 +58,21 @@ func findBwrap(view []string, denyNet bool) (string, error) {
 		return "", p.err
 	}
 	return path, nil
+}
+
+// lookBwrap finds the bwrap program in dirs, or in PATH when dirs is
+// empty.
+func lookBwrap(dirs string) (string, error) {
+	if dirs == "" {
+		return exec.LookPath("bwrap")
+	}
+	for _, d := range filepath.SplitList(dirs) {
+		p := filepath.Join(d, "bwrap")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("bwrap: not found in %s", dirs)
 }
 
 // probe is one view's answer of findBwrap.
@@ -107,6 +128,11 @@ func startSlot(ctx context.Context) (release func(), err error) {
 // when they exist: what programs need to run, and nothing that belongs to a
 // user.
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix/store"}
+
+// SystemDirs are the host directories a command reads under bwrap,
+// read-only, besides its roots and the configured read paths; files
+// under /etc that other users could not read are hidden.
+func SystemDirs() []string { return slices.Clone(systemDirs) }
 
 // secretFiles are hidden under bwrap even when they are readable by others.
 var secretFiles = []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssl/private", "/etc/security/opasswd"}

@@ -173,6 +173,16 @@ func CheckBwrap() error {
 	return err
 }
 
+// CheckBwrapIn is CheckBwrap with bwrap looked up in dirs, a list of
+// directories as PATH spells one (empty: PATH), and returns the program
+// it found and started.
+func CheckBwrapIn(dirs string) (string, error) {
+	if !execSupported {
+		return "", errors.New("commands do not run on this system")
+	}
+	return findBwrapIn(dirs, bwrapView(nil), false)
+}
+
 // readPaths checks and canonicalizes Config.ReadPaths.
 func readPaths(paths []string) ([]string, error) {
 	var out []string

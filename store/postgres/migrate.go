@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hitch-dev/hitch/store"
 )
 
 //go:embed migrations/*.up.sql
@@ -181,5 +183,5 @@ func schemaVersion(ctx context.Context, q interface {
 }
 
 func newerError(schema string, version int) error {
-	return fmt.Errorf("schema %q is at version %d, newer than this build knows (%d); use a newer hitch", schema, version, SchemaVersion)
+	return &store.SchemaVersionError{Schema: schema, Have: version, Build: SchemaVersion}
 }

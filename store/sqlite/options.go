@@ -16,6 +16,10 @@ const (
 	// commits on a power loss or an operating system crash
 	// (synchronous=NORMAL in WAL mode). It syncs only at checkpoints.
 	SyncNormal
+	// SyncOff never waits for the disk (synchronous=OFF): a crash of the
+	// operating system or a power loss may lose commits or damage the
+	// file. For throwaway stores only; hitch doctor warns about it.
+	SyncOff
 )
 
 // String returns the SQLite pragma value.
@@ -25,6 +29,8 @@ func (s Sync) String() string {
 		return "FULL"
 	case SyncNormal:
 		return "NORMAL"
+	case SyncOff:
+		return "OFF"
 	}
 	return fmt.Sprintf("Sync(%d)", int(s))
 }
@@ -71,8 +77,8 @@ func defaultConfig() config {
 
 func (c config) validate() error {
 	switch {
-	case c.sync != SyncFull && c.sync != SyncNormal:
-		return fmt.Errorf("WithSync: %v is neither SyncFull nor SyncNormal", c.sync)
+	case c.sync != SyncFull && c.sync != SyncNormal && c.sync != SyncOff:
+		return fmt.Errorf("WithSync: %v is not SyncFull, SyncNormal or SyncOff", c.sync)
 	case c.batchSize < 1 || c.batchSize > MaxBatchSize:
 		return fmt.Errorf("WithBatchSize: %d is outside 1..%d", c.batchSize, MaxBatchSize)
 	case c.queueSize < 1 || c.queueSize > MaxQueueSize:

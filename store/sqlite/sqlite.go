@@ -135,6 +135,7 @@ func (s *Store) openReadOnly(ctx context.Context, path, uri string) error {
 	q := url.Values{}
 	q.Add("mode", "ro")
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(s.cfg.busyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "synchronous("+s.cfg.sync.String()+")")
 	q.Add("_pragma", "query_only(1)")
 	version, appID, err := s.openReadPool(ctx, uri+"?"+q.Encode())
 	if err != nil {
@@ -160,7 +161,7 @@ func (s *Store) openReadOnly(ctx context.Context, path, uri string) error {
 	case appID != applicationID:
 		return fmt.Errorf("file is not a hitch store (application_id %#x)", appID)
 	case version > latest:
-		return fmt.Errorf("schema version %d is newer than this build supports (%d); use a newer hitch", version, latest)
+		return &store.SchemaVersionError{Have: version, Build: latest}
 	case version < latest:
 		return fmt.Errorf("schema version %d is older than this build's (%d); open the store read-write once to upgrade it",
 			version, latest)
@@ -415,7 +416,7 @@ func migrate(ctx context.Context, conn *sql.Conn) (err error) {
 		return fmt.Errorf("file belongs to another application (application_id %#x)", appID)
 	}
 	if version > latest {
-		return fmt.Errorf("schema version %d is newer than this build supports (%d); use a newer hitch", version, latest)
+		return &store.SchemaVersionError{Have: version, Build: latest}
 	}
 	if version > 0 && appID != applicationID {
 		return fmt.Errorf("file is not a hitch store (schema version %d without the hitch application id)", version)
