@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
@@ -123,6 +125,62 @@ func CheckReadLimit(after int64, limit int) (int, error) {
 		return 0, fmt.Errorf("after %d is negative", after)
 	}
 	return limit, nil
+}
+
+// MaxReadMany bounds the runs of one JournalReadMany.
+const MaxReadMany = 100
+
+// CheckReadMany checks a JournalReadMany's parameters and returns its
+// limit: 0 means DefaultReadLimit.
+func CheckReadMany(p JournalReadManyParams) (int, error) {
+	if len(p.RunIDs) > MaxReadMany {
+		return 0, fmt.Errorf("run ids: %d runs, more than %d", len(p.RunIDs), MaxReadMany)
+	}
+	for _, id := range p.RunIDs {
+		if err := CheckName("run id", id, true); err != nil {
+			return 0, err
+		}
+	}
+	return CheckReadLimit(0, p.Limit)
+}
+
+// Heads is what a driver's JournalReadMany statement read, run by run: the
+// entries (each with its RunID) and each run's journal length.
+type Heads struct {
+	entries map[string][]Entry
+	length  map[string]int64
+}
+
+// Add records a run found by the statement, with its journal length.
+func (h *Heads) Add(runID string, length int64) {
+	if h.length == nil {
+		h.length, h.entries = map[string]int64{}, map[string][]Entry{}
+	}
+	h.length[runID] = length
+}
+
+// AddEntry records an entry of a run the statement read.
+func (h *Heads) AddEntry(e Entry) {
+	h.entries[e.RunID] = append(h.entries[e.RunID], e)
+}
+
+// Answer orders what was read by ids and checks each run's entries are
+// whole up to limit.
+func (h *Heads) Answer(ids []string, limit int) ([][]Entry, error) {
+	out := make([][]Entry, len(ids))
+	for i, id := range ids {
+		length, ok := h.length[id]
+		if !ok {
+			continue
+		}
+		es := h.entries[id]
+		slices.SortFunc(es, func(a, b Entry) int { return cmp.Compare(a.Pos, b.Pos) })
+		if err := CheckWhole(es, 0, length, limit); err != nil {
+			return nil, fmt.Errorf("run %q: %w", id, err)
+		}
+		out[i] = es
+	}
+	return out, nil
 }
 
 // CheckWhole checks that entries read after position after hold every

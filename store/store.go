@@ -96,6 +96,16 @@ type Store interface {
 	// positions read are checked.
 	JournalRead(ctx context.Context, p JournalReadParams) ([]Entry, error)
 
+	// JournalReadMany reads the heads of several journals in one
+	// statement: for each id of p.RunIDs (at most MaxReadMany) the run's
+	// entries from position 1 up to p.Limit of them (0 means
+	// DefaultReadLimit). The answer holds one slice per id, in the order of
+	// p.RunIDs; a run that does not exist has an empty one (a run always
+	// holds its first entry). Each slice is whole as JournalRead's is, or
+	// the error is ErrCorrupt; a slice that reached the limit may go on,
+	// and JournalRead reads the rest.
+	JournalReadMany(ctx context.Context, p JournalReadManyParams) ([][]Entry, error)
+
 	// LeaseClaim leases runs to p.Owner for p.TTL and returns them. Without
 	// p.RunID it claims up to p.Limit due runs: queued or running runs whose
 	// lease is absent or expired, and waiting runs whose WakeAt has come.
@@ -519,6 +529,13 @@ type JournalReadParams struct {
 	// MaxReadKinds), read inside the store without sending the others:
 	// positions between them are then absent by design.
 	Kinds []string
+}
+
+// JournalReadManyParams are the parameters of JournalReadMany.
+type JournalReadManyParams struct {
+	RunIDs []string
+	// Limit bounds the entries read of each run.
+	Limit int
 }
 
 // LeaseClaimParams are the parameters of LeaseClaim.

@@ -142,6 +142,38 @@ func (e *Engine) foldRun(ctx context.Context, runID string) (*state, error) {
 	return fold(entries)
 }
 
+// foldRuns reads and folds the journals of runs (at most
+// store.MaxReadMany) without taking their leases: their heads in one
+// statement, the rest of a long journal run by run. A run that is gone (a
+// pruned one) folds to nil.
+func (e *Engine) foldRuns(ctx context.Context, runs []store.Run) ([]*state, error) {
+	ids := make([]string, len(runs))
+	for i, run := range runs {
+		ids[i] = run.ID
+	}
+	heads, err := e.cfg.Store.JournalReadMany(ctx, store.JournalReadManyParams{RunIDs: ids, Limit: store.DefaultReadLimit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*state, len(runs))
+	for i, entries := range heads {
+		if len(entries) == 0 {
+			continue
+		}
+		for last := entries; len(last) == store.DefaultReadLimit; {
+			last, err = e.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: ids[i], After: last[len(last)-1].Pos})
+			if err != nil {
+				return nil, err
+			}
+			entries = append(entries, last...)
+		}
+		if out[i], err = fold(entries); err != nil {
+			return nil, fmt.Errorf("run %s: %w", ids[i], err)
+		}
+	}
+	return out, nil
+}
+
 // PendingApprovalsParams page the approval requests waiting for answers.
 type PendingApprovalsParams struct {
 	// Tenant limits the list to requests of runs of one tenant; empty
@@ -217,16 +249,16 @@ func (e *Engine) PendingApprovals(ctx context.Context, p PendingApprovalsParams)
 	}
 	// takeAll folds the runs wanted, in order, until the page is full.
 	takeAll := func(runs []store.Run) (full bool, err error) {
-		for _, run := range runs {
-			if !wanted(run) {
-				continue
-			}
-			st, err := e.foldRun(ctx, run.ID)
+		runs = slices.DeleteFunc(slices.Clone(runs), func(run store.Run) bool { return !wanted(run) })
+		for chunk := range slices.Chunk(runs, store.MaxReadMany) {
+			states, err := e.foldRuns(ctx, chunk)
 			if err != nil {
 				return false, err
 			}
-			if take(run, st) {
-				return true, nil
+			for i, run := range chunk {
+				if states[i] != nil && take(run, states[i]) {
+					return true, nil
+				}
 			}
 		}
 		return false, nil

@@ -256,3 +256,58 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	}
 	return entries, nil
 }
+
+// journalManySQL reads the heads of several journals: positions run from 1
+// without gaps, so the first $2 entries are those at positions up to $2.
+const journalManySQL = `
+SELECT r.id, r.position, j.pos, j.kind, j.at, j.data::text
+FROM hitch_runs AS r
+LEFT JOIN LATERAL (
+	SELECT pos, kind, at, data FROM hitch_journal
+	WHERE run_seq = r.seq AND pos <= $2 ORDER BY pos
+) AS j ON true
+WHERE r.id = ANY($1::text[])`
+
+// JournalReadMany implements store.Store in one statement.
+func (s *Store) JournalReadMany(ctx context.Context, p store.JournalReadManyParams) ([][]store.Entry, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	limit, err := store.CheckReadMany(p)
+	if err != nil {
+		return nil, fmt.Errorf("journal read many: %w", err)
+	}
+	if len(p.RunIDs) == 0 {
+		return [][]store.Entry{}, nil
+	}
+	rows, err := s.pool.Query(ctx, journalManySQL, p.RunIDs, limit)
+	if err != nil {
+		return nil, fmt.Errorf("journal read many: %w", err)
+	}
+	defer rows.Close()
+	var heads store.Heads
+	for rows.Next() {
+		var (
+			id         string
+			length     int64
+			pos        *int64
+			kind, data *string
+			at         *time.Time
+		)
+		if err := rows.Scan(&id, &length, &pos, &kind, &at, &data); err != nil {
+			return nil, fmt.Errorf("journal read many: %w", err)
+		}
+		heads.Add(id, length)
+		if pos != nil {
+			heads.AddEntry(store.Entry{RunID: id, Pos: *pos, Kind: *kind, At: at.UTC(), Data: json.RawMessage(*data)})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("journal read many: %w", err)
+	}
+	out, err := heads.Answer(p.RunIDs, limit)
+	if err != nil {
+		return nil, fmt.Errorf("journal read many: %w", err)
+	}
+	return out, nil
+}

@@ -229,3 +229,62 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	}
 	return entries, nil
 }
+
+// JournalReadMany implements store.Store: one statement reads the heads of
+// every journal asked for, on the read pool.
+func (s *Store) JournalReadMany(ctx context.Context, p store.JournalReadManyParams) ([][]store.Entry, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	limit, err := store.CheckReadMany(p)
+	if err != nil {
+		return nil, fmt.Errorf("journal read many: %w", err)
+	}
+	if len(p.RunIDs) == 0 {
+		return [][]store.Entry{}, nil
+	}
+	args := make([]any, 0, len(p.RunIDs)+1)
+	args = append(args, limit)
+	marks := make([]string, len(p.RunIDs))
+	for i, id := range p.RunIDs {
+		args = append(args, id)
+		marks[i] = fmt.Sprintf("?%d", i+2)
+	}
+	// Positions run from 1 without gaps, so the first limit entries are
+	// those at positions up to limit: the primary key reads them in order.
+	rows, err := s.rdb.QueryContext(ctx, `
+	SELECT r.id, r.position, j.pos, j.kind, j.at, j.data
+	FROM runs AS r
+	LEFT JOIN journal AS j ON j.run_seq = r.seq AND j.pos <= ?1
+	WHERE r.id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("journal read many: %w", err)
+	}
+	defer rows.Close()
+	var heads store.Heads
+	for rows.Next() {
+		var (
+			id     string
+			length int64
+			pos    sql.NullInt64
+			kind   sql.NullString
+			at     sql.NullInt64
+			data   sql.NullString
+		)
+		if err := rows.Scan(&id, &length, &pos, &kind, &at, &data); err != nil {
+			return nil, fmt.Errorf("journal read many: %w", err)
+		}
+		heads.Add(id, length)
+		if pos.Valid {
+			heads.AddEntry(store.Entry{RunID: id, Pos: pos.Int64, Kind: kind.String, At: fromMicros(at.Int64), Data: json.RawMessage(data.String)})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("journal read many: %w", err)
+	}
+	out, err := heads.Answer(p.RunIDs, limit)
+	if err != nil {
+		return nil, fmt.Errorf("journal read many: %w", err)
+	}
+	return out, nil
+}

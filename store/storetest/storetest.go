@@ -51,6 +51,7 @@ func run(t *testing.T, open opener) {
 		{"RunGet", testRunGet},
 		{"JournalAppend", testJournalAppend},
 		{"JournalRead", testJournalRead},
+		{"JournalReadMany", testJournalReadMany},
 		{"LeaseClaim", testLeaseClaim},
 		{"LeaseRenew", testLeaseRenew},
 		{"LeaseRenewMany", testLeaseRenewMany},
@@ -455,6 +456,67 @@ func testJournalRead(t *testing.T, open opener) {
 	}
 	if _, err := e.s.JournalRead(e.ctx, store.JournalReadParams{RunID: "r", After: -1}); err == nil {
 		t.Fatal("read after a negative position succeeded")
+	}
+}
+
+func testJournalReadMany(t *testing.T, open opener) {
+	e := newEnv(t, open)
+	e.create("long")
+	l := e.claim("long", "owner", longTTL)
+	for i := range 11 { // 1101 entries: more than the default limit
+		e.append(l, store.JournalAppendParams{After: 1 + int64(i)*100, Entries: entries(fmt.Sprint(i), 100)})
+	}
+	e.create("short")
+	l = e.claim("short", "owner", longTTL)
+	e.append(l, store.JournalAppendParams{After: 1, Entries: entries("s", 2)})
+	ids := []string{"short", "missing", "long"}
+	for _, tc := range []struct {
+		limit int
+		want  []int
+	}{
+		{0, []int{3, 0, store.DefaultReadLimit}},
+		{2, []int{2, 0, 2}},
+		{store.MaxReadLimit, []int{3, 0, 1101}},
+	} {
+		got, err := e.s.JournalReadMany(e.ctx, store.JournalReadManyParams{RunIDs: ids, Limit: tc.limit})
+		if err != nil {
+			t.Fatalf("read many, limit %d: %v", tc.limit, err)
+		}
+		if len(got) != len(ids) {
+			t.Fatalf("read many, limit %d: %d answers for %d runs", tc.limit, len(got), len(ids))
+		}
+		for i, es := range got {
+			if len(es) != tc.want[i] {
+				t.Fatalf("read many, limit %d: %d entries of %q, want %d", tc.limit, len(es), ids[i], tc.want[i])
+			}
+			// Each head is what JournalRead answers, entry for entry.
+			if len(es) > 0 {
+				one := e.read(ids[i], 0, len(es))
+				for j := range es {
+					if es[j].RunID != ids[i] || es[j].Pos != int64(j+1) || es[j].Kind != one[j].Kind ||
+						string(es[j].Data) != string(one[j].Data) || !es[j].At.Equal(one[j].At) {
+						t.Fatalf("read many, limit %d: entry %d of %q is %+v, JournalRead says %+v", tc.limit, j, ids[i], es[j], one[j])
+					}
+				}
+			}
+		}
+	}
+	if got, err := e.s.JournalReadMany(e.ctx, store.JournalReadManyParams{}); err != nil || len(got) != 0 {
+		t.Fatalf("read many of no runs: %v, %v", got, err)
+	}
+	tooMany := make([]string, store.MaxReadMany+1)
+	for i := range tooMany {
+		tooMany[i] = fmt.Sprint("r", i)
+	}
+	for name, p := range map[string]store.JournalReadManyParams{
+		"too many runs":   {RunIDs: tooMany},
+		"negative limit":  {RunIDs: ids, Limit: -1},
+		"limit too large": {RunIDs: ids, Limit: store.MaxReadLimit + 1},
+		"empty id":        {RunIDs: []string{""}},
+	} {
+		if _, err := e.s.JournalReadMany(e.ctx, p); err == nil {
+			t.Errorf("read many with %s succeeded", name)
+		}
 	}
 }
 
