@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hitch-dev/hitch/model"
@@ -29,6 +30,17 @@ type latencyModel struct {
 	// starts are the gaps from a start to the run's first request, steps
 	// those from a reply to the run's next request.
 	starts, steps []time.Duration
+
+	// requests counts the requests received; at countAt, onCount is
+	// called once.
+	requests atomic.Int64
+	countAt  int64
+	onCount  func()
+}
+
+// at calls f once when the model has received n requests.
+func (m *latencyModel) at(n int, f func()) {
+	m.countAt, m.onCount = int64(n), f
 }
 
 func newLatencyModel(m model.Model, latency, jitter time.Duration, runs int) *latencyModel {
@@ -65,6 +77,9 @@ func (m *latencyModel) note(input string, now time.Time, reply bool) {
 func (m *latencyModel) Generate(ctx context.Context, req *model.Request) iter.Seq2[*model.Chunk, error] {
 	input := firstUser(req)
 	m.note(input, time.Now(), false)
+	if n := m.requests.Add(1); n == m.countAt && m.onCount != nil {
+		m.onCount()
+	}
 	return func(yield func(*model.Chunk, error) bool) {
 		d := m.latency
 		if m.jitter > 0 {

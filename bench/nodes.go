@@ -137,23 +137,8 @@ func RunNodes(ctx context.Context, p NodesParams) (NodesResult, error) {
 	}
 
 	begin := time.Now()
-	var wg sync.WaitGroup
-	var startErr atomic.Pointer[error]
-	next := atomic.Int64{}
-	for range 16 {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(p.Runs); i = next.Add(1) - 1 {
-				_, err := rt.Start(ctx, agent, fmt.Sprintf("add numbers #%d", i), hitch.WithID(fmt.Sprintf("bench-%d", i)), hitch.Detached())
-				if err != nil {
-					startErr.CompareAndSwap(nil, &err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if e := startErr.Load(); e != nil {
-		return NodesResult{}, *e
+	if err := startDetached(ctx, rt, agent, p.Runs); err != nil {
+		return NodesResult{}, err
 	}
 	for {
 		counts, err := st.RunCounts(ctx, "")
@@ -187,6 +172,30 @@ func RunNodes(ctx context.Context, p NodesParams) (NodesResult, error) {
 		res.Ended[name] = ended
 	}
 	return res, nil
+}
+
+// startDetached starts runs bench-0 … bench-(n-1) of agent detached, from
+// 16 goroutines: a worker drives them.
+func startDetached(ctx context.Context, rt *hitch.Runtime, agent *hitch.Agent, n int) error {
+	var wg sync.WaitGroup
+	var startErr atomic.Pointer[error]
+	next := atomic.Int64{}
+	for range 16 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				_, err := rt.Start(ctx, agent, fmt.Sprintf("add numbers #%d", i), hitch.WithID(fmt.Sprintf("bench-%d", i)), hitch.Detached())
+				if err != nil {
+					startErr.CompareAndSwap(nil, &err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if e := startErr.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // nodeProc is one worker process.
@@ -223,15 +232,18 @@ func startNode(args []string) (*nodeProc, error) {
 }
 
 // ready waits for the node's READY line.
-func (n *nodeProc) ready(ctx context.Context) error {
+func (n *nodeProc) ready(ctx context.Context) error { return n.await(ctx, "READY") }
+
+// await waits for the node to print want on a line of its own.
+func (n *nodeProc) await(ctx context.Context, want string) error {
 	for {
 		select {
 		case line, ok := <-n.lines:
 			if !ok {
 				_ = n.cmd.Wait()
-				return fmt.Errorf("bench: a node exited before it was ready: %s", n.errs.String())
+				return fmt.Errorf("bench: a node exited before it printed %s: %s", want, n.errs.String())
 			}
-			if line == "READY" {
+			if line == want {
 				return nil
 			}
 		case <-ctx.Done():
@@ -274,8 +286,13 @@ type NodeParams struct {
 	Name          string
 	Store, Schema string
 	Poll          time.Duration
-	In            io.Reader
-	Out           io.Writer
+	// LeaseTTL is the node's lease (0: the runtime's default).
+	LeaseTTL time.Duration
+	// InFlight, when set, makes the node print IN_FLIGHT once its model
+	// has received that many requests.
+	InFlight int
+	In       io.Reader
+	Out      io.Writer
 }
 
 // ServeNode is one node of RunNodes: it opens the store, drives the
@@ -300,7 +317,10 @@ func ServeNode(ctx context.Context, p NodeParams) error {
 		return err
 	}
 	var ended atomic.Int64
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, Node: p.Name, MaxRunners: p.MaxRunners,
+	if p.InFlight > 0 {
+		lat.at(p.InFlight, func() { fmt.Fprintln(p.Out, "IN_FLIGHT") })
+	}
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, Node: p.Name, MaxRunners: p.MaxRunners, LeaseTTL: p.LeaseTTL,
 		OnEvent: func(ev hitch.Event) {
 			for _, e := range ev.Entries {
 				if e.Kind == hitchtype.KindRunEnded {

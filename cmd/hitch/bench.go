@@ -16,9 +16,9 @@ import (
 )
 
 func newBench(g *globals) *cobra.Command {
-	var runs, steps, maxRunners, nodes, parked int
+	var runs, steps, maxRunners, nodes, parked, recoverN int
 	var db, syncMode, tracing string
-	var latency, jitter, poll time.Duration
+	var latency, jitter, poll, lease time.Duration
 	var node bench.NodeParams
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -32,7 +32,11 @@ func newBench(g *globals) *cobra.Command {
 			"max) and the process's peak RSS, heap and goroutines.\n\n" +
 			"With --nodes N, the runs are driven by N worker processes of this binary sharing one store (a fresh SQLite\n" +
 			"file, or a fresh schema of the PostgreSQL database in $HITCH_DATABASE_URL, dropped at the end): once every\n" +
-			"node is up, the R runs are started detached, and the line says how many runs each node ended.",
+			"node is up, the R runs are started detached, and the line says how many runs each node ended.\n\n" +
+			"With --recover N, N runs are brought into flight on one worker process of this binary (each waiting on its\n" +
+			"model), the process is killed with SIGKILL, and once its leases (--lease) ran out one runtime recovers them:\n" +
+			"the line says when every run was claimed again, when every run had sent its model request again, and when\n" +
+			"every run had completed, timed from the recovery's start.",
 		Args: args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var s sqlite.Sync
@@ -61,6 +65,12 @@ func newBench(g *globals) *cobra.Command {
 				node.Poll, node.In, node.Out = poll, cmd.InOrStdin(), g.stdout
 				return bench.ServeNode(cmd.Context(), node)
 			}
+			if recoverN != 0 && (recoverN < 1 || recoverN > hitch.MaxMaxRunners) {
+				return usageError{fmt.Errorf("--recover %d: want 1 to %d", recoverN, hitch.MaxMaxRunners)}
+			}
+			if lease < time.Second || lease > time.Hour {
+				return usageError{fmt.Errorf("--lease %s: want 1s to 1h", lease)}
+			}
 			if nodes < 0 || nodes > 64 {
 				return usageError{fmt.Errorf("--nodes %d: want 1 to 64", nodes)}
 			}
@@ -76,6 +86,19 @@ func newBench(g *globals) *cobra.Command {
 			}
 			p := bench.Params{Runs: runs, Steps: steps, DB: db, Sync: s, Tracing: bench.Tracing(tracing),
 				ModelLatency: latency, ModelJitter: jitter, MaxRunners: maxRunners}
+			if recoverN > 0 {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				p.Runs = recoverN
+				res, err := bench.RunRecover(cmd.Context(), bench.RecoverParams{Params: p, Command: []string{exe, "bench"}, LeaseTTL: lease})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(g.stdout, res.Line())
+				return nil
+			}
 			if nodes > 0 {
 				exe, err := os.Executable()
 				if err != nil {
@@ -135,7 +158,11 @@ func newBench(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&node.Store, "node-store", "", "serve as one node of a --nodes measurement on this store")
 	cmd.Flags().StringVar(&node.Schema, "node-schema", "", "the PostgreSQL schema of --node-store")
 	cmd.Flags().StringVar(&node.Name, "node-name", "", "the node's name in leases")
-	for _, f := range []string{"node-store", "node-schema", "node-name"} {
+	cmd.Flags().DurationVar(&node.LeaseTTL, "node-lease", 0, "the node's lease")
+	cmd.Flags().IntVar(&node.InFlight, "node-in-flight", 0, "print IN_FLIGHT once the node's model has had this many requests")
+	cmd.Flags().IntVar(&recoverN, "recover", 0, "measure the recovery of N runs whose worker process was killed mid model call")
+	cmd.Flags().DurationVar(&lease, "lease", 2*time.Second, "with --recover: the killed worker's lease, waited out before the recovery")
+	for _, f := range []string{"node-store", "node-schema", "node-name", "node-lease", "node-in-flight"} {
 		_ = cmd.Flags().MarkHidden(f)
 	}
 	cmd.Flags().IntVar(&parked, "parked", 0, "fill a store with N runs parked for an approval (through the library) and time the routes on it;\n"+

@@ -42,3 +42,22 @@ func TestBenchModelLatency(t *testing.T) {
 		t.Errorf("a jitter past the latency: exit %d, %s", code, errOut)
 	}
 }
+
+// TestBenchRecover brings runs into flight on a worker process of the real
+// binary, kills it with SIGKILL mid model call, and recovers them: every run
+// completes after the recovery, and the line times its phases.
+func TestBenchRecover(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := inDir(t, t.TempDir(), "bench", "--recover", "20", "--steps", "1", "--lease", "1s", "--model-latency", "10ms")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !regexp.MustCompile(`recover=20 steps=1 model_latency=10ms lease=1s claimed_s=[0-9.]+ in_flight_s=[0-9.]+ drained_s=[0-9.]+`).MatchString(out) {
+		t.Errorf("line %q", out)
+	}
+	for _, bad := range [][]string{{"--recover", "-1"}, {"--recover", "5", "--lease", "10ms"}} {
+		if code, _, errOut := inDir(t, t.TempDir(), append([]string{"bench"}, bad...)...); code != 2 {
+			t.Errorf("bench %v: exit %d, %s", bad, code, errOut)
+		}
+	}
+}

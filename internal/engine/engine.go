@@ -313,11 +313,26 @@ func (e *Engine) Work(ctx context.Context) (int, error) {
 // up, until a claim finds nothing due that it has not already driven. It
 // returns how many runs it claimed. A run claimed twice (one that failed
 // and gave its lease back, say) is given back again and not counted.
+//
+// The batches are claimed one after another while slots are free, and only
+// then are their runners started: a node recovering thousands of runs
+// reclaims them all in a few statements instead of claiming each next batch
+// among the first batches' runners. The leases outlive that by far.
 func (e *Engine) WorkAll(ctx context.Context) (int, error) {
 	seen := map[string]bool{}
 	total := 0
+	var claimed []store.Lease
+	start := func() error {
+		err := e.spawnAll(claimed)
+		total += len(claimed)
+		claimed = nil
+		return err
+	}
 	for {
 		if freed := e.slots.wait(); e.slots.free() <= 0 {
+			if err := start(); err != nil {
+				return total, err
+			}
 			select {
 			case <-freed:
 				continue
@@ -329,9 +344,9 @@ func (e *Engine) WorkAll(ctx context.Context) (int, error) {
 		}
 		leases, err := e.claimDue(ctx, store.MaxListLimit)
 		if err != nil {
-			return total, err
+			return total, errors.Join(err, start())
 		}
-		var fresh []store.Lease
+		fresh := len(claimed)
 		for _, l := range leases {
 			if seen[l.Run.ID] {
 				e.giveBack(l)
@@ -339,15 +354,11 @@ func (e *Engine) WorkAll(ctx context.Context) (int, error) {
 				continue
 			}
 			seen[l.Run.ID] = true
-			fresh = append(fresh, l)
+			claimed = append(claimed, l)
 		}
-		if len(fresh) == 0 {
-			return total, nil
+		if len(claimed) == fresh {
+			return total, start()
 		}
-		if err := e.spawnAll(fresh); err != nil {
-			return total, err
-		}
-		total += len(fresh)
 	}
 }
 
@@ -400,9 +411,15 @@ func (e *Engine) claim(ctx context.Context, p store.LeaseClaimParams) ([]store.L
 // spawnAll starts a runner for each lease, each holding a slot taken
 // before the claim; when one cannot start, the leases left are given back
 // with their slots.
+//
+// The runners wait until the last one is spawned: started one by one, the
+// first thousands would be runnable before the rest exist, and the
+// goroutine spawning them would wait its turn behind each of them.
 func (e *Engine) spawnAll(leases []store.Lease) error {
+	gate := make(chan struct{})
+	defer close(gate)
 	for i, l := range leases {
-		if _, err := e.spawn(l, nil, true); err != nil {
+		if _, err := e.spawnGated(l, nil, true, gate); err != nil {
 			for _, rest := range leases[i+1:] {
 				e.giveBack(rest)
 				e.giveSlot()
@@ -433,6 +450,12 @@ func (e *Engine) isClosing() bool {
 // goroutine before its first step (commands use it to apply themselves).
 // When the engine is closing, the lease and the slot are given back.
 func (e *Engine) spawn(l store.Lease, prepare func(*runner) error, slot bool) (*runner, error) {
+	return e.spawnGated(l, prepare, slot, nil)
+}
+
+// spawnGated is spawn whose runner starts once gate is closed (at once
+// when gate is nil).
+func (e *Engine) spawnGated(l store.Lease, prepare func(*runner) error, slot bool, gate <-chan struct{}) (*runner, error) {
 	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()
@@ -452,6 +475,9 @@ func (e *Engine) spawn(l store.Lease, prepare func(*runner) error, slot bool) (*
 	e.mu.Unlock()
 	go func() {
 		defer e.wg.Done()
+		if gate != nil {
+			<-gate
+		}
 		r.err = r.run(prepare)
 		if cause := context.Cause(r.ctx); r.err != nil && cause != nil && !failed(cause) {
 			// Ended from outside (its lease lost, a stop, a drain), the

@@ -24,7 +24,15 @@ func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]sto
 	}
 	limit := max(p.Limit, 1)
 	var leases []store.Lease
-	err := s.write(ctx, func(tx *wtx) error {
+	// A claim of due runs goes ahead of the queue, as renewals do: the
+	// runners it starts queue their first writes at once, and a node that
+	// reclaims thousands of runs after a crash would otherwise claim each
+	// next batch only after the last one's writes.
+	write := s.write
+	if p.RunID == "" {
+		write = s.writeUrgent
+	}
+	err := write(ctx, func(tx *wtx) error {
 		leases = nil // a retried request starts over
 		now := micros(tx.now)
 		expires := micros(tx.now.Add(p.TTL))
