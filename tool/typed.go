@@ -66,17 +66,45 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 	if name == "" {
 		return nil, fmt.Errorf("tool: name is empty")
 	}
-	resolved, err := schema.Resolve(nil)
+	c, err := CompileSchema(schema)
 	if err != nil {
-		return nil, fmt.Errorf("tool %s: resolve schema: %w", name, err)
+		return nil, fmt.Errorf("tool %s: %w", name, err)
 	}
-	raw, err := json.Marshal(schema)
+	return NewWithCompiled(name, description, c, fn, opts...)
+}
+
+// Schema is an input schema resolved and encoded once, for a tool built
+// many times over (one per agent of a config, say): tools built from one
+// Schema share it, and none may change it.
+type Schema struct {
+	raw      json.RawMessage
+	resolved *jsonschema.Resolved
+}
+
+// CompileSchema resolves and encodes s.
+func CompileSchema(s *jsonschema.Schema) (*Schema, error) {
+	resolved, err := s.Resolve(nil)
 	if err != nil {
-		return nil, fmt.Errorf("tool %s: encode schema: %w", name, err)
+		return nil, fmt.Errorf("resolve schema: %w", err)
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encode schema: %w", err)
+	}
+	return &Schema{raw: raw, resolved: resolved}, nil
+}
+
+// NewWithCompiled is NewWithSchema with a schema compiled once.
+func NewWithCompiled[In, Out any](name, description string, schema *Schema, fn Func[In, Out], opts ...Option) (Tool, error) {
+	if name == "" {
+		return nil, fmt.Errorf("tool: name is empty")
+	}
+	if schema == nil {
+		return nil, fmt.Errorf("tool %s: schema is nil", name)
 	}
 	t := &typed[In, Out]{
-		info:     Info{Name: name, Description: description, Schema: raw},
-		resolved: resolved,
+		info:     Info{Name: name, Description: description, Schema: schema.raw},
+		resolved: schema.resolved,
 		fn:       fn,
 	}
 	for _, o := range opts {

@@ -144,24 +144,12 @@ const maxEtcEntries = 20000
 // system directories, read-only, with the files under /etc that other users
 // could not read hidden (a file reads as empty, a directory as empty),
 // then the extra read paths. /dev, /proc and /tmp are private.
+//
+// The host's part of the view is read once per process (see hostView): a
+// config of hundreds of agents builds hundreds of views.
 func bwrapView(read []string) []string {
-	var args []string
-	for _, d := range systemDirs {
-		fi, err := os.Lstat(d)
-		switch {
-		case err != nil:
-		case fi.Mode()&os.ModeSymlink != 0:
-			if to, err := os.Readlink(d); err == nil {
-				args = append(args, "--symlink", to, d)
-			}
-		case fi.IsDir():
-			args = append(args, "--ro-bind", d, d)
-		}
-	}
-	// resolv.conf is often a link to /run, which is not in the view.
-	if real, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && real != "/etc/resolv.conf" && !inView(real) {
-		args = append(args, "--ro-bind", real, real)
-	}
+	host := hostView()
+	args := slices.Clone(host.system)
 	// Paths in the private mounts are bound after those are made.
 	var late []string
 	for _, p := range read {
@@ -171,16 +159,45 @@ func bwrapView(read []string) []string {
 		}
 		args = append(args, "--ro-bind", p, p)
 	}
-	for _, p := range hiddenEtc() {
-		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
-			args = append(args, "--tmpfs", p, "--remount-ro", p)
-		} else if err == nil && fi.Mode().IsRegular() {
-			args = append(args, "--ro-bind", "/dev/null", p)
-		}
-	}
+	args = append(args, host.hidden...)
 	args = append(args, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
 	return append(args, late...)
 }
+
+// view is the host's part of a bwrap view: the system directories (and
+// where resolv.conf really lives), then what hides the secrets under /etc.
+type view struct {
+	system, hidden []string
+}
+
+// hostView reads the host's part of the view once per process.
+var hostView = sync.OnceValue(func() view {
+	var v view
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if to, err := os.Readlink(d); err == nil {
+				v.system = append(v.system, "--symlink", to, d)
+			}
+		case fi.IsDir():
+			v.system = append(v.system, "--ro-bind", d, d)
+		}
+	}
+	// resolv.conf is often a link to /run, which is not in the view.
+	if real, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && real != "/etc/resolv.conf" && !inView(real) {
+		v.system = append(v.system, "--ro-bind", real, real)
+	}
+	for _, p := range hiddenEtc() {
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			v.hidden = append(v.hidden, "--tmpfs", p, "--remount-ro", p)
+		} else if err == nil && fi.Mode().IsRegular() {
+			v.hidden = append(v.hidden, "--ro-bind", "/dev/null", p)
+		}
+	}
+	return v
+})
 
 // inView reports whether p lies under one of the system directories.
 func inView(p string) bool {

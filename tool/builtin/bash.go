@@ -36,15 +36,18 @@ type bashIn struct {
 
 const bashDescription = `Run a shell command with bash -c in the workspace. stdout and stderr are combined; only the last 2000 lines or 50 KiB are kept, and the output says when earlier output was cut. The result ends with the exit code. A command that runs past its timeout (default 2 minutes, at most 10) is killed and reported with exit code 124. Background processes do not survive the call: everything the command started is killed when it ends. To keep long output, redirect it to a file and use read or grep on it.`
 
+// bashSchema is the bash tool's input schema.
+var bashSchema = schemaFor[bashIn](func(p map[string]*jsonschema.Schema) {
+	p["timeout"].Minimum = minimum(1)
+	p["timeout"].Maximum = minimum(float64(BashMaxTimeout.Milliseconds()))
+})
+
 func (ts *toolset) bashTool() (tool.Tool, error) {
-	s, err := schemaFor[bashIn](func(p map[string]*jsonschema.Schema) {
-		p["timeout"].Minimum = minimum(1)
-		p["timeout"].Maximum = minimum(float64(BashMaxTimeout.Milliseconds()))
-	})
+	s, err := bashSchema()
 	if err != nil {
 		return nil, err
 	}
-	return tool.NewWithSchema("bash", bashDescription, s, ts.bash, tool.WithTimeout(BashMaxTimeout+bashGrace))
+	return tool.NewWithCompiled("bash", bashDescription, s, ts.bash, tool.WithTimeout(BashMaxTimeout+bashGrace))
 }
 
 // shell prefers bash, which models write for, over sh.

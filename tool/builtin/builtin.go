@@ -127,17 +127,20 @@ func (ts *toolset) build(name string) (tool.Tool, error) {
 	return nil, fmt.Errorf("unknown tool %q", name)
 }
 
-// schemaFor infers In's schema and lets the caller add what Go types cannot
-// say (minimums, enums).
-func schemaFor[In any](adjust func(props map[string]*jsonschema.Schema)) (*jsonschema.Schema, error) {
-	s, err := jsonschema.For[In](nil)
-	if err != nil {
-		return nil, err
-	}
-	if adjust != nil {
-		adjust(s.Properties)
-	}
-	return s, nil
+// schemaFor infers In's schema, lets the caller add what Go types cannot
+// say (minimums, enums), and compiles it once per process: every agent's
+// toolset shares it.
+func schemaFor[In any](adjust func(props map[string]*jsonschema.Schema)) func() (*tool.Schema, error) {
+	return sync.OnceValues(func() (*tool.Schema, error) {
+		s, err := jsonschema.For[In](nil)
+		if err != nil {
+			return nil, err
+		}
+		if adjust != nil {
+			adjust(s.Properties)
+		}
+		return tool.CompileSchema(s)
+	})
 }
 
 func minimum(v float64) *float64 { return &v }

@@ -25,14 +25,17 @@ const globDescription = `Find files and directories under cwd whose name matches
 // globMaxVisits bounds the entries one glob walks.
 const globMaxVisits = 500_000
 
+// globSchema is the glob tool's input schema.
+var globSchema = schemaFor[globIn](func(p map[string]*jsonschema.Schema) {
+	p["maxMatches"].Minimum = minimum(1)
+})
+
 func (ts *toolset) globTool() (tool.Tool, error) {
-	s, err := schemaFor[globIn](func(p map[string]*jsonschema.Schema) {
-		p["maxMatches"].Minimum = minimum(1)
-	})
+	s, err := globSchema()
 	if err != nil {
 		return nil, err
 	}
-	return tool.NewWithSchema("glob", globDescription, s, ts.glob, tool.WithReplay(3))
+	return tool.NewWithCompiled("glob", globDescription, s, ts.glob, tool.WithReplay(3))
 }
 
 func (ts *toolset) glob(ctx context.Context, in globIn) (string, error) {

@@ -32,14 +32,17 @@ const grepDescription = `Search file contents for a pattern, recursively under p
 // path and 500 characters of text.
 const grepLineKeep = 8 << 10
 
+// grepSchema is the grep tool's input schema.
+var grepSchema = schemaFor[grepIn](func(p map[string]*jsonschema.Schema) {
+	p["maxMatches"].Minimum = minimum(1)
+})
+
 func (ts *toolset) grepTool() (tool.Tool, error) {
-	s, err := schemaFor[grepIn](func(p map[string]*jsonschema.Schema) {
-		p["maxMatches"].Minimum = minimum(1)
-	})
+	s, err := grepSchema()
 	if err != nil {
 		return nil, err
 	}
-	return tool.NewWithSchema("grep", grepDescription, s, ts.grep, tool.WithReplay(3))
+	return tool.NewWithCompiled("grep", grepDescription, s, ts.grep, tool.WithReplay(3))
 }
 
 // hasRG probes once whether ripgrep runs in the sandbox.

@@ -22,15 +22,18 @@ type readIn struct {
 
 const readDescription = `Read a text file. Returns the file's lines as they are, starting at offset (1-indexed, default 1), at most limit lines, and never more than 2000 lines or 50 KiB (51200 bytes) at once. When more lines follow, the output ends with a note naming the lines shown and the offset to continue from. A single line longer than 50 KiB is shown only up to 50 KiB, with a warning. An offset past the end of the file is an error that gives the file's line count.`
 
+// readSchema is the read tool's input schema.
+var readSchema = schemaFor[readIn](func(p map[string]*jsonschema.Schema) {
+	p["offset"].Minimum = minimum(1)
+	p["limit"].Minimum = minimum(1)
+})
+
 func (ts *toolset) readTool() (tool.Tool, error) {
-	s, err := schemaFor[readIn](func(p map[string]*jsonschema.Schema) {
-		p["offset"].Minimum = minimum(1)
-		p["limit"].Minimum = minimum(1)
-	})
+	s, err := readSchema()
 	if err != nil {
 		return nil, err
 	}
-	return tool.NewWithSchema("read", readDescription, s, ts.read, tool.WithReplay(3))
+	return tool.NewWithCompiled("read", readDescription, s, ts.read, tool.WithReplay(3))
 }
 
 func (ts *toolset) read(ctx context.Context, in readIn) (string, error) {

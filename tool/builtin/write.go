@@ -29,22 +29,28 @@ type editIn struct {
 
 const editDescription = `Replace exact text in an existing file. oldText must match the file byte for byte, whitespace and indentation included. Without replaceAll, oldText must occur exactly once: if it is not found the edit fails, and if it occurs more than once the edit fails and asks for more surrounding lines to make it unique. With replaceAll, every occurrence is replaced. Read the file first so oldText is copied exactly.`
 
+// writeSchema is the write tool's input schema.
+var writeSchema = schemaFor[writeIn](func(p map[string]*jsonschema.Schema) {
+	p["encoding"].Enum = []any{"text", "base64"}
+})
+
 func (ts *toolset) writeTool() (tool.Tool, error) {
-	s, err := schemaFor[writeIn](func(p map[string]*jsonschema.Schema) {
-		p["encoding"].Enum = []any{"text", "base64"}
-	})
+	s, err := writeSchema()
 	if err != nil {
 		return nil, err
 	}
-	return tool.NewWithSchema("write", writeDescription, s, ts.write)
+	return tool.NewWithCompiled("write", writeDescription, s, ts.write)
 }
 
+// editSchema is the edit tool's input schema.
+var editSchema = schemaFor[editIn](nil)
+
 func (ts *toolset) editTool() (tool.Tool, error) {
-	s, err := schemaFor[editIn](nil)
+	s, err := editSchema()
 	if err != nil {
 		return nil, err
 	}
-	return tool.NewWithSchema("edit", editDescription, s, ts.edit)
+	return tool.NewWithCompiled("edit", editDescription, s, ts.edit)
 }
 
 func (ts *toolset) write(ctx context.Context, in writeIn) (string, error) {
