@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hitch-dev/hitch/model"
@@ -187,9 +188,15 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		add(checkSandbox(*cfg.Sandbox))
 	}
 	add(checkSecrets(cfg.Secrets))
-	for _, s := range cfg.MCP {
-		add(checkMCP(ctx, cfg, s))
+	// The servers are reached at once, so the checks take as long as the
+	// slowest, not the sum of their connect timeouts.
+	mcps := make([]Check, len(cfg.MCP))
+	var wg sync.WaitGroup
+	for i, s := range cfg.MCP {
+		wg.Go(func() { mcps[i] = checkMCP(ctx, cfg, s) })
 	}
+	wg.Wait()
+	add(mcps...)
 	for _, m := range cfg.Models {
 		add(checkModel(ctx, cfg, m))
 	}

@@ -128,6 +128,7 @@ var routeRows = map[string]surface{
 
 	"console: GET /static/":                 {need: "none", path: "/static/console.css"},
 	"console: GET /signin":                  {need: "none", path: "/signin"},
+	"console: GET /doctor":                  {need: "admin", path: "/doctor", defaultTenant: true},
 	"console: POST /signin":                 {need: "none", path: "/signin", body: url.Values{"token": {"x"}}, always: forbidden},
 	"console: POST /signout":                {need: "viewer", path: "/signout", body: url.Values{}, always: unauth},
 	"console: GET /{$}":                     {need: "none", path: "/"},

@@ -123,7 +123,7 @@ func New(cfg Config) (*Console, error) {
 		return nil, fmt.Errorf("new console: %w", err)
 	}
 	c := &Console{api: cfg.API, maxAge: cfg.SessionMaxAge, key: key, mux: routes.New(), tmpl: map[string]*template.Template{}}
-	for _, page := range []string{"signin", "runs", "run", "approvals", "agents", "error", "entries", "workspace", "sessions", "session", "agent", "timeline"} {
+	for _, page := range []string{"signin", "runs", "run", "approvals", "agents", "error", "entries", "workspace", "sessions", "session", "agent", "timeline", "doctor"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/entry.html", "templates/meter.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("new console: parse %s: %w", page, err)
@@ -148,6 +148,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("POST /runs/{id}/workspace", c.signed(c.workspace))
 	c.mux.HandleFunc("POST /runs/{id}/approvals/{call}", c.signed(c.answer))
 	c.mux.HandleFunc("GET /approvals", c.signed(c.approvalsPage))
+	c.mux.HandleFunc("GET /doctor", c.signed(c.doctorPage))
 	c.mux.HandleFunc("GET /agents", c.signed(c.agentsPage))
 	c.registerSessions()
 	c.mux.HandleFunc("GET /agents/{name}", c.signed(c.agentPage))

@@ -178,6 +178,10 @@ func serveCanary(t *testing.T, path string, isolated bool) {
 	}
 	stream := string(call("GET", "/v1/runs/canary-s/events", ""))
 	call("GET", "/v1/runs/canary-s/family/events", "")
+	// The doctor's checks of the deployment name its secrets, never their values.
+	if doc := string(call("GET", "/v1/doctor", "")); !strings.Contains(doc, `"name":"secrets"`) {
+		t.Fatalf("GET /v1/doctor: %s", doc)
+	}
 	if pages < 5 || !strings.Contains(stream, "run.ended") || !strings.Contains(answers.String(), "[secret:gh]") {
 		t.Fatalf("the API showed too little to judge (%d pages):\n%s", pages, answers.String())
 	}

@@ -95,6 +95,9 @@ func TestRemoteCommands(t *testing.T) {
 	if code, out, _ := at("runs", "show", "q1"); code != 0 || !strings.Contains(out, "q1") {
 		t.Fatalf("a viewer reads a run: %d %s", code, out)
 	}
+	if code, _, errOut := at("doctor"); code != exitRefused || !strings.Contains(errOut, "viewer") {
+		t.Fatalf("a viewer asks for the doctor: %d %s", code, errOut)
+	}
 	t.Setenv("HITCH_TOKEN", remoteAdmin)
 	if code, _, errOut := at("run", "--agent", "nobody", "x"); code != exitUsage || !strings.Contains(errOut, "body.agent: is not an agent") {
 		t.Fatalf("an unknown agent: %d %s", code, errOut)
