@@ -37,13 +37,14 @@ func (s *Server) registerAgents() {
 		if !ok {
 			return nil, api.NewProblem(api.TypeNotFound, "no such agent")
 		}
-		return &struct{ Body api.AgentDetail }{wireAgent(a.Describe())}, nil
+		return &struct{ Body api.AgentDetail }{AgentDetail(a.Describe())}, nil
 	})
 }
 
-// wireAgent speaks an agent's description on the wire. Only what
-// Describe returns is copied: it holds no secret.
-func wireAgent(d hitch.AgentDescription) api.AgentDetail {
+// AgentDetail speaks an agent's description as GET /v1/agents/{name}
+// does, so `hitch agents show` prints the same locally as through a
+// server. Only what Describe returns is copied: it holds no secret.
+func AgentDetail(d hitch.AgentDescription) api.AgentDetail {
 	out := api.AgentDetail{Name: d.Name, Version: d.Version, Description: d.Description, Model: d.Model, Instructions: d.Instructions,
 		Tools: []api.AgentTool{}, SubAgents: []string{}, Answer: d.Answer, Workspace: d.Workspace, Hooks: d.Hooks,
 		Policy:    api.AgentPolicy{Kind: d.Policy.Kind, Reason: d.Policy.Reason},

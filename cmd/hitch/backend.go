@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/doctor"
 	"github.com/hitch-dev/hitch/hitchtype"
@@ -118,6 +119,12 @@ type backend interface {
 	// or where the server runs; network also calls each model once.
 	Doctor(ctx context.Context, network bool) (doctor.Report, error)
 
+	// Agents lists the agents a command may name, by name; Agent
+	// describes one as GET /v1/agents/{name} does (an unknown name exits
+	// as not found).
+	Agents(ctx context.Context) ([]api.Agent, error)
+	Agent(ctx context.Context, name string) (api.AgentDetail, error)
+
 	// Close releases what the backend holds.
 	Close()
 }
@@ -155,6 +162,9 @@ const (
 	needRuntime
 	// needNew starts or drives runs: the store is created when missing.
 	needNew
+	// needConfig reads the config's agents: the config is required, and
+	// the store is opened for reading when it exists.
+	needConfig
 )
 
 // verb is what a command's body works with.

@@ -41,6 +41,13 @@ agents:
     approvers:
       - {name: alice, secret: alice-secret, requirements: [shell]}
   - {name: wait, model: wait, tools: [await_event, ship], policy: allow_all}
+  - name: hooked
+    model: quick
+    policy: allow_all
+    hooks:
+      - {name: last, point: post_turn, command: [true], priority: 5}
+      - {name: first, point: post_turn, command: [true], priority: -1, on_error: fail_open}
+      - {name: audit, point: pre_generate, command: [true]}
 triggers:
   - {name: hourly, cron: "0 * * * *", agent: quick, input: tick}
 sandbox:
@@ -196,6 +203,11 @@ func TestEveryCommandBothWays(t *testing.T) {
 		{cmd: "triggers pause", args: fixed("triggers", "pause", "nope"), local: true, code: exitNotFound, remoteRefused: true},
 		{cmd: "triggers resume", args: fixed("triggers", "resume", "nope"), local: true, code: exitNotFound, remoteRefused: true},
 		{cmd: "triggers remove", args: fixed("triggers", "remove", "nope"), local: true, code: exitNotFound, remoteRefused: true},
+		{cmd: "agents list", args: fixed("agents", "list"), local: true},
+		{cmd: "agents list", args: fixed("--json", "agents", "list"), local: true},
+		{cmd: "agents show", args: fixed("agents", "show", "hooked"), local: true, after: hooksInOrder},
+		{cmd: "agents show", args: fixed("--json", "agents", "show", "gate"), local: true},
+		{cmd: "agents show", args: fixed("agents", "show", "nope"), local: true, code: exitNotFound},
 		// models check reads the local config, with --server as without.
 		{cmd: "models check", args: fixed("models", "check", "-c", filepath.Join(localDir, "hitch.yaml")), local: true},
 		// version says what this binary is, with --server as without.
@@ -267,6 +279,21 @@ func TestEveryCommandBothWays(t *testing.T) {
 			t.Errorf("row %d: hitch %s prints differently:\nlocal:\n%s\nremote:\n%s\n%s", i, strings.Join(row.args(worlds[0]), " "), outs[0], outs[1],
 				lineDiff(outs[0], outs[1]))
 		}
+	}
+}
+
+// hooksInOrder checks that agents show lists the hooked agent's hooks in
+// the order they run: point by point, lowest priority first.
+func hooksInOrder(t *testing.T, w *world, out string) {
+	t.Helper()
+	var names []string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 3 && (f[1] == "pre_generate" || f[1] == "post_turn") {
+			names = append(names, f[3])
+		}
+	}
+	if want := []string{"audit", "first", "last"}; !slices.Equal(names, want) {
+		t.Errorf("%s: hooks %v, want %v in\n%s", w.name, names, want, out)
 	}
 }
 

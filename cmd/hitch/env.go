@@ -168,6 +168,9 @@ type runtimeOpts struct {
 	create bool
 	// readOnly opens a SQLite store for reading only.
 	readOnly bool
+	// storeOptional: a store that does not exist is no error; the env
+	// then holds the config alone, without a store or a runtime.
+	storeOptional bool
 	// onEvent observes the runtime's events instead of the progress
 	// printer (nil: the printer).
 	onEvent func(hitch.Event)
@@ -197,6 +200,9 @@ func openRuntimeConfig(ctx context.Context, g *globals, o runtimeOpts) (*env, er
 	}
 	if !o.create {
 		if err := mustExist(path); err != nil {
+			if o.storeOptional {
+				return &env{g: g, cfg: cfg, out: newPrinter(g.stdout, g.json)}, nil
+			}
 			_ = cfg.Close()
 			return nil, err
 		}

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/doctor"
+	"github.com/hitch-dev/hitch/server"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -45,7 +49,8 @@ func openLocal(ctx context.Context, g *globals, n need) (*localBackend, error) {
 			}
 		}
 	default:
-		b.e, err = openRuntimeConfig(ctx, g, runtimeOpts{create: n == needNew, readOnly: n == needStore, onEvent: b.event})
+		b.e, err = openRuntimeConfig(ctx, g, runtimeOpts{create: n == needNew, readOnly: n == needStore || n == needConfig,
+			storeOptional: n == needConfig, onEvent: b.event})
 	}
 	if err != nil {
 		return nil, err
@@ -334,4 +339,39 @@ func (b *localBackend) ResumeTrigger(ctx context.Context, id string) (hitch.Trig
 
 func (b *localBackend) RemoveTrigger(ctx context.Context, id string) (bool, error) {
 	return b.e.rt.RemoveTrigger(ctx, id)
+}
+
+func (b *localBackend) Agents(context.Context) ([]api.Agent, error) {
+	if b.e.cfg == nil {
+		return nil, usageError{errors.New("no agents: pass --config")}
+	}
+	out := make([]api.Agent, 0, len(b.e.cfg.Agents))
+	for _, a := range b.e.cfg.Agents {
+		d := a.Describe()
+		out = append(out, api.Agent{Name: d.Name, Version: d.Version, Model: d.Model, Description: d.Description})
+	}
+	slices.SortFunc(out, func(x, y api.Agent) int { return strings.Compare(x.Name, y.Name) })
+	return out, nil
+}
+
+// agent is the config's agent of that name; an unknown name is not found,
+// as the server's 404 is.
+func (b *localBackend) agent(name string) (*hitch.Agent, error) {
+	if b.e.cfg == nil {
+		return nil, usageError{errors.New("no agents: pass --config")}
+	}
+	for _, a := range b.e.cfg.Agents {
+		if a.Name() == name {
+			return a, nil
+		}
+	}
+	return nil, withCode(exitNotFound, fmt.Errorf("agent %q: %s declares no agent of that name", name, b.e.cfg.Path))
+}
+
+func (b *localBackend) Agent(_ context.Context, name string) (api.AgentDetail, error) {
+	a, err := b.agent(name)
+	if err != nil {
+		return api.AgentDetail{}, err
+	}
+	return server.AgentDetail(a.Describe()), nil
 }

@@ -161,7 +161,7 @@ func newRoot(raw, term, stderr io.Writer, red *redaction, jsonOut io.Writer) *co
 	pf.DurationVar(&g.leaseTTL, "lease-ttl", 30*time.Second, "how long a run's lease outlives its process (renewed every third)")
 	root.AddCommand(
 		newRun(g), newRuns(g), newReconcile(g), newCancel(g), newApprovals(g), newWorkspace(g),
-		newSessions(g), newChat(g), newWake(g), newCalls(g), newTriggers(g), newModels(g), newVersion(g),
+		newSessions(g), newChat(g), newWake(g), newCalls(g), newTriggers(g), newModels(g), newAgents(g), newVersion(g),
 		newDoctor(g),
 		// These need the store or the agents in this process.
 		localOnly(newDemo(g), "it runs its own offline store"),

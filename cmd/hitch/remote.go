@@ -605,3 +605,12 @@ func sessionStatusOf(st api.SessionStatus) hitch.SessionStatus {
 	}
 	return out
 }
+
+func (r *remoteBackend) Agents(ctx context.Context) ([]api.Agent, error) {
+	list, err := r.c.Agents(ctx)
+	return list.Agents, err
+}
+
+func (r *remoteBackend) Agent(ctx context.Context, name string) (api.AgentDetail, error) {
+	return r.c.Agent(ctx, name)
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hitch-dev/hitch/api"
+)
+
+func newAgents(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agents",
+		Short: "List the agents, show one's definition and its hooks in the order they run",
+	}
+	cmd.AddCommand(newAgentsList(g), newAgentsShow(g))
+	return cmd
+}
+
+func newAgentsList(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the agents the config declares (or the server offers), by name",
+		Args:  args(0, "no arguments"),
+		RunE: withBackend(g, needConfig, func(ctx context.Context, v *verb, _ []string) error {
+			list, err := v.b.Agents(ctx)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				for _, a := range list {
+					v.printJSON(a)
+				}
+				return nil
+			}
+			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "AGENT\tVERSION\tMODEL\tDESCRIPTION")
+			for _, a := range list {
+				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", a.Name, a.Version, a.Model, clip(a.Description, 60))
+			}
+			return w.Flush()
+		}),
+	}
+}
+
+func newAgentsShow(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show AGENT",
+		Short: "Show an agent's definition: model, tools, policy, limits, and its hooks in the order they run",
+		Args:  args(1, "an agent's name"),
+		RunE: withBackend(g, needConfig, func(ctx context.Context, v *verb, a []string) error {
+			d, err := v.b.Agent(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				v.printJSON(d)
+				return nil
+			}
+			printAgent(v, d)
+			return nil
+		}),
+	}
+}
+
+// printAgent writes an agent's definition for people: what it runs on,
+// what it may call, and its hooks in the order they run.
+func printAgent(v *verb, d api.AgentDetail) {
+	w := v.g.stdout
+	fmt.Fprintf(w, "agent %s v%d: model %s\n", d.Name, d.Version, d.Model)
+	if d.Description != "" {
+		fmt.Fprintf(w, "  description:  %s\n", clip(d.Description, 200))
+	}
+	if d.Instructions != "" {
+		fmt.Fprintf(w, "  instructions: %s\n", clip(d.Instructions, 200))
+	}
+	tools := make([]string, 0, len(d.Tools))
+	for _, t := range d.Tools {
+		tools = append(tools, t.Name)
+	}
+	fmt.Fprintf(w, "  tools:        %s\n", orNone(strings.Join(tools, ", ")))
+	if len(d.SubAgents) > 0 {
+		fmt.Fprintf(w, "  sub-agents:   %s\n", strings.Join(d.SubAgents, ", "))
+	}
+	policy := d.Policy.Kind
+	if n := len(d.Policy.Rules); n > 0 {
+		policy += fmt.Sprintf(" (%d, the first that matches decides)", n)
+	}
+	fmt.Fprintf(w, "  policy:       %s\n", policy)
+	fmt.Fprintf(w, "  workspace:    %t\n", d.Workspace)
+	switch {
+	case len(d.HookList) > 0:
+		fmt.Fprintln(w, "  hooks, in the order they run:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "    #\tPOINT\tPRIORITY\tNAME\tON ERROR\tKIND\tTARGET\tMATCH\tWHEN")
+		for i, h := range d.HookList {
+			fmt.Fprintf(tw, "    %d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, h.Point, h.Priority, h.Name, h.OnError, h.Kind,
+				clip(h.Target, 50), orDash(strings.Join(h.Match, ",")), orDash(clip(h.When, 40)))
+		}
+		tw.Flush()
+	case d.Hooks:
+		fmt.Fprintln(w, "  hooks:        written in Go (they do not list themselves)")
+	default:
+		fmt.Fprintln(w, "  hooks:        none")
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
