@@ -101,7 +101,7 @@ var scopeRoles = map[string]Role{
 	"Get": RoleViewer, "Await": RoleViewer, "Call": RoleViewer, "Runs": RoleViewer, "RunCounts": RoleViewer, "RunCountsFor": RoleViewer,
 	"Journal": RoleViewer, "Waits": RoleViewer, "PendingApprovals": RoleViewer, "ApprovalRequest": RoleViewer,
 	"Roots": RoleViewer, "Budget": RoleViewer, "ContextRequests": RoleViewer, "LatestContextRequests": RoleViewer,
-	"FamilyCost": RoleViewer, "FamilyUsage": RoleViewer,
+	"FamilyCost": RoleViewer, "FamilyUsage": RoleViewer, "Preview": RoleViewer,
 	"GetSession": RoleViewer, "Sessions": RoleViewer, "Queue": RoleViewer, "SessionJournal": RoleViewer,
 	"SessionStatus": RoleViewer, "SessionCost": RoleViewer, "AwaitSession": RoleViewer,
 	// Commands to what exists.
@@ -669,6 +669,23 @@ func (s *Scope) FamilyCost(ctx context.Context, rootID string) (RunningCost, err
 // FamilyUsage sums the usage of the family of a root run of the tenant.
 func (s *Scope) FamilyUsage(ctx context.Context, rootID string) (FamilyUsage, error) {
 	return onRun(ctx, s, "FamilyUsage", rootID, func(stored string) (FamilyUsage, error) { return s.rt.FamilyUsage(ctx, stored) })
+}
+
+// Preview is Runtime.Preview; a session it names is looked up inside the
+// tenant.
+func (s *Scope) Preview(ctx context.Context, agent *Agent, o PreviewOptions) (RequestPreview, error) {
+	if err := s.allow("Preview"); err != nil {
+		return RequestPreview{}, err
+	}
+	stored := ""
+	if o.Session != "" {
+		ses, _, err := s.findSession(ctx, o.Session)
+		if err != nil {
+			return RequestPreview{}, err
+		}
+		stored = ses.ID
+	}
+	return s.rt.preview(ctx, agent, o, stored)
 }
 
 func (s *Scope) session(ctx context.Context, id string) (string, error) {

@@ -230,6 +230,32 @@ func (c *Client) Agent(ctx context.Context, name string) (api.AgentDetail, error
 	return out, err
 }
 
+// PreviewParams say which run Client.Preview shows the first request of:
+// its input, the caller's instructions, and a session whose next
+// submission it would be (empty: none).
+type PreviewParams struct {
+	Input, Instructions, Session string
+}
+
+// Preview returns the first model request a run of the agent would send,
+// each part labelled with its layer and estimated against the window. The
+// server calls no model and runs no hook.
+func (c *Client) Preview(ctx context.Context, name string, p PreviewParams) (api.AgentPreview, error) {
+	q := url.Values{}
+	if p.Input != "" {
+		q.Set("input", p.Input)
+	}
+	if p.Instructions != "" {
+		q.Set("instructions", p.Instructions)
+	}
+	if p.Session != "" {
+		q.Set("session", p.Session)
+	}
+	var out api.AgentPreview
+	_, err := c.do(ctx, "preview agent "+name, http.MethodGet, "/v1/agents/"+esc(name)+"/preview", q, nil, &out)
+	return out, err
+}
+
 // CreateSession creates a session, or returns the existing one with in.ID.
 func (c *Client) CreateSession(ctx context.Context, in api.CreateSession) (api.CreatedSession, error) {
 	var out api.CreatedSession

@@ -93,3 +93,57 @@ func duration(d time.Duration) string {
 	}
 	return d.String()
 }
+
+// previewInput is what GET /v1/agents/{name}/preview reads.
+type previewInput struct {
+	Name         string `path:"name" maxLength:"64"`
+	Input        string `query:"input" maxLength:"65536" doc:"The user message the run would answer."`
+	Instructions string `query:"instructions" maxLength:"65536" doc:"The caller's layer of instructions, as a start's instructions."`
+	Session      string `query:"session" maxLength:"128" doc:"Preview the session's next submission: its transcript comes first. The session must be of the agent."`
+}
+
+func (s *Server) registerPreview() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "preview-agent", Method: http.MethodGet, Path: "/v1/agents/{name}/preview", Tags: []string{"agents"},
+		Summary: "Preview the first model request a run of the agent would send",
+		Description: "The request built as a run builds it — instructions by layer, the session's history and the input, the tools, " +
+			"the answer schema — each part with its estimated tokens against the model's window. No model is called, no hook runs " +
+			"and nothing is written.",
+		Errors: []int{http.StatusNotFound, http.StatusConflict},
+	}, func(ctx context.Context, in *previewInput) (*struct{ Body api.AgentPreview }, error) {
+		a, ok := s.agents[in.Name]
+		if !ok {
+			return nil, api.NewProblem(api.TypeNotFound, "no such agent")
+		}
+		pv, err := s.scope(ctx).Preview(ctx, a, hitch.PreviewOptions{Input: in.Input, Instructions: in.Instructions, Session: in.Session})
+		if err != nil {
+			return nil, s.fail("preview", err)
+		}
+		return &struct{ Body api.AgentPreview }{AgentPreview(pv)}, nil
+	})
+}
+
+// AgentPreview speaks a preview as GET /v1/agents/{name}/preview does, so
+// `hitch agents preview` prints the same locally as through a server.
+func AgentPreview(pv hitch.RequestPreview) api.AgentPreview {
+	out := api.AgentPreview{Agent: pv.Agent, Version: pv.Version, Model: pv.Model, Instructions: pv.Request.Instructions,
+		Messages: []api.PreviewMessage{}, Tools: []api.PreviewTool{}, Parts: []api.PreviewPart{}, Compacts: pv.Compacts,
+		Context: wireContextAccount(pv.Context)}
+	for _, m := range pv.Request.Messages {
+		wm := api.PreviewMessage{Role: string(m.Role), Text: m.Text, ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError}
+		for _, tc := range m.ToolCalls {
+			wm.ToolCalls = append(wm.ToolCalls, api.PreviewToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		}
+		out.Messages = append(out.Messages, wm)
+	}
+	for _, t := range pv.Request.Tools {
+		out.Tools = append(out.Tools, api.PreviewTool{Name: t.Name, Description: t.Description, Parameters: t.Schema})
+	}
+	if pv.Request.Answer != nil {
+		out.Answer = pv.Request.Answer.Schema
+	}
+	for _, p := range pv.Parts {
+		out.Parts = append(out.Parts, api.PreviewPart{Layer: p.Layer, Name: p.Name, Text: p.Text, Tokens: p.Tokens})
+	}
+	return out
+}

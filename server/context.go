@@ -65,13 +65,19 @@ func (s *Server) registerContext() {
 func wireContextRequest(r hitchtype.ContextRequest) api.ContextRequest {
 	out := api.ContextRequest{Attempt: r.Attempt, Turn: r.Turn, Purpose: r.Purpose, Model: r.Model, Result: r.Result, CostUSD: r.CostUSD}
 	if a := r.Context; a != nil {
-		c := a.Categories
-		out.Context = &api.ContextAccount{Estimator: a.Estimator, Window: a.Window, Estimate: a.Estimate, Categories: api.ContextCategories{
-			System: c.System, Agent: c.Agent, Run: c.Run, Hook: c.Hook, Tools: c.Tools, User: c.User, Assistant: c.Assistant,
-			ToolResults: c.ToolResults, Summary: c.Summary, AnswerSchema: c.AnswerSchema}}
+		wa := wireContextAccount(*a)
+		out.Context = &wa
 	}
 	if u := r.Usage; u != nil {
 		out.Usage = &api.ReplyUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens}
 	}
 	return out
+}
+
+// wireContextAccount speaks a request's context account on the wire.
+func wireContextAccount(a hitchtype.ContextAccount) api.ContextAccount {
+	c := a.Categories
+	return api.ContextAccount{Estimator: a.Estimator, Window: a.Window, Estimate: a.Estimate, Categories: api.ContextCategories{
+		System: c.System, Agent: c.Agent, Run: c.Run, Hook: c.Hook, Tools: c.Tools, User: c.User, Assistant: c.Assistant,
+		ToolResults: c.ToolResults, Summary: c.Summary, AnswerSchema: c.AnswerSchema}}
 }

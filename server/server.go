@@ -144,6 +144,7 @@ func New(cfg Config) (*Server, error) {
 	s.registerApprovals()
 	s.registerWorkspaces()
 	s.registerAgents()
+	s.registerPreview()
 	s.registerBudget()
 	s.registerWaits()
 	s.registerSessions()

@@ -64,6 +64,11 @@ type agentData struct {
 	// The chat form: its text, the session's id and the message's
 	// idempotency key, drawn likewise.
 	Message, SessionID, Key string
+	// The preview form's values, and what the preview answered: the first
+	// request a run would send, or why there is none.
+	PreviewInput, PreviewInstructions, PreviewSession string
+	Preview                                           *api.AgentPreview
+	PreviewError                                      string
 }
 
 // agentPage shows one agent's definition, as GET /v1/agents/{name} gives
@@ -79,6 +84,9 @@ func (c *Console) renderAgent(w http.ResponseWriter, r *http.Request, status int
 		c.refused(w, r, res)
 		return
 	}
+	if r.Method == http.MethodGet && r.URL.Query().Has("preview") {
+		c.preview(r, name, &d)
+	}
 	if d.RunID == "" {
 		d.RunID = "run-" + randomID()
 	}
@@ -86,6 +94,24 @@ func (c *Console) renderAgent(w http.ResponseWriter, r *http.Request, status int
 		d.SessionID, d.Key = "chat-"+randomID(), randomKey()
 	}
 	c.render(w, r, status, "agent", page{Title: "Agent " + d.Name, Nav: "agents", Data: d, Error: msg})
+}
+
+// preview asks for the first request a run of the agent would send, with
+// the preview form's input, instructions and session. A refusal (no such
+// session, one of another agent) is said in the preview's place.
+func (c *Console) preview(r *http.Request, name string, d *agentData) {
+	q := r.URL.Query()
+	d.PreviewInput, d.PreviewInstructions, d.PreviewSession = q.Get("input"), q.Get("instructions"), strings.TrimSpace(q.Get("session"))
+	v := url.Values{"input": {d.PreviewInput}, "instructions": {d.PreviewInstructions}}
+	if d.PreviewSession != "" {
+		v.Set("session", d.PreviewSession)
+	}
+	var pv api.AgentPreview
+	if res := c.get(r, "/v1/agents/"+url.PathEscape(name)+"/preview?"+v.Encode(), &pv); !res.ok() {
+		d.PreviewError = "preview: " + res.message()
+		return
+	}
+	d.Preview = &pv
 }
 
 // parseMetadata reads the start form's metadata: one key=value a line.

@@ -64,6 +64,21 @@ server:
 		t.Error("the agent page shows an approver's secret")
 	}
 
+	do(t, ctx, "preview", chromedp.SendKeys(chromedp.ID("preview-input"), "look again"),
+		chromedp.Click(chromedp.ID("preview-show")), chromedp.WaitVisible(chromedp.ID("preview-parts")))
+	shot(t, ctx, "agent-preview")
+	parts := text(t, ctx, "#preview-parts")
+	for _, want := range []string{"input", "look again", "tool", "glob"} {
+		if !strings.Contains(parts, want) {
+			t.Errorf("the preview lacks %q:\n%s", want, parts)
+		}
+	}
+	do(t, ctx, "preview of no session", chromedp.SendKeys(chromedp.ID("preview-session"), "nope"),
+		chromedp.Click(chromedp.ID("preview-show")), chromedp.WaitVisible(chromedp.ID("preview-error")))
+	if e := text(t, ctx, "#preview-error"); !strings.Contains(e, "session") {
+		t.Errorf("preview of a session that does not exist: %q", e)
+	}
+
 	do(t, ctx, "run page", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible(chromedp.ID("budget")))
 	shot(t, ctx, "run-budget")
 	row := func(counter string) string {

@@ -8,15 +8,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
 )
 
 func newAgents(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agents",
-		Short: "List the agents, show one's definition and its hooks in the order they run",
+		Short: "List the agents, show one's definition and hooks, preview the first request a run of one would send",
 	}
-	cmd.AddCommand(newAgentsList(g), newAgentsShow(g))
+	cmd.AddCommand(newAgentsList(g), newAgentsShow(g), newAgentsPreview(g))
 	return cmd
 }
 
@@ -120,4 +121,62 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+func newAgentsPreview(g *globals) *cobra.Command {
+	var o hitch.PreviewOptions
+	cmd := &cobra.Command{
+		Use:   "preview AGENT [INPUT]",
+		Short: "Show the first model request a run of the agent would send, part by part, with its token estimate; no model is called",
+		Long: "Build the first request a run of AGENT would send for INPUT, as a run builds it: the agent's instructions, the run's\n" +
+			"(--instructions), a session's history (--session: as for that session's next message), the input, the tools and the\n" +
+			"answer schema, each part labelled with its layer and its estimated tokens against the model's window. No model is\n" +
+			"called, no hook runs and no run is started. Like run, it creates a store that does not exist yet.",
+		Args: func(cmd *cobra.Command, a []string) error {
+			if len(a) < 1 || len(a) > 2 {
+				return usageError{fmt.Errorf("%s wants an agent's name and at most one input", cmd.CommandPath())}
+			}
+			return nil
+		},
+		RunE: withBackend(g, needNew, func(ctx context.Context, v *verb, a []string) error {
+			if len(a) == 2 {
+				o.Input = a[1]
+			}
+			pv, err := v.b.Preview(ctx, a[0], o)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				v.printJSON(pv)
+				return nil
+			}
+			printPreview(v, pv)
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&o.Session, "session", "", "preview the next message of this session: its transcript comes first")
+	cmd.Flags().StringVar(&o.Instructions, "instructions", "", "the run's own instructions, laid over the agent's")
+	return cmd
+}
+
+// printPreview writes a previewed request for people: what it holds, layer
+// by layer, and how much of the window it fills.
+func printPreview(v *verb, pv api.AgentPreview) {
+	w := v.g.stdout
+	c := pv.Context
+	fmt.Fprintf(w, "first request of agent %s v%d on %s: %d tokens estimated (%s)", pv.Agent, pv.Version, pv.Model, c.Estimate, c.Estimator)
+	if c.Window > 0 {
+		fmt.Fprintf(w, ", %.1f%% of a %d-token window", 100*float64(c.Estimate)/float64(c.Window), c.Window)
+	}
+	fmt.Fprintln(w)
+	if pv.Compacts {
+		fmt.Fprintln(w, "the run would summarize older history before sending it")
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAYER\tNAME\tTOKENS\tTEXT")
+	for _, p := range pv.Parts {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.Layer, orDash(p.Name), p.Tokens, orDash(clip(p.Text, 80)))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "no model was called and no hook ran")
 }

@@ -124,6 +124,9 @@ type backend interface {
 	// as not found).
 	Agents(ctx context.Context) ([]api.Agent, error)
 	Agent(ctx context.Context, name string) (api.AgentDetail, error)
+	// Preview is the first model request a run of the agent would send,
+	// as GET /v1/agents/{name}/preview answers it.
+	Preview(ctx context.Context, name string, o hitch.PreviewOptions) (api.AgentPreview, error)
 
 	// Close releases what the backend holds.
 	Close()

@@ -208,6 +208,12 @@ func TestEveryCommandBothWays(t *testing.T) {
 		{cmd: "agents show", args: fixed("agents", "show", "hooked"), local: true, after: hooksInOrder},
 		{cmd: "agents show", args: fixed("--json", "agents", "show", "gate"), local: true},
 		{cmd: "agents show", args: fixed("agents", "show", "nope"), local: true, code: exitNotFound},
+		{cmd: "agents preview", args: fixed("agents", "preview", "quick", "hello", "--instructions", "Be brief."), local: true},
+		{cmd: "agents preview", args: fixed("--json", "agents", "preview", "gate", "go"), local: true},
+		{cmd: "agents preview", args: fixed("agents", "preview", "quick", "--session", "s1", "and more"), local: true},
+		{cmd: "agents preview", args: fixed("agents", "preview", "gate", "--session", "s1"), local: true, code: exitRefused},
+		{cmd: "agents preview", args: fixed("agents", "preview", "quick", "--session", "nope"), local: true, code: exitNotFound},
+		{cmd: "agents preview", args: fixed("agents", "preview", "nope"), local: true, code: exitNotFound},
 		// models check reads the local config, with --server as without.
 		{cmd: "models check", args: fixed("models", "check", "-c", filepath.Join(localDir, "hitch.yaml")), local: true},
 		// version says what this binary is, with --server as without.

@@ -375,3 +375,15 @@ func (b *localBackend) Agent(_ context.Context, name string) (api.AgentDetail, e
 	}
 	return server.AgentDetail(a.Describe()), nil
 }
+
+func (b *localBackend) Preview(ctx context.Context, name string, o hitch.PreviewOptions) (api.AgentPreview, error) {
+	a, err := b.agent(name)
+	if err != nil {
+		return api.AgentPreview{}, err
+	}
+	pv, err := b.e.rt.Preview(ctx, a, o)
+	if err != nil {
+		return api.AgentPreview{}, err
+	}
+	return server.AgentPreview(pv), nil
+}

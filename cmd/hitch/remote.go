@@ -614,3 +614,7 @@ func (r *remoteBackend) Agents(ctx context.Context) ([]api.Agent, error) {
 func (r *remoteBackend) Agent(ctx context.Context, name string) (api.AgentDetail, error) {
 	return r.c.Agent(ctx, name)
 }
+
+func (r *remoteBackend) Preview(ctx context.Context, name string, o hitch.PreviewOptions) (api.AgentPreview, error) {
+	return r.c.Preview(ctx, name, client.PreviewParams{Input: o.Input, Instructions: o.Instructions, Session: o.Session})
+}

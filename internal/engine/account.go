@@ -15,16 +15,13 @@ type layers struct {
 // account estimates where req's tokens sit (hitchtype.EstimatorBytes). A
 // user message whose text is summary is the compaction summary.
 func account(req *model.Request, l layers, summary string, window int64) *hitchtype.ContextAccount {
-	tok := func(n int) int64 { return int64((n + 3) / 4) }
+	tok := tokens
 	var c hitchtype.ContextCategories
 	run := len(req.Instructions) - l.system - l.agent - l.hook
 	c.System, c.Agent, c.Run, c.Hook = tok(l.system), tok(l.agent), tok(max(run, 0)), tok(l.hook)
 	var user, asst, results, sum int
 	for _, m := range req.Messages {
-		n := len(m.Text) + len(m.ToolCallID) + len(m.ToolName)
-		for _, tc := range m.ToolCalls {
-			n += len(tc.Name) + len(tc.Arguments) + len(tc.ID)
-		}
+		n := messageBytes(m)
 		switch {
 		case m.Role == model.RoleAssistant:
 			asst += n
@@ -39,7 +36,7 @@ func account(req *model.Request, l layers, summary string, window int64) *hitcht
 	c.User, c.Assistant, c.ToolResults, c.Summary = tok(user), tok(asst), tok(results), tok(sum)
 	var tools int
 	for _, t := range req.Tools {
-		tools += len(t.Name) + len(t.Description) + len(t.Schema)
+		tools += toolBytes(t)
 	}
 	c.Tools = tok(tools)
 	if req.Answer != nil {
@@ -47,6 +44,21 @@ func account(req *model.Request, l layers, summary string, window int64) *hitcht
 	}
 	return &hitchtype.ContextAccount{Estimator: hitchtype.EstimatorBytes, Window: window, Estimate: c.Sum(), Categories: c}
 }
+
+// tokens estimates n bytes of text (hitchtype.EstimatorBytes).
+func tokens(n int) int64 { return int64((n + 3) / 4) }
+
+// messageBytes is how much text a message carries to the model.
+func messageBytes(m model.Message) int {
+	n := len(m.Text) + len(m.ToolCallID) + len(m.ToolName)
+	for _, tc := range m.ToolCalls {
+		n += len(tc.Name) + len(tc.Arguments) + len(tc.ID)
+	}
+	return n
+}
+
+// toolBytes is how much text a tool's declaration carries.
+func toolBytes(t model.ToolSpec) int { return len(t.Name) + len(t.Description) + len(t.Schema) }
 
 // summaryText is the summary message requests carry in place of folded
 // history, or "" before any compaction.

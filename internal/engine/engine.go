@@ -234,6 +234,11 @@ type StartResult struct {
 	SameInput bool
 }
 
+// started is the first entry of a run Start creates.
+func (a *Agent) started(p StartParams) RunStarted {
+	return RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth, Instructions: p.Instructions, Metadata: p.Metadata}
+}
+
 // InputHash identifies what a run was started with.
 func InputHash(agent string, version int, input string) string {
 	h := sha256.New()
@@ -248,7 +253,7 @@ func InputHash(agent string, version int, input string) string {
 // nothing and reports whether the input matched.
 func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResult, error) {
 	hash := InputHash(a.Name, a.Version, p.Input+"\x00"+p.Instructions)
-	first := e.redact(entry(KindRunStarted, RunStarted{Agent: a.Name, Version: a.Version, Input: p.Input, DepthLeft: a.Limits.MaxDepth, Instructions: p.Instructions, Metadata: p.Metadata}))
+	first := e.redact(entry(KindRunStarted, a.started(p)))
 	run, created, err := e.cfg.Store.RunCreate(ctx, store.RunCreateParams{
 		ID: p.ID, Tenant: p.Tenant, Agent: a.Name, Version: a.Version, InputHash: hash, Budget: a.Budget,
 		Entries: []store.EntryInput{first}, Title: titleOf(first),

@@ -275,6 +275,28 @@ func (r *runner) final(t *turnState) (bool, error) {
 	return false, nil
 }
 
+// request builds a turn's model request as a runner sends it: the agent's
+// instructions with the run's laid over them and what pre-generate hooks
+// added (extra), the transcript, the tools unless the turn is the final
+// one, and the answer's schema. A preview builds a run's first request
+// with it, so what it shows is what a run sends.
+func (a *Agent) request(st *state, extra string, specs []model.ToolSpec, final bool) (*model.Request, layers) {
+	instr := layer(a.Instructions, st.started.Instructions)
+	lay := layers{agent: len(a.Instructions)}
+	if extra != "" {
+		instr += "\n\n" + extra
+		lay.hook = 2 + len(extra)
+	}
+	req := &model.Request{Instructions: instr, Messages: st.messages(), Tools: specs}
+	if final {
+		req.Tools = nil
+	}
+	if a.Answer != nil {
+		req.Answer = a.Answer.request()
+	}
+	return req, lay
+}
+
 // layer lays the caller's instructions over the agent's: both are sent,
 // the caller's last, and marked so the model knows which wins.
 func layer(agent, call string) string {
@@ -342,14 +364,10 @@ func (r *runner) callModel() error {
 		return r.finish(Outcome{Status: hitchtype.StatusFailed, Reason: "hook",
 			Error: "the pre-generate hook failed, so the model was not called (fail closed): " + err.Error()})
 	}
-	instr := layer(a.Instructions, st.started.Instructions)
-	lay := layers{agent: len(a.Instructions)}
-	if extra != "" {
-		instr += "\n\n" + extra
-		lay.hook = 2 + len(extra)
-	}
 	names, specs, sourced := r.turnTools()
 	final := st.finalAt >= 0 || (a.Limits.FinalTurn && st.attempts+1 == a.Limits.ModelAttempts && len(st.turns) > 0 && len(names) > 0)
+	req, lay := a.request(st, extra, specs, final)
+	instr := req.Instructions
 	switch {
 	case final && st.finalAt < 0:
 		r.stageDeferred(entry(KindContext, Context{Instructions: instr, Tools: []string{}, FinalTurn: true,
@@ -362,13 +380,6 @@ func (r *runner) callModel() error {
 			}
 		}
 		r.stageDeferred(entry(KindContext, c))
-	}
-	req := &model.Request{Instructions: instr, Messages: st.messages(), Tools: specs}
-	if final {
-		req.Tools = nil
-	}
-	if a.Answer != nil {
-		req.Answer = a.Answer.request()
 	}
 	// The model is chosen first, so the transcript is compacted for its
 	// window; a summary may change the route's breakers, so the choice is

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -224,6 +225,24 @@ func (s *Service) Get(ctx context.Context, sessionID string) (hitchtype.Session,
 		return hitchtype.Session{}, fmt.Errorf("get session: %w", err)
 	}
 	return sessionOf(row), nil
+}
+
+// Transcript returns a session and the transcript its next submission
+// would start from, as a run of that submission is given it.
+func (s *Service) Transcript(ctx context.Context, sessionID string) (hitchtype.Session, []model.Message, error) {
+	ss, err := s.store("session transcript")
+	if err != nil {
+		return hitchtype.Session{}, nil, err
+	}
+	row, err := ss.SessionGet(ctx, sessionID)
+	if err != nil {
+		return hitchtype.Session{}, nil, fmt.Errorf("session transcript: %w", err)
+	}
+	msgs, err := s.transcript(ctx, ss, sessionID)
+	if err != nil {
+		return hitchtype.Session{}, nil, fmt.Errorf("session transcript of %s: %w", sessionID, err)
+	}
+	return sessionOf(row), msgs, nil
 }
 
 // List lists sessions by id, after the cursor p.After, at most p.Limit.
