@@ -72,7 +72,8 @@ type TriggerStore interface {
 	TriggerClaim(ctx context.Context, p TriggerClaimParams) (claimed []Trigger, now time.Time, err error)
 
 	// TriggerRetire settles a claimed occurrence in one transaction: it
-	// counts a fire (Fired: FireCount+1, LastFire = the occurrence) and
+	// counts a fire (Fired: FireCount+1, LastFire = the occurrence) or a
+	// skip (Skipped: SkipCount+1, LastSkip, SkipReason), and
 	// p.Missed skipped occurrences, moves NextFire to p.Next (the zero
 	// time makes the binding done), and clears the claim. It is fenced:
 	// unless p.Token is the binding's current claim token, p.Owner its
@@ -128,6 +129,11 @@ type Trigger struct {
 	ClaimOwner string
 	ClaimToken int64
 	ClaimUntil time.Time
+	// SkipCount counts occurrences a pre_trigger hook denied, so they
+	// were not dispatched; LastSkip is the latest one, SkipReason why.
+	SkipCount  int64
+	LastSkip   time.Time
+	SkipReason string
 	// Failures counts dispatches that failed since the last retire;
 	// LastError is the latest one's error.
 	Failures  int
@@ -178,6 +184,11 @@ type TriggerRetireParams struct {
 	Fired      bool
 	Missed     int64
 	Next       time.Time
+	// Skipped settles an occurrence that was not dispatched because a
+	// hook denied it (not with Fired): SkipCount+1, LastSkip = the
+	// occurrence, SkipReason = p.SkipReason (cut as an error is).
+	Skipped    bool
+	SkipReason string
 }
 
 // TriggerReleaseParams are the parameters of TriggerRelease.

@@ -19,21 +19,23 @@ import (
 var _ store.TriggerStore = (*Store)(nil)
 
 const triggerCols = `id, tenant, session_id, spec::text, state, fire_count, missed_count, last_fire, next_fire,
-	claim_owner, claim_token, claim_until, failures, last_error, created_at, updated_at`
+	claim_owner, claim_token, claim_until, failures, last_error, created_at, updated_at, skip_count, last_skip, skip_reason`
 
 func scanTrigger(sc pgx.Row) (store.Trigger, error) {
 	var (
 		t                 store.Trigger
 		spec              string
 		last, next, until *time.Time
+		skip              *time.Time
 	)
 	err := sc.Scan(&t.ID, &t.Tenant, &t.SessionID, &spec, &t.State, &t.FireCount, &t.MissedCount, &last, &next,
-		&t.ClaimOwner, &t.ClaimToken, &until, &t.Failures, &t.LastError, &t.CreatedAt, &t.UpdatedAt)
+		&t.ClaimOwner, &t.ClaimToken, &until, &t.Failures, &t.LastError, &t.CreatedAt, &t.UpdatedAt, &t.SkipCount, &skip, &t.SkipReason)
 	if err != nil {
 		return store.Trigger{}, err
 	}
 	t.Spec = []byte(spec)
 	t.LastFire, t.NextFire, t.ClaimUntil = utc(last), utc(next), utc(until)
+	t.LastSkip = utc(skip)
 	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
 	return t, nil
 }
@@ -218,7 +220,7 @@ UPDATE hitch_triggers AS t SET claim_owner = $2, claim_token = t.claim_token + 1
 	claim_until = ` + nowSQL + ` + $3 * interval '1 microsecond', updated_at = ` + nowSQL + `
 FROM due WHERE t.seq = due.seq
 RETURNING t.id, t.tenant, t.session_id, t.spec::text, t.state, t.fire_count, t.missed_count, t.last_fire, t.next_fire,
-	t.claim_owner, t.claim_token, t.claim_until, t.failures, t.last_error, t.created_at, t.updated_at`
+	t.claim_owner, t.claim_token, t.claim_until, t.failures, t.last_error, t.created_at, t.updated_at, t.skip_count, t.last_skip, t.skip_reason`
 
 // TriggerClaim claims due bindings, the earliest first.
 func (s *Store) TriggerClaim(ctx context.Context, p store.TriggerClaimParams) ([]store.Trigger, time.Time, error) {
@@ -282,10 +284,14 @@ func (s *Store) TriggerRetire(ctx context.Context, p store.TriggerRetireParams) 
 			fire_count = fire_count + CASE WHEN $2 THEN 1 ELSE 0 END, missed_count = missed_count + $3,
 			last_fire = CASE WHEN $2 THEN $4::timestamptz ELSE last_fire END, next_fire = $5,
 			state = CASE WHEN $5::timestamptz IS NULL THEN 'done' ELSE state END,
+			skip_count = skip_count + CASE WHEN $9 THEN 1 ELSE 0 END,
+			last_skip = CASE WHEN $9 THEN $4::timestamptz ELSE last_skip END,
+			skip_reason = CASE WHEN $9 THEN $10 ELSE skip_reason END,
 			claim_owner = '', claim_until = NULL, failures = 0, last_error = '', updated_at = `+nowSQL+`
 			WHERE id = $6 AND claim_token = $7 AND claim_owner = $8 AND next_fire = $4::timestamptz
 			RETURNING `+triggerCols,
-			s.clockArg(), p.Fired, p.Missed, nullTime(p.Occurrence), nullTime(p.Next), p.ID, p.Token, p.Owner))
+			s.clockArg(), p.Fired, p.Missed, nullTime(p.Occurrence), nullTime(p.Next), p.ID, p.Token, p.Owner,
+			p.Skipped, store.TriggerErrorText(p.SkipReason)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return s.fencedTrigger(ctx, p.ID)
 		}

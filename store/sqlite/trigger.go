@@ -17,21 +17,23 @@ import (
 var _ store.TriggerStore = (*Store)(nil)
 
 const triggerColumns = `id, tenant, session_id, spec, state, fire_count, missed_count, last_fire, next_fire,
-	claim_owner, claim_token, claim_until, failures, last_error, created_at, updated_at`
+	claim_owner, claim_token, claim_until, failures, last_error, created_at, updated_at, skip_count, last_skip, skip_reason`
 
 func scanTrigger(sc scanner) (store.Trigger, error) {
 	var (
 		t                               store.Trigger
 		spec                            string
 		last, next, until, created, upd int64
+		skip                            int64
 	)
 	err := sc.Scan(&t.ID, &t.Tenant, &t.SessionID, &spec, &t.State, &t.FireCount, &t.MissedCount, &last, &next,
-		&t.ClaimOwner, &t.ClaimToken, &until, &t.Failures, &t.LastError, &created, &upd)
+		&t.ClaimOwner, &t.ClaimToken, &until, &t.Failures, &t.LastError, &created, &upd, &t.SkipCount, &skip, &t.SkipReason)
 	if err != nil {
 		return store.Trigger{}, err
 	}
 	t.Spec = []byte(spec)
 	t.LastFire, t.NextFire, t.ClaimUntil = fromMicros(last), fromMicros(next), fromMicros(until)
+	t.LastSkip = fromMicros(skip)
 	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(upd)
 	return t, nil
 }
@@ -242,9 +244,12 @@ func (x sx) fenced(id string) error {
 
 // TriggerRetire settles a claimed occurrence.
 func (s *Store) TriggerRetire(ctx context.Context, p store.TriggerRetireParams) (store.Trigger, error) {
-	fired := 0
+	fired, skipped := 0, 0
 	if p.Fired {
 		fired = 1
+	}
+	if p.Skipped {
+		skipped = 1
 	}
 	var out store.Trigger
 	err := s.write(ctx, func(tx *wtx) error {
@@ -253,9 +258,12 @@ func (s *Store) TriggerRetire(ctx context.Context, p store.TriggerRetireParams) 
 		out, err = scanTrigger(x.row(`UPDATE triggers SET fire_count = fire_count + ?1, missed_count = missed_count + ?2,
 			last_fire = CASE WHEN ?1 = 1 THEN ?3 ELSE last_fire END, next_fire = ?4,
 			state = CASE WHEN ?4 = 0 THEN 'done' ELSE state END,
+			skip_count = skip_count + ?9, last_skip = CASE WHEN ?9 = 1 THEN ?3 ELSE last_skip END,
+			skip_reason = CASE WHEN ?9 = 1 THEN ?10 ELSE skip_reason END,
 			claim_owner = '', claim_until = 0, failures = 0, last_error = '', updated_at = ?5
 			WHERE id = ?6 AND claim_token = ?7 AND claim_owner = ?8 AND next_fire = ?3
-			RETURNING `+triggerColumns, fired, p.Missed, micros(p.Occurrence), micros(p.Next), x.now, p.ID, p.Token, p.Owner))
+			RETURNING `+triggerColumns, fired, p.Missed, micros(p.Occurrence), micros(p.Next), x.now, p.ID, p.Token, p.Owner,
+			skipped, store.TriggerErrorText(p.SkipReason)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return x.fenced(p.ID)
 		}

@@ -23,6 +23,7 @@ func testTriggers(t *testing.T, open opener) {
 		{"ClaimFencedRetire", testTriggerFenced},
 		{"RetireToDone", testTriggerDone},
 		{"ReleaseRetriesLater", testTriggerRelease},
+		{"RetireSkipped", testTriggerSkipped},
 		{"PauseResumeRemove", testTriggerPause},
 		{"SessionBound", testTriggerBound},
 		{"ClaimConcurrent", testTriggerConcurrent},
@@ -323,6 +324,36 @@ func testTriggerRelease(t *testing.T, e *trigEnv) {
 	ok, err := e.ts.TriggerRetire(e.ctx, retireOf(again[0], retry.Add(time.Hour)))
 	if err != nil || ok.Failures != 0 || ok.LastError != "" {
 		t.Fatalf("a retire clears the failures: %v %+v", err, ok)
+	}
+}
+
+// testTriggerSkipped: an occurrence a hook denied is settled as skipped:
+// counted apart from fires, with its time and reason kept (cut as an error
+// is); the schedule moves on, and a later fire keeps the skip's record.
+func testTriggerSkipped(t *testing.T, e *trigEnv) {
+	now := e.now()
+	e.create("s", now)
+	c, _ := e.claim("n", longTTL, 1)
+	next := now.Add(e.ahead())
+	p := retireOf(c[0], next)
+	p.Fired, p.Skipped, p.SkipReason = false, true, "gate: not on a holiday\x00"+strings.Repeat("x", store.MaxTriggerErrorBytes)
+	r, err := e.ts.TriggerRetire(e.ctx, p)
+	if err != nil || r.SkipCount != 1 || r.FireCount != 0 || !sameTime(r.LastSkip, c[0].NextFire) || !r.LastFire.IsZero() ||
+		!sameTime(r.NextFire, next) || r.ClaimOwner != "" || len(r.SkipReason) > store.MaxTriggerErrorBytes ||
+		!strings.HasPrefix(r.SkipReason, "gate: not on a holiday") || strings.Contains(r.SkipReason, "\x00") {
+		t.Fatalf("retire skipped: %v %+v", err, r)
+	}
+	if got := e.get("s"); got.SkipCount != 1 || got.SkipReason != r.SkipReason || !sameTime(got.LastSkip, c[0].NextFire) {
+		t.Fatalf("the skip is not kept: %+v", got)
+	}
+	e.waitPast(next)
+	c2, _ := e.claim("n", longTTL, 1)
+	if len(c2) != 1 {
+		t.Fatalf("the next occurrence was not claimed after a skip")
+	}
+	f, err := e.ts.TriggerRetire(e.ctx, retireOf(c2[0], next.Add(time.Hour)))
+	if err != nil || f.FireCount != 1 || f.SkipCount != 1 || f.SkipReason != r.SkipReason || !sameTime(f.LastSkip, c[0].NextFire) {
+		t.Fatalf("a fire after a skip: %v %+v", err, f)
 	}
 }
 
