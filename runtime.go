@@ -13,6 +13,7 @@ import (
 
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/internal/retention"
 	"github.com/hitch-dev/hitch/internal/session"
@@ -396,6 +397,26 @@ func (rt *Runtime) openSessions(ecfg *engine.Config) error {
 	return nil
 }
 
+// triggerWatch is what watches a binding's dispatch: the hooks of the
+// agent it starts, or of the agent of the session it sends to.
+func (rt *Runtime) triggerWatch(ctx context.Context, spec hitchtype.TriggerSpec) (trigger.Watch, error) {
+	name, version := spec.Agent, spec.Version
+	if spec.Session != "" {
+		ses, err := rt.sess.Get(ctx, spec.Session)
+		if err != nil {
+			return trigger.Watch{}, err
+		}
+		name, version = ses.Agent, ses.Version
+	}
+	a, err := rt.agentNamed(name, version)
+	if err != nil {
+		return trigger.Watch{}, err
+	}
+	w := trigger.Watch{Agent: a.Name(), Timeout: a.spec.Limits.HookTimeout}
+	w.Hooks, _ = a.spec.Hooks.(hook.TriggerHooks)
+	return w, nil
+}
+
 // openTriggers sets the trigger service up while the runtime opens: a run
 // target's occurrence starts a detached run, a session target's sends a
 // message, and a store that keeps bindings gives runs the schedule tools.
@@ -411,10 +432,11 @@ func (rt *Runtime) openTriggers(ecfg *engine.Config) {
 			return err
 		},
 		Redact: func(b []byte) []byte { return rt.eng.Redact(b) },
-		Send: func(ctx context.Context, sessionID, text, key string) error {
-			_, err := rt.sess.Send(ctx, sessionID, text, hitchtype.SendOptions{IdempotencyKey: key})
-			return err
+		Send: func(ctx context.Context, sessionID, text, key string) (string, error) {
+			res, err := rt.sess.Send(ctx, sessionID, text, hitchtype.SendOptions{IdempotencyKey: key})
+			return res.MessageID, err
 		},
+		Hooks: rt.triggerWatch,
 	}
 	if f := rt.cfg.OnEvent; f != nil {
 		tcfg.OnError = func(err error) { f(Event{Err: fmt.Errorf("triggers: %w", err)}) }

@@ -123,8 +123,6 @@ func (c *Config) hook(l locator, field string, y Hook, f *File, ws string, sbox 
 	switch {
 	case y.Point == "":
 		bad("point", "is required: one of %v", declared.Points)
-	case y.Point == "pre_trigger" || y.Point == "post_trigger":
-		bad("point", "%q: hooks around a trigger's dispatch are not supported; want one of %v", y.Point, declared.Points)
 	case !slices.Contains(declared.Points, point):
 		bad("point", "%q: want one of %v", y.Point, declared.Points)
 	}

@@ -50,7 +50,7 @@ agents:
       - {point: pre_tool, url: "http://127.0.0.1:1/x", secret: nokey}
       - {point: pre_tool, command: [true], on_error: sometimes, timeout: 2h}
       - {point: pre_tool}
-      - {point: pre_trigger, command: [true]}
+      - {point: pre_trigger, match: [bash], command: [true]}
 `})
 	_, err := Load(path, Options{})
 	if err == nil || !IsProblem(err) {
@@ -67,7 +67,7 @@ agents:
 		`:18: agents[0].hooks[5].on_error: "sometimes"`,
 		`:18: agents[0].hooks[5].timeout: "2h"`,
 		`:19: agents[0].hooks[6].command: is required`,
-		`:20: agents[0].hooks[7].point: "pre_trigger": hooks around a trigger's dispatch are not supported`,
+		`:20: agents[0].hooks[7].match: is for pre_tool and post_tool hooks`,
 	} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("error lacks %q:\n%s", w, msg)

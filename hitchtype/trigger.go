@@ -305,12 +305,17 @@ type Trigger struct {
 	MissedCount int64
 	LastFire    time.Time
 	NextFire    time.Time
-	Failures    int
-	LastError   string
-	ClaimOwner  string
-	ClaimUntil  time.Time
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// SkipCount counts occurrences a pre_trigger hook denied; LastSkip
+	// is the latest, SkipReason why it was denied.
+	SkipCount  int64
+	LastSkip   time.Time
+	SkipReason string
+	Failures   int
+	LastError  string
+	ClaimOwner string
+	ClaimUntil time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // TriggerOptions adjust hitch.Runtime.CreateTrigger.

@@ -17,6 +17,7 @@ package hook
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Hooks are the points a run can be watched and shaped at. Methods must be
@@ -99,10 +100,62 @@ type Verdict struct {
 	Message string
 }
 
+// TriggerHooks are hooks around a trigger binding's dispatch, asked for
+// each occurrence that would start a run of the agent or send a message to
+// a session of it. A Hooks value may implement them; Base does, letting
+// everything through.
+//
+// PreTrigger fails closed: an error skips the occurrence, as a Deny does,
+// and the binding records the skip with its reason. PostTrigger only
+// observes: its error is ignored. A dispatch repeated after a crash asks
+// them again.
+type TriggerHooks interface {
+	// PreTrigger runs before an occurrence is dispatched. It may let it go
+	// (with a rewritten input or message) or deny it.
+	PreTrigger(ctx context.Context, t Trigger) (TriggerVerdict, error)
+	// PostTrigger runs once the occurrence was dispatched.
+	PostTrigger(ctx context.Context, t Trigger, d Dispatched) error
+}
+
+// Trigger is one occurrence of a binding about to be dispatched.
+type Trigger struct {
+	// ID names the binding; Occurrence is the time it was due.
+	ID         string
+	Occurrence time.Time
+	// Agent is the agent a run target starts, or the agent of the session
+	// a session target sends to.
+	Agent string
+	// Session is a session target's session; "" for a run target.
+	Session string
+	// Input is the run's input, or the message's text.
+	Input string
+}
+
+// TriggerVerdict is PreTrigger's decision.
+type TriggerVerdict struct {
+	// Action is Run (dispatch) or Deny (skip this occurrence).
+	Action Action
+	// Input, with Run, replaces the run's input or the message's text
+	// when not empty.
+	Input string
+	// Reason explains a denial; the binding records it.
+	Reason string
+}
+
+// Dispatched is what an occurrence's dispatch made: the run it started, or
+// the message it sent (whose submission's run may start later).
+type Dispatched struct {
+	RunID     string
+	MessageID string
+}
+
 // Base implements every hook as a no-op that lets everything through.
 type Base struct{}
 
-var _ Hooks = Base{}
+var (
+	_ Hooks        = Base{}
+	_ TriggerHooks = Base{}
+)
 
 // PreGenerate adds nothing.
 func (Base) PreGenerate(context.Context, Generate) (string, error) { return "", nil }
@@ -115,6 +168,14 @@ func (Base) PostTool(_ context.Context, _ Call, r Result) (Result, error) { retu
 
 // PostTurn accepts the answer.
 func (Base) PostTurn(context.Context, Answer) (Verdict, error) { return Verdict{Valid: true}, nil }
+
+// PreTrigger lets the occurrence be dispatched as it is.
+func (Base) PreTrigger(context.Context, Trigger) (TriggerVerdict, error) {
+	return TriggerVerdict{Action: Run}, nil
+}
+
+// PostTrigger does nothing.
+func (Base) PostTrigger(context.Context, Trigger, Dispatched) error { return nil }
 
 // Info describes one named hook for people: where it runs, what it is
 // and in which order (hitch agents lists them).

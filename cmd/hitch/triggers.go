@@ -32,6 +32,9 @@ type triggerLine struct {
 	Spec        hitch.TriggerSpec `json:"spec"`
 	FireCount   int64             `json:"fire_count"`
 	MissedCount int64             `json:"missed_count"`
+	SkipCount   int64             `json:"skip_count"`
+	LastSkip    string            `json:"last_skip,omitempty"`
+	SkipReason  string            `json:"skip_reason,omitempty"`
 	LastFire    string            `json:"last_fire,omitempty"`
 	NextFire    string            `json:"next_fire,omitempty"`
 	Failures    int               `json:"failures,omitempty"`
@@ -50,7 +53,8 @@ func stamp(t time.Time) string {
 
 func triggerJSON(t hitch.Trigger) triggerLine {
 	return triggerLine{ID: t.Spec.ID, Tenant: t.Spec.Tenant, SessionID: t.SessionID, State: t.State, Spec: t.Spec,
-		FireCount: t.FireCount, MissedCount: t.MissedCount, LastFire: stamp(t.LastFire), NextFire: stamp(t.NextFire),
+		FireCount: t.FireCount, MissedCount: t.MissedCount, SkipCount: t.SkipCount, LastSkip: stamp(t.LastSkip), SkipReason: t.SkipReason,
+		LastFire: stamp(t.LastFire), NextFire: stamp(t.NextFire),
 		Failures: t.Failures, LastError: t.LastError, ClaimOwner: t.ClaimOwner, CreatedAt: stamp(t.CreatedAt), UpdatedAt: stamp(t.UpdatedAt)}
 }
 
@@ -141,6 +145,9 @@ func (v *verb) printTrigger(t hitch.Trigger) {
 	}
 	fmt.Fprintf(w, "  fired %d times (last %s), missed %d; next %s\n", t.FireCount, whenOr(t.LastFire, "never"), t.MissedCount,
 		whenOr(t.NextFire, "none"))
+	if t.SkipCount > 0 {
+		fmt.Fprintf(w, "  %d skipped by a pre_trigger hook (last %s): %s\n", t.SkipCount, whenOr(t.LastSkip, "-"), clip(t.SkipReason, 300))
+	}
 	if t.SessionID != "" {
 		fmt.Fprintf(w, "  registered by session %s\n", t.SessionID)
 	}

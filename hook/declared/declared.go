@@ -36,10 +36,13 @@ const (
 	PreTool     Point = "pre_tool"     // before a body: run (rewritten), deny, or hold
 	PostTool    Point = "post_tool"    // after a body: rewrite its result
 	PostTurn    Point = "post_turn"    // on a final answer: accept, or refuse with a reason
+	PreTrigger  Point = "pre_trigger"  // before a trigger's occurrence is dispatched: go (rewritten), or skip it
+	PostTrigger Point = "post_trigger" // after it was dispatched: observe the run or message it made
 )
 
-// Points lists the points in the order a turn reaches them.
-var Points = []Point{PreGenerate, PreTool, PostTool, PostTurn}
+// Points lists the points in the order a turn reaches them, then those
+// around a trigger's dispatch.
+var Points = []Point{PreGenerate, PreTool, PostTool, PostTurn, PreTrigger, PostTrigger}
 
 // OnError says what a hook's failure (it crashed, timed out or answered
 // garbage) does.
@@ -58,7 +61,7 @@ const (
 // DefaultOnError is a point's failure mode when a hook declares none:
 // closed where a hook gates something, open after a body.
 func (p Point) DefaultOnError() OnError {
-	if p == PostTool {
+	if p == PostTool || p == PostTrigger {
 		return FailOpen
 	}
 	return FailClosed
@@ -67,9 +70,9 @@ func (p Point) DefaultOnError() OnError {
 // Retried reports whether a webhook at p is delivered again after a
 // transport error or a 429 or 5xx answer. The points that gate the run
 // are (the answer is asked for, and a lost one would fail closed); a
-// post_tool hook observes an effect that happened, and a second delivery
-// could be counted twice, so it is sent once.
-func (p Point) Retried() bool { return p != PostTool }
+// post_tool or post_trigger hook observes an effect that happened, and a
+// second delivery could be counted twice, so it is sent once.
+func (p Point) Retried() bool { return p != PostTool && p != PostTrigger }
 
 func (p Point) valid() bool { return slices.Contains(Points, p) }
 
@@ -167,6 +170,22 @@ type Event struct {
 	// Answer, at post_turn, is the final answer: its text, or a typed
 	// answer's JSON.
 	Answer *string `json:"answer,omitempty"`
+	// Trigger, at pre_trigger and post_trigger, is the occurrence.
+	Trigger *EventTrigger `json:"trigger,omitempty"`
+}
+
+// EventTrigger is a binding's occurrence in an Event.
+type EventTrigger struct {
+	ID         string    `json:"id"`
+	Occurrence time.Time `json:"occurrence"`
+	// Session is a session target's session; absent for a run target.
+	Session string `json:"session,omitempty"`
+	// Input is the run's input or the message's text, as the previous
+	// hook left it.
+	Input string `json:"input"`
+	// RunID and MessageID, at post_trigger, are what the dispatch made.
+	RunID     string `json:"run_id,omitempty"`
+	MessageID string `json:"message_id,omitempty"`
 }
 
 // EventCall is a tool call in an Event.
@@ -202,6 +221,9 @@ type Answer struct {
 	IsError *bool   `json:"is_error,omitempty"`
 	// Value, at post_turn, is what the validator measured ({value}).
 	Value json.RawMessage `json:"value,omitempty"`
+	// Input, at pre_trigger with run, replaces the run's input or the
+	// message's text.
+	Input *string `json:"input,omitempty"`
 }
 
 // caller runs one hook once: a command or a webhook.
@@ -219,8 +241,9 @@ type Set struct {
 }
 
 var (
-	_ hook.Hooks  = (*Set)(nil)
-	_ hook.Lister = (*Set)(nil)
+	_ hook.Hooks        = (*Set)(nil)
+	_ hook.TriggerHooks = (*Set)(nil)
+	_ hook.Lister       = (*Set)(nil)
 )
 
 // New checks hooks and returns them as a Set, sorted for running. redact,
@@ -416,6 +439,50 @@ func (s *Set) PreGenerate(ctx context.Context, in hook.Generate) (string, error)
 		}
 	}
 	return strings.Join(extra, "\n\n"), nil
+}
+
+// PreTrigger runs the pre_trigger hooks: a rewritten input passes to the
+// next; the first deny, or a failure that fails closed, skips the
+// occurrence.
+func (s *Set) PreTrigger(ctx context.Context, t hook.Trigger) (hook.TriggerVerdict, error) {
+	input := t.Input
+	for _, h := range s.at[PreTrigger] {
+		ev := Event{Agent: t.Agent, Trigger: &EventTrigger{ID: t.ID, Occurrence: t.Occurrence, Session: t.Session, Input: input}}
+		applied, a, err := s.ask(ctx, h, ev)
+		switch {
+		case err != nil:
+			if failed(ctx, h, err) {
+				continue
+			}
+			return hook.TriggerVerdict{Action: hook.Deny, Reason: fmt.Sprintf("hook %s failed, so the occurrence was skipped: %v", h.Name, err)}, nil
+		case !applied:
+			continue
+		case a.Action == "deny":
+			return hook.TriggerVerdict{Action: hook.Deny, Reason: fmt.Sprintf("%s (hook %s)", orElse(a.Reason, "no reason given"), h.Name)}, nil
+		}
+		if a.Input != nil {
+			input = *a.Input
+		}
+	}
+	v := hook.TriggerVerdict{Action: hook.Run}
+	if input != t.Input {
+		v.Input = input
+	}
+	return v, nil
+}
+
+// PostTrigger runs the post_trigger hooks with what the dispatch made.
+// Their answers are not read, and a failure changes nothing.
+func (s *Set) PostTrigger(ctx context.Context, t hook.Trigger, d hook.Dispatched) error {
+	var errs []error
+	for _, h := range s.at[PostTrigger] {
+		ev := Event{Agent: t.Agent, RunID: d.RunID, Trigger: &EventTrigger{ID: t.ID, Occurrence: t.Occurrence, Session: t.Session,
+			Input: t.Input, RunID: d.RunID, MessageID: d.MessageID}}
+		if _, _, err := s.ask(ctx, h, ev); err != nil {
+			errs = append(errs, fmt.Errorf("hook %s: %w", h.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // PreTool runs the pre_tool hooks that match the call: a rewrite passes

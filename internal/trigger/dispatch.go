@@ -1,12 +1,14 @@
 package trigger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -109,16 +111,23 @@ func (s *Service) fire(ctx context.Context, ts store.TriggerStore, t store.Trigg
 	if err != nil {
 		return release(err)
 	}
+	var skipped bool
+	var why string
 	if fire {
-		if err := s.dispatch(ctx, tr.Spec, t.NextFire); err != nil {
+		if skipped, why, err = s.dispatch(ctx, tr.Spec, t.NextFire); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err() // the claim runs out and another node takes it
 			}
 			return release(err)
 		}
+		if skipped && s.cfg.Redact != nil {
+			// A hook's reason comes from outside: it passes the one
+			// redaction point before it is stored.
+			why = string(s.cfg.Redact([]byte(why)))
+		}
 	}
 	_, err = ts.TriggerRetire(ctx, store.TriggerRetireParams{ID: t.ID, Owner: t.ClaimOwner, Token: t.ClaimToken,
-		Occurrence: t.NextFire, Fired: fire, Missed: missed, Next: next})
+		Occurrence: t.NextFire, Fired: fire && !skipped, Missed: missed, Next: next, Skipped: skipped, SkipReason: why})
 	if errors.Is(err, store.ErrTriggerFenced) || errors.Is(err, store.ErrTriggerNotFound) {
 		// Another node took the occurrence over, or the binding was
 		// removed or replaced: the dispatch was idempotent, nothing to do.
@@ -127,13 +136,59 @@ func (s *Service) fire(ctx context.Context, ts store.TriggerStore, t store.Trigg
 	return err
 }
 
-// dispatch starts the run or sends the message of one occurrence.
-func (s *Service) dispatch(ctx context.Context, spec hitchtype.TriggerSpec, occ time.Time) error {
+// dispatch starts the run or sends the message of one occurrence, between
+// the target agent's pre_trigger and post_trigger hooks. skipped reports
+// an occurrence a pre_trigger hook denied (or failed on: it fails closed),
+// and why.
+func (s *Service) dispatch(ctx context.Context, spec hitchtype.TriggerSpec, occ time.Time) (skipped bool, why string, err error) {
 	id := hitchtype.OccurrenceID(spec.ID, occ)
+	var h hook.TriggerHooks
+	ev := hook.Trigger{ID: spec.ID, Occurrence: occ, Session: spec.Session, Input: spec.Input}
 	if spec.Session != "" {
-		return s.cfg.Send(ctx, spec.Session, spec.Text, id)
+		ev.Input = spec.Text
 	}
-	return s.cfg.StartRun(ctx, spec, id)
+	var w Watch
+	if s.cfg.Hooks != nil {
+		if w, err = s.cfg.Hooks(ctx, spec); err != nil {
+			return false, "", err
+		}
+		h, ev.Agent = w.Hooks, w.Agent
+	}
+	input := ev.Input
+	if h != nil {
+		v, err := callHook(ctx, w.Timeout, func(ctx context.Context) (hook.TriggerVerdict, error) { return h.PreTrigger(ctx, ev) })
+		switch {
+		case err != nil:
+			return true, "the pre_trigger hook failed, so the occurrence was skipped: " + err.Error(), nil
+		case v.Action == hook.Deny:
+			return true, cmp.Or(v.Reason, "a pre_trigger hook denied it"), nil
+		case v.Input != "":
+			input = v.Input
+		}
+	}
+	var d hook.Dispatched
+	if spec.Session != "" {
+		d.MessageID, err = s.cfg.Send(ctx, spec.Session, input, id)
+	} else {
+		spec.Input, d.RunID = input, id
+		err = s.cfg.StartRun(ctx, spec, id)
+	}
+	if err != nil {
+		return false, "", err
+	}
+	if h != nil {
+		ev.Input = input
+		// It only observes: its failure changes nothing.
+		_, _ = callHook(ctx, w.Timeout, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.PostTrigger(ctx, ev, d) })
+	}
+	return false, "", nil
+}
+
+// callHook calls a trigger hook bounded by timeout.
+func callHook[T any](ctx context.Context, timeout time.Duration, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(timeout, hitchtype.DefaultHookTimeout))
+	defer cancel()
+	return f(ctx)
 }
 
 // Start starts the dispatcher; see hitch.Runtime.RunTriggers. Its first

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/internal/startstop"
 	"github.com/hitch-dev/hitch/store"
 )
@@ -46,7 +47,10 @@ type Config struct {
 	// with id as its run id; Send sends a session target's text with key
 	// as its idempotency key. Both must be idempotent by id and key.
 	StartRun func(ctx context.Context, spec hitchtype.TriggerSpec, id string) error
-	Send     func(ctx context.Context, sessionID, text, key string) error
+	Send     func(ctx context.Context, sessionID, text, key string) (messageID string, err error)
+	// Hooks returns what watches a dispatch of spec: the target agent's
+	// hooks, or the target session's agent's.
+	Hooks func(ctx context.Context, spec hitchtype.TriggerSpec) (Watch, error)
 	// Redact is the runtime's one redaction point: a binding's definition
 	// passes it before it is stored.
 	Redact func([]byte) []byte
@@ -54,6 +58,15 @@ type Config struct {
 	// on after a backoff: doubling from Triggers.Poll up to MaxBackoff.
 	OnError    func(error)
 	MaxBackoff time.Duration
+}
+
+// Watch is what watches a binding's dispatch: its agent's name, and the
+// agent's hooks when they watch triggers (nil otherwise), each call
+// bounded by Timeout (0: hitchtype.DefaultHookTimeout).
+type Watch struct {
+	Agent   string
+	Hooks   hook.TriggerHooks
+	Timeout time.Duration
 }
 
 // Pass is one pass of the dispatcher: the occurrences it claimed and its
@@ -158,7 +171,7 @@ func first(s hitchtype.TriggerSpec, now time.Time) (time.Time, error) {
 func triggerOf(t store.Trigger) (hitchtype.Trigger, error) {
 	out := hitchtype.Trigger{SessionID: t.SessionID, State: t.State, FireCount: t.FireCount, MissedCount: t.MissedCount,
 		LastFire: t.LastFire, NextFire: t.NextFire, Failures: t.Failures, LastError: t.LastError,
-		ClaimOwner: t.ClaimOwner, ClaimUntil: t.ClaimUntil, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		SkipCount: t.SkipCount, LastSkip: t.LastSkip, SkipReason: t.SkipReason, ClaimOwner: t.ClaimOwner, ClaimUntil: t.ClaimUntil, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	if err := json.Unmarshal(t.Spec, &out.Spec); err != nil {
 		return hitchtype.Trigger{}, fmt.Errorf("decode trigger %s: %w", t.ID, err)
 	}
