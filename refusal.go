@@ -17,7 +17,7 @@ var refusals = []error{
 	approval.ErrOtherApprovers, approval.ErrProofExpired,
 	ErrNotUncertain, ErrReconciled, ErrNoApproval, ErrAnswered, ErrDeniedAtAnswer, ErrNoWorkspace, ErrUnknownAgent,
 	ErrNoWake, ErrWakeDelivered, ErrWakeExpired, ErrNotPending, ErrCallCompleted, ErrCallTimedOut, ErrNotHeld, sandbox.ErrNotGranted,
-	ErrSessionAgent, ErrBadRunID, ErrBadSessionID, ErrMessageTooLarge, ErrBadCursor,
+	ErrSessionAgent, ErrBadRunID, ErrBadSessionID, ErrMessageTooLarge, ErrBadCursor, ErrBadFork,
 }
 
 // Refusal returns what a face may tell a caller of err: the documented

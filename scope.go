@@ -108,7 +108,7 @@ var scopeRoles = map[string]Role{
 	"Cancel": RoleOperator, "Reconcile": RoleOperator, "AnswerApproval": RoleOperator, "GrantRoot": RoleOperator,
 	"RevokeRoot": RoleOperator, "Wake": RoleOperator, "CompleteCall": RoleOperator, "Interrupt": RoleOperator,
 	// What creates work or changes what a model will read.
-	"Start": RoleAdmin, "OpenSession": RoleAdmin, "Send": RoleAdmin, "Edit": RoleAdmin, "Remove": RoleAdmin,
+	"Start": RoleAdmin, "Fork": RoleAdmin, "OpenSession": RoleAdmin, "Send": RoleAdmin, "Edit": RoleAdmin, "Remove": RoleAdmin,
 	// What reports on the whole deployment: its operator's.
 	"Doctor": RoleAdmin,
 }
@@ -365,19 +365,28 @@ func (s *Scope) Start(ctx context.Context, agent *Agent, input string, opts ...S
 	if err := CheckRunID(o.id); err != nil {
 		return StartResult{}, fmt.Errorf("start: %w", err)
 	}
-	found, free, err := s.find(ctx, o.id)
+	return s.create(ctx, "start", o.id, func(stored string) (StartResult, error) {
+		o.stored = stored
+		return s.rt.start(ctx, agent, input, o)
+	})
+}
+
+// create makes a new run of the tenant named id with f, which creates it
+// under a stored id: the one id already names, or the first free one. A
+// stored id another tenant took meanwhile is passed over for the next.
+func (s *Scope) create(ctx context.Context, op, id string, f func(stored string) (StartResult, error)) (StartResult, error) {
+	found, free, err := s.find(ctx, id)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return StartResult{}, err
 	}
-	tries := s.candidates(o.id)
+	tries := s.candidates(id)
 	if err == nil {
 		tries = []string{found.ID}
 	} else if i := indexOf(tries, free); i >= 0 {
 		tries = tries[i:]
 	}
 	for _, stored := range tries {
-		o.stored = stored
-		res, err := s.rt.start(ctx, agent, input, o)
+		res, err := f(stored)
 		if err != nil {
 			return StartResult{}, err
 		}
@@ -387,7 +396,7 @@ func (s *Scope) Start(ctx context.Context, agent *Agent, input string, opts ...S
 		res.Run = s.out(res.Run)
 		return res, nil
 	}
-	return StartResult{}, fmt.Errorf("start %s: every stored id for it was taken meanwhile: try again", o.id)
+	return StartResult{}, fmt.Errorf("%s %s: every stored id for it was taken meanwhile: try again", op, id)
 }
 
 func indexOf(list []string, v string) int {

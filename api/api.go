@@ -88,6 +88,17 @@ type StartRun struct {
 	Metadata map[string]any `json:"metadata,omitempty" doc:"A JSON object journaled with the run's start (a ticket, who asked), never sent to the model; at most 16 KiB."`
 }
 
+// ForkRun is the body of POST /v1/runs/{id}/fork.
+type ForkRun struct {
+	At int64 `json:"at" minimum:"1" doc:"The last position of the run's journal the fork keeps as its history (1 keeps only its start)."`
+	// ID makes a retried fork idempotent.
+	ID           string `json:"id,omitempty" maxLength:"128" pattern:"^[A-Za-z0-9._:-]+$" doc:"A caller-chosen id for the fork; the same id again creates nothing."`
+	Version      int    `json:"version,omitempty" minimum:"0" doc:"Another version of the run's agent to go on with (another model, tools or instructions); 0 keeps the run's."`
+	Instructions string `json:"instructions,omitempty" doc:"The caller's layer of instructions from the fork on, in place of the run's."`
+	Reply        string `json:"reply,omitempty" doc:"The model reply at position at (which must hold one), rewritten as this final text."`
+	Message      string `json:"message,omitempty" doc:"A user message the model sees after the history."`
+}
+
 // StartedRun answers POST /v1/runs.
 type StartedRun struct {
 	Run Run `json:"run"`

@@ -19,6 +19,14 @@ func (c *Client) StartRun(ctx context.Context, in api.StartRun) (api.StartedRun,
 	return out, err
 }
 
+// ForkRun creates a run whose history is run id's journal up to in.At, and
+// drives it on the server. The fork works on the workspace as it is now.
+func (c *Client) ForkRun(ctx context.Context, id string, in api.ForkRun) (api.StartedRun, error) {
+	var out api.StartedRun
+	_, err := c.do(ctx, "fork "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/fork", nil, in, &out)
+	return out, err
+}
+
 // Run returns one run.
 func (c *Client) Run(ctx context.Context, id string) (api.Run, error) {
 	var out api.Run

@@ -63,6 +63,22 @@ type RunStarted struct {
 	SessionMessage string          `json:"session_message,omitempty"`
 	SessionPos     int64           `json:"session_pos,omitempty"`
 	History        []model.Message `json:"history,omitempty"`
+	// ForkedFrom, for a fork, names the run and position its history was
+	// copied from: its journal holds that run's entries 2 to Pos after
+	// this one.
+	ForkedFrom *ForkedFrom `json:"forked_from,omitempty"`
+}
+
+// ForkedFrom names where a fork's history came from.
+type ForkedFrom struct {
+	Run string `json:"run"`
+	Pos int64  `json:"pos"`
+	// Replay marks a replay: every tool call is answered from Run's
+	// recorded results, and a call the recording does not have at that
+	// point ends the run as diverged; RunReplayable lets such a call of
+	// a replayable tool run for real instead.
+	Replay        bool `json:"replay,omitempty"`
+	RunReplayable bool `json:"run_replayable,omitempty"`
 }
 
 // Context records what a turn observes when it differs from the previous
@@ -134,6 +150,9 @@ type ModelReply struct {
 	// attempt is often journaled in the same commit as the reply, so the
 	// two entries' times need not tell it.
 	TookMS int64 `json:"took_ms,omitempty"`
+	// Edited marks a reply a person rewrote when forking the run; Usage
+	// and CostUSD are still the original reply's.
+	Edited bool `json:"edited,omitempty"`
 }
 
 // ModelFailed is a failed attempt.
@@ -257,6 +276,9 @@ type CallStarted struct {
 type CallSettled struct {
 	Call   string `json:"call"`
 	Output string `json:"output"`
+	// Replayed marks a result a replay served from its recording: no
+	// body ran.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // CallFailed is a definite failure: nothing happened that matters, and the
@@ -264,6 +286,8 @@ type CallSettled struct {
 type CallFailed struct {
 	Call  string `json:"call"`
 	Error string `json:"error"`
+	// Replayed is as in CallSettled.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // CallUncertain is an effect of unknown status.
@@ -322,7 +346,7 @@ type Outcome struct {
 	// Raw is the last refused text of a run that ended answer_invalid.
 	Raw string `json:"raw,omitempty"`
 	// Reason is a short machine-readable cause: max_turns, output_too_large,
-	// model_attempts, policy, cancelled, uncertain.
+	// model_attempts, policy, cancelled, uncertain, diverged (a replay).
 	Reason string `json:"reason,omitempty"`
 	// Error is the human explanation of a failure.
 	Error string `json:"error,omitempty"`

@@ -94,6 +94,7 @@ var problemTypes = map[error]struct{ typ, loc string }{
 	hitch.ErrBadSessionID:        {api.TypeInvalid, "body.id"},
 	hitch.ErrMessageTooLarge:     {api.TypeInvalid, "body.text"},
 	hitch.ErrBadCursor:           {api.TypeInvalid, "query.after"},
+	hitch.ErrBadFork:             {api.TypeInvalid, "body.at"},
 }
 
 // problemOf maps an error of the runtime to a problem of the table. An

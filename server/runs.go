@@ -13,6 +13,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/model"
 )
 
 type runOut struct {
@@ -35,6 +36,16 @@ func (s *Server) registerRuns() {
 		}},
 		Errors: []int{http.StatusUnprocessableEntity, http.StatusConflict, http.StatusForbidden, http.StatusServiceUnavailable},
 	}, s.startRun)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "fork-run", Method: http.MethodPost, Path: "/v1/runs/{id}/fork", Tags: []string{"runs"},
+		Summary: "Fork a run at a journal position (admin)",
+		Description: "Creates a run whose history is the run's journal up to at, and drives it. Recorded results are never run " +
+			"again; a call started and not settled at at is uncertain in the fork. The fork works on the workspace as it is " +
+			"now, not as it was at at. With an id, the same id again creates nothing: 200 with created false for the same " +
+			"fork, a conflict problem for another.",
+		DefaultStatus: http.StatusCreated,
+		Errors:        []int{http.StatusNotFound, http.StatusUnprocessableEntity, http.StatusConflict, http.StatusForbidden, http.StatusServiceUnavailable},
+	}, s.forkRun)
 	huma.Register(s.api, huma.Operation{
 		OperationID: "list-runs", Method: http.MethodGet, Path: "/v1/runs", Tags: []string{"runs"},
 		Summary: "List the tenant's runs, newest first",
@@ -204,6 +215,44 @@ func (s *Server) startRun(ctx context.Context, in *struct {
 	}
 	if !res.Created && !res.SameInput {
 		return nil, api.NewProblem(api.TypeConflict, "a run with this id exists with another agent or input")
+	}
+	status := http.StatusCreated
+	if !res.Created {
+		status = http.StatusOK
+	}
+	return &struct {
+		Status int
+		Body   api.StartedRun
+	}{status, api.StartedRun{Run: wireRun(res.Run), Created: res.Created, SameInput: res.SameInput}}, nil
+}
+
+func (s *Server) forkRun(ctx context.Context, in *struct {
+	ID   string `path:"id" maxLength:"128" doc:"The run to fork."`
+	Body api.ForkRun
+}) (*struct {
+	Status int
+	Body   api.StartedRun
+}, error) {
+	if err := s.can(ctx, "Fork"); err != nil {
+		return nil, err
+	}
+	if s.stopping.Load() {
+		return nil, api.NewProblem(api.TypeUnavailable, "the server is stopping: fork the run on another node")
+	}
+	b := in.Body
+	o := hitch.ForkOptions{ID: b.ID, Version: b.Version, Instructions: b.Instructions, Message: b.Message}
+	if b.ID != "" && hitch.CheckRunID(b.ID) != nil {
+		return nil, invalid("body.id", "want 1 to %d letters, digits and . _ : -", hitch.MaxRunIDBytes)
+	}
+	if b.Reply != "" {
+		o.Reply = &model.Reply{Text: b.Reply}
+	}
+	res, err := s.scope(ctx).Fork(ctx, in.ID, b.At, o)
+	if err != nil {
+		return nil, s.fail("fork", err)
+	}
+	if !res.Created && !res.SameInput {
+		return nil, api.NewProblem(api.TypeConflict, "a run with this id exists and is not this fork")
 	}
 	status := http.StatusCreated
 	if !res.Created {

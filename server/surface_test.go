@@ -88,6 +88,7 @@ var routeRows = map[string]surface{
 	"GET /v1/runs/{id}":             {need: "viewer", object: "run", path: "/v1/runs/{id}"},
 	"GET /v1/runs/{id}/wait":        {need: "viewer", object: "run", path: "/v1/runs/{id}/wait?timeout=0"},
 	"POST /v1/runs/{id}/cancel":     {need: "operator", object: "run", path: "/v1/runs/{id}/cancel"},
+	"POST /v1/runs/{id}/fork":       {need: "admin", object: "run", path: "/v1/runs/{id}/fork", body: api.ForkRun{At: 1}},
 	"POST /v1/runs/{id}/reconcile": {need: "operator", object: "run", path: "/v1/runs/{id}/reconcile",
 		body: api.Reconcile{Call: "t1c1", Unconfirmed: true}},
 	"POST /v1/runs/{id}/wake": {need: "operator", object: "run", path: "/v1/runs/{id}/wake", body: api.Wake{Event: "paid"}},

@@ -30,6 +30,9 @@ type backend interface {
 	// Start starts a run (p.Agent empty: the only agent) and returns what
 	// the start did; a command then settles it.
 	Start(ctx context.Context, p startParams) (hitch.StartResult, error)
+	// Fork creates a run from a run's history up to a position (hitch.Runtime.Fork);
+	// a command then settles it.
+	Fork(ctx context.Context, id string, at int64, o hitch.ForkOptions) (hitch.StartResult, error)
 	// Run returns one run.
 	Run(ctx context.Context, id string) (hitch.Run, error)
 	// Runs lists one page of runs, newest first; next is the cursor of the

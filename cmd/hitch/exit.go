@@ -55,6 +55,7 @@ var exitErrors = []struct {
 	{hitch.ErrBadSessionID, exitUsage},
 	{hitch.ErrMessageTooLarge, exitUsage},
 	{hitch.ErrBadCursor, exitUsage},
+	{hitch.ErrBadFork, exitUsage},
 }
 
 // exitOf is the exit code of a command's error: the code it carries, a

@@ -169,6 +169,10 @@ func (b *localBackend) Settle(ctx context.Context, id string, _ int64) (hitch.Ru
 	return b.e.rt.Await(ctx, id)
 }
 
+func (b *localBackend) Fork(ctx context.Context, id string, at int64, o hitch.ForkOptions) (hitch.StartResult, error) {
+	return b.e.rt.Fork(ctx, id, at, o)
+}
+
 func (b *localBackend) Cancel(ctx context.Context, id string) (hitch.Run, error) {
 	return b.e.rt.Cancel(ctx, id)
 }

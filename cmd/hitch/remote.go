@@ -184,6 +184,24 @@ func (r *remoteBackend) await(ctx context.Context, id string) (hitch.Run, error)
 	return r.Run(ctx, id)
 }
 
+func (r *remoteBackend) Fork(ctx context.Context, id string, at int64, o hitch.ForkOptions) (hitch.StartResult, error) {
+	in := api.ForkRun{At: at, ID: o.ID, Version: o.Version, Instructions: o.Instructions, Message: o.Message}
+	if o.Reply != nil {
+		in.Reply = o.Reply.Text
+	}
+	res, err := r.c.ForkRun(ctx, id, in)
+	if errors.Is(err, client.ErrConflict) && o.ID != "" {
+		// The id is taken by another run: say which, as the runtime does.
+		if run, gerr := r.c.Run(ctx, o.ID); gerr == nil {
+			return hitch.StartResult{Run: runOf(run)}, nil
+		}
+	}
+	if err != nil {
+		return hitch.StartResult{}, err
+	}
+	return hitch.StartResult{Run: runOf(res.Run), Created: res.Created, SameInput: res.SameInput}, nil
+}
+
 func (r *remoteBackend) Cancel(ctx context.Context, id string) (hitch.Run, error) {
 	run, err := r.c.Cancel(ctx, id)
 	return runOf(run), err

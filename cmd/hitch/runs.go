@@ -113,7 +113,7 @@ func newRuns(g *globals) *cobra.Command {
 	}
 	events.Flags().Int64Var(&after, "after", 0, "print entries after this position")
 	events.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new entries until the run ends")
-	cmd.AddCommand(list, show, events)
+	cmd.AddCommand(list, show, events, newRunsFork(g))
 	return cmd
 }
 

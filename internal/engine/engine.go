@@ -261,22 +261,28 @@ func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResul
 	if err != nil {
 		return StartResult{}, fmt.Errorf("create run: %w", err)
 	}
-	res := StartResult{Run: run, Created: created, SameInput: run.InputHash == hash}
+	return e.started(ctx, StartResult{Run: run, Created: created, SameInput: run.InputHash == hash}, 1, p.Detached), nil
+}
+
+// started reports a created run's first n entries to OnCommit and drives
+// the run unless detached.
+func (e *Engine) started(ctx context.Context, res StartResult, n int, detached bool) StartResult {
+	run, created := res.Run, res.Created
 	if created && e.cfg.OnCommit != nil {
-		if es, err := e.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: run.ID, Limit: 1}); err == nil {
+		if es, err := e.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: run.ID, Limit: n}); err == nil {
 			e.cfg.OnCommit(run.ID, es)
 		}
 	}
 	// A retried start of a run still queued drives it: the first start may
 	// have died between creating the run and claiming it.
-	if p.Detached || (!created && (!res.SameInput || run.Status != hitchtype.StatusQueued)) {
-		return res, nil
+	if detached || (!created && (!res.SameInput || run.Status != hitchtype.StatusQueued)) {
+		return res
 	}
 	// The run is durable now: whatever keeps it from being driven here (a
 	// full node, a claim the store did not answer in time, a closing
 	// engine) leaves it queued for a worker, and the start has succeeded.
 	_ = e.Drive(ctx, run.ID)
-	return res, nil
+	return res
 }
 
 // Drive claims one run by ID and drives it in the background until it

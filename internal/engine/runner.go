@@ -39,6 +39,8 @@ type runner struct {
 	agent   *Agent
 	st      *state
 	fam     family
+	// recording, for a replay, is the fold of the run it replays.
+	recording *state
 	// sb and tools are the run's own workspace and the tools bound to it,
 	// when its agent has one.
 	sb    sandbox.Sandbox
@@ -144,6 +146,9 @@ func (r *runner) run(prepare func(*runner) error) error {
 		return fmt.Errorf("%w: %s version %d", ErrUnknownAgent, st.started.Agent, st.started.Version)
 	}
 	r.agent = agent
+	if err := r.loadRecording(); err != nil {
+		return err
+	}
 	if err := r.loadFamily(); err != nil {
 		return err
 	}
@@ -190,7 +195,7 @@ func (r *runner) step() (done bool, err error) {
 		return true, r.finish(r.cancelOutcome())
 	}
 	if t := st.lastTurn(); t != nil && !st.inFlight {
-		if len(t.calls) == 0 && !t.refused && st.lastFailed == nil {
+		if len(t.calls) == 0 && !t.refused && st.lastFailed == nil && !st.steeredLast() {
 			return r.final(t)
 		}
 		if slices.ContainsFunc(t.calls, func(c *callState) bool { return !c.done }) {
@@ -533,6 +538,15 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 		}
 		if r.draining() {
 			break // what started finishes; nothing new starts
+		}
+		if r.recording != nil && !c.decided && c.started == 0 {
+			served, ended, err := r.replayCall(c)
+			if ended || err != nil {
+				return ended, err
+			}
+			if served {
+				continue
+			}
 		}
 		if !c.decided {
 			if ended, err := r.decide(c); ended || err != nil {

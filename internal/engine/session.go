@@ -36,6 +36,13 @@ func (s *state) steeredAt(msgs []model.Message, turn int) []model.Message {
 	return msgs
 }
 
+// steeredLast reports a message joined after the last turn: a fork's
+// extra message, which the model has not seen yet.
+func (s *state) steeredLast() bool {
+	n := len(s.steered)
+	return n > 0 && s.steered[n-1].at == len(s.turns)
+}
+
 // sessionView is what a run's runner reads of its session's journal.
 type sessionView struct {
 	startedAt   int64 // position of this run's submission.started; 0 if unseen

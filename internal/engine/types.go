@@ -43,6 +43,7 @@ const (
 type (
 	Limits           = hitchtype.Limits
 	RunStarted       = hitchtype.RunStarted
+	ForkedFrom       = hitchtype.ForkedFrom
 	Context          = hitchtype.Context
 	ModelAttempt     = hitchtype.ModelAttempt
 	ModelReply       = hitchtype.ModelReply
