@@ -40,6 +40,8 @@ const (
 	DefaultSweepInterval = time.Second
 	// DefaultSweepMaxBackoff bounds the sweeper's wait after store errors.
 	DefaultSweepMaxBackoff = 30 * time.Second
+	// MaxReplayRuns bounds the recorded runs of one Replay.
+	MaxReplayRuns = 100
 )
 
 // Defaults of retention.
@@ -237,6 +239,7 @@ var Defaults = []Default{
 	{"console timeline: journal entries read of one run, from its start", "web.TimelineEntries", "5000", "fixed"},
 	{"cancel: who asked / why, each", "store.MaxCancelNoteBytes", "4 KiB", "fixed"},
 	{"run metadata, as JSON", "hitch.MaxMetadataBytes", "16 KiB", "fixed"},
+	{"replay: recorded runs one replay re-runs (a filter's page)", "hitch.MaxReplayRuns (hitch replay --limit)", "100", "1–100"},
 	{"runs list: outcome reasons one filter names", "store.MaxReasons", "16", "fixed"},
 	{"hitch serve: sessions listed per page", "GET /v1/sessions ?limit", "50", "1–1000"},
 	{"Go client: event stream reconnect wait (doubling)", "client.DefaultRetryMin / DefaultRetryMax (client.WithRetry)", "100ms / 5s", "more than 0"},

@@ -100,6 +100,7 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"Runtime.PendingApprovals", itoa(engine.MaxWaitingScan)},
 		{"Runtime.FamilyUsage / FamilyCost", itoa(engine.MaxFamilyRuns)},
 		{"store.MaxFilteredCount", itoa(store.MaxFilteredCount)},
+		{"hitch.MaxReplayRuns (hitch replay --limit)", itoa(hitch.MaxReplayRuns)},
 		{"local.MaxStarting", itoa(local.MaxStarting)},
 		{"builtin.GrepMaxMatches / GrepMaxLineChars", itoa(builtin.GrepMaxMatches) + " / " + itoa(builtin.GrepMaxLineChars)},
 		{"builtin.ReadMaxLines / ReadMaxBytes", itoa(builtin.ReadMaxLines) + " lines / " + itoa(builtin.ReadMaxBytes/1024) + " KiB"},

@@ -233,9 +233,12 @@ func (v *verb) settle(ctx context.Context, id string, after int64) error {
 }
 
 // printJSON prints one JSON line.
-func (v *verb) printJSON(x any) {
+func (v *verb) printJSON(x any) { printJSONLine(v.g, x) }
+
+// printJSONLine prints one JSON line on standard output.
+func printJSONLine(g *globals, x any) {
 	b, _ := json.Marshal(x)
-	fmt.Fprintf(v.g.stdout, "%s\n", b)
+	fmt.Fprintf(g.stdout, "%s\n", b)
 }
 
 // localOnly marks a command that needs the store or the agents in this

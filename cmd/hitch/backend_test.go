@@ -230,6 +230,7 @@ func TestEveryCommandBothWays(t *testing.T) {
 		{cmd: "migrate", args: fixed("migrate", "--dry-run")},
 		{cmd: "recover", args: fixed("recover")},
 		{cmd: "prune", args: fixed("prune", "--dry-run")},
+		{cmd: "replay", args: fixed("replay", "r1")},
 		{cmd: "bench", args: fixed("bench"), skipLocal: true},
 		{cmd: "chaos", args: fixed("chaos"), skipLocal: true},
 		{cmd: "demo", args: fixed("demo"), skipLocal: true},

@@ -32,6 +32,8 @@ const (
 	exitCorrupt  = 8 // the store is damaged: restore it from a backup
 	// exitViolation: hitch chaos found a promise broken.
 	exitViolation = 9
+	// exitDiffers: a replay decided otherwise than its recording.
+	exitDiffers = 10
 )
 
 // exitError carries an exit code out of a command.
@@ -173,6 +175,7 @@ func newRoot(raw, term, stderr io.Writer, red *redaction, jsonOut io.Writer) *co
 		localOnly(newServe(g), "it is the server"),
 		localOnly(newMCP(g, os.Stdin), "it serves the config's agents itself"),
 		localOnly(newPrune(g), "it deletes from the store this machine opens"),
+		localOnly(newReplay(g), "it replays on the config's agent versions"),
 	)
 	groupsRefuseUnknown(root)
 	return root
