@@ -111,7 +111,9 @@ func TestForkNeverRunsAnEffectRecordedBeforeIt(t *testing.T) {
 	}
 	started := startedAt(t, rt, src.ID)
 	es := journal(t, rt, src.ID)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A fork at each position, each driven to rest: generous on a busy
+	// machine, never waited on without a bound.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	parked := 0
 	// Every position but the run's end, which is refused.
