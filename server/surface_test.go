@@ -142,6 +142,7 @@ var routeRows = map[string]surface{
 	"console: GET /runs/{id}/timeline":      {need: "viewer", object: "run", path: "/runs/{id}/timeline"},
 	"console: GET /runs/{id}/live":          {need: "viewer", object: "run", path: "/runs/{id}/live?after=0", stream: true},
 	"console: POST /runs/{id}/cancel":       {need: "operator", object: "run", path: "/runs/{id}/cancel", body: url.Values{"confirm": {"yes"}, "reason": {"matrix"}}},
+	"console: POST /runs/{id}/fork":         {need: "admin", object: "run", path: "/runs/{id}/fork", body: url.Values{"confirm": {"yes"}, "at": {"1"}}},
 	"console: POST /runs/{id}/reconcile": {need: "operator", object: "run", path: "/runs/{id}/reconcile",
 		body: url.Values{"call": {"t1c1"}, "as": {"unconfirmed"}}},
 	"console: GET /runs/{id}/workspace":  {need: "viewer", object: "run", path: "/runs/{id}/workspace"},

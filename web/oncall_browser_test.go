@@ -137,6 +137,43 @@ func TestConsoleOnCall(t *testing.T) {
 		shot(t, ctx, "run-cancelled")
 	})
 
+	t.Run("fork here on an entry makes a new run, on today's workspace", func(t *testing.T) {
+		id := start(t, base, "gate", "a run to fork")
+		if r := await(t, base, id); r.Status != "waiting" {
+			t.Fatalf("gate run %s is %s", id, r.Status)
+		}
+		do(t, ctx, "run page", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitVisible(chromedp.ID("entries")))
+		href := get(t, ctx, "fork here", chromedp.Evaluate[string](`document.querySelector("#e1 a.fork-here").getAttribute("href")`))
+		if want := "/runs/" + id + "?fork=1#fork"; href != want {
+			t.Fatalf("entry #1's fork link goes to %q, want %q", href, want)
+		}
+		do(t, ctx, "follow it", chromedp.Navigate(base+href))
+		do(t, ctx, "fork form", chromedp.WaitVisible(chromedp.ID("fork-confirm")))
+		if at := get(t, ctx, "position", chromedp.Evaluate[string](`document.getElementById("fork-at").value`)); at != "1" {
+			t.Errorf("the fork form offers #%s, want the entry clicked (#1)", at)
+		}
+		if w := text(t, ctx, "details.fork .warning"); !strings.Contains(w, "workspace as it is now") {
+			t.Errorf("the fork form does not warn about the workspace: %q", w)
+		}
+		do(t, ctx, "fork", chromedp.Click(chromedp.ID("fork-confirm")), chromedp.Click(chromedp.ID("fork-submit")),
+			chromedp.WaitVisible(css(".msg.ok")))
+		if msg := text(t, ctx, ".msg.ok"); !strings.Contains(msg, "forked from "+id+" at #1") || !strings.Contains(msg, "workspace as it is now") {
+			t.Errorf("after the fork: %q", msg)
+		}
+		forkID := strings.TrimPrefix(get(t, ctx, "where", chromedp.Evaluate[string](`location.pathname`)), "/runs/")
+		es := journalOf(t, base, forkID)
+		var started struct {
+			ForkedFrom struct {
+				Run string
+				Pos int64
+			} `json:"forked_from"`
+		}
+		if forkID == id || len(es) == 0 || json.Unmarshal(es[0].Data, &started) != nil || started.ForkedFrom.Run != id || started.ForkedFrom.Pos != 1 {
+			t.Fatalf("the fork %s: %+v", forkID, es)
+		}
+		shot(t, ctx, "run-forked")
+	})
+
 	t.Run("triage: what a run waits for, a turn-limit ending, newer pages", func(t *testing.T) {
 		loop := start(t, base, "loop", "never answers")
 		if r := await(t, base, loop); r.Status != "completed" || r.Outcome == nil || r.Outcome.Reason != "max_turns" {

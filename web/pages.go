@@ -309,6 +309,11 @@ type runData struct {
 	// Context is the context meter of the latest model request.
 	Context contextData
 	Budget  *api.RunBudget
+	// ForkAt is the position the fork form offers: the entry whose
+	// "fork here" was followed (?fork=POS), else the last before the end;
+	// ForkOpen shows the form open, when one was.
+	ForkAt   int64
+	ForkOpen bool
 }
 
 type familyRow struct {
@@ -324,6 +329,10 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	if res := c.get(r, "/v1/runs/"+esc, &d.Run); !res.ok() {
 		c.refused(w, r, res)
 		return
+	}
+	d.ForkAt = max(1, d.Run.Position-1)
+	if at, err := strconv.ParseInt(r.URL.Query().Get("fork"), 10, 64); err == nil && at >= 1 && at <= d.Run.Position {
+		d.ForkAt, d.ForkOpen = at, true
 	}
 	after := max(0, d.Run.Position-JournalPage)
 	var ep api.EntryPage
@@ -500,6 +509,36 @@ func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	back(w, r, to, "notice", "cancelled")
+}
+
+// fork forks a run at a position once the form confirms that the fork
+// works on today's workspace, and shows the new run.
+func (c *Console) fork(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	to := "/runs/" + url.PathEscape(id)
+	at, err := strconv.ParseInt(strings.TrimSpace(r.PostFormValue("at")), 10, 64)
+	switch {
+	case err != nil || at < 1:
+		back(w, r, to, "error", "fork: the position is a journal entry's number (#), 1 or more; nothing was created")
+		return
+	case r.PostFormValue("confirm") != "yes":
+		back(w, r, to, "error", "fork: tick the box to confirm that the fork works on the workspace as it is now; nothing was created")
+		return
+	}
+	body := api.ForkRun{At: at, Message: strings.TrimSpace(r.PostFormValue("message")),
+		Instructions: strings.TrimSpace(r.PostFormValue("instructions")), Reply: strings.TrimSpace(r.PostFormValue("reply"))}
+	res := c.post(r, "/v1/runs/"+url.PathEscape(id)+"/fork", body)
+	if !res.ok() {
+		if res.status == http.StatusUnauthorized {
+			c.refused(w, r, res)
+			return
+		}
+		back(w, r, fmt.Sprintf("%s?fork=%d", to, at), "error", "fork: "+res.message())
+		return
+	}
+	var sr api.StartedRun
+	_ = res.decode(&sr)
+	back(w, r, "/runs/"+url.PathEscape(sr.Run.ID), "notice", fmt.Sprintf("forked from %s at #%d; it works on the workspace as it is now", id, at))
 }
 
 func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {

@@ -143,6 +143,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET /runs/{id}/timeline", c.signed(c.timeline))
 	c.mux.HandleFunc("GET /runs/{id}/live", c.signed(c.live))
 	c.mux.HandleFunc("POST /runs/{id}/cancel", c.signed(c.cancel))
+	c.mux.HandleFunc("POST /runs/{id}/fork", c.signed(c.fork))
 	c.mux.HandleFunc("POST /runs/{id}/reconcile", c.signed(c.reconcile))
 	c.mux.HandleFunc("GET /runs/{id}/workspace", c.signed(c.workspacePage))
 	c.mux.HandleFunc("POST /runs/{id}/workspace", c.signed(c.workspace))
