@@ -83,26 +83,11 @@ func RunNodes(ctx context.Context, p NodesParams) (NodesResult, error) {
 	if err != nil {
 		return NodesResult{}, err
 	}
-	var st store.Store
-	var nodeArgs []string
-	if p.Postgres != "" {
-		schema := "bench_" + randomHex(6)
-		pg, err := postgres.Open(ctx, p.Postgres, postgres.WithSchema(schema), postgres.WithAutoMigrate(true))
-		if err != nil {
-			return NodesResult{}, err
-		}
-		defer dropSchema(p.Postgres, schema)
-		st = pg
-		nodeArgs = []string{"--node-store", p.Postgres, "--node-schema", schema}
-	} else {
-		sq, err := sqlite.Open(ctx, p.DB, sqlite.WithSync(p.Sync))
-		if err != nil {
-			return NodesResult{}, err
-		}
-		st = sq
-		nodeArgs = []string{"--node-store", p.DB, "--sync", p.Sync.String()}
+	st, nodeArgs, cleanup, err := openShared(ctx, p.Postgres, p.DB, p.Sync)
+	if err != nil {
+		return NodesResult{}, err
 	}
-	defer st.Close()
+	defer cleanup()
 	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, Node: "starter"})
 	if err != nil {
 		return NodesResult{}, err
@@ -291,8 +276,11 @@ type NodeParams struct {
 	// InFlight, when set, makes the node print IN_FLIGHT once its model
 	// has received that many requests.
 	InFlight int
-	In       io.Reader
-	Out      io.Writer
+	// Firsts makes the node print "FIRST <unix ns> <input>" at each run's
+	// first model request (RunWake).
+	Firsts bool
+	In     io.Reader
+	Out    io.Writer
 }
 
 // ServeNode is one node of RunNodes: it opens the store, drives the
@@ -312,7 +300,18 @@ func ServeNode(ctx context.Context, p NodeParams) error {
 	}
 	defer st.Close()
 	lat := newLatencyModel(nil, p.ModelLatency, p.ModelJitter, 0)
-	agent, err := agent(p.Steps, false, func(m model.Model) model.Model { lat.Model = m; return lat })
+	var outMu sync.Mutex
+	agent, err := agent(p.Steps, false, func(m model.Model) model.Model {
+		lat.Model = m
+		if !p.Firsts {
+			return lat
+		}
+		return &firstModel{Model: lat, seen: map[string]bool{}, out: func(input string, at time.Time) {
+			outMu.Lock()
+			defer outMu.Unlock()
+			fmt.Fprintf(p.Out, "%s%d %s\n", firstLine, at.UnixNano(), input)
+		}}
+	})
 	if err != nil {
 		return err
 	}
@@ -335,7 +334,9 @@ func ServeNode(ctx context.Context, p NodeParams) error {
 	defer stop()
 	swept := make(chan error, 1)
 	go func() { swept <- rt.Sweep(sweepCtx, p.Poll) }()
+	outMu.Lock()
 	fmt.Fprintln(p.Out, "READY")
+	outMu.Unlock()
 	_, _ = io.Copy(io.Discard, p.In)
 	stop()
 	if err := <-swept; err != nil {
@@ -346,6 +347,8 @@ func ServeNode(ctx context.Context, p NodeParams) error {
 	if err := rt.Close(cctx); err != nil {
 		return err
 	}
+	outMu.Lock()
+	defer outMu.Unlock()
 	fmt.Fprintf(p.Out, "ENDED %s %d\n", p.Name, ended.Load())
 	return nil
 }

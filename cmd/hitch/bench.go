@@ -16,7 +16,7 @@ import (
 )
 
 func newBench(g *globals) *cobra.Command {
-	var runs, steps, maxRunners, nodes, parked, recoverN int
+	var runs, steps, maxRunners, nodes, parked, recoverN, wake, clients int
 	var db, syncMode, tracing string
 	var latency, jitter, poll, lease time.Duration
 	var node bench.NodeParams
@@ -59,6 +59,12 @@ func newBench(g *globals) *cobra.Command {
 			}
 			if maxRunners < 0 || maxRunners > hitch.MaxMaxRunners {
 				return usageError{fmt.Errorf("--max-runners %d: want 1 to %d (0: as many as --runs)", maxRunners, hitch.MaxMaxRunners)}
+			}
+			if cmd.Flags().Changed("wake") {
+				return benchWake(cmd, g, wake, steps, db, s, poll)
+			}
+			if cmd.Flags().Changed("clients") {
+				return benchAPI(cmd, g, clients, runs, steps, db, s)
 			}
 			if node.Store != "" { // one node of a --nodes measurement
 				node.Sync, node.Steps, node.ModelLatency, node.ModelJitter, node.MaxRunners = s, steps, latency, jitter, maxRunners
@@ -162,7 +168,12 @@ func newBench(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&node.InFlight, "node-in-flight", 0, "print IN_FLIGHT once the node's model has had this many requests")
 	cmd.Flags().IntVar(&recoverN, "recover", 0, "measure the recovery of N runs whose worker process was killed mid model call")
 	cmd.Flags().DurationVar(&lease, "lease", 2*time.Second, "with --recover: the killed worker's lease, waited out before the recovery")
-	for _, f := range []string{"node-store", "node-schema", "node-name", "node-lease", "node-in-flight"} {
+	cmd.Flags().BoolVar(&node.Firsts, "node-firsts", false, "print when each run makes its first model request")
+	cmd.Flags().IntVar(&wake, "wake", 0, "measure wake latency: start N runs one at a time here and time each to its first model request\n"+
+		"on a worker process of this binary sharing the store ($"+databaseURLEnv+", else a SQLite file); --poll is the worker's (default 1s)")
+	cmd.Flags().IntVar(&clients, "clients", 0, "measure the HTTP API: this many clients on loopback each start runs and follow their event\n"+
+		"streams to the end, --runs in all, on a SQLite store")
+	for _, f := range []string{"node-store", "node-schema", "node-name", "node-lease", "node-in-flight", "node-firsts"} {
 		_ = cmd.Flags().MarkHidden(f)
 	}
 	cmd.Flags().IntVar(&parked, "parked", 0, "fill a store with N runs parked for an approval (through the library) and time the routes on it;\n"+

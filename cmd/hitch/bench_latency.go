@@ -1,0 +1,74 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/bench"
+	"github.com/hitch-dev/hitch/store/sqlite"
+)
+
+// benchWake runs the wake-latency measurement (bench.RunWake) and prints
+// its line.
+func benchWake(cmd *cobra.Command, g *globals, samples, steps int, db string, s sqlite.Sync, poll time.Duration) error {
+	if samples < 1 || samples > 10000 {
+		return usageError{fmt.Errorf("--wake %d: want 1–10000", samples)}
+	}
+	if steps < 1 || steps > 100 {
+		return usageError{fmt.Errorf("--steps %d: with --wake, want 1–100", steps)}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if db == "" {
+		dir, err := os.MkdirTemp("", "hitch-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		db = filepath.Join(dir, "wake.db")
+	} else if _, err := os.Stat(db); err == nil {
+		return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", db)}
+	}
+	res, err := bench.RunWake(cmd.Context(), bench.WakeParams{Samples: samples, Steps: steps, Postgres: os.Getenv(databaseURLEnv),
+		DB: db, Sync: s, Command: []string{exe, "bench"}, Poll: cmp.Or(poll, hitch.DefaultSweepInterval)})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(g.stdout, res.Line())
+	return nil
+}
+
+// benchAPI runs the HTTP API measurement (bench.RunAPI) and prints its
+// line.
+func benchAPI(cmd *cobra.Command, g *globals, clients, runs, steps int, db string, s sqlite.Sync) error {
+	if clients < 1 || clients > 1024 {
+		return usageError{fmt.Errorf("--clients %d: want 1–1024", clients)}
+	}
+	if runs < 1 || runs > 100000 || steps < 1 || steps > 100 {
+		return usageError{fmt.Errorf("--runs %d, --steps %d: with --clients, want 1–100000 runs of 1–100 steps", runs, steps)}
+	}
+	dir, err := os.MkdirTemp("", "hitch-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if db == "" {
+		db = filepath.Join(dir, "api.db")
+	} else if _, err := os.Stat(db); err == nil {
+		return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", db)}
+	}
+	res, err := bench.RunAPI(cmd.Context(), bench.APIParams{Clients: clients, Runs: runs, Steps: steps, DB: db, Sync: s})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(g.stdout, res.Line())
+	return nil
+}
