@@ -29,6 +29,12 @@ const (
 	// claimed a full batch, so that the other nodes of a store claim
 	// their share of a backlog.
 	DefaultClaimCooldown = 50 * time.Millisecond
+	// DefaultFollowBuffer is how many entries a follower of a run may leave
+	// unread before it is cut; see Config.FollowBuffer.
+	DefaultFollowBuffer = 256
+	// DefaultFollowPoll is how often a followed run's reader reads its
+	// journal without a commit of this runtime; see Config.FollowPoll.
+	DefaultFollowPoll = time.Second
 	// DefaultLeaderTTL is how long a leadership won by Runtime.Lead lasts
 	// without re-election.
 	DefaultLeaderTTL = 15 * time.Second
@@ -143,6 +149,8 @@ var Defaults = []Default{
 	{"cancel poll (requests from other processes)", "Config.CancelPoll", "1s", "10ms–1m"},
 	{"runs in flight per node (driven at once; a run is claimed only with a slot free)", "Config.MaxRunners (config worker.max_runners, --max-runners)", "4096", "1–100000"},
 	{"due runs one sweeper pass claims (so nodes share a backlog)", "Config.ClaimBatch", "64", "1–1000"},
+	{"followers of a run: entries one may leave unread before it is cut (it resumes from its last entry)", "Config.FollowBuffer", "256", "1–100000"},
+	{"followers of a run: their one reader reads the journal without a local commit every", "Config.FollowPoll", "1s", "10ms–1m"},
 	{"sweeper: pause after a pass that claimed a full batch (other nodes claim meanwhile)", "DefaultClaimCooldown", "50ms", "fixed"},
 	{"leader election: leadership lasts / re-elected every / trusted until before its end", "Config.LeaderTTL (Runtime.Lead)", "15s / 5s / 3s", "10ms–10m; a third / a fifth of it"},
 	{"graceful stop: running tool bodies and model calls may finish for", "hitch worker --drain (Runtime.Close's ctx)", "30s", "any; a second signal cuts it short"},

@@ -15,6 +15,7 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/internal/follow"
 	"github.com/hitch-dev/hitch/internal/retention"
 	"github.com/hitch-dev/hitch/internal/session"
 	"github.com/hitch-dev/hitch/internal/trigger"
@@ -102,6 +103,15 @@ type Config struct {
 	// held for it; on a full node Start leaves the run queued and returns
 	// at once. Default DefaultMaxRunners; 1 to 100000.
 	MaxRunners int
+	// FollowBuffer bounds the entries a follower of a run (Follow, an
+	// event stream) may leave unread before it is cut with
+	// ErrFollowerBehind. Default DefaultFollowBuffer; 1 to 100000.
+	FollowBuffer int
+	// FollowPoll is how often the one reader of a followed run reads its
+	// journal when this runtime has not committed to it: the bound on how
+	// late a follower sees another node's commits. Default
+	// DefaultFollowPoll; 10ms to 1m.
+	FollowPoll time.Duration
 	// ClaimBatch bounds the due runs one pass of the sweeper claims, so that
 	// the nodes of a store each take a share of a backlog. Default
 	// DefaultClaimBatch; 1 to 1000.
@@ -188,6 +198,7 @@ type Runtime struct {
 	pruner  *retention.Pruner
 	usage   usage.Reader
 	trig    *trigger.Service
+	follow  *follow.Hub
 }
 
 // WithDefaults returns the config with every unset field set to its
@@ -202,6 +213,8 @@ func (c Config) WithDefaults() Config {
 	c.CancelPoll = cmp.Or(c.CancelPoll, DefaultCancelPoll)
 	c.MaxRunners = cmp.Or(c.MaxRunners, DefaultMaxRunners)
 	c.ClaimBatch = cmp.Or(c.ClaimBatch, DefaultClaimBatch)
+	c.FollowBuffer = cmp.Or(c.FollowBuffer, DefaultFollowBuffer)
+	c.FollowPoll = cmp.Or(c.FollowPoll, DefaultFollowPoll)
 	c.LeaderTTL = cmp.Or(c.LeaderTTL, DefaultLeaderTTL)
 	c.Retention = cmp.Or(c.Retention, DefaultRetention)
 	c.PruneEvery = cmp.Or(c.PruneEvery, DefaultPruneEvery)
@@ -216,6 +229,9 @@ const (
 	minForceSettleGrace, maxForceSettleGrace = time.Second, time.Hour
 	minCancelPoll, maxCancelPoll             = 10 * time.Millisecond, time.Minute
 )
+
+// maxFollowBuffer is the largest Config.FollowBuffer.
+const maxFollowBuffer = 100000
 
 // MaxMaxRunners is the largest Config.MaxRunners.
 const MaxMaxRunners = 100000
@@ -236,6 +252,10 @@ func (c Config) validate() error {
 	between("ForceSettleGrace", c.ForceSettleGrace, minForceSettleGrace, maxForceSettleGrace)
 	between("CancelPoll", c.CancelPoll, minCancelPoll, maxCancelPoll)
 	between("LeaderTTL", c.LeaderTTL, minLeaseTTL, maxLeaseTTL)
+	between("FollowPoll", c.FollowPoll, minCancelPoll, maxCancelPoll)
+	if c.FollowBuffer < 1 || c.FollowBuffer > maxFollowBuffer {
+		errs = append(errs, fmt.Errorf("out of range: Config.FollowBuffer is %d, want 1 to %d", c.FollowBuffer, maxFollowBuffer))
+	}
 	if c.Retention != Infinite {
 		between("Retention", c.Retention, time.Minute, 100*365*24*time.Hour)
 	}
@@ -311,11 +331,17 @@ func Open(cfg Config) (*Runtime, error) {
 	ecfg.Secrets = cfg.Secrets
 	ecfg.OnStoreTiming = cfg.OnStoreTiming
 	ecfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	rt.follow = follow.New(follow.Config{Store: cfg.Store, Buffer: cfg.FollowBuffer, Poll: cfg.FollowPoll, Page: store.DefaultReadLimit})
+	_ = rt.follow.Start(context.Background()) // a new service: cannot be running
+	ecfg.OnCommit = func(id string, _ []store.Entry) { rt.follow.Notify(id) }
 	if f := cfg.OnEvent; f != nil {
 		if !cfg.Secrets.Empty() {
 			f = redactEvents(cfg.Secrets, f)
 		}
-		ecfg.OnCommit = func(id string, es []store.Entry) { f(Event{RunID: id, Entries: es}) }
+		ecfg.OnCommit = func(id string, es []store.Entry) {
+			rt.follow.Notify(id)
+			f(Event{RunID: id, Entries: es})
+		}
 		ecfg.OnDelta = func(id, d string) { f(Event{RunID: id, Delta: d}) }
 		rt.cfg.OnEvent = f
 	}
@@ -921,7 +947,7 @@ func (rt *Runtime) Journal(ctx context.Context, runID string, after int64, limit
 // ctx ends is abandoned: those runs are recovered once their leases expire,
 // and Close returns ctx's error. DefaultDrainWindow is a good bound.
 func (rt *Runtime) Close(ctx context.Context) error {
-	return errors.Join(rt.eng.Close(ctx), rt.sess.Stop(ctx))
+	return errors.Join(rt.eng.Close(ctx), rt.sess.Stop(ctx), rt.follow.Stop(ctx))
 }
 
 // RunsParams filter and page Runs. Filters combine with AND.

@@ -99,7 +99,7 @@ func (e *ForbiddenError) Is(target error) bool { return target == ErrForbidden }
 var scopeRoles = map[string]Role{
 	// Reads.
 	"Get": RoleViewer, "Await": RoleViewer, "Call": RoleViewer, "Runs": RoleViewer, "RunCounts": RoleViewer, "RunCountsFor": RoleViewer,
-	"Journal": RoleViewer, "Waits": RoleViewer, "PendingApprovals": RoleViewer, "ApprovalRequest": RoleViewer,
+	"Journal": RoleViewer, "Follow": RoleViewer, "Waits": RoleViewer, "PendingApprovals": RoleViewer, "ApprovalRequest": RoleViewer,
 	"Roots": RoleViewer, "Budget": RoleViewer, "ContextRequests": RoleViewer, "LatestContextRequests": RoleViewer,
 	"FamilyCost": RoleViewer, "FamilyUsage": RoleViewer, "Preview": RoleViewer,
 	"GetSession": RoleViewer, "Sessions": RoleViewer, "Queue": RoleViewer, "SessionJournal": RoleViewer,

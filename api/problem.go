@@ -83,6 +83,7 @@ const (
 	TypeInternal        = "/v1/problems/internal"
 	TypeUnsupportedType = "/v1/problems/unsupported-media-type"
 	TypeTimeout         = "/v1/problems/timeout"
+	TypeBehind          = "/v1/problems/stream-behind"
 )
 
 // Problems is the one table of error classes, by type. Every error the
@@ -105,6 +106,7 @@ var Problems = []Class{
 	{TypeUnsupportedType, http.StatusUnsupportedMediaType, "unsupported media type", 2},
 	{TypeTimeout, http.StatusServiceUnavailable, "the request took too long", 1},
 	{TypeUnavailable, http.StatusServiceUnavailable, "the server is stopping or not ready", 1},
+	{TypeBehind, http.StatusServiceUnavailable, "the event stream's reader fell behind; resume from its last event id", 1},
 	{TypeInternal, http.StatusInternalServerError, "internal error", 1},
 }
 

@@ -160,7 +160,7 @@ func IsTransient(err error) bool {
 		return err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 	}
 	switch e.Problem.Type {
-	case api.TypeUnavailable, api.TypeTimeout, api.TypeBusy, api.TypeTooManyStreams:
+	case api.TypeUnavailable, api.TypeTimeout, api.TypeBusy, api.TypeTooManyStreams, api.TypeBehind:
 		return true
 	}
 	return false

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/store"
 )
 
 // hub wakes the streams that follow a run when this node commits to its
@@ -146,7 +147,7 @@ func (s *Server) registerEvents() {
 		return &huma.StreamResponse{Body: func(hctx huma.Context) {
 			defer release()
 			f := &follower{s: s, sc: sc, ctx: hctx.Context(), after: map[string]int64{in.ID: after}, runs: []string{in.ID}}
-			f.serve(hctx, false)
+			f.follow(hctx, in.ID, after)
 		}}, nil
 	})
 	huma.Register(s.api, huma.Operation{
@@ -252,14 +253,7 @@ type follower struct {
 }
 
 func (f *follower) serve(hctx huma.Context, family bool) {
-	r, w := humago.Unwrap(hctx)
-	f.w, f.rc = w, http.NewResponseController(w)
-	// A stream outlives the request timeout; each write has its own.
-	_ = f.rc.SetReadDeadline(time.Time{})
-	hctx.SetHeader("Content-Type", "text/event-stream")
-	hctx.SetHeader("Cache-Control", "no-store")
-	hctx.SetHeader("X-Accel-Buffering", "no")
-	hctx.SetStatus(http.StatusOK)
+	f.start(hctx)
 	f.wake = make(chan struct{}, 1)
 	subscribed := map[string]bool{}
 	defer func() {
@@ -275,7 +269,6 @@ func (f *follower) serve(hctx huma.Context, family bool) {
 	if !f.write(": hitch stream\n\n") {
 		return
 	}
-	_ = r
 	for {
 		if family {
 			runs, err := f.familyRuns()
@@ -316,6 +309,92 @@ func (f *follower) serve(hctx huma.Context, family bool) {
 			}
 		}
 	}
+}
+
+// follow writes one run's stream from the runtime's shared reader of the
+// run (Scope.Follow): the stream reads nothing from the store itself but
+// the run at its end, for the end event. A stream whose client does not
+// take its events as fast as the run commits them is cut with a
+// stream-behind error event; its client resumes from its last event id.
+func (f *follower) follow(hctx huma.Context, id string, after int64) {
+	f.start(hctx)
+	if !f.write(": hitch stream\n\n") {
+		return
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	type item struct {
+		e   store.Entry
+		err error
+	}
+	items := make(chan item)
+	go func() {
+		defer close(items)
+		for e, err := range f.sc.Follow(ctx, id, after) {
+			select {
+			case items <- item{e, err}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		for range items { // the reader's goroutine ends with ctx
+		}
+	}()
+	heartbeat := time.NewTicker(f.s.cfg.Limits.Heartbeat)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-f.s.stop:
+			return
+		case <-heartbeat.C:
+			if !f.write(": heartbeat\n\n") {
+				return
+			}
+		case it, ok := <-items:
+			switch {
+			case !ok:
+				run, err := f.sc.Get(f.ctx, id)
+				if err != nil {
+					f.fail(err)
+					return
+				}
+				data, _ := json.Marshal(wireRun(run))
+				f.write(fmt.Sprintf("event: %s\ndata: %s\n\n", api.EventEnd, data))
+				return
+			case errors.Is(it.err, hitch.ErrFollowerBehind):
+				data, _ := json.Marshal(api.NewProblem(api.TypeBehind, fmt.Sprintf("the stream fell behind the run: resume after event %d", after)))
+				f.write(fmt.Sprintf("event: %s\ndata: %s\n\n", api.EventError, data))
+				return
+			case it.err != nil:
+				if f.ctx.Err() == nil {
+					f.fail(it.err)
+				}
+				return
+			}
+			after = it.e.Pos
+			data, _ := json.Marshal(api.Entry{RunID: it.e.RunID, Pos: it.e.Pos, Kind: it.e.Kind, At: it.e.At, Data: json.RawMessage(it.e.Data)})
+			if !f.write(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", it.e.Pos, api.EventEntry, data)) {
+				return
+			}
+		}
+	}
+}
+
+// start answers a stream's request: its status and headers.
+func (f *follower) start(hctx huma.Context) {
+	_, w := humago.Unwrap(hctx)
+	f.w, f.rc = w, http.NewResponseController(w)
+	// A stream outlives the request timeout; each write has its own.
+	_ = f.rc.SetReadDeadline(time.Time{})
+	hctx.SetHeader("Content-Type", "text/event-stream")
+	hctx.SetHeader("Cache-Control", "no-store")
+	hctx.SetHeader("X-Accel-Buffering", "no")
+	hctx.SetStatus(http.StatusOK)
 }
 
 // familyRuns lists a family's runs, root first, in a stable order.
