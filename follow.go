@@ -36,13 +36,17 @@ func (rt *Runtime) Follow(ctx context.Context, runID string, after int64) iter.S
 			yield(store.Entry{}, fmt.Errorf("follow %s: %w", runID, err))
 			return
 		}
-		rt.follows(ctx, run.ID, run.Position, after, yield, func(id string) string { return id })
+		rt.follows(ctx, run.ID, run.Position, run.Status.Terminal(), after, yield, func(id string) string { return id })
 	}
 }
 
 // follows yields from the shared reader of the run stored as id, whose
-// journal had length entries, naming each entry's run with local.
-func (rt *Runtime) follows(ctx context.Context, id string, length, after int64, yield func(store.Entry, error) bool, local func(string) string) {
+// journal had length entries (its last, when ended), naming each entry's
+// run with local.
+func (rt *Runtime) follows(ctx context.Context, id string, length int64, ended bool, after int64, yield func(store.Entry, error) bool, local func(string) string) {
+	if ended && after >= length {
+		return // nothing will follow what the caller has
+	}
 	for e, err := range rt.follow.Follow(ctx, id, after, length) {
 		if errors.Is(err, follow.ErrBehind) {
 			err = fmt.Errorf("%w: %w", ErrFollowerBehind, err)
@@ -66,6 +70,6 @@ func (s *Scope) Follow(ctx context.Context, runID string, after int64) iter.Seq2
 			yield(store.Entry{}, err)
 			return
 		}
-		s.rt.follows(ctx, run.ID, run.Position, after, yield, s.local)
+		s.rt.follows(ctx, run.ID, run.Position, run.Status.Terminal(), after, yield, s.local)
 	}
 }

@@ -82,6 +82,10 @@ func TestFollowersShareOneReader(t *testing.T) {
 	if n != len(journal)-3 {
 		t.Fatalf("a follower after 3 of an ended run got %d entries, want %d", n, len(journal)-3)
 	}
+	// One that has every entry gets nothing more, and stops.
+	for e, err := range rt.Follow(ctx, id, int64(len(journal))) {
+		t.Fatalf("a follower after the last entry got %d, %v", e.Pos, err)
+	}
 	for _, err := range rt.Follow(ctx, "no-such-run", 0) {
 		if !errors.Is(err, hitch.ErrNotFound) {
 			t.Fatalf("following a missing run: %v", err)
