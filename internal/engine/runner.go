@@ -377,6 +377,7 @@ func (r *runner) callModel() error {
 	case final && st.finalAt < 0:
 		r.stageDeferred(entry(KindContext, Context{Instructions: instr, Tools: []string{}, FinalTurn: true,
 			Note: "This is your last turn: tools are no longer available. Give your final answer now from what you have, and say what is left undone."}))
+		req.Messages = r.st.messages() // the note just staged ends the transcript the model reads
 	case !final && (st.context == nil || st.context.Instructions != instr || !slices.Equal(st.context.Tools, names) || !sameSpecs(st.context.Specs, sourced)):
 		c := Context{Instructions: instr, Tools: slices.Clone(names), Specs: sourced}
 		if r.sb != nil {
