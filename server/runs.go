@@ -213,8 +213,18 @@ func (s *Server) startRun(ctx context.Context, in *struct {
 	if err != nil {
 		return nil, s.fail("start", err)
 	}
+	return started(res, "a run with this id exists with another agent or input")
+}
+
+// started answers a start or a fork: 201 with the new run, 200 with the
+// run an earlier request with the same id made, or conflict (its text)
+// when that id holds another run.
+func started(res hitch.StartResult, conflict string) (*struct {
+	Status int
+	Body   api.StartedRun
+}, error) {
 	if !res.Created && !res.SameInput {
-		return nil, api.NewProblem(api.TypeConflict, "a run with this id exists with another agent or input")
+		return nil, api.NewProblem(api.TypeConflict, conflict)
 	}
 	status := http.StatusCreated
 	if !res.Created {
@@ -251,17 +261,7 @@ func (s *Server) forkRun(ctx context.Context, in *struct {
 	if err != nil {
 		return nil, s.fail("fork", err)
 	}
-	if !res.Created && !res.SameInput {
-		return nil, api.NewProblem(api.TypeConflict, "a run with this id exists and is not this fork")
-	}
-	status := http.StatusCreated
-	if !res.Created {
-		status = http.StatusOK
-	}
-	return &struct {
-		Status int
-		Body   api.StartedRun
-	}{status, api.StartedRun{Run: wireRun(res.Run), Created: res.Created, SameInput: res.SameInput}}, nil
+	return started(res, "a run with this id exists and is not this fork")
 }
 
 type listRunsIn struct {
