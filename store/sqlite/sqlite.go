@@ -253,6 +253,10 @@ func (s *Store) open(ctx context.Context, uri string, unlock func()) error {
 		"PRAGMA busy_timeout = " + busy,
 		"PRAGMA synchronous = " + s.cfg.sync.String(),
 		"PRAGMA foreign_keys = ON",
+		// A batch's savepoints keep their undo pages in memory: a
+		// temporary file costs a write call a page, and nothing in it
+		// outlives the transaction.
+		"PRAGMA temp_store = MEMORY",
 	} {
 		if _, err := s.wconn.ExecContext(ctx, p); err != nil {
 			return fmt.Errorf("%s: %w", strings.ToLower(p), err)
