@@ -352,9 +352,12 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 			RETURNING ` + runColumns},
 		{&w.releaseLease, `UPDATE runs SET lease_owner = '', lease_expires = 0, updated_at = ? WHERE seq = ?
 			RETURNING ` + runColumns},
+		// +?2, not ?2: SQLite compares a bare parameter with the literal of
+		// runs_settled_roots' condition (parent_id = '') and then plans the
+		// statement again each time the parameter changes, every run's end.
 		{&w.cancelChildren, `UPDATE runs SET cancel_requested = 1, updated_at = ?1,
 				wake_at = CASE WHEN status = 'waiting' AND (wake_at = 0 OR wake_at > ?1) THEN ?1 ELSE wake_at END
-			WHERE parent_id = ?2 AND parent_id <> '' AND status IN ('queued', 'running', 'waiting')
+			WHERE parent_id = +?2 AND parent_id <> '' AND status IN ('queued', 'running', 'waiting')
 				AND (cancel_requested = 0 OR (status = 'waiting' AND (wake_at = 0 OR wake_at > ?1)))`},
 		{&w.wakeParent, `UPDATE runs SET wake_at = ?1, updated_at = ?1
 			WHERE id = ?2 AND status = 'waiting' AND (wake_at = 0 OR wake_at > ?1)`},
