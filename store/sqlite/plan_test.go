@@ -74,7 +74,7 @@ func checkPlans(t *testing.T, rec *recorder) {
 		},
 		FullScan: func(q, _ string) string { return fullScans(q, plans[q]) },
 		Want: []string{"UPDATE runs SET status = 'running'", "INSERT INTO journal", "FROM run_counts",
-			"SELECT count(*) FROM (SELECT 1 FROM runs", "WHERE parent_id = ?2", "FROM runs WHERE id = ?",
+			"SELECT count(*) FROM (SELECT 1 FROM runs", "WHERE parent_id = +?2", "FROM runs WHERE id = ?",
 			"ORDER BY created_at DESC, id DESC LIMIT"},
 	})
 }
