@@ -102,12 +102,6 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 	if err := store.CheckCreate(&p); err != nil {
 		return store.Run{}, false, fmt.Errorf("run create: %w", err)
 	}
-	kinds, data := entryArrays(p.Entries)
-	var b store.Budget
-	withBudget := p.Budget != nil && p.ParentID == ""
-	if withBudget {
-		b = *p.Budget
-	}
 	var (
 		run     store.Run
 		created bool
@@ -117,8 +111,7 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 		if err != nil {
 			return err
 		}
-		r, err := scanRun(s.pool.QueryRow(ctx, createSQL, s.clockArg(), p.ID, p.RootID, p.ParentID, p.Depth, p.Agent,
-			p.Version, p.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS, tenant, store.Title(p.Title)))
+		r, err := createRun(ctx, s.pool, s.clockArg(), p, tenant)
 		if err == nil {
 			run, created = r.run, true
 			return nil
@@ -136,6 +129,19 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 		return store.Run{}, false, fmt.Errorf("run create %q: %w", p.ID, err)
 	}
 	return run, created, nil
+}
+
+// createRun runs createSQL for a new run of tenant, stamped with clock (a
+// time, or the store clock's argument); pgx.ErrNoRows when the id is taken.
+func createRun(ctx context.Context, q querier, clock any, p store.RunCreateParams, tenant string) (row, error) {
+	kinds, data := entryArrays(p.Entries)
+	var b store.Budget
+	withBudget := p.Budget != nil && p.ParentID == ""
+	if withBudget {
+		b = *p.Budget
+	}
+	return scanRun(q.QueryRow(ctx, createSQL, clock, p.ID, p.RootID, p.ParentID, p.Depth, p.Agent,
+		p.Version, p.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS, tenant, store.Title(p.Title)))
 }
 
 // tenantOf is the tenant a new run gets (see store.ResolveTenant): its

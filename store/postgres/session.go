@@ -64,55 +64,125 @@ func (s *Store) lock(ctx context.Context, tx pgx.Tx, id string) (stx, sessionRow
 	return x, r, err
 }
 
+// sessionTx is the store.SessionTx of one transaction that holds the
+// session row at seq locked.
+type sessionTx struct {
+	stx
+	s   *Store
+	seq int64
+	id  string
+}
+
+// lockTx locks a session's row (see lock) and returns its store.SessionTx.
+func (s *Store) lockTx(ctx context.Context, tx pgx.Tx, id string) (sessionTx, store.Session, error) {
+	x, r, err := s.lock(ctx, tx, id)
+	return sessionTx{stx: x, s: s, seq: r.seq, id: r.s.ID}, r.s, err
+}
+
 func (x stx) exec(q string, args ...any) error {
 	_, err := x.tx.Exec(x.ctx, q, args...)
 	return err
 }
 
-func (x stx) message(seq int64, id string) (store.SessionMessage, error) {
+func (x sessionTx) Message(id string) (store.SessionMessage, error) {
 	m, err := scanMessage(x.tx.QueryRow(x.ctx, `SELECT `+messageCols+` FROM hitch_session_messages
-		WHERE session_seq = $1 AND id = $2`, seq, id))
+		WHERE session_seq = $1 AND id = $2`, x.seq, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, fmt.Errorf("%w: %s", store.ErrMessageNotFound, id)
 	}
 	return m, err
 }
 
-// appendEntry writes one entry at the session's next position and moves
-// the length and the queued count; it returns the entry.
-func (x stx) appendEntry(r *sessionRow, kind string, data json.RawMessage, queued int) (store.SessionEntry, error) {
-	pos := r.s.Position + 1
+func (x sessionTx) NextQueued() (string, error) {
+	var next string
+	err := x.tx.QueryRow(x.ctx, `SELECT id FROM hitch_session_messages WHERE session_seq = $1 AND state = 'queued'`+nextOrder+` LIMIT 1`,
+		x.seq).Scan(&next)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return next, err
+}
+
+func (x sessionTx) Keyed(key string) (store.SessionEntry, bool, error) {
+	e := store.SessionEntry{SessionID: x.id}
+	var data string
+	err := x.tx.QueryRow(x.ctx, `SELECT j.pos, j.kind, j.at, j.data::text FROM hitch_session_keys k
+		JOIN hitch_session_journal j ON j.session_seq = k.session_seq AND j.pos = k.pos
+		WHERE k.session_seq = $1 AND k.key = $2 AND k.expires_at > $3`, x.seq, key, x.now).Scan(&e.Pos, &e.Kind, &e.At, &data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.SessionEntry{}, false, nil
+	}
+	if err != nil {
+		return store.SessionEntry{}, false, fmt.Errorf("read keyed entry: %w", err)
+	}
+	e.At, e.Data = e.At.UTC(), json.RawMessage(data)
+	return e, true, nil
+}
+
+func (x sessionTx) Remember(key string, pos int64, ttl time.Duration) error {
+	if err := x.exec(`INSERT INTO hitch_session_keys (session_seq, key, pos, expires_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (session_seq, key) DO UPDATE SET pos = excluded.pos, expires_at = excluded.expires_at`,
+		x.seq, key, pos, x.now.Add(ttl)); err != nil {
+		return fmt.Errorf("insert idempotency key: %w", err)
+	}
+	// Keys of other sessions may be locked by their own admissions: skip
+	// them rather than wait.
+	if err := x.exec(`DELETE FROM hitch_session_keys WHERE (session_seq, key) IN (
+		SELECT session_seq, key FROM hitch_session_keys WHERE expires_at <= $1
+		LIMIT $2 FOR UPDATE SKIP LOCKED)`, x.now, MaxKeysSwept); err != nil {
+		return fmt.Errorf("forget expired keys: %w", err)
+	}
+	return nil
+}
+
+func (x sessionTx) InsertMessage(m store.SessionMessage) error {
+	return x.exec(`INSERT INTO hitch_session_messages (session_seq, id, pos, mode, text, state, version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, x.seq, m.ID, m.Pos, string(m.Mode), m.Text, string(m.State), m.Version)
+}
+
+func (x sessionTx) UpdateMessage(m store.SessionMessage) error {
+	return x.exec(`UPDATE hitch_session_messages SET text = $3, state = $4, run_id = $5, version = $6
+		WHERE session_seq = $1 AND id = $2`, x.seq, m.ID, m.Text, string(m.State), m.RunID, m.Version)
+}
+
+// SetActive sets the active run only where none is set, so even a caller
+// that skipped the row lock could not start a second submission.
+func (x sessionTx) SetActive(runID string) error {
+	tag, err := x.tx.Exec(x.ctx, `UPDATE hitch_sessions SET active_run = $2 WHERE seq = $1 AND ($2 = '' OR active_run = '')`, x.seq, runID)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("%w: session %s became busy", store.ErrConflict, x.id)
+	}
+	return nil
+}
+
+// CreateRun creates the run stamped with the transaction's clock reading.
+func (x sessionTx) CreateRun(p store.RunCreateParams) (store.Run, error) {
+	r, err := createRun(x.ctx, x.tx, x.now, p, p.Tenant)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Run{}, fmt.Errorf("%w: run %s exists", store.ErrConflict, p.ID)
+	}
+	return r.run, err
+}
+
+func (x sessionTx) Append(pos int64, kind string, data json.RawMessage, queued int) (store.SessionEntry, error) {
 	if err := x.exec(`INSERT INTO hitch_session_journal (session_seq, pos, kind, at, data) VALUES ($1, $2, $3, $4, $5::json)`,
-		r.seq, pos, kind, x.now, string(data)); err != nil {
+		x.seq, pos, kind, x.now, string(data)); err != nil {
 		return store.SessionEntry{}, fmt.Errorf("insert entry %d: %w", pos, err)
 	}
 	if err := x.exec(`UPDATE hitch_sessions SET position = $2, queued = queued + $3, updated_at = $4 WHERE seq = $1`,
-		r.seq, pos, queued, x.now); err != nil {
+		x.seq, pos, queued, x.now); err != nil {
 		return store.SessionEntry{}, err
 	}
-	r.s.Position, r.s.Queued, r.s.UpdatedAt = pos, r.s.Queued+queued, x.now
-	return store.SessionEntry{SessionID: r.s.ID, Pos: pos, Kind: kind, At: x.now, Data: data}, nil
+	return store.SessionEntry{SessionID: x.id, Pos: pos, Kind: kind, At: x.now, Data: data}, nil
 }
 
 // SessionCreate creates a session, or returns the existing one.
 func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) (store.Session, bool, error) {
-	if len(p.Metadata) == 0 {
-		p.Metadata = json.RawMessage(`{}`)
-	}
-	if p.Tenant == "" {
-		p.Tenant = hitchtype.DefaultTenant
-	}
-	if err := errors.Join(store.CheckName("id", p.ID, true), store.CheckName("agent", p.Agent, true),
-		store.CheckTenant("tenant", p.Tenant, true)); err != nil {
+	if err := store.CheckSessionCreate(&p); err != nil {
 		return store.Session{}, false, fmt.Errorf("session create %q: %w", p.ID, err)
-	}
-	switch {
-	case p.Version < 0:
-		return store.Session{}, false, fmt.Errorf("session create %q: version %d is negative", p.ID, p.Version)
-	case len(p.Metadata) > MaxEntryBytes:
-		return store.Session{}, false, fmt.Errorf("session create %q: metadata is %d bytes, more than %d", p.ID, len(p.Metadata), MaxEntryBytes)
-	case !store.IsObject(p.Metadata):
-		return store.Session{}, false, fmt.Errorf("session create %q: metadata is not a JSON object", p.ID)
 	}
 	var (
 		out     store.Session
@@ -165,12 +235,9 @@ func (s *Store) SessionList(ctx context.Context, p store.SessionListParams) ([]s
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	limit := p.Limit
-	switch {
-	case limit == 0:
-		limit = defaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return nil, fmt.Errorf("session list: limit %d is outside 0..%d", p.Limit, MaxListLimit)
+	limit, err := store.CheckPage(p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("session list: %w", err)
 	}
 	q := `SELECT ` + sessionCols + ` FROM hitch_sessions WHERE id > $1`
 	if p.NeedsWork {
@@ -218,104 +285,17 @@ func (s *Store) SessionAppend(ctx context.Context, p store.SessionAppendParams) 
 	}
 	var res store.SessionAppendResult
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		res = store.SessionAppendResult{}
-		x, r, err := s.lock(ctx, tx, p.SessionID)
+		x, sess, err := s.lockTx(ctx, tx, p.SessionID)
 		if err != nil {
 			return err
 		}
-		if p.After >= 0 && p.After != r.s.Position {
-			return fmt.Errorf("%w (after %d, journal length %d)", store.ErrConflict, p.After, r.s.Position)
-		}
-		if p.Kind == hitchtype.KindMessageAdmitted && p.IdempotencyKey != "" {
-			first, ok, err := x.keyed(r, p.IdempotencyKey)
-			if err != nil || ok {
-				res = store.SessionAppendResult{Session: r.s, Entry: first, Duplicate: ok}
-				return err
-			}
-		}
-		queued := 0
-		pos := r.s.Position + 1
-		switch p.Kind {
-		case hitchtype.KindSubmissionInterrupt:
-			if ref.RunID != r.s.ActiveRun {
-				return fmt.Errorf("%w: run %s is not the active submission's run (%q)", store.ErrConflict, ref.RunID, r.s.ActiveRun)
-			}
-		case hitchtype.KindMessageAdmitted:
-			if _, err := x.message(r.seq, ref.ID); err == nil {
-				return fmt.Errorf("%w: message id %s is taken", store.ErrConflict, ref.ID)
-			} else if !errors.Is(err, store.ErrMessageNotFound) {
-				return err
-			}
-			if err := x.exec(`INSERT INTO hitch_session_messages (session_seq, id, pos, mode, text, state, version)
-				VALUES ($1, $2, $3, $4, $5, 'queued', $3)`, r.seq, ref.ID, pos, string(ref.Mode), ref.Text); err != nil {
-				return fmt.Errorf("insert message: %w", err)
-			}
-			queued = 1
-			if p.IdempotencyKey != "" {
-				if err := x.exec(`INSERT INTO hitch_session_keys (session_seq, key, pos, expires_at) VALUES ($1, $2, $3, $4)
-					ON CONFLICT (session_seq, key) DO UPDATE SET pos = excluded.pos, expires_at = excluded.expires_at`,
-					r.seq, p.IdempotencyKey, pos, x.now.Add(p.KeyTTL)); err != nil {
-					return fmt.Errorf("insert idempotency key: %w", err)
-				}
-				// Keys of other sessions may be locked by their own
-				// admissions: skip them rather than wait.
-				if err := x.exec(`DELETE FROM hitch_session_keys WHERE (session_seq, key) IN (
-					SELECT session_seq, key FROM hitch_session_keys WHERE expires_at <= $1
-					LIMIT $2 FOR UPDATE SKIP LOCKED)`, x.now, MaxKeysSwept); err != nil {
-					return fmt.Errorf("forget expired keys: %w", err)
-				}
-			}
-		default:
-			m, err := x.message(r.seq, ref.ID)
-			if err != nil {
-				return err
-			}
-			if m.State != hitchtype.StateQueued {
-				return &store.MessageStateError{MessageID: m.ID, State: m.State, RunID: m.RunID}
-			}
-			switch p.Kind {
-			case hitchtype.KindMessageEdited:
-				err = x.exec(`UPDATE hitch_session_messages SET text = $3, version = $4 WHERE session_seq = $1 AND id = $2`,
-					r.seq, ref.ID, ref.Text, pos)
-			case hitchtype.KindMessageRemoved:
-				err = x.exec(`UPDATE hitch_session_messages SET state = 'removed', version = $3 WHERE session_seq = $1 AND id = $2`,
-					r.seq, ref.ID, pos)
-				queued = -1
-			case hitchtype.KindMessageJoined:
-				err = x.exec(`UPDATE hitch_session_messages SET state = 'joined', run_id = $3, version = $4 WHERE session_seq = $1 AND id = $2`,
-					r.seq, ref.ID, ref.RunID, pos)
-				queued = -1
-			}
-			if err != nil {
-				return err
-			}
-		}
-		e, err := x.appendEntry(&r, p.Kind, p.Data, queued)
-		res = store.SessionAppendResult{Session: r.s, Entry: e}
+		res, err = store.ApplySessionAppend(x, sess, p, ref)
 		return err
 	})
 	if err != nil {
 		return store.SessionAppendResult{}, fmt.Errorf("session append %q: %w", p.SessionID, err)
 	}
 	return res, nil
-}
-
-// keyed looks an idempotency key up: ok when it is remembered, with the
-// entry it admitted.
-func (x stx) keyed(r sessionRow, key string) (store.SessionEntry, bool, error) {
-	e := store.SessionEntry{SessionID: r.s.ID}
-	var data string
-	err := x.tx.QueryRow(x.ctx, `SELECT j.pos, j.kind, j.at, j.data::text FROM hitch_session_keys k
-		JOIN hitch_session_journal j ON j.session_seq = k.session_seq AND j.pos = k.pos
-		WHERE k.session_seq = $1 AND k.key = $2 AND k.expires_at > $3`, r.seq, key, x.now).Scan(&e.Pos, &e.Kind, &e.At, &data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.SessionEntry{}, false, nil
-	}
-	if err != nil {
-		return store.SessionEntry{}, false, fmt.Errorf("read keyed entry: %w", err)
-	}
-	e.At, e.Data = e.At.UTC(), json.RawMessage(data)
-	return e, true, nil
 }
 
 // sessionReadSQL reads entries in one statement: a missing session gives
@@ -389,12 +369,9 @@ func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesPara
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	limit := p.Limit
-	switch {
-	case limit == 0:
-		limit = defaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return nil, fmt.Errorf("session messages %q: limit %d is outside 0..%d", p.SessionID, p.Limit, MaxListLimit)
+	limit, err := store.CheckPage(p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("session messages %q: %w", p.SessionID, err)
 	}
 	r, err := s.sessionRow(ctx, p.SessionID)
 	if err != nil {
@@ -425,84 +402,21 @@ func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesPara
 
 // SessionStart starts the next submission and creates its run, in one
 // transaction under the session's row lock. A second node starting the
-// same session waits for the lock and then finds the run active; the
-// update that sets the active run also requires none to be set, so even
-// a caller that skipped the lock could not start a second one.
+// same session waits for the lock and then finds the run active.
 func (s *Store) SessionStart(ctx context.Context, p store.SessionStartParams) (store.Session, store.Run, error) {
-	if err := store.CheckCreate(&p.Run); err != nil {
-		return store.Session{}, store.Run{}, fmt.Errorf("session start %q: run: %w", p.SessionID, err)
-	}
-	if err := store.CheckName("message id", p.MessageID, true); err != nil {
+	if err := store.CheckSessionStart(&p); err != nil {
 		return store.Session{}, store.Run{}, fmt.Errorf("session start %q: %w", p.SessionID, err)
-	}
-	if !json.Valid(p.Data) || len(p.Data) > MaxEntryBytes {
-		return store.Session{}, store.Run{}, fmt.Errorf("session start %q: data is not valid JSON of at most %d bytes", p.SessionID, MaxEntryBytes)
-	}
-	kinds, data := entryArrays(p.Run.Entries)
-	var b store.Budget
-	withBudget := p.Run.Budget != nil && p.Run.ParentID == ""
-	if withBudget {
-		b = *p.Run.Budget
 	}
 	var (
 		sess store.Session
 		run  store.Run
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		x, r, err := s.lock(ctx, tx, p.SessionID)
+		x, cur, err := s.lockTx(ctx, tx, p.SessionID)
 		if err != nil {
 			return err
 		}
-		if r.s.ActiveRun != "" {
-			return &store.SessionBusyError{SessionID: r.s.ID, ActiveRun: r.s.ActiveRun}
-		}
-		m, err := x.message(r.seq, p.MessageID)
-		if err != nil {
-			return err
-		}
-		if m.State != hitchtype.StateQueued {
-			return &store.MessageStateError{MessageID: m.ID, State: m.State, RunID: m.RunID}
-		}
-		if m.Version != p.MessageVersion {
-			return fmt.Errorf("%w: message %s changed at position %d, after %d", store.ErrConflict, m.ID, m.Version, p.MessageVersion)
-		}
-		var next string
-		if err := tx.QueryRow(ctx, `SELECT id FROM hitch_session_messages WHERE session_seq = $1 AND state = 'queued'`+nextOrder+` LIMIT 1`,
-			r.seq).Scan(&next); err != nil {
-			return err
-		}
-		if next != m.ID {
-			return fmt.Errorf("%w: message %s is not next to start; %s is", store.ErrConflict, m.ID, next)
-		}
-		tenant, err := store.ResolveTenant(p.Run.Tenant, r.s.Tenant)
-		if err != nil {
-			return err
-		}
-		// The run is stamped with the transaction's clock reading.
-		rr, err := scanRun(tx.QueryRow(ctx, createSQL, x.now, p.Run.ID, p.Run.RootID, p.Run.ParentID, p.Run.Depth, p.Run.Agent,
-			p.Run.Version, p.Run.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS, tenant, store.Title(p.Run.Title)))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: run %s exists", store.ErrConflict, p.Run.ID)
-		}
-		if err != nil {
-			return err
-		}
-		run = rr.run
-		pos := r.s.Position + 1
-		if err := x.exec(`UPDATE hitch_session_messages SET state = 'started', run_id = $3, version = $4
-			WHERE session_seq = $1 AND id = $2 AND state = 'queued'`, r.seq, m.ID, run.ID, pos); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `UPDATE hitch_sessions SET active_run = $2 WHERE seq = $1 AND active_run = ''`, r.seq, run.ID)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("%w: session %s became busy", store.ErrConflict, r.s.ID)
-		}
-		r.s.ActiveRun = run.ID
-		_, err = x.appendEntry(&r, hitchtype.KindSubmissionStarted, p.Data, -1)
-		sess = r.s
+		sess, run, err = store.ApplySessionStart(x, cur, p)
 		return err
 	})
 	if err != nil {
@@ -513,55 +427,20 @@ func (s *Store) SessionStart(ctx context.Context, p store.SessionStartParams) (s
 
 // SessionEnd ends the active submission, once.
 func (s *Store) SessionEnd(ctx context.Context, p store.SessionEndParams) (store.Session, bool, error) {
-	if err := errors.Join(store.CheckName("session id", p.SessionID, true), store.CheckName("run id", p.RunID, true)); err != nil {
-		return store.Session{}, false, fmt.Errorf("session end: %w", err)
-	}
-	if !json.Valid(p.Data) || len(p.Data) > MaxEntryBytes {
-		return store.Session{}, false, fmt.Errorf("session end %q: data is not valid JSON of at most %d bytes", p.SessionID, MaxEntryBytes)
-	}
-	if len(p.Joined) > MaxListLimit {
-		return store.Session{}, false, fmt.Errorf("session end %q: joined has %d messages, more than %d", p.SessionID, len(p.Joined), MaxListLimit)
+	if err := store.CheckSessionEnd(p); err != nil {
+		return store.Session{}, false, fmt.Errorf("session end %q: %w", p.SessionID, err)
 	}
 	var (
 		sess  store.Session
 		ended bool
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		ended = false
-		x, r, err := s.lock(ctx, tx, p.SessionID)
+		x, cur, err := s.lockTx(ctx, tx, p.SessionID)
 		if err != nil {
 			return err
 		}
-		sess = r.s
-		if r.s.ActiveRun != p.RunID {
-			return nil
-		}
-		for _, id := range p.Joined {
-			m, err := x.message(r.seq, id)
-			if err != nil {
-				return err
-			}
-			if m.State != hitchtype.StateQueued {
-				continue
-			}
-			if err := x.exec(`UPDATE hitch_session_messages SET state = 'joined', run_id = $3, version = $4
-				WHERE session_seq = $1 AND id = $2`, r.seq, id, p.RunID, r.s.Position+1); err != nil {
-				return err
-			}
-			data, _ := json.Marshal(hitchtype.MessageJoined{ID: id, RunID: p.RunID})
-			if _, err := x.appendEntry(&r, hitchtype.KindMessageJoined, data, -1); err != nil {
-				return err
-			}
-		}
-		if err := x.exec(`UPDATE hitch_sessions SET active_run = '' WHERE seq = $1`, r.seq); err != nil {
-			return err
-		}
-		r.s.ActiveRun = ""
-		if _, err := x.appendEntry(&r, hitchtype.KindSubmissionEnded, p.Data, 0); err != nil {
-			return err
-		}
-		sess, ended = r.s, true
-		return nil
+		sess, ended, err = store.ApplySessionEnd(x, cur, p)
+		return err
 	})
 	if err != nil {
 		return store.Session{}, false, fmt.Errorf("session end %q: %w", p.SessionID, err)

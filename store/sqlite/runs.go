@@ -101,28 +101,35 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 		if err != nil {
 			return err
 		}
-		now := micros(tx.now)
-		r, err := scanRun(tx.insertRun.QueryRow(p.ID, p.RootID, p.ParentID, p.Depth, p.Agent, p.Version,
-			p.InputHash, len(p.Entries), now, now, tenant, store.Title(p.Title)))
-		if err != nil {
-			return err
-		}
-		if err := tx.insertEntries(r.seq, 0, p.Entries, now); err != nil {
-			return err
-		}
-		if p.Budget != nil && p.ParentID == "" {
-			b, _ := json.Marshal(p.Budget)
-			if _, err := tx.budgetNew.Exec(r.seq, string(b)); err != nil {
-				return fmt.Errorf("insert budget: %w", err)
-			}
-		}
-		run, created = r.run, true
-		return nil
+		r, err := tx.insertNew(p, tenant)
+		run, created = r.run, err == nil
+		return err
 	})
 	if err != nil {
 		return store.Run{}, false, fmt.Errorf("run create %q: %w", p.ID, err)
 	}
 	return run, created, nil
+}
+
+// insertNew inserts a new run of tenant with its first entries and, for a
+// root, its budget.
+func (tx *wtx) insertNew(p store.RunCreateParams, tenant string) (row, error) {
+	now := micros(tx.now)
+	r, err := scanRun(tx.insertRun.QueryRow(p.ID, p.RootID, p.ParentID, p.Depth, p.Agent, p.Version,
+		p.InputHash, len(p.Entries), now, now, tenant, store.Title(p.Title)))
+	if err != nil {
+		return row{}, err
+	}
+	if err := tx.insertEntries(r.seq, 0, p.Entries, now); err != nil {
+		return row{}, err
+	}
+	if p.Budget != nil && p.ParentID == "" {
+		b, _ := json.Marshal(p.Budget)
+		if _, err := tx.budgetNew.Exec(r.seq, string(b)); err != nil {
+			return row{}, fmt.Errorf("insert budget: %w", err)
+		}
+	}
+	return r, nil
 }
 
 // tenantOf is the tenant a new run gets (see store.ResolveTenant): its

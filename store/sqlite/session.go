@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
@@ -74,41 +75,107 @@ func (x sx) message(seq int64, id string) (store.SessionMessage, error) {
 	return m, err
 }
 
-// appendEntry writes one entry at the session's next position and moves
-// the length and the queued count; it returns the entry.
-func (x sx) appendEntry(r *sessionRow, kind string, data json.RawMessage, queued int) (store.SessionEntry, error) {
-	pos := r.s.Position + 1
+// sessionTx is the store.SessionTx of one write transaction: the session
+// row at seq, on the writer's connection.
+type sessionTx struct {
+	sx
+	tx  *wtx
+	seq int64
+	id  string
+}
+
+func (s *Store) sessionTx(tx *wtx, id string) (sessionTx, store.Session, error) {
+	x := s.sx(tx)
+	r, err := x.session(id)
+	return sessionTx{sx: x, tx: tx, seq: r.seq, id: r.s.ID}, r.s, err
+}
+
+func (x sessionTx) Message(id string) (store.SessionMessage, error) { return x.message(x.seq, id) }
+
+func (x sessionTx) NextQueued() (string, error) {
+	var next string
+	err := x.row(`SELECT id FROM session_messages WHERE session_seq = ? AND state = 'queued'`+nextOrder+` LIMIT 1`, x.seq).Scan(&next)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return next, err
+}
+
+func (x sessionTx) Keyed(key string) (store.SessionEntry, bool, error) {
+	var (
+		e    store.SessionEntry
+		at   int64
+		data string
+	)
+	err := x.row(`SELECT j.pos, j.kind, j.at, j.data FROM session_keys k
+		JOIN session_journal j ON j.session_seq = k.session_seq AND j.pos = k.pos
+		WHERE k.session_seq = ? AND k.key = ? AND k.expires_at > ?`, x.seq, key, x.now).Scan(&e.Pos, &e.Kind, &at, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.SessionEntry{}, false, nil
+	}
+	if err != nil {
+		return store.SessionEntry{}, false, fmt.Errorf("read keyed entry: %w", err)
+	}
+	e.At, e.Data = fromMicros(at), json.RawMessage(data)
+	return e, true, nil
+}
+
+func (x sessionTx) Remember(key string, pos int64, ttl time.Duration) error {
+	if _, err := x.exec(`INSERT INTO session_keys (session_seq, key, pos, expires_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (session_seq, key) DO UPDATE SET pos = excluded.pos, expires_at = excluded.expires_at`,
+		x.seq, key, pos, micros(x.tx.now.Add(ttl))); err != nil {
+		return fmt.Errorf("insert idempotency key: %w", err)
+	}
+	if _, err := x.exec(`DELETE FROM session_keys WHERE (session_seq, key) IN (
+		SELECT session_seq, key FROM session_keys WHERE expires_at <= ? LIMIT ?)`, x.now, MaxKeysSwept); err != nil {
+		return fmt.Errorf("forget expired keys: %w", err)
+	}
+	return nil
+}
+
+func (x sessionTx) InsertMessage(m store.SessionMessage) error {
+	_, err := x.exec(`INSERT INTO session_messages (session_seq, id, pos, mode, text, state, version) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		x.seq, m.ID, m.Pos, string(m.Mode), m.Text, string(m.State), m.Version)
+	return err
+}
+
+func (x sessionTx) UpdateMessage(m store.SessionMessage) error {
+	_, err := x.exec(`UPDATE session_messages SET text = ?, state = ?, run_id = ?, version = ? WHERE session_seq = ? AND id = ?`,
+		m.Text, string(m.State), m.RunID, m.Version, x.seq, m.ID)
+	return err
+}
+
+func (x sessionTx) SetActive(runID string) error {
+	_, err := x.exec(`UPDATE sessions SET active_run = ? WHERE seq = ?`, runID, x.seq)
+	return err
+}
+
+func (x sessionTx) CreateRun(p store.RunCreateParams) (store.Run, error) {
+	if _, err := x.tx.getRow(p.ID); err == nil {
+		return store.Run{}, fmt.Errorf("%w: run %s exists", store.ErrConflict, p.ID)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return store.Run{}, err
+	}
+	r, err := x.tx.insertNew(p, p.Tenant)
+	return r.run, err
+}
+
+func (x sessionTx) Append(pos int64, kind string, data json.RawMessage, queued int) (store.SessionEntry, error) {
 	if _, err := x.exec(`INSERT INTO session_journal (session_seq, pos, kind, at, data) VALUES (?, ?, ?, ?, ?)`,
-		r.seq, pos, kind, x.now, string(data)); err != nil {
+		x.seq, pos, kind, x.now, string(data)); err != nil {
 		return store.SessionEntry{}, fmt.Errorf("insert entry %d: %w", pos, err)
 	}
 	if _, err := x.exec(`UPDATE sessions SET position = ?, queued = queued + ?, updated_at = ? WHERE seq = ?`,
-		pos, queued, x.now, r.seq); err != nil {
+		pos, queued, x.now, x.seq); err != nil {
 		return store.SessionEntry{}, err
 	}
-	r.s.Position, r.s.Queued, r.s.UpdatedAt = pos, r.s.Queued+queued, fromMicros(x.now)
-	return store.SessionEntry{SessionID: r.s.ID, Pos: pos, Kind: kind, At: fromMicros(x.now), Data: data}, nil
+	return store.SessionEntry{SessionID: x.id, Pos: pos, Kind: kind, At: fromMicros(x.now), Data: data}, nil
 }
 
 // SessionCreate creates a session, or returns the existing one.
 func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) (store.Session, bool, error) {
-	if len(p.Metadata) == 0 {
-		p.Metadata = json.RawMessage(`{}`)
-	}
-	if p.Tenant == "" {
-		p.Tenant = hitchtype.DefaultTenant
-	}
-	if err := errors.Join(store.CheckName("id", p.ID, true), store.CheckName("agent", p.Agent, true),
-		store.CheckTenant("tenant", p.Tenant, true)); err != nil {
+	if err := store.CheckSessionCreate(&p); err != nil {
 		return store.Session{}, false, fmt.Errorf("session create %q: %w", p.ID, err)
-	}
-	switch {
-	case p.Version < 0:
-		return store.Session{}, false, fmt.Errorf("session create %q: version %d is negative", p.ID, p.Version)
-	case len(p.Metadata) > MaxEntryBytes:
-		return store.Session{}, false, fmt.Errorf("session create %q: metadata is %d bytes, more than %d", p.ID, len(p.Metadata), MaxEntryBytes)
-	case !store.IsObject(p.Metadata):
-		return store.Session{}, false, fmt.Errorf("session create %q: metadata is not a JSON object", p.ID)
 	}
 	var (
 		out     store.Session
@@ -158,12 +225,9 @@ func (s *Store) SessionList(ctx context.Context, p store.SessionListParams) ([]s
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	limit := p.Limit
-	switch {
-	case limit == 0:
-		limit = defaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return nil, fmt.Errorf("session list: limit %d is outside 0..%d", p.Limit, MaxListLimit)
+	limit, err := store.CheckPage(p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("session list: %w", err)
 	}
 	if err := store.CheckTenant("tenant", p.Tenant, false); err != nil {
 		return nil, fmt.Errorf("session list: %w", err)
@@ -210,102 +274,17 @@ func (s *Store) SessionAppend(ctx context.Context, p store.SessionAppendParams) 
 	}
 	var res store.SessionAppendResult
 	err = s.write(ctx, func(tx *wtx) error {
-		x := s.sx(tx)
-		r, err := x.session(p.SessionID)
+		x, sess, err := s.sessionTx(tx, p.SessionID)
 		if err != nil {
 			return err
 		}
-		if p.After >= 0 && p.After != r.s.Position {
-			return fmt.Errorf("%w (after %d, journal length %d)", store.ErrConflict, p.After, r.s.Position)
-		}
-		if p.Kind == hitchtype.KindMessageAdmitted && p.IdempotencyKey != "" {
-			first, ok, err := x.keyed(r, p.IdempotencyKey)
-			if err != nil || ok {
-				res = store.SessionAppendResult{Session: r.s, Entry: first, Duplicate: ok}
-				return err
-			}
-		}
-		queued := 0
-		switch p.Kind {
-		case hitchtype.KindSubmissionInterrupt:
-			if ref.RunID != r.s.ActiveRun {
-				return fmt.Errorf("%w: run %s is not the active submission's run (%q)", store.ErrConflict, ref.RunID, r.s.ActiveRun)
-			}
-		case hitchtype.KindMessageAdmitted:
-			if _, err := x.message(r.seq, ref.ID); err == nil {
-				return fmt.Errorf("%w: message id %s is taken", store.ErrConflict, ref.ID)
-			} else if !errors.Is(err, store.ErrMessageNotFound) {
-				return err
-			}
-			if _, err := x.exec(`INSERT INTO session_messages (session_seq, id, pos, mode, text, state, version)
-				VALUES (?, ?, ?, ?, ?, 'queued', ?)`, r.seq, ref.ID, r.s.Position+1, string(ref.Mode), ref.Text, r.s.Position+1); err != nil {
-				return fmt.Errorf("insert message: %w", err)
-			}
-			queued = 1
-			if p.IdempotencyKey != "" {
-				exp := micros(tx.now.Add(p.KeyTTL))
-				if _, err := x.exec(`INSERT INTO session_keys (session_seq, key, pos, expires_at) VALUES (?, ?, ?, ?)
-					ON CONFLICT (session_seq, key) DO UPDATE SET pos = excluded.pos, expires_at = excluded.expires_at`,
-					r.seq, p.IdempotencyKey, r.s.Position+1, exp); err != nil {
-					return fmt.Errorf("insert idempotency key: %w", err)
-				}
-				if _, err := x.exec(`DELETE FROM session_keys WHERE (session_seq, key) IN (
-					SELECT session_seq, key FROM session_keys WHERE expires_at <= ? LIMIT ?)`, x.now, MaxKeysSwept); err != nil {
-					return fmt.Errorf("forget expired keys: %w", err)
-				}
-			}
-		default:
-			m, err := x.message(r.seq, ref.ID)
-			if err != nil {
-				return err
-			}
-			if m.State != hitchtype.StateQueued {
-				return &store.MessageStateError{MessageID: m.ID, State: m.State, RunID: m.RunID}
-			}
-			pos := r.s.Position + 1
-			switch p.Kind {
-			case hitchtype.KindMessageEdited:
-				_, err = x.exec(`UPDATE session_messages SET text = ?, version = ? WHERE session_seq = ? AND id = ?`, ref.Text, pos, r.seq, ref.ID)
-			case hitchtype.KindMessageRemoved:
-				_, err = x.exec(`UPDATE session_messages SET state = 'removed', version = ? WHERE session_seq = ? AND id = ?`, pos, r.seq, ref.ID)
-				queued = -1
-			case hitchtype.KindMessageJoined:
-				_, err = x.exec(`UPDATE session_messages SET state = 'joined', run_id = ?, version = ? WHERE session_seq = ? AND id = ?`, ref.RunID, pos, r.seq, ref.ID)
-				queued = -1
-			}
-			if err != nil {
-				return err
-			}
-		}
-		e, err := x.appendEntry(&r, p.Kind, p.Data, queued)
-		res = store.SessionAppendResult{Session: r.s, Entry: e}
+		res, err = store.ApplySessionAppend(x, sess, p, ref)
 		return err
 	})
 	if err != nil {
 		return store.SessionAppendResult{}, fmt.Errorf("session append %q: %w", p.SessionID, err)
 	}
 	return res, nil
-}
-
-// keyed looks an idempotency key up: ok when it is remembered, with the
-// entry it admitted.
-func (x sx) keyed(r sessionRow, key string) (store.SessionEntry, bool, error) {
-	var pos int64
-	err := x.row(`SELECT pos FROM session_keys WHERE session_seq = ? AND key = ? AND expires_at > ?`, r.seq, key, x.now).Scan(&pos)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.SessionEntry{}, false, nil
-	}
-	if err != nil {
-		return store.SessionEntry{}, false, err
-	}
-	e := store.SessionEntry{SessionID: r.s.ID, Pos: pos}
-	var at int64
-	var data string
-	if err := x.row(`SELECT kind, at, data FROM session_journal WHERE session_seq = ? AND pos = ?`, r.seq, pos).Scan(&e.Kind, &at, &data); err != nil {
-		return store.SessionEntry{}, false, fmt.Errorf("read keyed entry %d: %w", pos, err)
-	}
-	e.At, e.Data = fromMicros(at), json.RawMessage(data)
-	return e, true, nil
 }
 
 // SessionRead returns a session's entries after an offset.
@@ -372,12 +351,9 @@ func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesPara
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	limit := p.Limit
-	switch {
-	case limit == 0:
-		limit = defaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return nil, fmt.Errorf("session messages %q: limit %d is outside 0..%d", p.SessionID, p.Limit, MaxListLimit)
+	limit, err := store.CheckPage(p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("session messages %q: %w", p.SessionID, err)
 	}
 	if _, err := s.SessionGet(ctx, p.SessionID); err != nil {
 		return nil, fmt.Errorf("session messages: %w", err)
@@ -407,80 +383,19 @@ func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesPara
 
 // SessionStart starts the next submission and creates its run.
 func (s *Store) SessionStart(ctx context.Context, p store.SessionStartParams) (store.Session, store.Run, error) {
-	if err := store.CheckCreate(&p.Run); err != nil {
-		return store.Session{}, store.Run{}, fmt.Errorf("session start %q: run: %w", p.SessionID, err)
-	}
-	if err := store.CheckName("message id", p.MessageID, true); err != nil {
+	if err := store.CheckSessionStart(&p); err != nil {
 		return store.Session{}, store.Run{}, fmt.Errorf("session start %q: %w", p.SessionID, err)
-	}
-	if !json.Valid(p.Data) {
-		return store.Session{}, store.Run{}, fmt.Errorf("session start %q: data is not valid JSON", p.SessionID)
 	}
 	var (
 		sess store.Session
 		run  store.Run
 	)
 	err := s.write(ctx, func(tx *wtx) error {
-		x := s.sx(tx)
-		r, err := x.session(p.SessionID)
+		x, cur, err := s.sessionTx(tx, p.SessionID)
 		if err != nil {
 			return err
 		}
-		if r.s.ActiveRun != "" {
-			return &store.SessionBusyError{SessionID: r.s.ID, ActiveRun: r.s.ActiveRun}
-		}
-		m, err := x.message(r.seq, p.MessageID)
-		if err != nil {
-			return err
-		}
-		if m.State != hitchtype.StateQueued {
-			return &store.MessageStateError{MessageID: m.ID, State: m.State, RunID: m.RunID}
-		}
-		if m.Version != p.MessageVersion {
-			return fmt.Errorf("%w: message %s changed at position %d, after %d", store.ErrConflict, m.ID, m.Version, p.MessageVersion)
-		}
-		var next string
-		if err := x.row(`SELECT id FROM session_messages WHERE session_seq = ? AND state = 'queued'`+nextOrder+` LIMIT 1`, r.seq).Scan(&next); err != nil {
-			return err
-		}
-		if next != m.ID {
-			return fmt.Errorf("%w: message %s is not next to start; %s is", store.ErrConflict, m.ID, next)
-		}
-		if _, err := tx.getRow(p.Run.ID); err == nil {
-			return fmt.Errorf("%w: run %s exists", store.ErrConflict, p.Run.ID)
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		tenant, err := store.ResolveTenant(p.Run.Tenant, r.s.Tenant)
-		if err != nil {
-			return err
-		}
-		rr, err := scanRun(tx.insertRun.QueryRow(p.Run.ID, p.Run.RootID, p.Run.ParentID, p.Run.Depth, p.Run.Agent, p.Run.Version,
-			p.Run.InputHash, len(p.Run.Entries), x.now, x.now, tenant, store.Title(p.Run.Title)))
-		if err != nil {
-			return err
-		}
-		if err := tx.insertEntries(rr.seq, 0, p.Run.Entries, x.now); err != nil {
-			return err
-		}
-		if p.Run.Budget != nil {
-			b, _ := json.Marshal(p.Run.Budget)
-			if _, err := tx.budgetNew.Exec(rr.seq, string(b)); err != nil {
-				return fmt.Errorf("insert budget: %w", err)
-			}
-		}
-		run = rr.run
-		pos := r.s.Position + 1
-		if _, err := x.exec(`UPDATE session_messages SET state = 'started', run_id = ?, version = ? WHERE session_seq = ? AND id = ?`,
-			run.ID, pos, r.seq, m.ID); err != nil {
-			return err
-		}
-		if _, err := x.exec(`UPDATE sessions SET active_run = ? WHERE seq = ?`, run.ID, r.seq); err != nil {
-			return err
-		}
-		r.s.ActiveRun = run.ID
-		_, err = x.appendEntry(&r, hitchtype.KindSubmissionStarted, p.Data, -1)
-		sess = r.s
+		sess, run, err = store.ApplySessionStart(x, cur, p)
 		return err
 	})
 	if err != nil {
@@ -491,52 +406,20 @@ func (s *Store) SessionStart(ctx context.Context, p store.SessionStartParams) (s
 
 // SessionEnd ends the active submission, once.
 func (s *Store) SessionEnd(ctx context.Context, p store.SessionEndParams) (store.Session, bool, error) {
-	if err := errors.Join(store.CheckName("session id", p.SessionID, true), store.CheckName("run id", p.RunID, true)); err != nil {
-		return store.Session{}, false, fmt.Errorf("session end: %w", err)
-	}
-	if !json.Valid(p.Data) || len(p.Data) > MaxEntryBytes {
-		return store.Session{}, false, fmt.Errorf("session end %q: data is not valid JSON of at most %d bytes", p.SessionID, MaxEntryBytes)
+	if err := store.CheckSessionEnd(p); err != nil {
+		return store.Session{}, false, fmt.Errorf("session end %q: %w", p.SessionID, err)
 	}
 	var (
 		sess  store.Session
 		ended bool
 	)
 	err := s.write(ctx, func(tx *wtx) error {
-		x := s.sx(tx)
-		r, err := x.session(p.SessionID)
+		x, cur, err := s.sessionTx(tx, p.SessionID)
 		if err != nil {
 			return err
 		}
-		sess = r.s
-		if r.s.ActiveRun != p.RunID {
-			return nil
-		}
-		for _, id := range p.Joined {
-			m, err := x.message(r.seq, id)
-			if err != nil {
-				return err
-			}
-			if m.State != hitchtype.StateQueued {
-				continue
-			}
-			if _, err := x.exec(`UPDATE session_messages SET state = 'joined', run_id = ?, version = ? WHERE session_seq = ? AND id = ?`,
-				p.RunID, r.s.Position+1, r.seq, id); err != nil {
-				return err
-			}
-			data, _ := json.Marshal(hitchtype.MessageJoined{ID: id, RunID: p.RunID})
-			if _, err := x.appendEntry(&r, hitchtype.KindMessageJoined, data, -1); err != nil {
-				return err
-			}
-		}
-		if _, err := x.exec(`UPDATE sessions SET active_run = '' WHERE seq = ?`, r.seq); err != nil {
-			return err
-		}
-		r.s.ActiveRun = ""
-		if _, err := x.appendEntry(&r, hitchtype.KindSubmissionEnded, p.Data, 0); err != nil {
-			return err
-		}
-		sess, ended = r.s, true
-		return nil
+		sess, ended, err = store.ApplySessionEnd(x, cur, p)
+		return err
 	})
 	if err != nil {
 		return store.Session{}, false, fmt.Errorf("session end %q: %w", p.SessionID, err)
