@@ -562,3 +562,14 @@ func TestGroupedAppends(t *testing.T) {
 		t.Errorf("no two runs' appends shared a statement in %d appends from %d runners", runners*appends, runners)
 	}
 }
+
+// A write is answered only after its commit: a child process writing is
+// killed part-way, and every answered write must be in the schema.
+func TestDurableCommit(t *testing.T) {
+	storetest.RunDurable(t, func(t *testing.T) string { return newSchema(t) },
+		func(t *testing.T, schema string) store.Store {
+			s := openIn(t, schema)
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+}

@@ -231,3 +231,16 @@ func TestCancelledContextWritesNothing(t *testing.T) {
 		t.Fatalf("run written despite the cancelled context: %v", err)
 	}
 }
+
+// A write is answered only after its commit: a child process writing
+// through the group-committing writer is killed part-way, and every
+// answered write must be in the file.
+func TestDurableCommit(t *testing.T) {
+	storetest.RunDurable(t, func(t *testing.T) string {
+		return filepath.Join(t.TempDir(), "hitch.db")
+	}, func(t *testing.T, path string) store.Store {
+		s := open(t, path)
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
