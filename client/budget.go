@@ -15,6 +15,14 @@ func (c *Client) Budget(ctx context.Context, runID string) (api.RunBudget, error
 	return out, err
 }
 
+// FamilyUsage returns what the family of the root run rootID has used,
+// summed from its runs' outcomes. A counter that is not known is nil.
+func (c *Client) FamilyUsage(ctx context.Context, rootID string) (api.FamilyUsage, error) {
+	var out api.FamilyUsage
+	_, err := c.do(ctx, "family usage of "+rootID, http.MethodGet, "/v1/runs/"+esc(rootID)+"/family/usage", nil, nil, &out)
+	return out, err
+}
+
 // Waits lists what a parked run waits on, and until when; empty for a run
 // that does not wait.
 func (c *Client) Waits(ctx context.Context, runID string) (api.RunWaits, error) {

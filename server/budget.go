@@ -30,4 +30,30 @@ func (s *Server) registerBudget() {
 		}
 		return &struct{ Body api.RunBudget }{out}, nil
 	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-family-usage", Method: http.MethodGet, Path: "/v1/runs/{id}/family/usage", Tags: []string{"runs"},
+		Summary: "Read what a family of runs has used",
+		Description: "The usage and cost of the root run {id} and every run below it, summed from their outcomes. A counter " +
+			"is null when any run's is, or while a run of the family has not ended.",
+		Errors: []int{http.StatusNotFound, http.StatusUnprocessableEntity},
+	}, func(ctx context.Context, in *struct {
+		ID string `path:"id" maxLength:"128" doc:"The family's root run."`
+	}) (*struct{ Body api.FamilyUsage }, error) {
+		sc := s.scope(ctx)
+		root, err := sc.Get(ctx, in.ID)
+		if err != nil {
+			return nil, s.fail("family usage", err)
+		}
+		if root.RootID != root.ID {
+			return nil, invalid("path.id", "is not a root run: ask for the family of its root_id")
+		}
+		f, err := sc.FamilyUsage(ctx, root.ID)
+		if err != nil {
+			return nil, s.fail("family usage", err)
+		}
+		u := f.Usage
+		return &struct{ Body api.FamilyUsage }{api.FamilyUsage{RootID: root.ID, Runs: f.Runs, CostUSD: f.CostUSD,
+			Usage: api.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens,
+				Generations: u.Generations}}}, nil
+	})
 }

@@ -223,6 +223,42 @@ func TestRoutes(t *testing.T) {
 		e.view.do("GET", "/v1/runs/"+kid+"/family/events", nil).want(t, 422, api.TypeInvalid)
 		e.view.do("GET", "/v1/runs/fam1/family/events?after=nonsense", nil).want(t, 422, api.TypeInvalid)
 	})
+	t.Run("family usage", func(t *testing.T) {
+		start(t, e.admin, "boss", "go", "fam2")
+		follow(t, e.view, "/v1/runs/fam2/family/events", "")
+		var page api.RunPage
+		e.view.do("GET", "/v1/runs?root_id=fam2", nil).want(t, 200, "").decode(t, &page)
+		if len(page.Runs) != 3 {
+			t.Fatalf("family of %d runs", len(page.Runs))
+		}
+		var got api.FamilyUsage
+		e.view.do("GET", "/v1/runs/fam2/family/usage", nil).want(t, 200, "").decode(t, &got)
+		want := api.FamilyUsage{RootID: "fam2", Runs: 3}
+		in, known := int64(0), true
+		for _, r := range page.Runs {
+			if r.Outcome == nil {
+				t.Fatalf("run %s has not ended", r.ID)
+			}
+			want.Usage.Generations += r.Outcome.Usage.Generations
+			if r.Outcome.Usage.InputTokens == nil {
+				known = false
+			} else {
+				in += *r.Outcome.Usage.InputTokens
+			}
+		}
+		if got.RootID != want.RootID || got.Runs != want.Runs || got.Usage.Generations != want.Usage.Generations || want.Usage.Generations == 0 {
+			t.Fatalf("family usage %+v, want %+v", got, want)
+		}
+		if (got.Usage.InputTokens != nil) != known || (known && *got.Usage.InputTokens != in) {
+			t.Fatalf("family input tokens %v, want %d (known %v)", got.Usage.InputTokens, in, known)
+		}
+		kid := page.Runs[0].ID
+		if kid == "fam2" {
+			kid = page.Runs[1].ID
+		}
+		e.view.do("GET", "/v1/runs/"+kid+"/family/usage", nil).want(t, 422, api.TypeInvalid)
+		e.view.do("GET", "/v1/runs/nope/family/usage", nil).want(t, 404, api.TypeNotFound)
+	})
 	t.Run("approvals", func(t *testing.T) {
 		g := start(t, e.admin, "gate", "deploy", "g1")
 		r := wait(t, e.view, g.Run.ID)

@@ -109,6 +109,7 @@ var routeRows = map[string]surface{
 	"POST /v1/runs/{id}/workspace/grant":  {need: "operator", object: "run", path: "/v1/runs/{id}/workspace/grant", body: api.Root{Path: "/tmp"}},
 	"POST /v1/runs/{id}/workspace/revoke": {need: "operator", object: "run", path: "/v1/runs/{id}/workspace/revoke", body: api.Root{Path: "/tmp"}},
 	"GET /v1/runs/{id}/budget":            {need: "viewer", object: "run", path: "/v1/runs/{id}/budget"},
+	"GET /v1/runs/{id}/family/usage":      {need: "viewer", object: "run", path: "/v1/runs/{id}/family/usage"},
 	"GET /v1/runs/{id}/context":           {need: "viewer", object: "run", path: "/v1/runs/{id}/context"},
 	"GET /v1/runs/{id}/waits":             {need: "viewer", object: "run", path: "/v1/runs/{id}/waits"},
 	"POST /v1/sessions":                   {need: "admin", path: "/v1/sessions", body: api.CreateSession{Agent: "quick"}},

@@ -222,70 +222,14 @@ func (r *remoteBackend) CompleteCall(ctx context.Context, id string, c hitch.Com
 	return err
 }
 
-// maxFamilyPages bounds the pages of runs FamilyUsage reads to sum a
-// family; a larger family's totals are not reported.
-const maxFamilyPages = 10
-
-// FamilyUsage sums a family's usage and cost from its runs' outcomes, as
-// Runtime.FamilyUsage does: a counter is nil when any run's is, or when a
-// run has not ended.
+// FamilyUsage asks the server for a family's usage, which it sums as
+// Runtime.FamilyUsage does.
 func (r *remoteBackend) FamilyUsage(ctx context.Context, rootID string) (hitch.FamilyUsage, error) {
-	var f hitch.FamilyUsage
-	var in, out, cached int64
-	known := [3]bool{true, true, true}
-	cost, costKnown := 0.0, true
-	add := func(i int, v *int64, sum *int64) {
-		if v == nil {
-			known[i] = false
-		} else {
-			*sum += *v
-		}
+	f, err := r.c.FamilyUsage(ctx, rootID)
+	if err != nil {
+		return hitch.FamilyUsage{}, err
 	}
-	after := ""
-	for pages := 0; ; pages++ {
-		if pages == maxFamilyPages {
-			known, costKnown = [3]bool{}, false
-			break
-		}
-		page, err := r.c.Runs(ctx, client.RunFilter{RootID: rootID, After: after, Limit: 1000})
-		if err != nil {
-			return f, err
-		}
-		for _, wr := range page.Runs {
-			f.Runs++
-			o := runOf(wr).Outcome
-			if o == nil {
-				known, costKnown = [3]bool{}, false
-				continue
-			}
-			f.Usage.Generations += o.Usage.Generations
-			add(0, o.Usage.InputTokens, &in)
-			add(1, o.Usage.OutputTokens, &out)
-			add(2, o.Usage.CachedInputTokens, &cached)
-			if o.CostUSD == nil {
-				costKnown = false
-			} else {
-				cost += *o.CostUSD
-			}
-		}
-		if page.Next == "" {
-			break
-		}
-		after = page.Next
-	}
-	if known[0] {
-		f.Usage.InputTokens = &in
-	}
-	if known[1] {
-		f.Usage.OutputTokens = &out
-	}
-	if known[2] {
-		f.Usage.CachedInputTokens = &cached
-	}
-	if costKnown && f.Runs > 0 {
-		f.CostUSD = &cost
-	}
-	return f, nil
+	return hitch.FamilyUsage{Runs: f.Runs, Usage: usageOf(f.Usage), CostUSD: f.CostUSD}, nil
 }
 
 func (r *remoteBackend) Budget(ctx context.Context, id string) (hitch.RunBudget, error) {
