@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,9 +12,9 @@ import (
 
 // SessionTx is one driver transaction that holds a session's row (locked,
 // or on the single writer): the statements of the driver's dialect and
-// nothing else. ApplySessionAppend, ApplySessionStart and ApplySessionEnd
-// make the decisions of the session state machine over it, so every driver
-// decides them the same way.
+// nothing else. InSession's Append, Start and End make the checks and
+// decisions of the session state machine over it, so every driver decides
+// them the same way.
 type SessionTx interface {
 	// Message reads one message of the session, or ErrMessageNotFound.
 	Message(id string) (SessionMessage, error)
@@ -41,6 +42,66 @@ type SessionTx interface {
 	Append(pos int64, kind string, data json.RawMessage, queued int) (SessionEntry, error)
 }
 
+// InSession is a driver's way into a session: it runs fn in one
+// transaction that holds session id's row, with the session as it stands
+// (ErrSessionNotFound when there is none), and commits when fn returns nil.
+type InSession func(ctx context.Context, id string, fn func(tx SessionTx, s Session) error) error
+
+// Append makes a SessionAppend (see SessionStore).
+func (in InSession) Append(ctx context.Context, p SessionAppendParams) (SessionAppendResult, error) {
+	ref, err := CheckSessionAppend(p)
+	if err != nil {
+		return SessionAppendResult{}, fmt.Errorf("session append %q: %w", p.SessionID, err)
+	}
+	var res SessionAppendResult
+	err = in(ctx, p.SessionID, func(tx SessionTx, s Session) (err error) {
+		res, err = applyAppend(tx, s, p, ref)
+		return err
+	})
+	if err != nil {
+		return SessionAppendResult{}, fmt.Errorf("session append %q: %w", p.SessionID, err)
+	}
+	return res, nil
+}
+
+// Start makes a SessionStart (see SessionStore).
+func (in InSession) Start(ctx context.Context, p SessionStartParams) (Session, Run, error) {
+	if err := CheckSessionStart(&p); err != nil {
+		return Session{}, Run{}, fmt.Errorf("session start %q: %w", p.SessionID, err)
+	}
+	var (
+		sess Session
+		run  Run
+	)
+	err := in(ctx, p.SessionID, func(tx SessionTx, s Session) (err error) {
+		sess, run, err = applyStart(tx, s, p)
+		return err
+	})
+	if err != nil {
+		return Session{}, Run{}, fmt.Errorf("session start %q: %w", p.SessionID, err)
+	}
+	return sess, run, nil
+}
+
+// End makes a SessionEnd (see SessionStore).
+func (in InSession) End(ctx context.Context, p SessionEndParams) (Session, bool, error) {
+	if err := CheckSessionEnd(p); err != nil {
+		return Session{}, false, fmt.Errorf("session end %q: %w", p.SessionID, err)
+	}
+	var (
+		sess  Session
+		ended bool
+	)
+	err := in(ctx, p.SessionID, func(tx SessionTx, s Session) (err error) {
+		sess, ended, err = applyEnd(tx, s, p)
+		return err
+	})
+	if err != nil {
+		return Session{}, false, fmt.Errorf("session end %q: %w", p.SessionID, err)
+	}
+	return sess, ended, nil
+}
+
 // appendTo appends an entry to s's journal through tx and keeps s as the
 // store has it.
 func appendTo(tx SessionTx, s *Session, kind string, data json.RawMessage, queued int) (SessionEntry, error) {
@@ -64,10 +125,9 @@ func queuedMessage(tx SessionTx, id string) (SessionMessage, error) {
 	return m, nil
 }
 
-// ApplySessionAppend makes a SessionAppend in tx, for the session s as tx
-// read it; ref is what CheckSessionAppend read of p's data. It refuses what
-// SessionStore.SessionAppend refuses; the driver rolls back on error.
-func ApplySessionAppend(tx SessionTx, s Session, p SessionAppendParams, ref MessageRef) (SessionAppendResult, error) {
+// applyAppend makes a SessionAppend in tx, for the session s as tx read
+// it; ref is what CheckSessionAppend read of p's data.
+func applyAppend(tx SessionTx, s Session, p SessionAppendParams, ref MessageRef) (SessionAppendResult, error) {
 	if p.After >= 0 && p.After != s.Position {
 		return SessionAppendResult{}, fmt.Errorf("%w (after %d, journal length %d)", ErrConflict, p.After, s.Position)
 	}
@@ -124,10 +184,10 @@ func ApplySessionAppend(tx SessionTx, s Session, p SessionAppendParams, ref Mess
 	return SessionAppendResult{Session: s, Entry: e}, nil
 }
 
-// ApplySessionStart makes a SessionStart in tx, for the session s as tx
-// read it, once CheckSessionStart has passed p. It returns the session as
-// it now stands and the submission's run.
-func ApplySessionStart(tx SessionTx, s Session, p SessionStartParams) (Session, Run, error) {
+// applyStart makes a SessionStart in tx, for the session s as tx read it,
+// once CheckSessionStart has passed p. It returns the session as it now
+// stands and the submission's run.
+func applyStart(tx SessionTx, s Session, p SessionStartParams) (Session, Run, error) {
 	if s.ActiveRun != "" {
 		return Session{}, Run{}, &SessionBusyError{SessionID: s.ID, ActiveRun: s.ActiveRun}
 	}
@@ -166,11 +226,11 @@ func ApplySessionStart(tx SessionTx, s Session, p SessionStartParams) (Session, 
 	return s, run, nil
 }
 
-// ApplySessionEnd makes a SessionEnd in tx, for the session s as tx read
-// it, once CheckSessionEnd has passed p. It returns the session as it now
-// stands, and ended=false, having written nothing, when p.RunID is not the
+// applyEnd makes a SessionEnd in tx, for the session s as tx read it, once
+// CheckSessionEnd has passed p. It returns the session as it now stands,
+// and ended=false, having written nothing, when p.RunID is not the
 // session's active run.
-func ApplySessionEnd(tx SessionTx, s Session, p SessionEndParams) (Session, bool, error) {
+func applyEnd(tx SessionTx, s Session, p SessionEndParams) (Session, bool, error) {
 	if s.ActiveRun != p.RunID {
 		return s, false, nil
 	}

@@ -75,22 +75,12 @@ func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]sto
 			return err
 		}
 		defer rows.Close()
-		var claimed []row
-		for rows.Next() {
-			r, err := scanRun(rows)
-			if err != nil {
-				return err
-			}
-			claimed = append(claimed, r)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
+		claimed, err := store.Collect(rows, func() (row, error) { return scanRun(rows) })
 		slices.SortFunc(claimed, func(a, b row) int { return cmp.Compare(a.seq, b.seq) })
 		for _, r := range claimed {
-			leases = append(leases, lease(r.run))
+			leases = append(leases, store.LeaseOf(r.run))
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lease claim: %w", err)
@@ -108,7 +98,7 @@ func (s *Store) claimOne(ctx context.Context, p store.LeaseClaimParams) (store.L
 			now := s.clockArg()
 			r, err := scanRun(s.pool.QueryRow(ctx, claimOneSQL, now, p.Owner, p.TTL.Microseconds(), p.RunID))
 			if err == nil {
-				l = lease(r.run)
+				l = store.LeaseOf(r.run)
 				return nil
 			}
 			if !errors.Is(err, pgx.ErrNoRows) {
@@ -134,10 +124,6 @@ func (s *Store) claimOne(ctx context.Context, p store.LeaseClaimParams) (store.L
 	return l, err
 }
 
-func lease(r store.Run) store.Lease {
-	return store.Lease{Run: r, Token: r.LeaseToken, ExpiresAt: r.LeaseExpires}
-}
-
 // renewSQL extends a held lease from now; it matches nothing when the token
 // or owner is not current or the run has ended.
 const renewSQL = `
@@ -147,8 +133,7 @@ RETURNING ` + runCols
 
 // LeaseRenew extends a held lease by p.TTL from now.
 func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Run, error) {
-	if err := errors.Join(store.CheckName("run id", p.RunID, true), store.CheckName("owner", p.Owner, true),
-		store.CheckLease(p.TTL, 0)); err != nil {
+	if err := store.CheckRenew(p); err != nil {
 		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
 	}
 	var run store.Run
@@ -158,12 +143,10 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 			if r, err = s.getRow(ctx, s.pool, p.RunID); err != nil {
 				return err
 			}
-			cur := r.run
-			if cur.Status.Terminal() {
-				return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
+			if err := store.LeaseRefused(r.run, p.Token, p.Owner); err != nil {
+				return err
 			}
-			return fmt.Errorf("%w (token %d owned by %q, current token %d owned by %q)",
-				store.ErrFenced, p.Token, p.Owner, cur.LeaseToken, cur.LeaseOwner)
+			return fmt.Errorf("%w: the lease changed under the renewal", store.ErrFenced)
 		}
 		run = r.run
 		return err
@@ -232,7 +215,7 @@ RETURNING ` + runCols
 // claims the run at once. Releasing an already released lease again (same
 // token) returns the run and nil.
 func (s *Store) LeaseRelease(ctx context.Context, p store.LeaseReleaseParams) (store.Run, error) {
-	if err := errors.Join(store.CheckName("run id", p.RunID, true), store.CheckName("owner", p.Owner, true)); err != nil {
+	if err := store.CheckRelease(p); err != nil {
 		return store.Run{}, fmt.Errorf("lease release %q: %w", p.RunID, err)
 	}
 	var run store.Run
@@ -242,16 +225,12 @@ func (s *Store) LeaseRelease(ctx context.Context, p store.LeaseReleaseParams) (s
 			if r, err = s.getRow(ctx, s.pool, p.RunID); err != nil {
 				return err
 			}
-			cur := r.run
-			switch {
-			case cur.Status.Terminal():
-				return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
-			case cur.LeaseToken == p.Token && cur.LeaseOwner == "":
-				run = cur // released before: nothing to do
-				return nil
+			released, err := store.ReleaseRefused(r.run, p)
+			if err != nil || released {
+				run = r.run
+				return err
 			}
-			return fmt.Errorf("%w (token %d owned by %q, current token %d owned by %q)",
-				store.ErrFenced, p.Token, p.Owner, cur.LeaseToken, cur.LeaseOwner)
+			return fmt.Errorf("%w: the lease changed under the release", store.ErrFenced)
 		}
 		run = r.run
 		return err

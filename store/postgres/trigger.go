@@ -1,12 +1,9 @@
 package postgres
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,21 +37,58 @@ func scanTrigger(sc pgx.Row) (store.Trigger, error) {
 	return t, nil
 }
 
+// triggerTx is the store.TriggerCreateTx of one transaction.
+type triggerTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+	s   *Store
+}
+
+func (x triggerTx) Get(id string) (store.Trigger, error) {
+	t, err := scanTrigger(x.tx.QueryRow(x.ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE id = $1 FOR UPDATE`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, store.ErrTriggerNotFound
+	}
+	return t, err
+}
+
+func (x triggerTx) Replace(p store.TriggerCreateParams, state string) (store.Trigger, error) {
+	return scanTrigger(x.tx.QueryRow(x.ctx, `UPDATE hitch_triggers SET spec = $2::json, state = $3, next_fire = $4,
+		claim_owner = '', claim_token = claim_token + 1, claim_until = NULL, failures = 0, last_error = '',
+		updated_at = `+nowSQL+` WHERE id = $5 RETURNING `+triggerCols,
+		x.s.clockArg(), string(p.Spec), state, nullTime(p.NextFire), p.ID))
+}
+
+func (x triggerTx) Live(sessionID string) (int, error) {
+	var n int
+	err := x.tx.QueryRow(x.ctx, `SELECT count(*) FROM hitch_triggers WHERE session_id = $1 AND state <> 'done'`, sessionID).Scan(&n)
+	return n, err
+}
+
+func (x triggerTx) Insert(p store.TriggerCreateParams, state string) (store.Trigger, bool, error) {
+	t, err := scanTrigger(x.tx.QueryRow(x.ctx, `INSERT INTO hitch_triggers (id, tenant, session_id, spec, state, next_fire,
+			created_at, updated_at)
+		VALUES ($2, $3, $4, $5::json, $6, $7, `+nowSQL+`, `+nowSQL+`)
+		ON CONFLICT (id) DO NOTHING RETURNING `+triggerCols,
+		x.s.clockArg(), p.ID, store.TenantOr(p.Tenant), p.SessionID, string(p.Spec), state, nullTime(p.NextFire)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Created by another node since the read: return that one.
+		t, err = scanTrigger(x.tx.QueryRow(x.ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE id = $1`, p.ID))
+		return t, false, err
+	}
+	return t, err == nil, err
+}
+
 // TriggerCreate creates a binding, or returns (or replaces) the existing one.
 func (s *Store) TriggerCreate(ctx context.Context, p store.TriggerCreateParams) (store.Trigger, bool, error) {
 	if err := store.CheckTriggerCreate(p); err != nil {
 		return store.Trigger{}, false, fmt.Errorf("trigger create %q: %w", p.ID, err)
-	}
-	state := store.TriggerActive
-	if p.Paused {
-		state = store.TriggerPaused
 	}
 	var (
 		out     store.Trigger
 		created bool
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		created = false
 		if p.MaxPerSession > 0 && p.SessionID != "" {
 			// Creates for one session take turns, so two cannot both pass
 			// the count.
@@ -62,41 +96,8 @@ func (s *Store) TriggerCreate(ctx context.Context, p store.TriggerCreateParams) 
 				return err
 			}
 		}
-		old, err := scanTrigger(tx.QueryRow(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE id = $1 FOR UPDATE`, p.ID))
-		switch {
-		case err == nil && (!p.Replace || bytes.Equal(old.Spec, p.Spec)):
-			out = old
-			return nil
-		case err == nil:
-			out, err = scanTrigger(tx.QueryRow(ctx, `UPDATE hitch_triggers SET spec = $2::json, state = $3, next_fire = $4,
-				claim_owner = '', claim_token = claim_token + 1, claim_until = NULL, failures = 0, last_error = '',
-				updated_at = `+nowSQL+` WHERE id = $5 RETURNING `+triggerCols,
-				s.clockArg(), string(p.Spec), state, nullTime(p.NextFire), p.ID))
-			return err
-		case !errors.Is(err, pgx.ErrNoRows):
-			return err
-		}
-		if p.MaxPerSession > 0 && p.SessionID != "" {
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM hitch_triggers WHERE session_id = $1 AND state <> 'done'`,
-				p.SessionID).Scan(&n); err != nil {
-				return err
-			}
-			if n >= p.MaxPerSession {
-				return &store.TriggerLimitError{SessionID: p.SessionID, Limit: p.MaxPerSession}
-			}
-		}
-		out, err = scanTrigger(tx.QueryRow(ctx, `INSERT INTO hitch_triggers (id, tenant, session_id, spec, state, next_fire,
-				created_at, updated_at)
-			VALUES ($2, $3, $4, $5::json, $6, $7, `+nowSQL+`, `+nowSQL+`)
-			ON CONFLICT (id) DO NOTHING RETURNING `+triggerCols,
-			s.clockArg(), p.ID, store.TenantOr(p.Tenant), p.SessionID, string(p.Spec), state, nullTime(p.NextFire)))
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Created by another node since the read: return that one.
-			out, err = scanTrigger(tx.QueryRow(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE id = $1`, p.ID))
-			return err
-		}
-		created = err == nil
+		var err error
+		out, created, err = store.ApplyTriggerCreate(triggerTx{ctx: ctx, tx: tx, s: s}, p)
 		return err
 	})
 	if err != nil {
@@ -125,19 +126,15 @@ func (s *Store) TriggerList(ctx context.Context, p store.TriggerListParams) ([]s
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	if p.Limit < 0 || p.Limit > store.MaxTriggerPage {
-		return nil, fmt.Errorf("trigger list: limit %d is outside 0..%d", p.Limit, store.MaxTriggerPage)
-	}
-	limit := p.Limit
-	if limit == 0 {
-		limit = 100
+	limit, err := store.CheckTriggerList(p)
+	if err != nil {
+		return nil, fmt.Errorf("trigger list: %w", err)
 	}
 	where, args := []string{"id > $1"}, []any{p.After}
-	for _, f := range []struct{ col, v string }{{"session_id", p.SessionID}, {"state", p.State}, {"tenant", p.Tenant}} {
-		if f.v != "" {
-			args = append(args, f.v)
-			where = append(where, f.col+" = $"+strconv.Itoa(len(args)))
-		}
+	cols, vals := store.TriggerFilters(p)
+	for i, col := range cols {
+		args = append(args, vals[i])
+		where = append(where, col+" = $"+strconv.Itoa(len(args)))
 	}
 	args = append(args, limit)
 	rows, err := s.pool.Query(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE `+strings.Join(where, " AND ")+
@@ -146,15 +143,8 @@ func (s *Store) TriggerList(ctx context.Context, p store.TriggerListParams) ([]s
 		return nil, fmt.Errorf("trigger list: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Trigger
-	for rows.Next() {
-		t, err := scanTrigger(rows)
-		if err != nil {
-			return nil, fmt.Errorf("trigger list: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := store.Collect(rows, func() (store.Trigger, error) { return scanTrigger(rows) })
+	if err != nil {
 		return nil, fmt.Errorf("trigger list: %w", err)
 	}
 	return out, nil
@@ -244,21 +234,13 @@ func (s *Store) TriggerClaim(ctx context.Context, p store.TriggerClaimParams) ([
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			t, err := scanTrigger(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, t)
-		}
-		return rows.Err()
+		out, err = store.Collect(rows, func() (store.Trigger, error) { return scanTrigger(rows) })
+		return err
 	})
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("trigger claim: %w", err)
 	}
-	slices.SortFunc(out, func(a, b store.Trigger) int {
-		return cmp.Or(a.NextFire.Compare(b.NextFire), cmp.Compare(a.ID, b.ID))
-	})
+	store.SortDue(out)
 	return out, now.UTC(), nil
 }
 

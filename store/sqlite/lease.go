@@ -51,7 +51,7 @@ func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]sto
 			if err != nil {
 				return err
 			}
-			leases = append(leases, lease(r.run))
+			leases = append(leases, store.LeaseOf(r.run))
 			return nil
 		}
 		rows, err := tx.claimDue.Query(p.Owner, expires, now, limit)
@@ -59,22 +59,12 @@ func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]sto
 			return err
 		}
 		defer rows.Close()
-		var claimed []row
-		for rows.Next() {
-			r, err := scanRun(rows)
-			if err != nil {
-				return err
-			}
-			claimed = append(claimed, r)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
+		claimed, err := store.Collect(rows, func() (row, error) { return scanRun(rows) })
 		slices.SortFunc(claimed, func(a, b row) int { return cmp.Compare(a.seq, b.seq) })
 		for _, r := range claimed {
-			leases = append(leases, lease(r.run))
+			leases = append(leases, store.LeaseOf(r.run))
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		if p.RunID != "" {
@@ -85,14 +75,9 @@ func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]sto
 	return leases, nil
 }
 
-func lease(r store.Run) store.Lease {
-	return store.Lease{Run: r, Token: r.LeaseToken, ExpiresAt: r.LeaseExpires}
-}
-
 // LeaseRenew extends a held lease by p.TTL from now.
 func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store.Run, error) {
-	if err := errors.Join(store.CheckName("run id", p.RunID, true), store.CheckName("owner", p.Owner, true),
-		store.CheckLease(p.TTL, 0)); err != nil {
+	if err := store.CheckRenew(p); err != nil {
 		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
 	}
 	var run store.Run
@@ -101,13 +86,8 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 		if err != nil {
 			return err
 		}
-		cur := r.run
-		switch {
-		case cur.Status.Terminal():
-			return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
-		case cur.LeaseToken != p.Token || cur.LeaseOwner != p.Owner:
-			return fmt.Errorf("%w (token %d owned by %q, current token %d owned by %q)",
-				store.ErrFenced, p.Token, p.Owner, cur.LeaseToken, cur.LeaseOwner)
+		if err := store.LeaseRefused(r.run, p.Token, p.Owner); err != nil {
+			return err
 		}
 		r, err = scanRun(tx.renew.QueryRow(micros(tx.now.Add(p.TTL)), micros(tx.now), r.seq))
 		run = r.run
@@ -149,7 +129,7 @@ func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams
 
 // LeaseRelease gives a held lease back; the run keeps its status.
 func (s *Store) LeaseRelease(ctx context.Context, p store.LeaseReleaseParams) (store.Run, error) {
-	if err := errors.Join(store.CheckName("run id", p.RunID, true), store.CheckName("owner", p.Owner, true)); err != nil {
+	if err := store.CheckRelease(p); err != nil {
 		return store.Run{}, fmt.Errorf("lease release %q: %w", p.RunID, err)
 	}
 	var run store.Run
@@ -158,16 +138,10 @@ func (s *Store) LeaseRelease(ctx context.Context, p store.LeaseReleaseParams) (s
 		if err != nil {
 			return err
 		}
-		cur := r.run
-		switch {
-		case cur.Status.Terminal():
-			return fmt.Errorf("%w (status %s)", store.ErrEnded, cur.Status)
-		case cur.LeaseToken != p.Token || (cur.LeaseOwner != "" && cur.LeaseOwner != p.Owner):
-			return fmt.Errorf("%w (token %d owned by %q, current token %d owned by %q)",
-				store.ErrFenced, p.Token, p.Owner, cur.LeaseToken, cur.LeaseOwner)
-		case cur.LeaseOwner == "":
-			run = cur // released already
-			return nil
+		released, err := store.ReleaseRefused(r.run, p)
+		if err != nil || released {
+			run = r.run
+			return err
 		}
 		r, err = scanRun(tx.releaseLease.QueryRow(micros(tx.now), r.seq))
 		run = r.run

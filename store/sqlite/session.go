@@ -252,39 +252,30 @@ func (s *Store) SessionList(ctx context.Context, p store.SessionListParams) ([]s
 		return nil, fmt.Errorf("session list: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Session
-	for rows.Next() {
+	out, err := store.Collect(rows, func() (store.Session, error) {
 		r, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("session list: %w", err)
-		}
-		out = append(out, r.s)
-	}
-	if err := rows.Err(); err != nil {
+		return r.s, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("session list: %w", err)
 	}
 	return out, nil
 }
 
-// SessionAppend appends one message entry with its change of state.
-func (s *Store) SessionAppend(ctx context.Context, p store.SessionAppendParams) (store.SessionAppendResult, error) {
-	ref, err := store.CheckSessionAppend(p)
-	if err != nil {
-		return store.SessionAppendResult{}, fmt.Errorf("session append %q: %w", p.SessionID, err)
-	}
-	var res store.SessionAppendResult
-	err = s.write(ctx, func(tx *wtx) error {
-		x, sess, err := s.sessionTx(tx, p.SessionID)
+// inSession runs fn on the writer, in the transaction of its batch.
+func (s *Store) inSession(ctx context.Context, id string, fn func(store.SessionTx, store.Session) error) error {
+	return s.write(ctx, func(tx *wtx) error {
+		x, sess, err := s.sessionTx(tx, id)
 		if err != nil {
 			return err
 		}
-		res, err = store.ApplySessionAppend(x, sess, p, ref)
-		return err
+		return fn(x, sess)
 	})
-	if err != nil {
-		return store.SessionAppendResult{}, fmt.Errorf("session append %q: %w", p.SessionID, err)
-	}
-	return res, nil
+}
+
+// SessionAppend appends one message entry with its change of state.
+func (s *Store) SessionAppend(ctx context.Context, p store.SessionAppendParams) (store.SessionAppendResult, error) {
+	return store.InSession(s.inSession).Append(ctx, p)
 }
 
 // SessionRead returns a session's entries after an offset.
@@ -367,15 +358,8 @@ func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesPara
 		return nil, fmt.Errorf("session messages %q: %w", p.SessionID, err)
 	}
 	defer rows.Close()
-	var out []store.SessionMessage
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, fmt.Errorf("session messages %q: %w", p.SessionID, err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := store.Collect(rows, func() (store.SessionMessage, error) { return scanMessage(rows) })
+	if err != nil {
 		return nil, fmt.Errorf("session messages %q: %w", p.SessionID, err)
 	}
 	return out, nil
@@ -383,46 +367,10 @@ func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesPara
 
 // SessionStart starts the next submission and creates its run.
 func (s *Store) SessionStart(ctx context.Context, p store.SessionStartParams) (store.Session, store.Run, error) {
-	if err := store.CheckSessionStart(&p); err != nil {
-		return store.Session{}, store.Run{}, fmt.Errorf("session start %q: %w", p.SessionID, err)
-	}
-	var (
-		sess store.Session
-		run  store.Run
-	)
-	err := s.write(ctx, func(tx *wtx) error {
-		x, cur, err := s.sessionTx(tx, p.SessionID)
-		if err != nil {
-			return err
-		}
-		sess, run, err = store.ApplySessionStart(x, cur, p)
-		return err
-	})
-	if err != nil {
-		return store.Session{}, store.Run{}, fmt.Errorf("session start %q: %w", p.SessionID, err)
-	}
-	return sess, run, nil
+	return store.InSession(s.inSession).Start(ctx, p)
 }
 
 // SessionEnd ends the active submission, once.
 func (s *Store) SessionEnd(ctx context.Context, p store.SessionEndParams) (store.Session, bool, error) {
-	if err := store.CheckSessionEnd(p); err != nil {
-		return store.Session{}, false, fmt.Errorf("session end %q: %w", p.SessionID, err)
-	}
-	var (
-		sess  store.Session
-		ended bool
-	)
-	err := s.write(ctx, func(tx *wtx) error {
-		x, cur, err := s.sessionTx(tx, p.SessionID)
-		if err != nil {
-			return err
-		}
-		sess, ended, err = store.ApplySessionEnd(x, cur, p)
-		return err
-	})
-	if err != nil {
-		return store.Session{}, false, fmt.Errorf("session end %q: %w", p.SessionID, err)
-	}
-	return sess, ended, nil
+	return store.InSession(s.inSession).End(ctx, p)
 }

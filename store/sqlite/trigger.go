@@ -1,13 +1,10 @@
 package sqlite
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -46,48 +43,42 @@ func (x sx) trigger(id string) (store.Trigger, error) {
 	return t, err
 }
 
+// triggerTx is the store.TriggerCreateTx of one write transaction.
+type triggerTx struct{ sx }
+
+func (x triggerTx) Get(id string) (store.Trigger, error) { return x.trigger(id) }
+
+func (x triggerTx) Replace(p store.TriggerCreateParams, state string) (store.Trigger, error) {
+	return scanTrigger(x.row(`UPDATE triggers SET spec = ?, state = ?, next_fire = ?, claim_owner = '',
+		claim_token = claim_token + 1, claim_until = 0, failures = 0, last_error = '', updated_at = ?
+		WHERE id = ? RETURNING `+triggerColumns, string(p.Spec), state, micros(p.NextFire), x.now, p.ID))
+}
+
+func (x triggerTx) Live(sessionID string) (int, error) {
+	var n int
+	err := x.row(`SELECT count(*) FROM triggers WHERE session_id = ? AND state <> 'done'`, sessionID).Scan(&n)
+	return n, err
+}
+
+func (x triggerTx) Insert(p store.TriggerCreateParams, state string) (store.Trigger, bool, error) {
+	t, err := scanTrigger(x.row(`INSERT INTO triggers (id, tenant, session_id, spec, state, next_fire, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+triggerColumns,
+		p.ID, store.TenantOr(p.Tenant), p.SessionID, string(p.Spec), state, micros(p.NextFire), x.now, x.now))
+	return t, err == nil, err
+}
+
 // TriggerCreate creates a binding, or returns (or replaces) the existing one.
 func (s *Store) TriggerCreate(ctx context.Context, p store.TriggerCreateParams) (store.Trigger, bool, error) {
 	if err := store.CheckTriggerCreate(p); err != nil {
 		return store.Trigger{}, false, fmt.Errorf("trigger create %q: %w", p.ID, err)
-	}
-	state := store.TriggerActive
-	if p.Paused {
-		state = store.TriggerPaused
 	}
 	var (
 		out     store.Trigger
 		created bool
 	)
 	err := s.write(ctx, func(tx *wtx) error {
-		x := s.sx(tx)
-		created = false
-		old, err := x.trigger(p.ID)
-		switch {
-		case err == nil && (!p.Replace || bytes.Equal(old.Spec, p.Spec)):
-			out = old
-			return nil
-		case err == nil:
-			out, err = scanTrigger(x.row(`UPDATE triggers SET spec = ?, state = ?, next_fire = ?, claim_owner = '',
-				claim_token = claim_token + 1, claim_until = 0, failures = 0, last_error = '', updated_at = ?
-				WHERE id = ? RETURNING `+triggerColumns, string(p.Spec), state, micros(p.NextFire), x.now, p.ID))
-			return err
-		case !errors.Is(err, store.ErrTriggerNotFound):
-			return err
-		}
-		if p.MaxPerSession > 0 && p.SessionID != "" {
-			var n int
-			if err := x.row(`SELECT count(*) FROM triggers WHERE session_id = ? AND state <> 'done'`, p.SessionID).Scan(&n); err != nil {
-				return err
-			}
-			if n >= p.MaxPerSession {
-				return &store.TriggerLimitError{SessionID: p.SessionID, Limit: p.MaxPerSession}
-			}
-		}
-		out, err = scanTrigger(x.row(`INSERT INTO triggers (id, tenant, session_id, spec, state, next_fire, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+triggerColumns,
-			p.ID, store.TenantOr(p.Tenant), p.SessionID, string(p.Spec), state, micros(p.NextFire), x.now, x.now))
-		created = err == nil
+		var err error
+		out, created, err = store.ApplyTriggerCreate(triggerTx{s.sx(tx)}, p)
 		return err
 	})
 	if err != nil {
@@ -116,34 +107,23 @@ func (s *Store) TriggerList(ctx context.Context, p store.TriggerListParams) ([]s
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	if p.Limit < 0 || p.Limit > store.MaxTriggerPage {
-		return nil, fmt.Errorf("trigger list: limit %d is outside 0..%d", p.Limit, store.MaxTriggerPage)
+	limit, err := store.CheckTriggerList(p)
+	if err != nil {
+		return nil, fmt.Errorf("trigger list: %w", err)
 	}
 	where, args := []string{"id > ?"}, []any{p.After}
-	for _, f := range []struct{ col, v string }{{"session_id", p.SessionID}, {"state", p.State}, {"tenant", p.Tenant}} {
-		if f.v != "" {
-			where, args = append(where, f.col+" = ?"), append(args, f.v)
-		}
-	}
-	args = append(args, max(p.Limit, 0))
-	if p.Limit == 0 {
-		args[len(args)-1] = 100
+	cols, vals := store.TriggerFilters(p)
+	for i, col := range cols {
+		where, args = append(where, col+" = ?"), append(args, vals[i])
 	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+triggerColumns+` FROM triggers WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY id LIMIT ?`, args...)
+		` ORDER BY id LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("trigger list: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Trigger
-	for rows.Next() {
-		t, err := scanTrigger(rows)
-		if err != nil {
-			return nil, fmt.Errorf("trigger list: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := store.Collect(rows, func() (store.Trigger, error) { return scanTrigger(rows) })
+	if err != nil {
 		return nil, fmt.Errorf("trigger list: %w", err)
 	}
 	return out, nil
@@ -216,21 +196,13 @@ func (s *Store) TriggerClaim(ctx context.Context, p store.TriggerClaimParams) ([
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			t, err := scanTrigger(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, t)
-		}
-		return rows.Err()
+		out, err = store.Collect(rows, func() (store.Trigger, error) { return scanTrigger(rows) })
+		return err
 	})
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("trigger claim: %w", err)
 	}
-	slices.SortFunc(out, func(a, b store.Trigger) int {
-		return cmp.Or(a.NextFire.Compare(b.NextFire), cmp.Compare(a.ID, b.ID))
-	})
+	store.SortDue(out)
 	return out, now, nil
 }
 

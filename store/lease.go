@@ -1,0 +1,47 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The lease decisions every driver makes alike, on the run as it stands.
+
+// LeaseOf is the lease a claim of run r gives.
+func LeaseOf(r Run) Lease {
+	return Lease{Run: r, Token: r.LeaseToken, ExpiresAt: r.LeaseExpires}
+}
+
+// CheckRenew checks a LeaseRenew's parameters.
+func CheckRenew(p LeaseRenewParams) error {
+	return errors.Join(CheckName("run id", p.RunID, true), CheckName("owner", p.Owner, true), CheckLease(p.TTL, 0))
+}
+
+// CheckRelease checks a LeaseRelease's parameters.
+func CheckRelease(p LeaseReleaseParams) error {
+	return errors.Join(CheckName("run id", p.RunID, true), CheckName("owner", p.Owner, true))
+}
+
+// LeaseRefused says why the lease token held by owner is not cur's lease
+// — cur ended (ErrEnded) or its lease is another's (ErrFenced) — or nil
+// when it is.
+func LeaseRefused(cur Run, token int64, owner string) error {
+	switch {
+	case cur.Status.Terminal():
+		return fmt.Errorf("%w (status %s)", ErrEnded, cur.Status)
+	case cur.LeaseToken != token || cur.LeaseOwner != owner:
+		return fmt.Errorf("%w (token %d owned by %q, current token %d owned by %q)",
+			ErrFenced, token, owner, cur.LeaseToken, cur.LeaseOwner)
+	}
+	return nil
+}
+
+// ReleaseRefused is LeaseRefused for a LeaseRelease, which is idempotent:
+// released reports that p's lease was released already, and there is
+// nothing to do.
+func ReleaseRefused(cur Run, p LeaseReleaseParams) (released bool, err error) {
+	if !cur.Status.Terminal() && cur.LeaseToken == p.Token && cur.LeaseOwner == "" {
+		return true, nil
+	}
+	return false, LeaseRefused(cur, p.Token, p.Owner)
+}
