@@ -21,6 +21,4 @@ const (
 	// MaxLeaseTTL bounds a lease's time to live, so that a typo cannot park
 	// a run for years.
 	MaxLeaseTTL = store.MaxLeaseTTL
-	// defaultListLimit is what a RunList limit of 0 means.
-	defaultListLimit = store.DefaultListLimit
 )

@@ -26,8 +26,6 @@ const (
 	MaxListLimit = store.MaxListLimit
 	// MaxReadLimit bounds a JournalRead limit.
 	MaxReadLimit = store.MaxReadLimit
-	// defaultListLimit is what a RunList limit of 0 means.
-	defaultListLimit = store.DefaultListLimit
 )
 
 const runColumns = `seq, id, root_id, parent_id, depth, agent, version, input_hash, status, position,
