@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // GaugeReader is a Store that reads what a node's gauges show (package
 // telemetry's Metrics) in a few statements, whatever the number of runs.
@@ -16,4 +19,12 @@ type GaugeReader interface {
 	// since), newest run first, at most limit of them (1 to
 	// MaxListLimit).
 	Parked(ctx context.Context, limit int) ([]Entry, error)
+}
+
+// CheckParked checks a Parked limit.
+func CheckParked(limit int) error {
+	if limit < 1 || limit > MaxListLimit {
+		return fmt.Errorf("limit %d is outside 1..%d", limit, MaxListLimit)
+	}
+	return nil
 }

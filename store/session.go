@@ -104,24 +104,8 @@ type SessionStore interface {
 	SessionEnd(ctx context.Context, p SessionEndParams) (s Session, ended bool, err error)
 }
 
-// Session is a session's row.
-type Session struct {
-	ID string
-	// Tenant owns the session and the runs of its submissions.
-	Tenant  string
-	Agent   string
-	Version int
-	// Metadata is the caller's JSON object, stored as given.
-	Metadata json.RawMessage
-	// ActiveRun is the run of the submission being worked, or "".
-	ActiveRun string
-	// Position is the journal's length.
-	Position int64
-	// Queued counts messages in state queued.
-	Queued    int
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
+// Session is a session's row: the store keeps what callers are answered.
+type Session = hitchtype.Session
 
 // SessionEntry is one entry of a session's journal.
 type SessionEntry struct {

@@ -30,8 +30,8 @@ func (s *Store) Parked(ctx context.Context, limit int) ([]store.Entry, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	if limit < 1 || limit > MaxListLimit {
-		return nil, fmt.Errorf("parked: limit %d is outside 1..%d", limit, MaxListLimit)
+	if err := store.CheckParked(limit); err != nil {
+		return nil, fmt.Errorf("parked: %w", err)
 	}
 	rows, err := s.rdb.QueryContext(ctx, `
 		SELECT r.id, j.pos, j.kind, j.at, j.data
@@ -42,20 +42,17 @@ func (s *Store) Parked(ctx context.Context, limit int) ([]store.Entry, error) {
 		return nil, fmt.Errorf("parked: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Entry
-	for rows.Next() {
+	out, err := store.Collect(rows, func() (store.Entry, error) {
 		var (
 			e    store.Entry
 			at   int64
 			data string
 		)
-		if err := rows.Scan(&e.RunID, &e.Pos, &e.Kind, &at, &data); err != nil {
-			return nil, fmt.Errorf("parked: %w", err)
-		}
+		err := rows.Scan(&e.RunID, &e.Pos, &e.Kind, &at, &data)
 		e.At, e.Data = fromMicros(at), json.RawMessage(data)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+		return e, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("parked: %w", err)
 	}
 	return out, nil
