@@ -56,6 +56,14 @@ func CheckCreate(p *RunCreateParams) error {
 	case len(p.Entries) == 0:
 		return errors.New("entries: a run starts with at least one entry")
 	}
+	if l := p.Lease; l != nil {
+		if err := CheckName("lease owner", l.Owner, true); err != nil {
+			return err
+		}
+		if err := CheckLease(l.TTL, 1); err != nil {
+			return err
+		}
+	}
 	if b := p.Budget; b != nil && (b.Tokens < 0 || b.MicroUSD < 0 || b.ModelCalls < 0 || b.ToolCalls < 0 || b.WallMS < 0) {
 		return fmt.Errorf("budget: a limit is negative: %+v", *b)
 	}

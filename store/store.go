@@ -450,6 +450,17 @@ type RunCreateParams struct {
 	// callers pass the run's input; the store keeps its first
 	// MaxTitleRunes characters.
 	Title string
+	// Lease, when set, leases the run to the caller as it is created, as
+	// a LeaseClaim of it would (status running, token 1): a node that
+	// creates a run to drive it at once spares the claim's write. A run
+	// that already exists is returned as it is, leased or not.
+	Lease *CreateLease
+}
+
+// CreateLease is the lease a RunCreate takes on the run it creates.
+type CreateLease struct {
+	Owner string
+	TTL   time.Duration
 }
 
 // RunRequestCancelParams are the parameters of RunRequestCancel.

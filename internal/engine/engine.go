@@ -254,25 +254,48 @@ func InputHash(agent string, version int, input string) string {
 func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResult, error) {
 	hash := InputHash(a.Name, a.Version, p.Input+"\x00"+p.Instructions)
 	first := e.redact(entry(KindRunStarted, a.started(p)))
-	run, created, err := e.cfg.Store.RunCreate(ctx, store.RunCreateParams{
+	cp := store.RunCreateParams{
 		ID: p.ID, Tenant: p.Tenant, Agent: a.Name, Version: a.Version, InputHash: hash, Budget: a.Budget,
 		Entries: []store.EntryInput{first}, Title: titleOf(first),
-	})
+	}
+	// A run this node drives at once is created leased to it, in the same
+	// write, sparing the claim that would follow. Without a free slot it is
+	// created queued, and started below leaves it for the sweeper.
+	leased := !p.Detached && !e.isClosing() && e.slots.take(1) == 1
+	if leased {
+		cp.Lease = &store.CreateLease{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL}
+	}
+	run, created, err := e.cfg.Store.RunCreate(ctx, cp)
 	if err != nil {
+		if leased {
+			e.giveSlot()
+		}
 		return StartResult{}, fmt.Errorf("create run: %w", err)
 	}
-	return e.started(ctx, StartResult{Run: run, Created: created, SameInput: run.InputHash == hash}, 1, p.Detached), nil
+	res := StartResult{Run: run, Created: created, SameInput: run.InputHash == hash}
+	if !leased || !created {
+		if leased {
+			e.giveSlot()
+		}
+		return e.started(ctx, res, 1, p.Detached), nil
+	}
+	// The journal is the one entry just written, stamped with the run's
+	// creation time: neither OnCommit nor the runner reads it back.
+	journal := []store.Entry{{RunID: run.ID, Pos: 1, Kind: first.Kind, At: run.CreatedAt, Data: first.Data}}
+	if e.cfg.OnCommit != nil {
+		e.cfg.OnCommit(run.ID, journal)
+	}
+	// On a closing engine spawn gives the lease back, leaving the run due
+	// for another node, and frees the slot.
+	_, _ = e.spawnGated(store.Lease{Run: run, Token: run.LeaseToken, ExpiresAt: run.LeaseExpires}, nil, true, nil, journal)
+	return res, nil
 }
 
 // started reports a created run's first n entries to OnCommit and drives
 // the run unless detached.
 func (e *Engine) started(ctx context.Context, res StartResult, n int, detached bool) StartResult {
 	run, created := res.Run, res.Created
-	if created && e.cfg.OnCommit != nil {
-		if es, err := e.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: run.ID, Limit: n}); err == nil {
-			e.cfg.OnCommit(run.ID, es)
-		}
-	}
+	e.report(ctx, res, n)
 	// A retried start of a run still queued drives it: the first start may
 	// have died between creating the run and claiming it.
 	if detached || (!created && (!res.SameInput || run.Status != hitchtype.StatusQueued)) {
@@ -283,6 +306,16 @@ func (e *Engine) started(ctx context.Context, res StartResult, n int, detached b
 	// engine) leaves it queued for a worker, and the start has succeeded.
 	_ = e.Drive(ctx, run.ID)
 	return res
+}
+
+// report gives a created run's first n entries to OnCommit.
+func (e *Engine) report(ctx context.Context, res StartResult, n int) {
+	if !res.Created || e.cfg.OnCommit == nil {
+		return
+	}
+	if es, err := e.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: res.Run.ID, Limit: n}); err == nil {
+		e.cfg.OnCommit(res.Run.ID, es)
+	}
 }
 
 // Drive claims one run by ID and drives it in the background until it
@@ -430,7 +463,7 @@ func (e *Engine) spawnAll(leases []store.Lease) error {
 	gate := make(chan struct{})
 	defer close(gate)
 	for i, l := range leases {
-		if _, err := e.spawnGated(l, nil, true, gate); err != nil {
+		if _, err := e.spawnGated(l, nil, true, gate, nil); err != nil {
 			for _, rest := range leases[i+1:] {
 				e.giveBack(rest)
 				e.giveSlot()
@@ -461,12 +494,13 @@ func (e *Engine) isClosing() bool {
 // goroutine before its first step (commands use it to apply themselves).
 // When the engine is closing, the lease and the slot are given back.
 func (e *Engine) spawn(l store.Lease, prepare func(*runner) error, slot bool) (*runner, error) {
-	return e.spawnGated(l, prepare, slot, nil)
+	return e.spawnGated(l, prepare, slot, nil, nil)
 }
 
 // spawnGated is spawn whose runner starts once gate is closed (at once
-// when gate is nil).
-func (e *Engine) spawnGated(l store.Lease, prepare func(*runner) error, slot bool, gate <-chan struct{}) (*runner, error) {
+// when gate is nil). known, when set, is the run's whole journal, which the
+// runner then need not read.
+func (e *Engine) spawnGated(l store.Lease, prepare func(*runner) error, slot bool, gate <-chan struct{}, known []store.Entry) (*runner, error) {
 	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()
@@ -478,6 +512,7 @@ func (e *Engine) spawnGated(l store.Lease, prepare func(*runner) error, slot boo
 	}
 	r := newRunner(e, l)
 	r.noSlot = !slot
+	r.known = known
 	e.active[l.Run.ID] = r
 	if e.keeperStop == nil {
 		e.startKeeper()

@@ -33,7 +33,8 @@ var (
 type runner struct {
 	encoded encoded // the entry r.entry made last, until it is staged
 	e       *Engine
-	row     store.Run // as claimed
+	row     store.Run     // as claimed
+	known   []store.Entry // the whole journal, when the engine has it at spawn
 	runID   string
 	token   int64
 	agent   *Agent
@@ -124,9 +125,12 @@ func (r *runner) lost() bool { return r.ctx.Err() != nil }
 
 func (r *runner) run(prepare func(*runner) error) error {
 	defer r.end(nil)
-	entries, err := readAll(r.ctx, r.e.cfg.Store, r.runID)
-	if err != nil {
-		return fmt.Errorf("read journal: %w", err)
+	entries := r.known
+	if entries == nil {
+		var err error
+		if entries, err = readAll(r.ctx, r.e.cfg.Store, r.runID); err != nil {
+			return fmt.Errorf("read journal: %w", err)
+		}
 	}
 	st, err := fold(entries)
 	if err != nil {

@@ -82,8 +82,11 @@ func entryArrays(es []store.EntryInput) (kinds, data []string) {
 const createSQL = `
 WITH r AS (
 	INSERT INTO hitch_runs (id, root_id, parent_id, depth, agent, version, input_hash, status, position,
-		created_at, updated_at, tenant, title)
-	VALUES ($2, $3, $4, $5, $6, $7, $8, 'queued', cardinality($9::text[]), ` + nowSQL + `, ` + nowSQL + `, $17, $18)
+		created_at, updated_at, tenant, title, lease_owner, lease_token, lease_expires)
+	VALUES ($2, $3, $4, $5, $6, $7, $8, CASE WHEN $19::text = '' THEN 'queued' ELSE 'running' END,
+		cardinality($9::text[]), ` + nowSQL + `, ` + nowSQL + `, $17, $18, $19::text,
+		CASE WHEN $19::text = '' THEN 0 ELSE 1 END,
+		CASE WHEN $19::text <> '' THEN ` + nowSQL + ` + $20::bigint * interval '1 microsecond' END)
 	ON CONFLICT (id) DO NOTHING
 	RETURNING ` + runCols + `
 ), j AS (
@@ -140,8 +143,15 @@ func createRun(ctx context.Context, q querier, clock any, p store.RunCreateParam
 	if withBudget {
 		b = *p.Budget
 	}
+	// $19 and $20: the lease the run is created with (an empty owner for none).
+	var owner string
+	var ttl int64
+	if p.Lease != nil {
+		owner, ttl = p.Lease.Owner, p.Lease.TTL.Microseconds()
+	}
 	return scanRun(q.QueryRow(ctx, createSQL, clock, p.ID, p.RootID, p.ParentID, p.Depth, p.Agent,
-		p.Version, p.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS, tenant, store.Title(p.Title)))
+		p.Version, p.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS, tenant, store.Title(p.Title),
+		owner, ttl))
 }
 
 // tenantOf is the tenant a new run gets (see store.ResolveTenant): its

@@ -113,8 +113,13 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 // root, its budget.
 func (tx *wtx) insertNew(p store.RunCreateParams, tenant string) (row, error) {
 	now := micros(tx.now)
+	// The lease the run is created with: an empty owner for none.
+	owner, expires := "", int64(0)
+	if p.Lease != nil {
+		owner, expires = p.Lease.Owner, now+p.Lease.TTL.Microseconds()
+	}
 	r, err := scanRun(tx.insertRun.QueryRow(p.ID, p.RootID, p.ParentID, p.Depth, p.Agent, p.Version,
-		p.InputHash, len(p.Entries), now, now, tenant, store.Title(p.Title)))
+		p.InputHash, len(p.Entries), now, now, tenant, store.Title(p.Title), owner, expires))
 	if err != nil {
 		return row{}, err
 	}

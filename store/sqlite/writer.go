@@ -317,9 +317,11 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 		{&w.budgetGet, `SELECT limits, used FROM budgets WHERE root_seq = ?`},
 		{&w.budgetSet, `UPDATE budgets SET used = ? WHERE root_seq = ?`},
 		{&w.budgetNew, `INSERT INTO budgets (root_seq, limits, used) VALUES (?, ?, '{}')`},
+		// ?13 is the lease's owner ('' for a queued run) and ?14 its expiry.
 		{&w.insertRun, `INSERT INTO runs (id, root_id, parent_id, depth, agent, version, input_hash,
-			status, position, created_at, updated_at, tenant, title)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?) RETURNING ` + runColumns},
+			status, position, created_at, updated_at, tenant, title, lease_owner, lease_token, lease_expires)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?13 = '' THEN 'queued' ELSE 'running' END, ?8, ?9, ?10, ?11, ?12,
+				?13, ?13 <> '', CASE WHEN ?13 = '' THEN 0 ELSE ?14 END) RETURNING ` + runColumns},
 		{&w.appendRun, `UPDATE runs SET position = ?, status = ?, lease_owner = ?, lease_expires = ?,
 			wake_at = ?, outcome = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
 		// Each half of "due" walks its own partial index (named, so that

@@ -120,6 +120,57 @@ func testRunCreate(t *testing.T, open opener) {
 		}
 	})
 
+	t.Run("Leased", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, open)
+		run := e.createWith(store.RunCreateParams{ID: "r", Agent: "a", Entries: entries("a", 2),
+			Lease: &store.CreateLease{Owner: "n1", TTL: longTTL}})
+		if run.Status != hitchtype.StatusRunning || run.LeaseOwner != "n1" || run.LeaseToken != 1 ||
+			!sameTime(run.LeaseExpires, run.CreatedAt.Add(longTTL)) {
+			t.Fatalf("created leased: %+v, want running, owner n1, token 1, until created + %v", run, longTTL)
+		}
+		if got := e.get("r"); got.Status != hitchtype.StatusRunning || got.LeaseOwner != "n1" || got.LeaseToken != 1 {
+			t.Fatalf("run get disagrees with create: %+v", got)
+		}
+		// Held as a claim's lease is: another owner cannot take it, a due
+		// claim skips it, and its token fences appends.
+		_, err := e.s.LeaseClaim(e.ctx, store.LeaseClaimParams{Owner: "n2", TTL: longTTL, RunID: "r"})
+		var held *store.LeaseHeldError
+		if !errors.As(err, &held) || held.Owner != "n1" {
+			t.Fatalf("claim of a run created leased: %v, want *LeaseHeldError naming n1", err)
+		}
+		if ls, err := e.s.LeaseClaim(e.ctx, store.LeaseClaimParams{Owner: "n2", TTL: longTTL, Limit: 10}); err != nil || len(ls) != 0 {
+			t.Fatalf("due claim: %v %v, want nothing", err, leaseIDs(ls))
+		}
+		e.append(store.Lease{Run: run, Token: run.LeaseToken, ExpiresAt: run.LeaseExpires},
+			store.JournalAppendParams{After: 2, Entries: entries("b", 1)})
+		// Once its lease runs out a run created leased is due like any other.
+		short := e.createWith(store.RunCreateParams{ID: "s", Agent: "a", Entries: entries("s", 1),
+			Lease: &store.CreateLease{Owner: "n1", TTL: shortTTL}})
+		e.waitPast(short.LeaseExpires)
+		ls, err := e.s.LeaseClaim(e.ctx, store.LeaseClaimParams{Owner: "n2", TTL: longTTL, Limit: 10})
+		if err != nil || len(ls) != 1 || ls[0].Run.ID != "s" || ls[0].Token != 2 {
+			t.Fatalf("claim after the lease ran out: %v %+v, want s at token 2", err, ls)
+		}
+		// Creating an existing id with a lease changes nothing.
+		queued := e.create("q")
+		again, created, err := e.s.RunCreate(e.ctx, store.RunCreateParams{ID: "q", Agent: "agent", Entries: entries("q", 1),
+			Lease: &store.CreateLease{Owner: "n1", TTL: longTTL}})
+		if err != nil || created || again.Status != hitchtype.StatusQueued || again.LeaseOwner != "" {
+			t.Fatalf("create of an existing id with a lease: %v created=%v %+v, want it queued as it was", err, created, again)
+		}
+		e.unchanged(queued)
+		for _, bad := range []store.CreateLease{{Owner: "", TTL: longTTL}, {Owner: "n1"}, {Owner: "n1", TTL: store.MaxLeaseTTL + time.Second}} {
+			_, _, err := e.s.RunCreate(e.ctx, store.RunCreateParams{ID: "bad", Entries: entries("x", 1), Lease: &bad})
+			if err == nil {
+				t.Fatalf("create with lease %+v: no error", bad)
+			}
+		}
+		if _, err := e.s.RunGet(e.ctx, "bad"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a refused create wrote a run: %v", err)
+		}
+	})
+
 	t.Run("Idempotent", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
