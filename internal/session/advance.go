@@ -103,8 +103,12 @@ func (f *sessionFold) apply(e store.SessionEntry) error {
 // on every node, so the run is one run whoever starts it.
 func submissionRunID(sessionID, messageID string) string {
 	h := sha256.Sum256([]byte(sessionID + "\x00" + messageID))
-	return "sub_" + hex.EncodeToString(h[:12])
+	return submissionPrefix + hex.EncodeToString(h[:12])
 }
+
+// submissionPrefix begins every submission's run id, and only runs with
+// it can be submissions: a session's runs are created by SessionStart alone.
+const submissionPrefix = "sub_"
 
 // advance moves a session on: it ends the active submission when its run
 // has ended, and starts the next queued message when none is active. Any

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,9 +136,10 @@ func (s *Service) Stop(ctx context.Context) error {
 }
 
 // OnCommit is the engine's commit hook: when a session's run ends, the
-// session moves on in the background.
+// session moves on in the background. Other runs' ends cost nothing: their
+// ids tell them apart without a read.
 func (s *Service) OnCommit(runID string, es []store.Entry) {
-	if s.cfg.Store == nil || !slices.ContainsFunc(es, func(e store.Entry) bool {
+	if s.cfg.Store == nil || !strings.HasPrefix(runID, submissionPrefix) || !slices.ContainsFunc(es, func(e store.Entry) bool {
 		return e.Kind == hitchtype.KindRunEnded
 	}) {
 		return // a commit can carry no entries at all (a status change)

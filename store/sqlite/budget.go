@@ -67,11 +67,9 @@ func (s *Store) BudgetGet(ctx context.Context, rootID string) (limits, used stor
 	if s.closed.Load() {
 		return limits, used, false, ErrClosed
 	}
-	// One statement answers both questions: is there such a run (no row:
-	// not found), and has its family a budget (NULL: none).
 	var limitsJSON, usedJSON sql.NullString
-	err = s.rdb.QueryRowContext(ctx, `SELECT b.limits, b.used FROM runs r LEFT JOIN budgets b ON b.root_seq = r.seq WHERE r.id = ?`, rootID).
-		Scan(&limitsJSON, &usedJSON)
+	s.prepareReads()
+	err = s.queryRow(ctx, s.reads.budget, budgetSQL, rootID).Scan(&limitsJSON, &usedJSON)
 	if errors.Is(err, sql.ErrNoRows) {
 		return limits, used, false, fmt.Errorf("budget get %q: %w", rootID, store.ErrNotFound)
 	}

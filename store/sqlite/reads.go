@@ -15,6 +15,7 @@ type reads struct {
 	once    sync.Once
 	runGet  *sql.Stmt
 	journal *sql.Stmt
+	budget  *sql.Stmt
 }
 
 const (
@@ -27,6 +28,9 @@ const (
 		FROM (SELECT seq, position FROM runs WHERE id = ?1) AS r
 		LEFT JOIN journal AS j ON j.run_seq = r.seq AND j.pos > ?2
 		ORDER BY j.pos LIMIT ?3`
+	// budgetSQL answers two questions at once: is there such a run (no
+	// row: not found), and has its family a budget (NULL: none).
+	budgetSQL = `SELECT b.limits, b.used FROM runs r LEFT JOIN budgets b ON b.root_seq = r.seq WHERE r.id = ?`
 )
 
 func (s *Store) prepareReads() {
@@ -34,6 +38,7 @@ func (s *Store) prepareReads() {
 		ctx := context.Background()
 		s.reads.runGet, _ = s.rdb.PrepareContext(ctx, runGetSQL)
 		s.reads.journal, _ = s.rdb.PrepareContext(ctx, journalSQL)
+		s.reads.budget, _ = s.rdb.PrepareContext(ctx, budgetSQL)
 	})
 }
 
@@ -54,7 +59,7 @@ func (s *Store) query(ctx context.Context, st *sql.Stmt, q string, args ...any) 
 
 func (r *reads) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{r.runGet, r.journal} {
+	for _, st := range []*sql.Stmt{r.runGet, r.journal, r.budget} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
