@@ -19,8 +19,16 @@ import (
 
 // flatArgs is what the schema of a flat struct checks besides types.
 type flatArgs struct {
-	props    map[string]bool // property → required
+	props    map[string]flatProp
 	required int
+}
+
+// flatProp is one property of a flat struct: its place among them (at most
+// 64, so that a walk of the keys marks those seen in one word) and whether
+// the schema requires it.
+type flatProp struct {
+	index    uint
+	required bool
 }
 
 // flatOf returns the flat shape of t and its inferred schema, or nil when
@@ -29,7 +37,7 @@ func flatOf(t reflect.Type, schema *jsonschema.Schema) *flatArgs {
 	if t.Kind() != reflect.Struct || !flatSchema(schema) {
 		return nil
 	}
-	f := &flatArgs{props: map[string]bool{}}
+	f := &flatArgs{props: map[string]flatProp{}}
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		if !sf.IsExported() || sf.Anonymous {
@@ -55,17 +63,22 @@ func flatOf(t reflect.Type, schema *jsonschema.Schema) *flatArgs {
 		if _, ok := schema.Properties[name]; !ok {
 			return nil
 		}
-		f.props[name] = false
+		if len(f.props) == 64 {
+			return nil
+		}
+		f.props[name] = flatProp{index: uint(len(f.props))}
 	}
 	if len(f.props) != len(schema.Properties) {
 		return nil
 	}
 	for _, name := range schema.Required {
-		if _, ok := f.props[name]; !ok {
+		p, ok := f.props[name]
+		if !ok {
 			return nil
 		}
-		if !f.props[name] {
-			f.props[name] = true
+		if !p.required {
+			p.required = true
+			f.props[name] = p
 			f.required++
 		}
 	}
@@ -161,22 +174,112 @@ func decodeFlat[In any](f *flatArgs, args []byte) (in In, ok bool) {
 	if bytes.Contains(args, null) {
 		return in, false // a schema refuses null where a decode skips it
 	}
-	var keys map[string]json.RawMessage
-	if json.Unmarshal(args, &keys) != nil || keys == nil {
-		return in, false
-	}
+	// The keys are checked on the bytes, not decoded into a map: the
+	// decode below refuses what is not JSON, so the walk may trust it.
+	var seen uint64
 	required := 0
-	for k := range keys {
-		req, known := f.props[k]
-		if !known {
-			return in, false // a decode matches keys ignoring case; the schema does not
+	if !objectKeys(args, func(k []byte) bool {
+		p, known := f.props[string(k)]
+		if !known || seen&(1<<p.index) != 0 {
+			// A decode matches keys ignoring case and takes the last of
+			// twins; the schema does neither.
+			return false
 		}
-		if req {
+		seen |= 1 << p.index
+		if p.required {
 			required++
 		}
+		return true
+	}) {
+		return in, false
 	}
 	if required != f.required || json.Unmarshal(args, &in) != nil {
 		return in, false
 	}
 	return in, true
+}
+
+// objectKeys calls key with each key of the JSON object b, in order, as
+// the bytes between its quotes. It reports false when b is not an object,
+// when a key holds an escape (the schema's path decodes those), or when key
+// does. On bytes that are not JSON its answer means nothing: the caller
+// decodes them next, which refuses them.
+func objectKeys(b []byte, key func([]byte) bool) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return true
+	}
+	for i < len(b) && b[i] == '"' {
+		end := i + 1
+		for end < len(b) && b[end] != '"' {
+			if b[end] == '\\' {
+				return false
+			}
+			end++
+		}
+		if end >= len(b) || !key(b[i+1:end]) {
+			return false
+		}
+		i = skipSpace(b, end+1)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, skipValue(b, skipSpace(b, i+1)))
+		if i >= len(b) {
+			return false
+		}
+		if b[i] == '}' {
+			return true
+		}
+		if b[i] != ',' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+	}
+	return false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value that starts at
+// b[i]: a string, an object or array (nesting counted, strings in them
+// skipped), or a number or literal, which ends where the object goes on.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of the enclosing object
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }

@@ -133,3 +133,30 @@ func FuzzFlatArguments(f *testing.F) {
 	tl := MustNew("probe", "Probes.", func(_ context.Context, in flatProbe) (string, error) { return in.Path, nil }).(*typed[flatProbe, string])
 	f.Fuzz(func(t *testing.T, args string) { agree(t, tl, args) })
 }
+
+// TestFlatArgumentsWalkTheKeys: arguments of the flat shape, however
+// spaced and whatever their strings hold, are decoded without the schema;
+// keys the walk cannot vouch for go to the schema.
+func TestFlatArgumentsWalkTheKeys(t *testing.T) {
+	t.Parallel()
+	tl := MustNew("probe", "Probes.", func(_ context.Context, in flatProbe) (string, error) { return in.Path, nil }).(*typed[flatProbe, string])
+	for args, flat := range map[string]bool{
+		`{"path":"a"}`: true,
+		" {\n\t\"path\" : \"a\\\"}],\" , \"count\":3 }\r\n":                  true,
+		`{"tags":["x,y","}"," ]"],"path":"b","nums":[1, 2.5 ,3],"on":false}`: true,
+		`{"path":"a","ratio":-12e3}`:                                         true,
+		`{"p\u0061th":"a"}`:                                                  false, // an escape in a key
+		`{"path":"a","path":"b"}`:                                            false, // twins
+		`{"path":"a","Count":1}`:                                             false, // another case
+		`{"path":"a","count":1`:                                              false, // not JSON
+		`{"path":"a",}`:                                                      false,
+		`{}`:                                                                 false, // path is required
+		`{"count":1}`:                                                        false,
+	} {
+		got, ok := decodeFlat[flatProbe](tl.flat, []byte(args))
+		if ok != flat {
+			t.Errorf("%s: decoded without the schema = %v, want %v (%+v)", args, ok, flat, got)
+		}
+		agree(t, tl, args)
+	}
+}
