@@ -85,25 +85,29 @@ var datedSuffix = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$`)
 // otherwise exact, so "gpt-4o-mini" never takes gpt-4o's price.
 func (p Prices) Lookup(model string) (Price, bool) {
 	name := strings.ToLower(strings.TrimSpace(model))
-	for _, try := range []func(string) string{
-		func(s string) string { return s },
-		func(s string) string {
-			if i := strings.LastIndexByte(s, '/'); i >= 0 {
-				return s[i+1:]
-			}
-			return s
-		},
-		func(s string) string { return datedSuffix.ReplaceAllString(s, "") },
-	} {
-		name = try(name)
-		if pr, ok := p[name]; ok {
-			return pr, true
-		}
-		if pr, ok := lookupFold(p, name); ok {
+	if pr, ok := p.lookupName(name); ok {
+		return pr, true
+	}
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+		if pr, ok := p.lookupName(name); ok {
 			return pr, true
 		}
 	}
+	// Matched first: replacing allocates even when nothing matches, and
+	// most names a runtime prices every reply have no suffix.
+	if datedSuffix.MatchString(name) {
+		return p.lookupName(datedSuffix.ReplaceAllString(name, ""))
+	}
 	return Price{}, false
+}
+
+// lookupName finds name as it is, or differing only in case.
+func (p Prices) lookupName(name string) (Price, bool) {
+	if pr, ok := p[name]; ok {
+		return pr, true
+	}
+	return lookupFold(p, name)
 }
 
 // lookupFold finds a key that differs from name only in case.
