@@ -56,8 +56,8 @@ func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) 
 		})
 	} else {
 		err = s.write(ctx, func(tx *wtx) error {
-			run, err := tx.appendChanging(p)
-			out = store.Appended{Position: run.Position, Status: run.Status, LeaseOwner: run.LeaseOwner, CancelRequested: run.CancelRequested}
+			var err error
+			out, err = tx.appendChanging(p)
 			return err
 		})
 	}
@@ -68,28 +68,39 @@ func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) 
 }
 
 // appendChanging is an append that changes the status or charges the
-// family budget: several statements, in the request's savepoint.
-func (tx *wtx) appendChanging(p store.JournalAppendParams) (store.Run, error) {
+// family budget: several statements, in the request's savepoint. It reads
+// and returns only the run's columns it uses (see appendRead), not the
+// whole row: a runner ends each run with one.
+func (tx *wtx) appendChanging(p store.JournalAppendParams) (store.Appended, error) {
 	now := micros(tx.now)
-	r, err := tx.getRow(p.RunID)
-	if err != nil {
-		return store.Run{}, err
+	var (
+		cur                          store.Run
+		seq, leaseExpires, wakeAt, c int64
+		status                       string
+	)
+	err := tx.appendRead.QueryRow(p.RunID).Scan(&seq, &cur.RootID, &cur.ParentID, &status, &cur.Position,
+		&cur.LeaseOwner, &cur.LeaseToken, &leaseExpires, &wakeAt, &c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Appended{}, store.ErrNotFound
 	}
-	cur := r.run
+	if err != nil {
+		return store.Appended{}, err
+	}
+	cur.ID, cur.Status, cur.CancelRequested = p.RunID, hitchtype.Status(status), c != 0
 	if err := store.Refused(cur, p); err != nil {
-		return store.Run{}, err
+		return store.Appended{}, err
 	}
 	if p.Charge != nil {
 		if err := tx.chargeFor(cur, *p.Charge); err != nil {
-			return store.Run{}, err
+			return store.Appended{}, err
 		}
 	}
-	if err := tx.insertEntries(r.seq, p.After, p.Entries, now); err != nil {
-		return store.Run{}, err
+	if err := tx.insertEntries(seq, p.After, p.Entries, now); err != nil {
+		return store.Appended{}, err
 	}
-	status, owner, expires := cur.Status, cur.LeaseOwner, micros(cur.LeaseExpires)
+	owner, expires := cur.LeaseOwner, leaseExpires
 	if p.Status != "" {
-		status = p.Status
+		status = string(p.Status)
 	}
 	if p.Status != "" && p.Status != hitchtype.StatusRunning {
 		owner, expires = "", 0 // the lease is released with the status change
@@ -106,17 +117,19 @@ func (tx *wtx) appendChanging(p store.JournalAppendParams) (store.Run, error) {
 		outcome = sql.NullString{String: string(p.Outcome), Valid: true}
 	}
 	if p.Status == "" {
-		wake = micros(cur.WakeAt)
+		wake = wakeAt
 	}
-	r, err = scanRun(tx.appendRun.QueryRow(p.After+int64(len(p.Entries)), string(status), owner, expires,
-		wake, outcome, now, r.seq))
+	var out store.Appended
+	err = tx.appendRun.QueryRow(p.After+int64(len(p.Entries)), status, owner, expires, wake, outcome, now, seq).
+		Scan(&out.Position, &status, &out.LeaseOwner, &c)
 	if err != nil {
-		return store.Run{}, err
+		return store.Appended{}, err
 	}
+	out.Status, out.CancelRequested = hitchtype.Status(status), c != 0
 	if p.Status.Terminal() {
-		return r.run, tx.endFamily(r.run, now)
+		return out, tx.endFamily(cur, now)
 	}
-	return r.run, nil
+	return out, nil
 }
 
 // chargeFor charges c, carried by an append to run, to the run's family.

@@ -266,6 +266,7 @@ type writeStmts struct {
 	args         []any
 	runByID      *sql.Stmt
 	insertRun    *sql.Stmt
+	appendRead   *sql.Stmt
 	appendRun    *sql.Stmt
 	claimDue     *sql.Stmt
 	claimOne     *sql.Stmt
@@ -322,8 +323,12 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 			status, position, created_at, updated_at, tenant, title, lease_owner, lease_token, lease_expires)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?13 = '' THEN 'queued' ELSE 'running' END, ?8, ?9, ?10, ?11, ?12,
 				?13, ?13 <> '', CASE WHEN ?13 = '' THEN 0 ELSE ?14 END) RETURNING ` + runColumns},
+		// A changing append reads and returns what it uses, not the whole
+		// row: each column of a result costs the driver allocations.
+		{&w.appendRead, `SELECT seq, root_id, parent_id, status, position, lease_owner, lease_token,
+			lease_expires, wake_at, cancel_requested FROM runs WHERE id = ?`},
 		{&w.appendRun, `UPDATE runs SET position = ?, status = ?, lease_owner = ?, lease_expires = ?,
-			wake_at = ?, outcome = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
+			wake_at = ?, outcome = ?, updated_at = ? WHERE seq = ? RETURNING position, status, lease_owner, cancel_requested`},
 		// Each half of "due" walks its own partial index (named, so that
 		// the planner cannot trade it for a walk of every waiting run),
 		// longest due first, and reads at most the limit; the halves are
