@@ -37,17 +37,10 @@ func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]sto
 		now := micros(tx.now)
 		expires := micros(tx.now.Add(p.TTL))
 		if p.RunID != "" {
-			r, err := tx.getRow(p.RunID)
-			if err != nil {
-				return err
+			r, err := scanRun(tx.claimOne.QueryRow(p.Owner, expires, now, p.RunID))
+			if errors.Is(err, sql.ErrNoRows) {
+				return tx.unclaimable(p.RunID, now)
 			}
-			switch {
-			case r.run.Status.Terminal():
-				return fmt.Errorf("%w (status %s)", store.ErrEnded, r.run.Status)
-			case r.run.LeaseOwner != "" && micros(r.run.LeaseExpires) > now:
-				return &store.LeaseHeldError{RunID: r.run.ID, Owner: r.run.LeaseOwner, ExpiresAt: r.run.LeaseExpires}
-			}
-			r, err = scanRun(tx.claimOne.QueryRow(p.Owner, expires, now, r.seq))
 			if err != nil {
 				return err
 			}
@@ -73,6 +66,21 @@ func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]sto
 		return nil, fmt.Errorf("lease claim: %w", err)
 	}
 	return leases, nil
+}
+
+// unclaimable reads a run that a claim by ID did not claim, to say why.
+func (tx *wtx) unclaimable(id string, now int64) error {
+	r, err := tx.getRow(id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.run.Status.Terminal():
+		return fmt.Errorf("%w (status %s)", store.ErrEnded, r.run.Status)
+	case r.run.LeaseOwner != "" && micros(r.run.LeaseExpires) > now:
+		return &store.LeaseHeldError{RunID: r.run.ID, Owner: r.run.LeaseOwner, ExpiresAt: r.run.LeaseExpires}
+	}
+	return fmt.Errorf("%w (status %s, the claim matched no row)", store.ErrConflict, r.run.Status)
 }
 
 // LeaseRenew extends a held lease by p.TTL from now.

@@ -344,8 +344,11 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 						WHERE status = 'waiting' AND wake_at > 0 AND wake_at <= ?3 ORDER BY wake_at, seq LIMIT ?4)
 				) ORDER BY due, seq LIMIT ?4)
 			RETURNING ` + runColumns},
-		{&w.claimOne, `UPDATE runs SET status = 'running', wake_at = 0, lease_owner = ?,
-			lease_token = lease_token + 1, lease_expires = ?, updated_at = ? WHERE seq = ?
+		// A claim by ID that finds the run claimable claims it in one
+		// statement; the row is read to say why only when it does not.
+		{&w.claimOne, `UPDATE runs SET status = 'running', wake_at = 0, lease_owner = ?1,
+			lease_token = lease_token + 1, lease_expires = ?2, updated_at = ?3
+			WHERE id = ?4 AND status IN ('queued', 'running', 'waiting') AND (lease_owner = '' OR lease_expires <= ?3)
 			RETURNING ` + runColumns},
 		{&w.renew, `UPDATE runs SET lease_expires = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
 		{&w.renewHeld, `UPDATE runs SET lease_expires = ?1, updated_at = ?2
