@@ -17,9 +17,8 @@ func (s *Scope) Doctor(ctx context.Context, cfg doctor.Config) (doctor.Report, e
 	if err := s.allow("Doctor"); err != nil {
 		return doctor.Report{}, err
 	}
-	if s.p.Tenant != hitchtype.DefaultTenant && s.p.Tenant != AllTenants {
-		return doctor.Report{}, &ForbiddenError{Op: "Doctor", Principal: s.p.Name, Role: s.p.Role,
-			Reason: fmt.Sprintf("the report covers every tenant's deployment; it is served to tenant %s", hitchtype.DefaultTenant)}
+	if t := s.g.P.Tenant; t != hitchtype.DefaultTenant && t != AllTenants {
+		return doctor.Report{}, s.g.Forbid("Doctor", fmt.Sprintf("the report covers every tenant's deployment; it is served to tenant %s", hitchtype.DefaultTenant))
 	}
 	if cfg.Store == nil && cfg.StoreErr == nil {
 		cfg.Store = s.rt.cfg.Store

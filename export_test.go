@@ -3,6 +3,7 @@ package hitch
 import (
 	"maps"
 
+	"github.com/hitch-dev/hitch/internal/scope"
 	"github.com/hitch-dev/hitch/internal/trigger"
 )
 
@@ -21,4 +22,4 @@ func TriggerPasses(rt *Runtime) <-chan trigger.Pass { return rt.trig.TestSignals
 func PokeTriggers(rt *Runtime) { rt.trig.Poke() }
 
 // ScopeRoles is the role table of Scope's methods.
-func ScopeRoles() map[string]Role { return maps.Clone(scopeRoles) }
+func ScopeRoles() map[string]Role { return maps.Clone(scope.Roles) }
