@@ -13,6 +13,7 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/internal/node"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/sandbox"
@@ -146,6 +147,7 @@ type ConfigErrors = hitchtype.ConfigErrors
 type Agent struct {
 	spec Spec
 	eng  *engine.Agent
+	n    *node.Agent
 }
 
 // Name returns the agent's name.
@@ -265,6 +267,7 @@ func Build(spec Spec) (*Agent, error) {
 		bad("Limits.MaxTokens", "%d: want 0 (none) or more", l.MaxTokens)
 	}
 	var children []*engine.Agent
+	var subs []*node.Agent
 	for i, c := range spec.SubAgents {
 		switch {
 		case c == nil:
@@ -277,6 +280,7 @@ func Build(spec Spec) (*Agent, error) {
 		}
 		seen[c.Name()] = true
 		children = append(children, c.eng)
+		subs = append(subs, c.n)
 	}
 	var answer *engine.AnswerSpec
 	if spec.Answer != nil {
@@ -304,5 +308,7 @@ func Build(spec Spec) (*Agent, error) {
 	if err := ea.Prepare(); err != nil {
 		return nil, ConfigErrors{{Field: "Tools", Problem: err.Error()}}
 	}
-	return &Agent{spec: spec, eng: ea}, nil
+	a := &Agent{spec: spec, eng: ea, n: &node.Agent{Eng: ea, Approvers: spec.Approvers, Subs: subs}}
+	a.n.Def = a
+	return a, nil
 }

@@ -42,7 +42,7 @@ func (rt *Runtime) preview(ctx context.Context, agent *Agent, o PreviewOptions, 
 	if agent == nil {
 		return RequestPreview{}, errors.New("preview: agent is nil")
 	}
-	if _, ok := rt.agents[agentKey(agent.Name(), agent.Version())]; !ok {
+	if !rt.n.Registered(agent.eng) {
 		return RequestPreview{}, fmt.Errorf("preview: %w: %s version %d (add it to Config.Agents)", ErrUnknownAgent, agent.Name(), agent.Version())
 	}
 	p := engine.PreviewParams{Input: o.Input, Instructions: o.Instructions}

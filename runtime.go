@@ -3,19 +3,17 @@ package hitch
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
-	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/internal/follow"
+	"github.com/hitch-dev/hitch/internal/node"
 	"github.com/hitch-dev/hitch/internal/retention"
 	"github.com/hitch-dev/hitch/internal/session"
 	"github.com/hitch-dev/hitch/internal/trigger"
@@ -23,7 +21,6 @@ import (
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/store"
-	"github.com/hitch-dev/hitch/tool/builtin"
 )
 
 // Reconciliation settles an uncertain call from outside the run.
@@ -188,17 +185,15 @@ type Event struct {
 
 // Runtime drives runs on a store.
 type Runtime struct {
-	cfg    Config
+	cfg Config
+	n   *node.Node
+	// The node's engine and services, for the commands that call them.
 	eng    *engine.Engine
-	leader *engine.Elector
-	agents map[string]*Agent
-	// parents maps a sub-agent to the agent that declared it, for approvers.
-	parents map[string]*Agent
-	sess    *session.Service
-	pruner  *retention.Pruner
-	usage   usage.Reader
-	trig    *trigger.Service
-	follow  *follow.Hub
+	sess   *session.Service
+	pruner *retention.Pruner
+	usage  usage.Reader
+	trig   *trigger.Service
+	follow *follow.Hub
 }
 
 // WithDefaults returns the config with every unset field set to its
@@ -223,257 +218,49 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Bounds of the Config, as in the defaults table.
-const (
-	minLeaseTTL, maxLeaseTTL                 = 10 * time.Millisecond, 10 * time.Minute
-	minForceSettleGrace, maxForceSettleGrace = time.Second, time.Hour
-	minCancelPoll, maxCancelPoll             = 10 * time.Millisecond, time.Minute
-)
-
-// maxFollowBuffer is the largest Config.FollowBuffer.
-const maxFollowBuffer = 100000
-
 // MaxMaxRunners is the largest Config.MaxRunners.
-const MaxMaxRunners = 100000
-
-// validate reports every problem of a config with defaults applied, each
-// naming its field.
-func (c Config) validate() error {
-	var errs []error
-	between := func(field string, v, lo, hi time.Duration) {
-		if v < lo || v > hi {
-			errs = append(errs, fmt.Errorf("out of range: Config.%s is %s, want %s to %s", field, v, lo, hi))
-		}
-	}
-	if c.Store == nil {
-		errs = append(errs, errors.New("no store: Config.Store is required"))
-	}
-	between("LeaseTTL", c.LeaseTTL, minLeaseTTL, maxLeaseTTL)
-	between("ForceSettleGrace", c.ForceSettleGrace, minForceSettleGrace, maxForceSettleGrace)
-	between("CancelPoll", c.CancelPoll, minCancelPoll, maxCancelPoll)
-	between("LeaderTTL", c.LeaderTTL, minLeaseTTL, maxLeaseTTL)
-	between("FollowPoll", c.FollowPoll, minCancelPoll, maxCancelPoll)
-	if c.FollowBuffer < 1 || c.FollowBuffer > maxFollowBuffer {
-		errs = append(errs, fmt.Errorf("out of range: Config.FollowBuffer is %d, want 1 to %d", c.FollowBuffer, maxFollowBuffer))
-	}
-	if c.Retention != Infinite {
-		between("Retention", c.Retention, time.Minute, 100*365*24*time.Hour)
-	}
-	between("PruneEvery", c.PruneEvery, 10*time.Millisecond, 24*time.Hour)
-	if c.PruneBatch < 1 || c.PruneBatch > store.MaxPruneLimit {
-		errs = append(errs, fmt.Errorf("out of range: Config.PruneBatch is %d, want 1 to %d", c.PruneBatch, store.MaxPruneLimit))
-	}
-	if c.MaxRunners < 1 || c.MaxRunners > MaxMaxRunners {
-		errs = append(errs, fmt.Errorf("out of range: Config.MaxRunners is %d, want 1 to %d", c.MaxRunners, MaxMaxRunners))
-	}
-	if c.ClaimBatch < 1 || c.ClaimBatch > store.MaxListLimit {
-		errs = append(errs, fmt.Errorf("out of range: Config.ClaimBatch is %d, want 1 to %d", c.ClaimBatch, store.MaxListLimit))
-	}
-	if err := c.Triggers.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	for i, a := range c.Agents {
-		if a == nil {
-			errs = append(errs, fmt.Errorf("no agent: Config.Agents[%d] is nil", i))
-		}
-	}
-	return errors.Join(errs...)
-}
+const MaxMaxRunners = node.MaxMaxRunners
 
 // Open returns a runtime. It drives nothing until a run is started,
 // commanded or recovered. A config with a field out of its range is
 // refused with every problem named at once.
 func Open(cfg Config) (*Runtime, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("open runtime: %w", err)
-	}
-	rt := &Runtime{cfg: cfg, agents: map[string]*Agent{}, parents: map[string]*Agent{}}
-	var register func(a *Agent, parent *Agent) error
-	register = func(a *Agent, parent *Agent) error {
-		key := agentKey(a.Name(), a.Version())
-		if have, dup := rt.agents[key]; dup {
-			if have == a {
-				return nil // the same sub-agent under two parents
-			}
-			return fmt.Errorf("open runtime: agent %s version %d is registered twice", a.Name(), a.Version())
-		}
-		rt.agents[key] = a
-		if parent != nil {
-			rt.parents[key] = parent
-		}
-		for _, c := range a.spec.SubAgents {
-			if err := register(c, a); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for _, a := range cfg.Agents {
-		if err := register(a, nil); err != nil {
-			return nil, err
+	agents := make([]*node.Agent, len(cfg.Agents))
+	for i, a := range cfg.Agents {
+		if a != nil {
+			agents[i] = a.n
 		}
 	}
-	ecfg := engine.Config{
-		Store: cfg.Store, Owner: cfg.Node,
-		Agents: func(name string, version int) (*engine.Agent, bool) {
-			a, ok := rt.agents[agentKey(name, version)]
-			if !ok {
-				return nil, false
-			}
-			return a.eng, true
-		},
-		LeaseTTL: cfg.LeaseTTL, RenewEvery: cfg.LeaseTTL / 3, CancelPoll: cfg.CancelPoll,
-		ForceSettleGrace: cfg.ForceSettleGrace, AwaitPoll: 50 * time.Millisecond, MaxRunners: cfg.MaxRunners,
-		ClaimBatch: cfg.ClaimBatch, ClaimCooldown: DefaultClaimCooldown,
-		Prices: model.DefaultPrices().With(cfg.Prices),
-	}
-	ecfg.Secrets = cfg.Secrets
-	ecfg.OnStoreTiming = cfg.OnStoreTiming
-	ecfg.Logger = cmp.Or(cfg.Logger, slog.Default())
-	rt.follow = follow.New(follow.Config{Store: cfg.Store, Buffer: cfg.FollowBuffer, Poll: cfg.FollowPoll, Page: store.DefaultReadLimit})
-	_ = rt.follow.Start(context.Background()) // a new service: cannot be running
-	ecfg.OnCommit = func(id string, _ []store.Entry) { rt.follow.Notify(id) }
+	ncfg := node.Config{Agents: agents, FollowBuffer: cfg.FollowBuffer, FollowPoll: cfg.FollowPoll,
+		Sessions: cfg.Sessions, Triggers: cfg.Triggers, Leader: LeaderName, LeaderTTL: cfg.LeaderTTL, OnLeader: cfg.OnLeader,
+		SweepMaxBackoff: DefaultSweepMaxBackoff,
+		Retention: retention.Config{Store: cfg.Store, Retention: cfg.Retention, Batch: cfg.PruneBatch, Every: cfg.PruneEvery,
+			MaxBatches: MaxPruneBatches},
+		Engine: engine.Config{Store: cfg.Store, Owner: cfg.Node,
+			LeaseTTL: cfg.LeaseTTL, RenewEvery: cfg.LeaseTTL / 3, CancelPoll: cfg.CancelPoll,
+			ForceSettleGrace: cfg.ForceSettleGrace, AwaitPoll: 50 * time.Millisecond, MaxRunners: cfg.MaxRunners,
+			ClaimBatch: cfg.ClaimBatch, ClaimCooldown: DefaultClaimCooldown,
+			Prices: model.DefaultPrices().With(cfg.Prices), Secrets: cfg.Secrets, OnStoreTiming: cfg.OnStoreTiming,
+			Logger: cmp.Or(cfg.Logger, slog.Default())}}
 	if f := cfg.OnEvent; f != nil {
-		if !cfg.Secrets.Empty() {
-			f = redactEvents(cfg.Secrets, f)
-		}
-		ecfg.OnCommit = func(id string, es []store.Entry) {
-			rt.follow.Notify(id)
-			f(Event{RunID: id, Entries: es})
-		}
-		ecfg.OnDelta = func(id, d string) { f(Event{RunID: id, Delta: d}) }
-		rt.cfg.OnEvent = f
+		ncfg.OnEvent = func(ev node.Event) { f(Event(ev)) }
 	}
-	rt.openTriggers(&ecfg)
-	if err := rt.openSessions(&ecfg); err != nil {
-		return nil, fmt.Errorf("open runtime: %w", err)
+	n, err := node.New(ncfg)
+	if err != nil {
+		return nil, err
 	}
-	rt.eng = engine.New(ecfg)
-	rt.sess.SetEngine(rt.eng)
-	_ = rt.sess.Start(context.Background()) // a new service: cannot be running
-	var onError func(error)
-	if f := rt.cfg.OnEvent; f != nil {
-		onError = func(err error) { f(Event{Err: fmt.Errorf("lead: %w", err)}) }
-	}
-	rt.leader = rt.eng.NewElector(LeaderName, cfg.LeaderTTL, cfg.LeaderTTL/5, onError, cfg.OnLeader)
-	rcfg := retention.Config{Store: cfg.Store, Retention: cfg.Retention, Batch: cfg.PruneBatch, Every: cfg.PruneEvery,
-		MaxBatches: MaxPruneBatches, IsLeader: rt.leader.IsLeader}
-	if f := rt.cfg.OnEvent; f != nil {
-		rcfg.OnError = func(err error) { f(Event{Err: fmt.Errorf("retention: %w", err)}) }
-	}
-	rt.pruner = retention.New(rcfg)
-	rt.usage = usage.Reader{Store: cfg.Store, Family: rt.eng.Family,
-		Limits: func(agent string, version int) (Limits, bool) {
-			a, ok := rt.agents[agentKey(agent, version)]
-			if !ok {
-				return Limits{}, false
-			}
-			return a.Limits(), true
-		}}
-	return rt, nil
+	return &Runtime{cfg: cfg, n: n, eng: n.Eng, sess: n.Sess, pruner: n.Pruner, usage: n.Usage, trig: n.Trig, follow: n.Follow}, nil
 }
-
-func agentKey(name string, version int) string { return fmt.Sprintf("%s@%d", name, version) }
 
 // agentNamed returns the registered agent of that name and version, or
 // its highest version for version 0.
 func (rt *Runtime) agentNamed(name string, version int) (*Agent, error) {
-	if version > 0 {
-		if a, ok := rt.agents[agentKey(name, version)]; ok {
-			return a, nil
-		}
-		return nil, fmt.Errorf("%w: %s version %d", ErrUnknownAgent, name, version)
-	}
-	var best *Agent
-	for _, a := range rt.agents {
-		if a.Name() == name && (best == nil || a.Version() > best.Version()) {
-			best = a
-		}
-	}
-	if best == nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownAgent, name)
-	}
-	return best, nil
-}
-
-// openSessions sets the session service up while the runtime opens: a
-// session moves on when a run of its ends.
-func (rt *Runtime) openSessions(ecfg *engine.Config) error {
-	scfg := session.Config{Sessions: rt.cfg.Sessions.WithDefaults(),
-		Agent: func(name string, version int) (*engine.Agent, bool) {
-			a, ok := rt.agents[agentKey(name, version)]
-			if !ok {
-				return nil, false
-			}
-			return a.eng, true
-		}}
-	if err := scfg.Sessions.Validate(); err != nil {
-		return err
-	}
-	if ss, ok := rt.cfg.Store.(session.Store); ok {
-		scfg.Store = ss
-	}
-	rt.sess = session.New(scfg)
-	if next := ecfg.OnCommit; next != nil {
-		ecfg.OnCommit = func(runID string, es []store.Entry) { next(runID, es); rt.sess.OnCommit(runID, es) }
-	} else {
-		ecfg.OnCommit = rt.sess.OnCommit
-	}
-	return nil
-}
-
-// triggerWatch is what watches a binding's dispatch: the hooks of the
-// agent it starts, or of the agent of the session it sends to.
-func (rt *Runtime) triggerWatch(ctx context.Context, spec hitchtype.TriggerSpec) (trigger.Watch, error) {
-	name, version := spec.Agent, spec.Version
-	if spec.Session != "" {
-		ses, err := rt.sess.Get(ctx, spec.Session)
-		if err != nil {
-			return trigger.Watch{}, err
-		}
-		name, version = ses.Agent, ses.Version
-	}
-	a, err := rt.agentNamed(name, version)
+	a, err := rt.n.Named(name, version)
 	if err != nil {
-		return trigger.Watch{}, err
+		return nil, err
 	}
-	w := trigger.Watch{Agent: a.Name(), Timeout: a.spec.Limits.HookTimeout}
-	w.Hooks, _ = a.spec.Hooks.(hook.TriggerHooks)
-	return w, nil
-}
-
-// openTriggers sets the trigger service up while the runtime opens: a run
-// target's occurrence starts a detached run, a session target's sends a
-// message, and a store that keeps bindings gives runs the schedule tools.
-func (rt *Runtime) openTriggers(ecfg *engine.Config) {
-	tcfg := trigger.Config{Node: rt.cfg.Node, Triggers: rt.cfg.Triggers, MaxBackoff: DefaultSweepMaxBackoff,
-		Agent: func(name string, version int) error { _, err := rt.agentNamed(name, version); return err },
-		StartRun: func(ctx context.Context, spec hitchtype.TriggerSpec, id string) error {
-			a, err := rt.agentNamed(spec.Agent, spec.Version)
-			if err != nil {
-				return err
-			}
-			_, err = rt.Start(ctx, a, spec.Input, WithID(id), Detached())
-			return err
-		},
-		Redact: func(b []byte) []byte { return rt.eng.Redact(b) },
-		Send: func(ctx context.Context, sessionID, text, key string) (string, error) {
-			res, err := rt.sess.Send(ctx, sessionID, text, hitchtype.SendOptions{IdempotencyKey: key})
-			return res.MessageID, err
-		},
-		Hooks: rt.triggerWatch,
-	}
-	if f := rt.cfg.OnEvent; f != nil {
-		tcfg.OnError = func(err error) { f(Event{Err: fmt.Errorf("triggers: %w", err)}) }
-	}
-	if ts, ok := rt.cfg.Store.(trigger.Store); ok {
-		tcfg.Store = ts
-		ecfg.RunContext = func(ctx context.Context) context.Context {
-			return builtin.WithScheduler(ctx, rt.trig.Scheduler())
-		}
-	}
-	rt.trig = trigger.New(tcfg)
+	return a.Def.(*Agent), nil
 }
 
 // NewRunID returns a fresh random run id.
@@ -493,7 +280,7 @@ type startOptions struct {
 }
 
 // MaxMetadataBytes bounds a run's metadata, as JSON.
-const MaxMetadataBytes = 16 << 10
+const MaxMetadataBytes = hitchtype.MaxMetadataBytes
 
 // WithMetadata attaches a JSON object to the run (a ticket, who asked),
 // journaled with its start and never sent to the model; at most
@@ -535,16 +322,10 @@ func WithInstructions(s string) StartOption {
 // it first (hitch worker, or Recover), instead of driving it here.
 func Detached() StartOption { return func(p *startOptions) { p.detached = true } }
 
-// StartResult tells what Start did.
-type StartResult struct {
-	Run Run
-	// Created is false when a run with the id already existed: nothing new
-	// was started.
-	Created bool
-	// SameInput, when Created is false, says whether the existing run was
-	// started with the same agent, version and input.
-	SameInput bool
-}
+// StartResult tells what Start did: Created is false when a run with the
+// id already existed (nothing new was started), and SameInput then says
+// whether it was started with the same agent, version and input.
+type StartResult = hitchtype.StartResult
 
 // Start creates a run of agent on input and drives it in the background.
 // With WithID, starting the same id again creates nothing: Created is false
@@ -569,37 +350,11 @@ func (rt *Runtime) start(ctx context.Context, agent *Agent, input string, o star
 	if agent == nil {
 		return StartResult{}, errors.New("start: agent is nil")
 	}
-	if _, ok := rt.agents[agentKey(agent.Name(), agent.Version())]; !ok {
-		return StartResult{}, fmt.Errorf("start: %w: %s version %d (add it to Config.Agents)", ErrUnknownAgent, agent.Name(), agent.Version())
-	}
 	if o.stored != "" {
 		o.id = o.stored
 	}
-	if o.tenant != "" {
-		if err := hitchtype.CheckTenant(o.tenant); err != nil {
-			return StartResult{}, fmt.Errorf("start: WithTenant: %w", err)
-		}
-	}
-	p := engine.StartParams{ID: o.id, Tenant: o.tenant, Input: input, Instructions: o.instructions, Detached: o.detached}
-	if len(o.metadata) > 0 {
-		meta, err := json.Marshal(o.metadata)
-		if err != nil {
-			return StartResult{}, fmt.Errorf("start: WithMetadata: %w", err)
-		}
-		if len(meta) > MaxMetadataBytes {
-			return StartResult{}, fmt.Errorf("start: WithMetadata: %d bytes as JSON, more than %d", len(meta), MaxMetadataBytes)
-		}
-		p.Metadata = meta
-	}
-	res, err := rt.eng.Start(ctx, agent.eng, p)
-	if err != nil {
-		return StartResult{}, rt.cfg.Secrets.Error(fmt.Errorf("start: %w", err))
-	}
-	run, err := RunOf(res.Run)
-	if err != nil {
-		return StartResult{}, err
-	}
-	return StartResult{Run: run, Created: res.Created, SameInput: res.SameInput}, nil
+	return rt.n.Start(ctx, agent.eng, node.Start{ID: o.id, Tenant: o.tenant, Input: input, Instructions: o.instructions,
+		Detached: o.detached, Metadata: o.metadata})
 }
 
 // Await waits until the run ends or parks waiting (for a reconciliation,
@@ -687,79 +442,20 @@ func (rt *Runtime) Reject(ctx context.Context, runID, call string, proof approva
 }
 
 func (rt *Runtime) answer(ctx context.Context, runID, call string, approve bool, proof approval.Proof, reason string) error {
-	op := "approve"
-	if !approve {
-		op = "reject"
-	}
-	r, err := rt.cfg.Store.RunGet(ctx, runID)
-	if err != nil {
-		return fmt.Errorf("%s %s %s: %w", op, runID, call, err)
-	}
-	a, ok := rt.agents[agentKey(r.Agent, r.Version)]
-	if !ok {
-		return fmt.Errorf("%s %s %s: %w: %s version %d", op, runID, call, ErrUnknownAgent, r.Agent, r.Version)
-	}
-	approvers := rt.approversOf(a)
-	err = rt.eng.AnswerApproval(ctx, runID, engine.ApprovalAnswerParams{
-		Call: call, Approve: approve, By: proof.Approver, Reason: reason,
-		Verify: func(requirement string, now time.Time) error {
-			if approvers == nil {
-				return approval.ErrNoApprovers
-			}
-			return approvers.Verify(proof, requirement, now)
-		},
-	}, a.spec.Limits.CommandWait)
-	if err != nil {
-		return fmt.Errorf("%s %s %s: %w", op, runID, call, err)
-	}
-	return nil
+	return rt.n.Answer(ctx, runID, call, approve, proof, reason)
 }
 
 // Approvers returns the approvers of the agent a run was started with, so
 // a caller can check a credential for one of its requests.
 func (rt *Runtime) Approvers(ctx context.Context, runID string) (approval.Approvers, error) {
-	r, err := rt.cfg.Store.RunGet(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	a, ok := rt.agents[agentKey(r.Agent, r.Version)]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s version %d", ErrUnknownAgent, r.Agent, r.Version)
-	}
-	if ap := rt.approversOf(a); ap != nil {
-		return ap, nil
-	}
-	return nil, approval.ErrNoApprovers
+	return rt.n.Approvers(ctx, runID)
 }
 
-// approversOf returns an agent's approvers; a sub-agent without its own
-// takes its parent's.
-func (rt *Runtime) approversOf(a *Agent) approval.Approvers {
-	for i := 0; a != nil && i < 17; i++ {
-		if a.spec.Approvers != nil {
-			return a.spec.Approvers
-		}
-		a = rt.parents[agentKey(a.Name(), a.Version())]
-	}
-	return nil
-}
-
-// PendingApprovalsParams page the approval requests waiting for answers.
-type PendingApprovalsParams struct {
-	// Tenant limits the list to requests of runs of one tenant; empty
-	// means every tenant.
-	Tenant string
-	// RootID limits the list to one family: a root run and its
-	// descendants. Without it waiting runs are read oldest first from the
-	// store's index, so a page costs the same however many runs wait.
-	RootID string
-	// After is the cursor the previous page returned; empty starts at the
-	// oldest request.
-	After string
-	// Limit bounds the page: 0 means DefaultPageLimit (100), at most
-	// MaxPageLimit (1000).
-	Limit int
-}
+// PendingApprovalsParams page the approval requests waiting for answers:
+// of one tenant (Tenant; empty means every tenant), of one family (RootID),
+// after a cursor, at most Limit (0 means DefaultPageLimit, at most
+// MaxPageLimit).
+type PendingApprovalsParams = hitchtype.PendingApprovalsParams
 
 // Page bounds of listings that page with a cursor.
 const (
@@ -799,12 +495,7 @@ func (rt *Runtime) ApprovalRequest(ctx context.Context, runID, call string) (Pen
 }
 
 func (rt *Runtime) commandWait(ctx context.Context, runID string) time.Duration {
-	if r, err := rt.cfg.Store.RunGet(ctx, runID); err == nil {
-		if a, ok := rt.agents[agentKey(r.Agent, r.Version)]; ok {
-			return a.spec.Limits.CommandWait
-		}
-	}
-	return hitchtype.DefaultCommandWait
+	return rt.n.CommandWait(ctx, runID)
 }
 
 // Recover claims runs that are due — queued, with an expired lease, or
@@ -838,26 +529,7 @@ func (rt *Runtime) RecoverAll(ctx context.Context) (int, error) {
 // backs off, doubling from the interval up to DefaultSweepMaxBackoff, and
 // reports the error to Config.OnEvent. It returns nil when stopped.
 func (rt *Runtime) Sweep(ctx context.Context, every time.Duration) error {
-	if every <= 0 {
-		return fmt.Errorf("sweep: interval %s: want more than 0", every)
-	}
-	var onError func(error)
-	if f := rt.cfg.OnEvent; f != nil {
-		onError = func(err error) { f(Event{Err: fmt.Errorf("sweep: %w", err)}) }
-	}
-	s := rt.eng.NewSweeper(every, DefaultSweepMaxBackoff, onError)
-	if err := s.Start(ctx); err != nil {
-		return fmt.Errorf("sweep: %w", err)
-	}
-	sessions := rt.sess.NewSweeper(every)
-	_ = sessions.Start(ctx) // a new sweeper: cannot be running
-	select {
-	case <-ctx.Done():
-	case <-rt.eng.Closing():
-	}
-	s.Stop()
-	_ = sessions.Stop(context.Background()) // a pass ends with its context
-	return nil
+	return rt.n.Sweep(ctx, every)
 }
 
 // LeaderName is the leadership Lead holds in the store.
@@ -874,22 +546,7 @@ const LeaderName = "hitch.maintenance"
 // node leads, it prunes every Config.PruneEvery what Config.Retention
 // lets go (see Prune), at most MaxPruneBatches batches a pass. It returns
 // nil when stopped. Only one Lead may run at a time on a runtime.
-func (rt *Runtime) Lead(ctx context.Context) error {
-	if err := rt.leader.Start(ctx); err != nil {
-		return fmt.Errorf("lead: %w", err)
-	}
-	if err := rt.pruner.Start(ctx); err != nil {
-		rt.leader.Stop()
-		return fmt.Errorf("lead: %w", err)
-	}
-	select {
-	case <-ctx.Done():
-	case <-rt.eng.Closing():
-	}
-	_ = rt.pruner.Stop(context.Background()) // a pass ends with its context
-	rt.leader.Stop()
-	return nil
-}
+func (rt *Runtime) Lead(ctx context.Context) error { return rt.n.Lead(ctx) }
 
 // Node is the name this runtime gives itself in leases and leaderships
 // (Config.Node).
@@ -900,7 +557,7 @@ func (rt *Runtime) Node() string { return rt.cfg.Node }
 // of it has passed on this node's clock since that attempt was sent — the
 // leadership in the store cannot have run out yet, so no two nodes both
 // report true.
-func (rt *Runtime) IsLeader() bool { return rt.leader.IsLeader() }
+func (rt *Runtime) IsLeader() bool { return rt.n.Leader.IsLeader() }
 
 // Wait waits, bounded by ctx, until the runtime drives no run: each has
 // ended, parked or lost its lease. Unlike Close it lets them finish.
@@ -947,43 +604,12 @@ func (rt *Runtime) Journal(ctx context.Context, runID string, after int64, limit
 // ctx ends is abandoned: those runs are recovered once their leases expire,
 // and Close returns ctx's error. DefaultDrainWindow is a good bound.
 func (rt *Runtime) Close(ctx context.Context) error {
-	return errors.Join(rt.eng.Close(ctx), rt.sess.Stop(ctx), rt.follow.Stop(ctx))
+	return rt.n.Close(ctx)
 }
 
-// RunsParams filter and page Runs. Filters combine with AND.
-type RunsParams struct {
-	// Tenant keeps one tenant's runs; empty means every tenant.
-	Tenant string
-	// Statuses keeps runs in one of these statuses; empty means all.
-	Statuses []hitchtype.Status
-	// Agent keeps runs of one agent (any version); empty means all.
-	Agent string
-	// ParentID keeps the children of one run.
-	ParentID string
-	// RootID keeps one family: a root run and its descendants.
-	RootID string
-	// After is the cursor the previous page returned; empty starts at the
-	// newest run.
-	After string
-	// Limit bounds the page: 0 means DefaultPageLimit (100), at most
-	// MaxPageLimit (1000).
-	Limit int
-	// CreatedAfter keeps runs created at or after it, CreatedBefore runs
-	// created before it; zero means no bound.
-	CreatedAfter, CreatedBefore time.Time
-	// Reasons keeps runs whose outcome's reason is one of these ("" for a
-	// run without one: completed with its answer, or not ended), such as
-	// the max_turns of a run that completed at its turn limit.
-	Reasons []string
-	// Text keeps runs whose id, agent or title (the head of the input)
-	// contains it, ignoring ASCII case; at most 200 characters.
-	Text string
-}
-
-func (p RunsParams) store() store.RunListParams {
-	return store.RunListParams{Tenant: p.Tenant, Statuses: p.Statuses, Agent: p.Agent, ParentID: p.ParentID, RootID: p.RootID,
-		After: p.After, Limit: p.Limit, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, Text: p.Text, Reasons: p.Reasons}
-}
+// RunsParams filter and page Runs (see hitchtype.RunsParams); Limit 0
+// means DefaultPageLimit, at most MaxPageLimit.
+type RunsParams = hitchtype.RunsParams
 
 // Runs lists runs newest first (by creation time, then id), one page at a
 // time: next is the cursor of the following page, and empty when this
@@ -991,22 +617,7 @@ func (p RunsParams) store() store.RunListParams {
 // never lists a run twice, and reaches every run that existed when the
 // first page was read, however many are started meanwhile.
 func (rt *Runtime) Runs(ctx context.Context, p RunsParams) (page []Run, next string, err error) {
-	list, err := rt.cfg.Store.RunList(ctx, p.store())
-	if err != nil {
-		return nil, "", fmt.Errorf("runs: %w", err)
-	}
-	page = make([]Run, 0, len(list))
-	for _, r := range list {
-		run, err := RunOf(r)
-		if err != nil {
-			return nil, "", fmt.Errorf("runs: %w", err)
-		}
-		page = append(page, run)
-	}
-	if limit := cmp.Or(p.Limit, DefaultPageLimit); len(list) == limit {
-		next = store.RunCursor(list[len(list)-1])
-	}
-	return page, next, nil
+	return rt.n.Runs(ctx, p)
 }
 
 // RunCounts counts runs by status, of one tenant or, with tenant "", of
@@ -1022,50 +633,9 @@ func (rt *Runtime) RunCounts(ctx context.Context, tenant string) (map[hitchtype.
 // RunCountsFor counts runs by status among those p's filters keep (its
 // After and Limit are ignored). Statuses without runs are absent.
 func (rt *Runtime) RunCountsFor(ctx context.Context, p RunsParams) (map[hitchtype.Status]int, error) {
-	m, err := rt.cfg.Store.RunCountsFor(ctx, p.store())
+	m, err := rt.cfg.Store.RunCountsFor(ctx, node.ListParams(p))
 	if err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
 	}
 	return m, nil
-}
-
-// redactEvents wraps an event hook so that it sees no secret value: deltas
-// pass through one stream per run (a value split across deltas is held
-// back until it can be judged, and what is held is let out before the
-// run's next entries), and background errors are redacted. Entries are
-// already redacted when staged.
-func redactEvents(r *secret.Redactor, f func(Event)) func(Event) {
-	var mu sync.Mutex
-	streams := map[string]*secret.Stream{}
-	return func(ev Event) {
-		ev.Err = r.Error(ev.Err)
-		if ev.RunID == "" {
-			f(ev)
-			return
-		}
-		mu.Lock()
-		s := streams[ev.RunID]
-		if ev.Delta != "" {
-			if s == nil {
-				s = r.NewStream()
-				streams[ev.RunID] = s
-			}
-			ev.Delta = s.Write(ev.Delta)
-			mu.Unlock()
-			if ev.Delta != "" || len(ev.Entries) > 0 {
-				f(ev)
-			}
-			return
-		}
-		held := ""
-		if s != nil {
-			held = s.Flush()
-			delete(streams, ev.RunID)
-		}
-		mu.Unlock()
-		if held != "" {
-			f(Event{RunID: ev.RunID, Delta: held})
-		}
-		f(ev)
-	}
 }

@@ -79,7 +79,7 @@ func (rt *Runtime) openSession(ctx context.Context, agent *Agent, o SessionOptio
 	if agent == nil {
 		return Session{}, errors.New("open session: agent is nil")
 	}
-	if _, ok := rt.agents[agentKey(agent.Name(), agent.Version())]; !ok {
+	if !rt.n.Registered(agent.eng) {
 		return Session{}, fmt.Errorf("open session: %w: %s version %d (add it to Config.Agents)", ErrUnknownAgent, agent.Name(), agent.Version())
 	}
 	return rt.sess.Open(ctx, agent.eng, o, stored)
