@@ -3,21 +3,18 @@ package hitch
 import (
 	"encoding/json"
 	"fmt"
-	"math"
-	"regexp"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/hook"
+	"github.com/hitch-dev/hitch/internal/agentdef"
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/internal/node"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/sandbox"
-	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -128,14 +125,6 @@ func DecodeAnswer[T any](run Run) (T, error) {
 // Limits bound one run; see hitchtype.Limits.
 type Limits = hitchtype.Limits
 
-func or[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
 // ConfigError is one problem Build found, naming its Spec field (see
 // hitchtype.ConfigError).
 type ConfigError = hitchtype.ConfigError
@@ -159,155 +148,28 @@ func (a *Agent) Version() int { return a.spec.Version }
 // Limits returns the agent's limits, defaults filled in.
 func (a *Agent) Limits() Limits { return a.spec.Limits }
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
 // Build checks spec and returns the agent, or ConfigErrors naming every
 // problem at once.
 func Build(spec Spec) (*Agent, error) {
-	var errs ConfigErrors
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, ConfigError{Field: field, Problem: fmt.Sprintf(format, args...)})
-	}
-	if !namePattern.MatchString(spec.Name) {
-		bad("Name", "%q: want 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit", spec.Name)
-	}
-	spec.Version = or(spec.Version, 1)
-	if spec.Version < 1 {
-		bad("Version", "%d: want 1 or more", spec.Version)
-	}
-	if spec.Model == nil {
-		bad("Model", "is required")
-	}
-	if spec.Policy == nil {
-		bad("Policy", "is required: there is no implicit allow (policy.AllowAll is the explicit one)")
-	}
-	seen := map[string]bool{}
-	for i, t := range spec.Tools {
-		if t == nil {
-			bad(fmt.Sprintf("Tools[%d]", i), "is nil")
-			continue
-		}
-		info := t.Info()
-		switch {
-		case info.Name == "":
-			bad(fmt.Sprintf("Tools[%d]", i), "has no name")
-		case seen[info.Name]:
-			bad(fmt.Sprintf("Tools[%d]", i), "name %q is used twice", info.Name)
-		}
-		seen[info.Name] = true
-		if info.Replay < 0 {
-			bad(fmt.Sprintf("Tools[%d] (%s)", i, info.Name), "replay %d: want 0 (at most once) or more", info.Replay)
-		}
-	}
-	for i, src := range spec.ToolSources {
-		if src == nil {
-			bad(fmt.Sprintf("ToolSources[%d]", i), "is nil")
-		}
-	}
-	spec.Limits = spec.Limits.WithDefaults()
-	l := spec.Limits
-	intRange := func(field string, v, lo, hi int) {
-		if v < lo || v > hi {
-			bad("Limits."+field, "%d: want %d–%d", v, lo, hi)
-		}
-	}
-	durRange := func(field string, v, lo, hi time.Duration, infinite bool) {
-		if infinite && v == Infinite {
-			return
-		}
-		if v < lo || v > hi {
-			extra := ""
-			if infinite {
-				extra = ", or Infinite"
-			}
-			bad("Limits."+field, "%s: want %s–%s%s", v, lo, hi, extra)
-		}
-	}
-	intRange("ModelAttempts", l.ModelAttempts, 1, 10000)
-	durRange("RetryDelay", l.RetryDelay, time.Millisecond, time.Minute, false)
-	durRange("MaxRetryAfter", l.MaxRetryAfter, 0, time.Hour, false)
-	durRange("ModelTimeout", l.ModelTimeout, time.Second, 24*time.Hour, true)
-	durRange("PolicyTimeout", l.PolicyTimeout, time.Millisecond, time.Minute, false)
-	durRange("ToolTimeout", l.ToolTimeout, time.Millisecond, 24*time.Hour, true)
-	intRange("ToolConcurrency", l.ToolConcurrency, 1, 64)
-	intRange("MaxToolResult", l.MaxToolResult, 1, 64<<20)
-	durRange("CommandWait", l.CommandWait, 0, time.Minute, false)
-	intRange("AnswerAttempts", l.AnswerAttempts, 1, 100)
-	durRange("ApprovalExpiry", l.ApprovalExpiry, time.Second, 365*24*time.Hour, true)
-	intRange("MaxChildren", l.MaxChildren, 1, 999)
-	intRange("MaxDepth", l.MaxDepth, 1, 16)
-	durRange("HookTimeout", l.HookTimeout, time.Millisecond, time.Minute, false)
-	intRange("KeepTurns", l.KeepTurns, 1, 1000)
-	durRange("MaxWait", l.MaxWait, time.Second, 365*24*time.Hour, false)
-	durRange("PendingCallTimeout", l.PendingCallTimeout, time.Second, max(l.MaxWait, time.Second), false)
-	if l.ContextWindow < 0 {
-		bad("Limits.ContextWindow", "%d: want 0 (never compact) or a window in tokens", l.ContextWindow)
-	}
-	var budget *store.Budget
-	if b := spec.Budget; b != nil {
-		for _, c := range []struct {
-			field string
-			v     int64
-		}{{"Tokens", b.Tokens}, {"ModelCalls", b.ModelCalls}, {"ToolCalls", b.ToolCalls}} {
-			if c.v < 0 {
-				bad("Budget."+c.field, "%d: want 0 (none) or more", c.v)
-			}
-		}
-		// The store keeps micro-USD and milliseconds: a smaller non-zero
-		// limit would round to 0, which means none.
-		if math.IsNaN(b.USD) || math.IsInf(b.USD, 0) || b.USD < 0 || (b.USD > 0 && b.USD < 1e-6) || b.USD > math.MaxInt64/1e6 {
-			bad("Budget.USD", "%v: want 0 (none) or from 0.000001 to %g", b.USD, float64(math.MaxInt64/1e6))
-		}
-		if b.WallTime < 0 || (b.WallTime > 0 && b.WallTime < time.Millisecond) {
-			bad("Budget.WallTime", "%s: want 0 (none) or 1ms or more", b.WallTime)
-		}
-		budget = &store.Budget{Tokens: b.Tokens, MicroUSD: int64(math.Round(b.USD * 1e6)), ModelCalls: b.ModelCalls, ToolCalls: b.ToolCalls, WallMS: b.WallTime.Milliseconds()}
-	}
-	if l.MaxTokens < 0 {
-		bad("Limits.MaxTokens", "%d: want 0 (none) or more", l.MaxTokens)
-	}
-	var children []*engine.Agent
+	d := agentdef.Def{Name: spec.Name, Version: spec.Version, Model: spec.Model, Instructions: spec.Instructions,
+		Tools: spec.Tools, ToolSources: spec.ToolSources, Policy: spec.Policy, Limits: spec.Limits, Description: spec.Description,
+		Budget: spec.Budget, Workspace: engine.Workspace(spec.Workspace), Hooks: spec.Hooks}
 	var subs []*node.Agent
-	for i, c := range spec.SubAgents {
-		switch {
-		case c == nil:
-			bad(fmt.Sprintf("SubAgents[%d]", i), "is nil")
+	for _, c := range spec.SubAgents {
+		if c == nil {
+			d.SubAgents = append(d.SubAgents, nil)
 			continue
-		case seen[c.Name()]:
-			bad(fmt.Sprintf("SubAgents[%d]", i), "name %q is already a tool or a sub-agent", c.Name())
-		case c.Name() == spec.Name:
-			bad(fmt.Sprintf("SubAgents[%d]", i), "an agent cannot delegate to itself")
 		}
-		seen[c.Name()] = true
-		children = append(children, c.eng)
-		subs = append(subs, c.n)
+		d.SubAgents, subs = append(d.SubAgents, c.eng), append(subs, c.n)
 	}
-	var answer *engine.AnswerSpec
 	if spec.Answer != nil {
-		var err error
-		switch {
-		case spec.Answer.err != nil:
-			bad("Answer", "no JSON Schema for the answer type: %v", spec.Answer.err)
-		case len(spec.Answer.schema) == 0:
-			bad("Answer", "has no JSON Schema")
-		default:
-			if answer, err = engine.NewAnswerSpec(spec.Answer.schema); err != nil {
-				bad("Answer", "%v", err)
-			}
-		}
+		d.Typed, d.Answer, d.AnswerErr = true, spec.Answer.schema, spec.Answer.err
 	}
-	if len(errs) > 0 {
-		return nil, errs
+	ea, err := agentdef.Build(d)
+	if err != nil {
+		return nil, err
 	}
-	ea := &engine.Agent{
-		Name: spec.Name, Version: spec.Version, Model: spec.Model, Instructions: spec.Instructions,
-		Tools: spec.Tools, Policy: spec.Policy, Answer: answer, Description: spec.Description, Children: children, Budget: budget,
-		Workspace: engine.Workspace(spec.Workspace), Hooks: spec.Hooks, Sources: spec.ToolSources,
-		Limits: l,
-	}
-	if err := ea.Prepare(); err != nil {
-		return nil, ConfigErrors{{Field: "Tools", Problem: err.Error()}}
-	}
+	spec.Version, spec.Limits = ea.Version, d.Limits.WithDefaults()
 	a := &Agent{spec: spec, eng: ea, n: &node.Agent{Eng: ea, Approvers: spec.Approvers, Subs: subs}}
 	a.n.Def = a
 	return a, nil
