@@ -2,18 +2,17 @@ package hitch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 
-	"github.com/hitch-dev/hitch/internal/follow"
+	"github.com/hitch-dev/hitch/internal/node"
 	"github.com/hitch-dev/hitch/store"
 )
 
 // ErrFollowerBehind ends a Follow whose caller left Config.FollowBuffer
 // entries unread: the run's other followers do not wait for it. Following
 // again after the last entry it took resumes without a gap.
-var ErrFollowerBehind = errors.New("follower fell behind")
+var ErrFollowerBehind = node.ErrFollowerBehind
 
 // Follow yields a run's journal entries after position after, in order and
 // each once, as they are committed, until the run's terminal entry has
@@ -36,25 +35,7 @@ func (rt *Runtime) Follow(ctx context.Context, runID string, after int64) iter.S
 			yield(store.Entry{}, fmt.Errorf("follow %s: %w", runID, err))
 			return
 		}
-		rt.follows(ctx, run.ID, run.Position, run.Status.Terminal(), after, yield, func(id string) string { return id })
-	}
-}
-
-// follows yields from the shared reader of the run stored as id, whose
-// journal had length entries (its last, when ended), naming each entry's
-// run with local.
-func (rt *Runtime) follows(ctx context.Context, id string, length int64, ended bool, after int64, yield func(store.Entry, error) bool, local func(string) string) {
-	if ended && after >= length {
-		return // nothing will follow what the caller has
-	}
-	for e, err := range rt.follow.Follow(ctx, id, after, length) {
-		if errors.Is(err, follow.ErrBehind) {
-			err = fmt.Errorf("%w: %w", ErrFollowerBehind, err)
-		}
-		e.RunID = local(e.RunID)
-		if !yield(e, err) || err != nil {
-			return
-		}
+		rt.n.Follows(ctx, run.ID, run.Position, run.Status.Terminal(), after, yield, func(id string) string { return id })
 	}
 }
 
@@ -70,6 +51,6 @@ func (s *Scope) Follow(ctx context.Context, runID string, after int64) iter.Seq2
 			yield(store.Entry{}, err)
 			return
 		}
-		s.rt.follows(ctx, run.ID, run.Position, run.Status.Terminal(), after, yield, s.local)
+		s.rt.n.Follows(ctx, run.ID, run.Position, run.Status.Terminal(), after, yield, s.local)
 	}
 }

@@ -3,25 +3,14 @@ package hitch
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/hitch-dev/hitch/hitchtype"
-	"github.com/hitch-dev/hitch/internal/engine"
-	"github.com/hitch-dev/hitch/model"
 )
 
-// PreviewOptions say which run Preview shows the first request of.
-type PreviewOptions struct {
-	// Input is the user message the run would answer.
-	Input string
-	// Instructions are the caller's layer of instructions, as
-	// WithInstructions gives a run.
-	Instructions string
-	// Session, when set, previews the session's next submission: the
-	// session's transcript comes before Input. The session must be of
-	// the agent (ErrSessionAgent otherwise).
-	Session string
-}
+// PreviewOptions configure Preview: the input, the caller's layer of
+// instructions, and the session whose next submission to preview (see
+// hitchtype.PreviewOptions).
+type PreviewOptions = hitchtype.PreviewOptions
 
 // RequestPreview is the first model request a run would send, in parts
 // labelled with their layers, and its token estimate against the window.
@@ -42,27 +31,5 @@ func (rt *Runtime) preview(ctx context.Context, agent *Agent, o PreviewOptions, 
 	if agent == nil {
 		return RequestPreview{}, errors.New("preview: agent is nil")
 	}
-	if !rt.n.Registered(agent.eng) {
-		return RequestPreview{}, fmt.Errorf("preview: %w: %s version %d (add it to Config.Agents)", ErrUnknownAgent, agent.Name(), agent.Version())
-	}
-	p := engine.PreviewParams{Input: o.Input, Instructions: o.Instructions}
-	if sessionID != "" {
-		var (
-			ses     Session
-			history []model.Message
-			err     error
-		)
-		if ses, history, err = rt.sess.Transcript(ctx, sessionID); err != nil {
-			return RequestPreview{}, rt.cfg.Secrets.Error(fmt.Errorf("preview: %w", err))
-		}
-		if ses.Agent != agent.Name() || ses.Version != agent.Version() {
-			return RequestPreview{}, fmt.Errorf("preview: session %s: %w: it belongs to %s version %d", o.Session, ErrSessionAgent, ses.Agent, ses.Version)
-		}
-		p.History = history
-	}
-	pv, err := rt.eng.Preview(ctx, agent.eng, p)
-	if err != nil {
-		return RequestPreview{}, rt.cfg.Secrets.Error(err)
-	}
-	return pv, nil
+	return rt.n.Preview(ctx, agent.eng, o, sessionID)
 }

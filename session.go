@@ -3,7 +3,6 @@ package hitch
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/session"
@@ -79,10 +78,7 @@ func (rt *Runtime) openSession(ctx context.Context, agent *Agent, o SessionOptio
 	if agent == nil {
 		return Session{}, errors.New("open session: agent is nil")
 	}
-	if !rt.n.Registered(agent.eng) {
-		return Session{}, fmt.Errorf("open session: %w: %s version %d (add it to Config.Agents)", ErrUnknownAgent, agent.Name(), agent.Version())
-	}
-	return rt.sess.Open(ctx, agent.eng, o, stored)
+	return rt.n.OpenSession(ctx, agent.eng, o, stored)
 }
 
 // GetSession returns a session as it stands.

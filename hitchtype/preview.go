@@ -60,3 +60,16 @@ type PreviewPart struct {
 	// Tokens is the part's estimate, by EstimatorBytes.
 	Tokens int64 `json:"tokens"`
 }
+
+// PreviewOptions say which run Preview shows the first request of.
+type PreviewOptions struct {
+	// Input is the user message the run would answer.
+	Input string
+	// Instructions are the caller's layer of instructions, as
+	// hitch.WithInstructions gives a run.
+	Instructions string
+	// Session, when set, previews the session's next submission: the
+	// session's transcript comes before Input. The session must be of
+	// the agent (hitch.ErrSessionAgent otherwise).
+	Session string
+}
