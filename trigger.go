@@ -120,14 +120,4 @@ func (rt *Runtime) DispatchTriggers(ctx context.Context) (int, error) {
 // does not end it: it waits, doubling from the poll interval up to
 // DefaultSweepMaxBackoff, and reports the error to Config.OnEvent. It
 // returns nil when stopped.
-func (rt *Runtime) RunTriggers(ctx context.Context) error {
-	if err := rt.trig.Start(ctx); err != nil {
-		return err
-	}
-	select {
-	case <-ctx.Done():
-	case <-rt.eng.Closing():
-	}
-	_ = rt.trig.Stop(context.Background()) // a pass ends with its context
-	return nil
-}
+func (rt *Runtime) RunTriggers(ctx context.Context) error { return rt.n.RunTriggers(ctx) }
