@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"reflect"
 
 	"github.com/hitch-dev/hitch/internal/engine"
 	"github.com/hitch-dev/hitch/model"
@@ -24,6 +25,11 @@ type ForkOptions struct {
 	// agent that the fork runs from the fork position on: another model,
 	// tools or instructions. 0 keeps the version the run ran.
 	Version int
+	// Model, when set, names a model (its Name) that answers the fork's
+	// turns from the fork position on in place of its agent's, on the
+	// same version: the model of any agent this runtime drives (a route
+	// too). A name two different models share is refused.
+	Model string
 	// Instructions, when set, replace the run's caller layer of
 	// instructions (WithInstructions) from the fork position on.
 	Instructions string
@@ -78,7 +84,7 @@ func (rt *Runtime) fork(ctx context.Context, runID string, at int64, o ForkOptio
 		id = o.stored
 	}
 	res, err := rt.eng.Fork(ctx, agent.eng, engine.ForkParams{ID: id, Source: src.ID, At: at,
-		Instructions: o.Instructions, Reply: o.Reply, Message: o.Message, Detached: o.Detached,
+		Instructions: o.Instructions, Model: o.Model, Reply: o.Reply, Message: o.Message, Detached: o.Detached,
 		Replay: o.replay, RunReplayable: o.runReplayable})
 	if err != nil {
 		return StartResult{}, rt.cfg.Secrets.Error(fmt.Errorf("fork %s: %w", runID, err))
@@ -110,4 +116,39 @@ func (s *Scope) Fork(ctx context.Context, runID string, at int64, opts ForkOptio
 		opts.stored = stored
 		return s.rt.fork(ctx, src.ID, at, opts)
 	})
+}
+
+// modelNamed finds the model named name among agents and their
+// sub-agents, for a fork told to go on with it. Two different models under
+// one name make it unknown: a run must find the same model on every node.
+func modelNamed(agents []*Agent, name string) (model.Model, bool) {
+	var found model.Model
+	var walk func(as []*Agent) bool
+	walk = func(as []*Agent) bool {
+		for _, a := range as {
+			if a == nil {
+				continue
+			}
+			if m := a.spec.Model; m != nil && m.Name() == name {
+				if found != nil && !sameModel(found, m) {
+					return false
+				}
+				found = m
+			}
+			if !walk(a.spec.SubAgents) {
+				return false
+			}
+		}
+		return true
+	}
+	if !walk(agents) {
+		return nil, false
+	}
+	return found, found != nil
+}
+
+// sameModel reports whether a and b are one model value.
+func sameModel(a, b model.Model) bool {
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }

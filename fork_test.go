@@ -16,6 +16,7 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -174,7 +175,54 @@ func TestForkNeverRunsAnEffectRecordedBeforeIt(t *testing.T) {
 	}
 }
 
-func TestForkWithAnotherModelKeepsTheHistoryByteForByte(t *testing.T) {
+// secondReply is the position of a run's second model reply: a fork there
+// decides and runs its calls anew.
+func secondReply(t *testing.T, es []store.Entry) int64 {
+	t.Helper()
+	n := 0
+	for _, e := range es {
+		if e.Kind == hitchtype.KindModelReply {
+			if n++; n == 2 {
+				return e.Pos
+			}
+		}
+	}
+	t.Fatalf("no second reply in %s", kinds(es))
+	return 0
+}
+
+// sameHistory checks what a fork at at keeps of its source: its entries 2
+// to at are the source's byte for byte, and its run.started (entry 1) is
+// the source's but for the fork's source, version and model, which the
+// fork sets.
+func sameHistory(t *testing.T, src, fork []store.Entry, at int64, want hitchtype.RunStarted) {
+	t.Helper()
+	if int64(len(fork)) < at {
+		t.Fatalf("the fork holds %d entries, want at least %d", len(fork), at)
+	}
+	for i := int64(1); i < at; i++ {
+		if fork[i].Pos != src[i].Pos || fork[i].Kind != src[i].Kind || !bytes.Equal(fork[i].Data, src[i].Data) {
+			t.Errorf("entry %d differs:\n fork %s %s\n  src %s %s", i+1, fork[i].Kind, fork[i].Data, src[i].Kind, src[i].Data)
+		}
+	}
+	var s1, s2 hitchtype.RunStarted
+	if err := json.Unmarshal(src[0].Data, &s1); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(fork[0].Data, &s2); err != nil {
+		t.Fatal(err)
+	}
+	if fork[0].Kind != hitchtype.KindRunStarted || s2.ForkedFrom == nil || *s2.ForkedFrom != *want.ForkedFrom ||
+		s2.Version != want.Version || s2.Model != want.Model {
+		t.Errorf("fork's run.started: %s, want source %+v, version %d, model %q", fork[0].Data, *want.ForkedFrom, want.Version, want.Model)
+	}
+	s2.ForkedFrom, s2.Version, s2.Model = s1.ForkedFrom, s1.Version, s1.Model
+	if a, b := mustJSON(t, s1), mustJSON(t, s2); a != b {
+		t.Errorf("run.started besides its source, version and model:\n fork %s\n  src %s", b, a)
+	}
+}
+
+func TestForkWithAnotherVersionKeepsTheHistoryByteForByte(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "sent")
 	v1 := build(t, hitch.Spec{Name: "mailer", Version: 1, Model: sendScript("one", "v1 answer"), Tools: []tool.Tool{sendTool(t, file)}})
@@ -183,15 +231,7 @@ func TestForkWithAnotherModelKeepsTheHistoryByteForByte(t *testing.T) {
 	src := runToRest(t, rt, v1, "send three", hitch.WithInstructions("be brief"))
 	es := journal(t, rt, src.ID)
 	// At the second reply: its calls are decided by the fork, on v2.
-	at := int64(0)
-	for _, e := range es {
-		if e.Kind == hitchtype.KindModelReply {
-			at = e.Pos
-		}
-		if e.Kind == hitchtype.KindModelReply && at > 4 {
-			break
-		}
-	}
+	at := secondReply(t, es)
 	ctx := context.Background()
 	res, err := rt.Fork(ctx, src.ID, at, hitch.ForkOptions{ID: "fork-1", Version: 2})
 	if err != nil {
@@ -204,26 +244,11 @@ func TestForkWithAnotherModelKeepsTheHistoryByteForByte(t *testing.T) {
 	if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "v2 answer" || run.Version != 2 {
 		t.Fatalf("fork: %+v %+v", run, run.Outcome)
 	}
+	if run.ForkedFrom == nil || *run.ForkedFrom != (hitchtype.ForkedFrom{Run: src.ID, Pos: at}) {
+		t.Errorf("fork's record: forked from %+v", run.ForkedFrom)
+	}
 	fes := journal(t, rt, run.ID)
-	for i := int64(1); i < at; i++ {
-		if fes[i].Kind != es[i].Kind || !bytes.Equal(fes[i].Data, es[i].Data) {
-			t.Errorf("entry %d differs:\n fork %s %s\n  src %s %s", i+1, fes[i].Kind, fes[i].Data, es[i].Kind, es[i].Data)
-		}
-	}
-	var s1, s2 hitchtype.RunStarted
-	if err := json.Unmarshal(es[0].Data, &s1); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(fes[0].Data, &s2); err != nil {
-		t.Fatal(err)
-	}
-	if s2.ForkedFrom == nil || *s2.ForkedFrom != (hitchtype.ForkedFrom{Run: src.ID, Pos: at}) || s2.Version != 2 {
-		t.Errorf("fork's run.started: %s", fes[0].Data)
-	}
-	s2.ForkedFrom, s2.Version = nil, s1.Version
-	if a, b := mustJSON(t, s1), mustJSON(t, s2); a != b {
-		t.Errorf("run.started besides its version and source:\n fork %s\n  src %s", b, a)
-	}
+	sameHistory(t, es, fes, at, hitchtype.RunStarted{ForkedFrom: &hitchtype.ForkedFrom{Run: src.ID, Pos: at}, Version: 2})
 	// The same id again is the same fork; other options under it are not.
 	again, err := rt.Fork(ctx, src.ID, at, hitch.ForkOptions{ID: "fork-1", Version: 2})
 	if err != nil || again.Created || !again.SameInput {
@@ -232,6 +257,58 @@ func TestForkWithAnotherModelKeepsTheHistoryByteForByte(t *testing.T) {
 	other, err := rt.Fork(ctx, src.ID, at-1, hitch.ForkOptions{ID: "fork-1", Version: 2})
 	if err != nil || other.Created || other.SameInput {
 		t.Errorf("fork again elsewhere: %+v %v", other, err)
+	}
+}
+
+func TestForkWithAnotherModelKeepsTheHistoryByteForByte(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "sent")
+	mailer := build(t, hitch.Spec{Name: "mailer", Model: sendScript("one", "answer of one"), Tools: []tool.Tool{sendTool(t, file)}})
+	// Another agent's model is one the runtime knows, so a fork may go on
+	// with it.
+	two := sendScript("two", "answer of two")
+	other := build(t, hitch.Spec{Name: "other", Model: two})
+	rt, _ := setup(t, mailer, other)
+	src := runToRest(t, rt, mailer, "send three", hitch.WithInstructions("be brief"))
+	es := journal(t, rt, src.ID)
+	at := secondReply(t, es)
+	ctx := context.Background()
+	sent := len(effects(t, file, 0))
+	res, err := rt.Fork(ctx, src.ID, at, hitch.ForkOptions{ID: "fork-model", Model: two.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := rt.Await(ctx, res.Run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "answer of two" || run.Agent != "mailer" || run.Version != 1 {
+		t.Fatalf("fork: %+v %+v", run, run.Outcome)
+	}
+	fes := journal(t, rt, run.ID)
+	sameHistory(t, es, fes, at, hitchtype.RunStarted{ForkedFrom: &hitchtype.ForkedFrom{Run: src.ID, Pos: at}, Version: 1, Model: two.Name()})
+	// The second reply's calls were decided anew, and ran once each.
+	if got := effects(t, file, sent); !slices.Equal(got, []string{"b", "c"}) {
+		t.Errorf("the fork sent %v, want [b c]", got)
+	}
+
+	// A fork of the fork keeps its model; the same id with another model
+	// is another fork; a model the runtime does not know is refused.
+	fes2 := journal(t, rt, run.ID)
+	res2, err := rt.Fork(ctx, run.ID, secondReply(t, fes2)-1, hitch.ForkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run2, err := rt.Await(ctx, res2.Run.ID)
+	if err != nil || run2.Outcome == nil || run2.Outcome.Answer != "answer of two" {
+		t.Errorf("fork of the fork: %+v %v", run2, err)
+	}
+	again, err := rt.Fork(ctx, src.ID, at, hitch.ForkOptions{ID: "fork-model"})
+	if err != nil || again.Created || again.SameInput {
+		t.Errorf("the same id without the model: %+v %v", again, err)
+	}
+	if _, err := rt.Fork(ctx, src.ID, at, hitch.ForkOptions{Model: "scripted/nobody"}); !errors.Is(err, hitch.ErrBadFork) || !strings.Contains(err.Error(), "scripted/nobody") {
+		t.Errorf("fork with an unknown model: %v, want ErrBadFork naming it", err)
 	}
 }
 

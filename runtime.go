@@ -238,6 +238,7 @@ func Open(cfg Config) (*Runtime, error) {
 		Retention: retention.Config{Store: cfg.Store, Retention: cfg.Retention, Batch: cfg.PruneBatch, Every: cfg.PruneEvery,
 			MaxBatches: MaxPruneBatches},
 		Engine: engine.Config{Store: cfg.Store, Owner: cfg.Node,
+			Models:   func(name string) (model.Model, bool) { return modelNamed(cfg.Agents, name) },
 			LeaseTTL: cfg.LeaseTTL, RenewEvery: cfg.LeaseTTL / 3, CancelPoll: cfg.CancelPoll,
 			ForceSettleGrace: cfg.ForceSettleGrace, AwaitPoll: 50 * time.Millisecond, MaxRunners: cfg.MaxRunners,
 			ClaimBatch: cfg.ClaimBatch, ClaimCooldown: DefaultClaimCooldown,

@@ -67,6 +67,10 @@ type RunStarted struct {
 	// copied from: its journal holds that run's entries 2 to Pos after
 	// this one.
 	ForkedFrom *ForkedFrom `json:"forked_from,omitempty"`
+	// Model, for a fork told to go on with another model, names that
+	// model (its Name): it answers the run's turns in place of its
+	// agent's.
+	Model string `json:"model,omitempty"`
 }
 
 // ForkedFrom names where a fork's history came from.

@@ -19,4 +19,7 @@ type Run struct {
 	UpdatedAt time.Time
 	// Title is the head of the run's input, kept to find it by.
 	Title string
+	// ForkedFrom, for a fork (or a replay), names the run and position
+	// its history was copied from; nil for any other run.
+	ForkedFrom *ForkedFrom
 }

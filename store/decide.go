@@ -39,6 +39,7 @@ func CheckCreate(p *RunCreateParams) error {
 		CheckName("agent", p.Agent, false),
 		CheckName("input hash", p.InputHash, false),
 		CheckTenant("tenant", p.Tenant, false),
+		CheckForked(p.ForkedFrom),
 	); err != nil {
 		return err
 	}

@@ -397,6 +397,9 @@ type Run struct {
 	// Title is the text the run is found by: the first MaxTitleRunes
 	// characters of its input.
 	Title string
+	// ForkedFrom, for a fork, names the run and position its history was
+	// copied from (as its run.started does); nil for any other run.
+	ForkedFrom *hitchtype.ForkedFrom
 }
 
 // Appended is a run as an append left it: only what the appending runner
@@ -455,6 +458,9 @@ type RunCreateParams struct {
 	// creates a run to drive it at once spares the claim's write. A run
 	// that already exists is returned as it is, leased or not.
 	Lease *CreateLease
+	// ForkedFrom, for a fork, is kept with the run: the run and position
+	// its history was copied from.
+	ForkedFrom *hitchtype.ForkedFrom
 }
 
 // CreateLease is the lease a RunCreate takes on the run it creates.

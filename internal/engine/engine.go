@@ -92,6 +92,9 @@ type Config struct {
 	Owner string
 	// Agents finds the definition a stored run continues under.
 	Agents func(name string, version int) (*Agent, bool)
+	// Models finds, by its name, the model a fork goes on with in place
+	// of its agent's (RunStarted.Model). Nil knows none.
+	Models func(name string) (model.Model, bool)
 	// LeaseTTL and RenewEvery set the lease's length and renewal period.
 	LeaseTTL   time.Duration
 	RenewEvery time.Duration

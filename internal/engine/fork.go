@@ -30,6 +30,9 @@ type ForkParams struct {
 	// Instructions, when set, replace the caller's layer of instructions
 	// from At on.
 	Instructions string
+	// Model, when set, names the model (see Config.Models) that answers
+	// the fork's turns from At on in place of its agent's.
+	Model string
 	// Reply, when set, replaces the model reply at At (which must be one).
 	Reply *model.Reply
 	// Message, when set, is a user message joined at At.
@@ -74,6 +77,12 @@ func (e *Engine) Fork(ctx context.Context, a *Agent, p ForkParams) (StartResult,
 	if p.Instructions != "" {
 		started.Instructions = p.Instructions
 	}
+	if p.Model != "" {
+		if _, err := e.withModel(a, p.Model); err != nil {
+			return StartResult{}, fmt.Errorf("%w: %w", ErrBadFork, err)
+		}
+		started.Model = p.Model
+	}
 	// A fork works no session's submission: it keeps the transcript it
 	// started from, and leaves the session alone.
 	started.Session, started.SessionMessage, started.SessionPos = "", "", 0
@@ -106,20 +115,44 @@ func (e *Engine) Fork(ctx context.Context, a *Agent, p ForkParams) (StartResult,
 		At                            int64
 		Reply                         *model.Reply
 		Replay, RunReplayable         bool
-	}{src.ID, p.Instructions, p.Message, p.At, p.Reply, p.Replay, p.RunReplayable})
+		Model                         string `json:",omitempty"`
+	}{src.ID, p.Instructions, p.Message, p.At, p.Reply, p.Replay, p.RunReplayable, p.Model})
 	if err != nil {
 		return StartResult{}, fmt.Errorf("encode fork options: %w", err)
 	}
 	hash := InputHash(a.Name, a.Version, "fork\x00"+string(opts))
 	run, created, err := e.cfg.Store.RunCreate(ctx, store.RunCreateParams{
 		ID: p.ID, Tenant: src.Tenant, Agent: a.Name, Version: a.Version, InputHash: hash, Budget: a.Budget,
-		Entries: in, Title: titleOf(first),
+		Entries: in, Title: titleOf(first), ForkedFrom: started.ForkedFrom,
 	})
 	if err != nil {
 		return StartResult{}, fmt.Errorf("create run: %w", err)
 	}
 	return e.started(ctx, StartResult{Run: run, Created: created, SameInput: run.InputHash == hash}, len(in), p.Detached), nil
 }
+
+// withModel returns a, or for a run told to go on with another model (see
+// RunStarted.Model) a copy of a answering with that model.
+func (e *Engine) withModel(a *Agent, name string) (*Agent, error) {
+	if name == "" || name == a.Model.Name() {
+		return a, nil
+	}
+	var m model.Model
+	ok := false
+	if e.cfg.Models != nil {
+		m, ok = e.cfg.Models(name)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: no model named %q", ErrUnknownModel, name)
+	}
+	cp := *a
+	cp.Model = m
+	return &cp, nil
+}
+
+// ErrUnknownModel refuses a fork, or stops a run, told to go on with a
+// model this engine does not know.
+var ErrUnknownModel = errors.New("unknown model")
 
 // readUpTo reads a journal's entries 1 to at.
 func readUpTo(ctx context.Context, s store.Store, runID string, at int64) ([]store.Entry, error) {

@@ -149,6 +149,9 @@ func (r *runner) run(prepare func(*runner) error) error {
 	if !ok {
 		return fmt.Errorf("%w: %s version %d", ErrUnknownAgent, st.started.Agent, st.started.Version)
 	}
+	if agent, err = r.e.withModel(agent, st.started.Model); err != nil {
+		return err
+	}
 	r.agent = agent
 	if err := r.loadRecording(); err != nil {
 		return err

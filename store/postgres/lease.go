@@ -44,7 +44,7 @@ UPDATE hitch_runs AS r SET ` + leaseSet + `
 FROM due WHERE r.seq = due.seq
 RETURNING r.seq, r.id, r.root_id, r.parent_id, r.depth, r.agent, r.version, r.input_hash, r.status, r.position,
 	r.lease_owner, r.lease_token, r.lease_expires, r.wake_at, r.cancel_requested, r.outcome, r.created_at, r.updated_at, r.tenant, r.title,
-	r.cancel_by, r.cancel_reason`
+	r.cancel_by, r.cancel_reason, r.forked_from`
 
 // claimOneSQL claims one run by id when it is not terminal and holds no
 // live lease.

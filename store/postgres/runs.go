@@ -18,7 +18,7 @@ import (
 // runCols are a run's columns, in the order scanRun reads them.
 const runCols = `seq, id, root_id, parent_id, depth, agent, version, input_hash, status, position,
 	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant, title,
-	cancel_by, cancel_reason`
+	cancel_by, cancel_reason, forked_from`
 
 // row is a runs row: the run plus its internal key.
 type row struct {
@@ -33,13 +33,17 @@ func scanRun(sc pgx.Row, extra ...any) (row, error) {
 		status               string
 		leaseExpires, wakeAt *time.Time
 		outcome              *string
+		forked               string
 	)
 	err := sc.Scan(append([]any{&r.seq, &r.run.ID, &r.run.RootID, &r.run.ParentID, &r.run.Depth, &r.run.Agent,
 		&r.run.Version, &r.run.InputHash, &status, &r.run.Position, &r.run.LeaseOwner,
 		&r.run.LeaseToken, &leaseExpires, &wakeAt, &r.run.CancelRequested, &outcome, &r.run.CreatedAt, &r.run.UpdatedAt,
-		&r.run.Tenant, &r.run.Title, &r.run.CancelBy, &r.run.CancelReason},
+		&r.run.Tenant, &r.run.Title, &r.run.CancelBy, &r.run.CancelReason, &forked},
 		extra...)...)
 	if err != nil {
+		return row{}, err
+	}
+	if r.run.ForkedFrom, err = store.ParseForked(r.run.ID, forked); err != nil {
 		return row{}, err
 	}
 	r.run.Status = hitchtype.Status(status)
@@ -82,11 +86,11 @@ func entryArrays(es []store.EntryInput) (kinds, data []string) {
 const createSQL = `
 WITH r AS (
 	INSERT INTO hitch_runs (id, root_id, parent_id, depth, agent, version, input_hash, status, position,
-		created_at, updated_at, tenant, title, lease_owner, lease_token, lease_expires)
+		created_at, updated_at, tenant, title, lease_owner, lease_token, lease_expires, forked_from)
 	VALUES ($2, $3, $4, $5, $6, $7, $8, CASE WHEN $19::text = '' THEN 'queued' ELSE 'running' END,
 		cardinality($9::text[]), ` + nowSQL + `, ` + nowSQL + `, $17, $18, $19::text,
 		CASE WHEN $19::text = '' THEN 0 ELSE 1 END,
-		CASE WHEN $19::text <> '' THEN ` + nowSQL + ` + $20::bigint * interval '1 microsecond' END)
+		CASE WHEN $19::text <> '' THEN ` + nowSQL + ` + $20::bigint * interval '1 microsecond' END, $21)
 	ON CONFLICT (id) DO NOTHING
 	RETURNING ` + runCols + `
 ), j AS (
@@ -151,7 +155,7 @@ func createRun(ctx context.Context, q querier, clock any, p store.RunCreateParam
 	}
 	return scanRun(q.QueryRow(ctx, createSQL, clock, p.ID, p.RootID, p.ParentID, p.Depth, p.Agent,
 		p.Version, p.InputHash, kinds, data, withBudget, b.Tokens, b.MicroUSD, b.ModelCalls, b.ToolCalls, b.WallMS, tenant, store.Title(p.Title),
-		owner, ttl))
+		owner, ttl, store.ForkedText(p.ForkedFrom)))
 }
 
 // tenantOf is the tenant a new run gets (see store.ResolveTenant): its

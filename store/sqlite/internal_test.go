@@ -196,7 +196,7 @@ func TestGroupCommitIsolation(t *testing.T) {
 	waitQueued(s, 3)
 	do("write then fail", func() error {
 		return s.write(ctx, func(tx *wtx) error {
-			if _, err := tx.insertRun.Exec("ghost", "ghost", "", 0, "a", 0, "", 0, 1, 1, "default", "", "", 0); err != nil {
+			if _, err := tx.insertRun.Exec("ghost", "ghost", "", 0, "a", 0, "", 0, 1, 1, "default", "", "", 0, ""); err != nil {
 				return err
 			}
 			return errors.New("changed my mind")
@@ -207,7 +207,7 @@ func TestGroupCommitIsolation(t *testing.T) {
 	waitQueued(s, 5)
 	do("fenced write then fail", func() error {
 		return s.writeFenced(ctx, func(tx *wtx) error {
-			if _, err := tx.insertRun.Exec("ghost2", "ghost2", "", 0, "a", 0, "", 0, 1, 1, "default", "", "", 0); err != nil {
+			if _, err := tx.insertRun.Exec("ghost2", "ghost2", "", 0, "a", 0, "", 0, 1, 1, "default", "", "", 0, ""); err != nil {
 				return err
 			}
 			return errors.New("broke after writing")

@@ -30,7 +30,7 @@ const (
 
 const runColumns = `seq, id, root_id, parent_id, depth, agent, version, input_hash, status, position,
 	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant, title,
-	cancel_by, cancel_reason`
+	cancel_by, cancel_reason, forked_from`
 
 // row is a runs row: the run plus its internal key.
 type row struct {
@@ -47,12 +47,16 @@ func scanRun(sc scanner) (row, error) {
 		leaseExpires, wakeAt, created, upd int64
 		cancel                             int64
 		outcome                            sql.NullString
+		forked                             string
 	)
 	err := sc.Scan(&r.seq, &r.run.ID, &r.run.RootID, &r.run.ParentID, &r.run.Depth, &r.run.Agent,
 		&r.run.Version, &r.run.InputHash, &status, &r.run.Position, &r.run.LeaseOwner,
 		&r.run.LeaseToken, &leaseExpires, &wakeAt, &cancel, &outcome, &created, &upd, &r.run.Tenant, &r.run.Title,
-		&r.run.CancelBy, &r.run.CancelReason)
+		&r.run.CancelBy, &r.run.CancelReason, &forked)
 	if err != nil {
+		return row{}, err
+	}
+	if r.run.ForkedFrom, err = store.ParseForked(r.run.ID, forked); err != nil {
 		return row{}, err
 	}
 	r.run.Status = hitchtype.Status(status)
@@ -119,7 +123,7 @@ func (tx *wtx) insertNew(p store.RunCreateParams, tenant string) (row, error) {
 		owner, expires = p.Lease.Owner, now+p.Lease.TTL.Microseconds()
 	}
 	r, err := scanRun(tx.insertRun.QueryRow(p.ID, p.RootID, p.ParentID, p.Depth, p.Agent, p.Version,
-		p.InputHash, len(p.Entries), now, now, tenant, store.Title(p.Title), owner, expires))
+		p.InputHash, len(p.Entries), now, now, tenant, store.Title(p.Title), owner, expires, store.ForkedText(p.ForkedFrom)))
 	if err != nil {
 		return row{}, err
 	}

@@ -320,9 +320,9 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 		{&w.budgetNew, `INSERT INTO budgets (root_seq, limits, used) VALUES (?, ?, '{}')`},
 		// ?13 is the lease's owner ('' for a queued run) and ?14 its expiry.
 		{&w.insertRun, `INSERT INTO runs (id, root_id, parent_id, depth, agent, version, input_hash,
-			status, position, created_at, updated_at, tenant, title, lease_owner, lease_token, lease_expires)
+			status, position, created_at, updated_at, tenant, title, lease_owner, lease_token, lease_expires, forked_from)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?13 = '' THEN 'queued' ELSE 'running' END, ?8, ?9, ?10, ?11, ?12,
-				?13, ?13 <> '', CASE WHEN ?13 = '' THEN 0 ELSE ?14 END) RETURNING ` + runColumns},
+				?13, ?13 <> '', CASE WHEN ?13 = '' THEN 0 ELSE ?14 END, ?15) RETURNING ` + runColumns},
 		// A changing append reads and returns what it uses, not the whole
 		// row: each column of a result costs the driver allocations.
 		{&w.appendRead, `SELECT seq, root_id, parent_id, status, position, lease_owner, lease_token,

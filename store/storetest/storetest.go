@@ -71,6 +71,7 @@ func run(t *testing.T, open opener) {
 		{"EntryBytes", testEntryBytes},
 		{"Notifier", testNotifier},
 		{"Batch", testBatch},
+		{"ForkedFrom", testForkedFrom},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

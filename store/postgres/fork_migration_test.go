@@ -1,0 +1,75 @@
+package postgres_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hitch-dev/hitch/hitchtype"
+)
+
+// TestForkedFromMigrationBackfills upgrades a schema written before runs
+// kept their fork's source: a fork made then gets its source from its
+// run.started, and any other run gets none.
+func TestForkedFromMigrationBackfills(t *testing.T) {
+	t.Parallel()
+	ctx, url, schema := t.Context(), testURL(t), newSchema(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	stmts := []string{
+		`CREATE SCHEMA ` + pgx.Identifier{schema}.Sanitize(),
+		`SET LOCAL search_path TO ` + pgx.Identifier{schema}.Sanitize(),
+		`CREATE TABLE hitch_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+	}
+	files, err := filepath.Glob("migrations/*.up.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files[:10] {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".up.sql")[4:]
+		stmts = append(stmts, string(body), fmt.Sprintf(`INSERT INTO hitch_migrations (version, name) VALUES (%d, '%s')`, i+1, name))
+	}
+	stmts = append(stmts,
+		`INSERT INTO hitch_runs (id, root_id, agent, version, input_hash, depth, status, position, created_at, updated_at)
+			VALUES ('src', 'src', 'a', 1, '', 0, 'queued', 1, now(), now()), ('fork', 'fork', 'a', 1, '', 0, 'queued', 1, now(), now()),
+			('odd', 'odd', 'a', 1, '', 0, 'queued', 1, now(), now())`,
+		`INSERT INTO hitch_journal (run_seq, pos, kind, at, data) SELECT seq, 1, 'run.started', now(),
+			CASE id WHEN 'fork' THEN '{"input":"x", "forked_from": {"run":"src","pos":1,"replay":true}}'::json
+				WHEN 'odd' THEN '{"input":"x","forked_from":null}'::json ELSE '{"input":"x"}'::json END FROM hitch_runs`)
+	for _, q := range stmts {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openIn(t, schema)
+	defer s.Close()
+	for id, want := range map[string]*hitchtype.ForkedFrom{"src": nil, "odd": nil, "fork": {Run: "src", Pos: 1, Replay: true}} {
+		run, err := s.RunGet(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (want == nil) != (run.ForkedFrom == nil) || want != nil && *want != *run.ForkedFrom {
+			t.Errorf("%s: forked from %+v, want %+v", id, run.ForkedFrom, want)
+		}
+	}
+}

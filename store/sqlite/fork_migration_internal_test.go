@@ -1,0 +1,50 @@
+package sqlite
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/hitch-dev/hitch/hitchtype"
+)
+
+// TestForkedFromMigrationBackfills upgrades a file written before runs kept
+// their fork's source: a fork made then gets its source from its
+// run.started, and any other run gets none.
+func TestForkedFromMigrationBackfills(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "old.db")
+	names, err := migrationFS.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []string
+	for _, n := range names[:10] {
+		body, err := migrationFS.ReadFile("migrations/" + n.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = append(stmts, string(body))
+	}
+	stmts = append(stmts,
+		`INSERT INTO runs (id, root_id, agent, version, input_hash, depth, status, position, created_at, updated_at)
+			VALUES ('src', 'src', 'a', 1, '', 0, 'queued', 1, 1000, 1000), ('fork', 'fork', 'a', 1, '', 0, 'queued', 1, 1000, 1000),
+			('odd', 'odd', 'a', 1, '', 0, 'queued', 1, 1000, 1000)`,
+		`INSERT INTO journal (run_seq, pos, kind, at, data) VALUES
+			(1, 1, 'run.started', 1000, '{"input":"x"}'),
+			(2, 1, 'run.started', 1000, '{"input":"x","forked_from":{"run":"src","pos":1,"replay":true}}'),
+			(3, 1, 'run.started', 1000, '{"input":"x","forked_from":null}')`,
+		"PRAGMA user_version = 10", fmt.Sprintf("PRAGMA application_id = %d", applicationID))
+	rawExec(t, path, stmts...)
+
+	s := openT(t, path)
+	for id, want := range map[string]*hitchtype.ForkedFrom{"src": nil, "odd": nil, "fork": {Run: "src", Pos: 1, Replay: true}} {
+		run, err := s.RunGet(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (want == nil) != (run.ForkedFrom == nil) || want != nil && *want != *run.ForkedFrom {
+			t.Errorf("%s: forked from %+v, want %+v", id, run.ForkedFrom, want)
+		}
+	}
+}
