@@ -15,6 +15,10 @@ import (
 // a position that holds no model reply.
 var ErrBadFork = engine.ErrBadFork
 
+// ErrUnknownModel refuses a fork told to go on with a model the runtime
+// does not know (ForkOptions.Model); it comes with ErrBadFork.
+var ErrUnknownModel = engine.ErrUnknownModel
+
 // ForkOptions adjust Fork. The zero value forks the run as it was, on the
 // agent version it ran.
 type ForkOptions struct {

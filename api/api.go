@@ -41,6 +41,15 @@ type Run struct {
 	Title     string    `json:"title,omitempty" doc:"The head of the run's input (200 characters), which the text filter searches."`
 	// Waiting says what a waiting run waits for.
 	Waiting *Waiting `json:"waiting,omitempty" doc:"For a waiting run (in lists and GET /v1/runs/{id}): what it waits for."`
+	// ForkedFrom names a fork's source.
+	ForkedFrom *ForkedFrom `json:"forked_from,omitempty" doc:"For a fork (or a replay): the run and journal position its history was copied from."`
+}
+
+// ForkedFrom is where a fork's history came from.
+type ForkedFrom struct {
+	Run    string `json:"run" doc:"The run forked."`
+	Pos    int64  `json:"pos" doc:"The last position of its journal the fork kept."`
+	Replay bool   `json:"replay,omitempty" doc:"The fork is a replay: its tool calls are answered from the run's recorded results."`
 }
 
 // Waiting is what a waiting run waits for, as it parked.
@@ -95,6 +104,7 @@ type ForkRun struct {
 	ID           string `json:"id,omitempty" maxLength:"128" pattern:"^[A-Za-z0-9._:-]+$" doc:"A caller-chosen id for the fork; the same id again creates nothing."`
 	Version      int    `json:"version,omitempty" minimum:"0" doc:"Another version of the run's agent to go on with (another model, tools or instructions); 0 keeps the run's."`
 	Instructions string `json:"instructions,omitempty" doc:"The caller's layer of instructions from the fork on, in place of the run's."`
+	Model        string `json:"model,omitempty" maxLength:"128" doc:"A model (by its name, as provider/model) that answers the fork's turns from the fork on, in place of the agent's: the model of any agent the server drives."`
 	Reply        string `json:"reply,omitempty" doc:"The model reply at position at (which must hold one), rewritten as this final text."`
 	Message      string `json:"message,omitempty" doc:"A user message the model sees after the history."`
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"strings"
@@ -250,7 +251,7 @@ func (s *Server) forkRun(ctx context.Context, in *struct {
 		return nil, api.NewProblem(api.TypeUnavailable, "the server is stopping: fork the run on another node")
 	}
 	b := in.Body
-	o := hitch.ForkOptions{ID: b.ID, Version: b.Version, Instructions: b.Instructions, Message: b.Message}
+	o := hitch.ForkOptions{ID: b.ID, Version: b.Version, Instructions: b.Instructions, Model: b.Model, Message: b.Message}
 	if b.ID != "" && hitch.CheckRunID(b.ID) != nil {
 		return nil, invalid("body.id", "want 1 to %d letters, digits and . _ : -", hitch.MaxRunIDBytes)
 	}
@@ -258,6 +259,9 @@ func (s *Server) forkRun(ctx context.Context, in *struct {
 		o.Reply = &model.Reply{Text: b.Reply}
 	}
 	res, err := s.scope(ctx).Fork(ctx, in.ID, b.At, o)
+	if errors.Is(err, hitch.ErrUnknownModel) {
+		return nil, invalid("body.model", "%s: no agent of this server answers with a model of that name (or two different ones do)", hitch.ErrUnknownModel)
+	}
 	if err != nil {
 		return nil, s.fail("fork", err)
 	}
@@ -344,6 +348,9 @@ func (s *Server) readJournal(ctx context.Context, in *struct {
 func wireRun(r hitch.Run) api.Run {
 	out := api.Run{ID: r.ID, Tenant: r.Tenant, RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
 		Status: string(r.Status), Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Title: r.Title}
+	if f := r.ForkedFrom; f != nil {
+		out.ForkedFrom = &api.ForkedFrom{Run: f.Run, Pos: f.Pos, Replay: f.Replay}
+	}
 	if o := r.Outcome; o != nil {
 		out.Outcome = &api.Outcome{Status: string(o.Status), Answer: o.Answer, Raw: o.Raw, Reason: o.Reason, Error: o.Error,
 			Uncertain: o.Uncertain, CancelledBy: o.CancelledBy, CancelReason: o.CancelReason, Turns: o.Turns, Attempts: o.Attempts, CostUSD: o.CostUSD,

@@ -171,6 +171,17 @@ func TestConsoleOnCall(t *testing.T) {
 		if forkID == id || len(es) == 0 || json.Unmarshal(es[0].Data, &started) != nil || started.ForkedFrom.Run != id || started.ForkedFrom.Pos != 1 {
 			t.Fatalf("the fork %s: %+v", forkID, es)
 		}
+		// The fork's record names its source, and its page links to the
+		// source at the fork's position.
+		if r := await(t, base, forkID); r.ForkedFrom == nil || r.ForkedFrom.Run != id || r.ForkedFrom.Pos != 1 {
+			t.Errorf("the fork's record: forked from %+v, want %s at 1", r.ForkedFrom, id)
+		}
+		if f := text(t, ctx, "dd.forked-from"); !strings.Contains(f, id) || !strings.Contains(f, "#1") {
+			t.Errorf("the fork's page says it came from %q", f)
+		}
+		if href := get(t, ctx, "source link", chromedp.Evaluate[string](`document.querySelector("dd.forked-from a").getAttribute("href")`)); href != "/runs/"+id+"#e1" {
+			t.Errorf("the source link goes to %q, want /runs/%s#e1", href, id)
+		}
 		shot(t, ctx, "run-forked")
 	})
 

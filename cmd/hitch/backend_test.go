@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -154,6 +155,15 @@ func TestEveryCommandBothWays(t *testing.T) {
 		{cmd: "runs fork", args: fixed("runs", "fork", "r1", "--at", "999"), local: true, code: exitUsage},
 		{cmd: "runs fork", args: fixed("runs", "fork", "r1"), local: true, code: exitUsage},
 		{cmd: "runs fork", args: fixed("runs", "fork", "nope", "--at", "1"), local: true, code: exitNotFound},
+		{cmd: "runs fork", args: fixed("--json", "runs", "fork", "r1", "--at", "1", "--id", "f2", "--model", "scripted/quick"), local: true,
+			after: forkedFrom("r1", 1)},
+		{cmd: "runs fork", args: fixed("runs", "fork", "r1", "--at", "1", "--model", "scripted/nobody"), local: true, code: exitUsage},
+		{cmd: "runs show", args: fixed("--json", "runs", "show", "f2"), local: true, after: forkedFrom("r1", 1)},
+		{cmd: "runs show", args: fixed("runs", "show", "f2"), local: true, after: func(t *testing.T, w *world, out string) {
+			if !strings.Contains(out, "forked   from r1 at 1") {
+				t.Errorf("%s: runs show f2 does not say where it was forked from:\n%s", w.name, out)
+			}
+		}},
 		{cmd: "cancel", args: fixed("cancel", "r1"), local: true},
 		{cmd: "cancel", args: fixed("cancel", "nope"), local: true, code: exitNotFound},
 		{cmd: "reconcile", args: fixed("reconcile", "r1", "t1c1", "--unconfirmed"), local: true, code: exitNotFound},
@@ -307,6 +317,16 @@ func hooksInOrder(t *testing.T, w *world, out string) {
 	}
 	if want := []string{"audit", "first", "last"}; !slices.Equal(names, want) {
 		t.Errorf("%s: hooks %v, want %v in\n%s", w.name, names, want, out)
+	}
+}
+
+// forkedFrom checks that the run printed last names its source.
+func forkedFrom(run string, pos int64) func(*testing.T, *world, string) {
+	return func(t *testing.T, w *world, out string) {
+		want := fmt.Sprintf(`"forked_from":{"run":%q,"pos":%d}`, run, pos)
+		if !strings.Contains(out, want) {
+			t.Errorf("%s: no %s in\n%s", w.name, want, out)
+		}
 	}
 }
 

@@ -23,7 +23,8 @@ func newRunsFork(g *globals) *cobra.Command {
 		Long: "Create a new run whose history is RUN's journal up to position POS (runs events numbers them; 1 keeps only\n" +
 			"the start), and follow it. Results recorded before POS are never run again; a call started and not settled\n" +
 			"at POS is an uncertain effect in the fork, as after a crash. From POS on the fork may use another version of\n" +
-			"the agent (--version), other instructions, a rewritten model reply at POS (--reply), or an extra message.\n" +
+			"the agent (--version), another model (--model), other instructions, a rewritten model reply at POS (--reply),\n" +
+			"or an extra message.\n" +
 			"The fork is a run of its own: its own id, family and budget. It works on the workspace as it is now.",
 		Args: args(1, "one RUN id"),
 		PreRunE: func(cmd *cobra.Command, a []string) error {
@@ -76,6 +77,7 @@ func newRunsFork(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.ID, "id", "", "the fork's run id; forking again with it creates nothing")
 	cmd.Flags().IntVar(&o.Version, "version", 0, "go on with this version of the run's agent (default: the run's own)")
 	cmd.Flags().StringVar(&o.Instructions, "instructions", "", "instructions for the fork from POS on, in place of the run's")
+	cmd.Flags().StringVar(&o.Model, "model", "", "go on from POS with this model (provider/model, the model of any agent of the config) in place of the agent's")
 	cmd.Flags().StringVar(&reply, "reply", "", "rewrite the model reply at POS (it must be one) as this final text")
 	cmd.Flags().StringVar(&o.Message, "message", "", "a user message the model sees after the history")
 	cmd.Flags().BoolVar(&o.Detached, "detach", false, "queue the fork for a worker and return at once")

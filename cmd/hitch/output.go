@@ -328,19 +328,44 @@ type runView struct {
 	Version  int              `json:"version"`
 	Status   hitchtype.Status `json:"status"`
 	Position int64            `json:"position"`
-	Outcome  *hitch.Outcome   `json:"outcome,omitempty"`
-	Created  string           `json:"created_at"`
-	Updated  string           `json:"updated_at"`
+	// ForkedFrom names a fork's source.
+	ForkedFrom *forkedView    `json:"forked_from,omitempty"`
+	Outcome    *hitch.Outcome `json:"outcome,omitempty"`
+	Created    string         `json:"created_at"`
+	Updated    string         `json:"updated_at"`
 	// For the run a start followed: whether the start created it, and
 	// when it did not, whether the existing run had the same input.
 	StartCreated *bool `json:"created,omitempty"`
 	SameInput    *bool `json:"same_input,omitempty"`
 }
 
+// forkedView is the JSON of a fork's source.
+type forkedView struct {
+	Run    string `json:"run"`
+	Pos    int64  `json:"pos"`
+	Replay bool   `json:"replay,omitempty"`
+}
+
 func runJSON(run hitch.Run) runView {
-	return runView{ID: run.ID, RootID: run.RootID, ParentID: run.ParentID, Tenant: run.Tenant, Agent: run.Agent, Version: run.Version,
+	v := runView{ID: run.ID, RootID: run.RootID, ParentID: run.ParentID, Tenant: run.Tenant, Agent: run.Agent, Version: run.Version,
 		Status: run.Status, Position: run.Position, Outcome: run.Outcome,
 		Created: run.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), Updated: run.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
+	if f := run.ForkedFrom; f != nil {
+		v.ForkedFrom = &forkedView{Run: f.Run, Pos: f.Pos, Replay: f.Replay}
+	}
+	return v
+}
+
+// forkedText says where a fork came from, for people; "" for a run that
+// is not one.
+func forkedText(f *hitchtype.ForkedFrom) string {
+	switch {
+	case f == nil:
+		return ""
+	case f.Replay:
+		return fmt.Sprintf("replay of %s", f.Run)
+	}
+	return fmt.Sprintf("%s at %d", f.Run, f.Pos)
 }
 
 func count(v *int64) string {

@@ -185,7 +185,7 @@ func (r *remoteBackend) await(ctx context.Context, id string) (hitch.Run, error)
 }
 
 func (r *remoteBackend) Fork(ctx context.Context, id string, at int64, o hitch.ForkOptions) (hitch.StartResult, error) {
-	in := api.ForkRun{At: at, ID: o.ID, Version: o.Version, Instructions: o.Instructions, Message: o.Message}
+	in := api.ForkRun{At: at, ID: o.ID, Version: o.Version, Instructions: o.Instructions, Model: o.Model, Message: o.Message}
 	if o.Reply != nil {
 		in.Reply = o.Reply.Text
 	}
@@ -519,7 +519,10 @@ func (r *remoteBackend) RemoveTrigger(context.Context, string) (bool, error) {
 // runOf turns the wire's run into the runtime's, for the printer.
 func runOf(r api.Run) hitch.Run {
 	out := hitch.Run{ID: r.ID, Tenant: r.Tenant, RootID: r.RootID, ParentID: r.ParentID, Agent: r.Agent, Version: r.Version,
-		Status: hitchtype.Status(r.Status), Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		Status: hitchtype.Status(r.Status), Position: r.Position, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Title: r.Title}
+	if f := r.ForkedFrom; f != nil {
+		out.ForkedFrom = &hitchtype.ForkedFrom{Run: f.Run, Pos: f.Pos, Replay: f.Replay}
+	}
 	if o := r.Outcome; o != nil {
 		out.Outcome = &hitch.Outcome{Status: hitchtype.Status(o.Status), Answer: o.Answer, Raw: o.Raw, Reason: o.Reason, Error: o.Error,
 			Uncertain: o.Uncertain, Turns: o.Turns, Attempts: o.Attempts, CostUSD: o.CostUSD, Usage: usageOf(o.Usage)}

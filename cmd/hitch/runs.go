@@ -72,9 +72,10 @@ func newRuns(g *globals) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTENANT\tAGENT\tSTATUS\tSTEPS\tUPDATED")
+			fmt.Fprintln(tw, "ID\tTENANT\tAGENT\tSTATUS\tSTEPS\tUPDATED\tFORKED FROM")
 			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s v%d\t%s\t%d\t%s\n", r.ID, r.Tenant, r.Agent, r.Version, r.Status, r.Position, r.UpdatedAt.Local().Format(time.DateTime))
+				fmt.Fprintf(tw, "%s\t%s\t%s v%d\t%s\t%d\t%s\t%s\n", r.ID, r.Tenant, r.Agent, r.Version, r.Status, r.Position,
+					r.UpdatedAt.Local().Format(time.DateTime), or(forkedText(r.ForkedFrom), "-"))
 			}
 			return tw.Flush()
 		}),
@@ -290,6 +291,9 @@ func (sh shown) print(g *globals) {
 	fmt.Fprintf(w, "run      %s\nagent    %s v%d\nstatus   %s\njournal  %d entries\ncreated  %s\nupdated  %s\n",
 		run.ID, run.Agent, run.Version, run.Status, run.Position,
 		run.CreatedAt.Local().Format(time.DateTime), run.UpdatedAt.Local().Format(time.DateTime))
+	if f := forkedText(run.ForkedFrom); f != "" {
+		fmt.Fprintf(w, "forked   from %s (hitch runs events %s)\n", f, run.ForkedFrom.Run)
+	}
 	if o := run.Outcome; o != nil {
 		if o.Answer != "" {
 			fmt.Fprintf(w, "answer   %s\n", o.Answer)
