@@ -107,7 +107,8 @@ func TestForkNeverRunsAnEffectRecordedBeforeIt(t *testing.T) {
 	a := build(t, hitch.Spec{Name: "mailer", Model: sendScript("send", "sent three"), Tools: []tool.Tool{sendTool(t, file)}})
 	rt, _ := setup(t, a)
 	src := runToRest(t, rt, a, "send three")
-	if src.Status != hitchtype.StatusCompleted || !slices.Equal(effects(t, file, 0), []string{"a", "b", "c"}) {
+	// b and c are one reply's calls, which run side by side: in any order.
+	if src.Status != hitchtype.StatusCompleted || !slices.Equal(slices.Sorted(slices.Values(effects(t, file, 0))), []string{"a", "b", "c"}) {
 		t.Fatalf("source: %s, effects %v", src.Status, effects(t, file, 0))
 	}
 	started := startedAt(t, rt, src.ID)
@@ -193,8 +194,8 @@ func secondReply(t *testing.T, es []store.Entry) int64 {
 
 // sameHistory checks what a fork at at keeps of its source: its entries 2
 // to at are the source's byte for byte, and its run.started (entry 1) is
-// the source's but for the fork's source, version and model, which the
-// fork sets.
+// the source's but for the fork's source, version and model, and its
+// instructions when want names new ones: what the fork sets.
 func sameHistory(t *testing.T, src, fork []store.Entry, at int64, want hitchtype.RunStarted) {
 	t.Helper()
 	if int64(len(fork)) < at {
@@ -216,9 +217,15 @@ func sameHistory(t *testing.T, src, fork []store.Entry, at int64, want hitchtype
 		s2.Version != want.Version || s2.Model != want.Model {
 		t.Errorf("fork's run.started: %s, want source %+v, version %d, model %q", fork[0].Data, *want.ForkedFrom, want.Version, want.Model)
 	}
+	if want.Instructions != "" {
+		if s2.Instructions != want.Instructions {
+			t.Errorf("fork's instructions %q, want %q", s2.Instructions, want.Instructions)
+		}
+		s2.Instructions = s1.Instructions
+	}
 	s2.ForkedFrom, s2.Version, s2.Model = s1.ForkedFrom, s1.Version, s1.Model
 	if a, b := mustJSON(t, s1), mustJSON(t, s2); a != b {
-		t.Errorf("run.started besides its source, version and model:\n fork %s\n  src %s", b, a)
+		t.Errorf("run.started besides what the fork sets:\n fork %s\n  src %s", b, a)
 	}
 }
 
@@ -288,7 +295,7 @@ func TestForkWithAnotherModelKeepsTheHistoryByteForByte(t *testing.T) {
 	fes := journal(t, rt, run.ID)
 	sameHistory(t, es, fes, at, hitchtype.RunStarted{ForkedFrom: &hitchtype.ForkedFrom{Run: src.ID, Pos: at}, Version: 1, Model: two.Name()})
 	// The second reply's calls were decided anew, and ran once each.
-	if got := effects(t, file, sent); !slices.Equal(got, []string{"b", "c"}) {
+	if got := effects(t, file, sent); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"b", "c"}) {
 		t.Errorf("the fork sent %v, want [b c]", got)
 	}
 
@@ -384,4 +391,47 @@ func TestForkEditsTheReplyOrAddsAMessage(t *testing.T) {
 	if len(effects(t, file, n)) != 0 {
 		t.Errorf("forks at the end sent %v", effects(t, file, n))
 	}
+}
+
+func TestForkWithOtherInstructionsFromThePositionOn(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "sent")
+	m := &recorder{Model: sendScript("send", "sent three")}
+	a := build(t, hitch.Spec{Name: "mailer", Model: m, Instructions: "You send mail.", Tools: []tool.Tool{sendTool(t, file)}})
+	rt, _ := setup(t, a)
+	src := runToRest(t, rt, a, "send three", hitch.WithInstructions("Be brief."))
+	es := journal(t, rt, src.ID)
+	m.mu.Lock()
+	before := len(m.reqs)
+	for _, r := range m.reqs {
+		if !strings.Contains(r.Instructions, "Be brief.") {
+			t.Errorf("the source's request without its instructions: %q", r.Instructions)
+		}
+	}
+	m.mu.Unlock()
+	// Just before the second reply: the fork asks the model again, with
+	// its own instructions, and every request after.
+	at := secondReply(t, es) - 1
+	ctx := context.Background()
+	res, err := rt.Fork(ctx, src.ID, at, hitch.ForkOptions{Instructions: "Be thorough."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := rt.Await(ctx, res.Run.ID)
+	if err != nil || run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("fork: %+v %v", run, err)
+	}
+	m.mu.Lock()
+	after := m.reqs[before:]
+	m.mu.Unlock()
+	if len(after) != 2 {
+		t.Fatalf("the fork sent %d model requests, want its two turns", len(after))
+	}
+	for _, r := range after {
+		if !strings.Contains(r.Instructions, "You send mail.") || !strings.Contains(r.Instructions, "Be thorough.") || strings.Contains(r.Instructions, "Be brief.") {
+			t.Errorf("a fork's request: instructions %q, want the agent's and the fork's, not the source's", r.Instructions)
+		}
+	}
+	sameHistory(t, es, journal(t, rt, run.ID), at, hitchtype.RunStarted{ForkedFrom: &hitchtype.ForkedFrom{Run: src.ID, Pos: at},
+		Version: 1, Instructions: "Be thorough."})
 }
