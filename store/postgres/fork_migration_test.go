@@ -15,8 +15,10 @@ import (
 // TestForkedFromMigrationBackfills upgrades a schema written before runs
 // kept their fork's source: a fork made then gets its source from its
 // run.started, and any other run gets none.
-func TestForkedFromMigrationBackfills(t *testing.T) {
-	t.Parallel()
+// oldSchema writes a schema as the first n migrations left it, then runs
+// stmts in it, and returns its name: a store written by an older build.
+func oldSchema(t *testing.T, n int, stmts ...string) string {
+	t.Helper()
 	ctx, url, schema := t.Context(), testURL(t), newSchema(t)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -28,31 +30,24 @@ func TestForkedFromMigrationBackfills(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	stmts := []string{
+	all := []string{
 		`CREATE SCHEMA ` + pgx.Identifier{schema}.Sanitize(),
 		`SET LOCAL search_path TO ` + pgx.Identifier{schema}.Sanitize(),
 		`CREATE TABLE hitch_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
 	}
 	files, err := filepath.Glob("migrations/*.up.sql")
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(files) < n {
+		t.Fatalf("%d migrations, want %d: %v", len(files), n, err)
 	}
-	for i, f := range files[:10] {
+	for i, f := range files[:n] {
 		body, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		name := strings.TrimSuffix(filepath.Base(f), ".up.sql")[4:]
-		stmts = append(stmts, string(body), fmt.Sprintf(`INSERT INTO hitch_migrations (version, name) VALUES (%d, '%s')`, i+1, name))
+		all = append(all, string(body), fmt.Sprintf(`INSERT INTO hitch_migrations (version, name) VALUES (%d, '%s')`, i+1, name))
 	}
-	stmts = append(stmts,
-		`INSERT INTO hitch_runs (id, root_id, agent, version, input_hash, depth, status, position, created_at, updated_at)
-			VALUES ('src', 'src', 'a', 1, '', 0, 'queued', 1, now(), now()), ('fork', 'fork', 'a', 1, '', 0, 'queued', 1, now(), now()),
-			('odd', 'odd', 'a', 1, '', 0, 'queued', 1, now(), now())`,
-		`INSERT INTO hitch_journal (run_seq, pos, kind, at, data) SELECT seq, 1, 'run.started', now(),
-			CASE id WHEN 'fork' THEN '{"input":"x", "forked_from": {"run":"src","pos":1,"replay":true}}'::json
-				WHEN 'odd' THEN '{"input":"x","forked_from":null}'::json ELSE '{"input":"x"}'::json END FROM hitch_runs`)
-	for _, q := range stmts {
+	for _, q := range append(all, stmts...) {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			t.Fatalf("%.60s: %v", q, err)
 		}
@@ -60,11 +55,25 @@ func TestForkedFromMigrationBackfills(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return schema
+}
 
+// TestForkedFromMigrationBackfills upgrades a schema written before runs
+// kept their fork's source: a fork made then gets its source from its
+// run.started, and any other run gets none.
+func TestForkedFromMigrationBackfills(t *testing.T) {
+	t.Parallel()
+	schema := oldSchema(t, 10,
+		`INSERT INTO hitch_runs (id, root_id, agent, version, input_hash, depth, status, position, created_at, updated_at)
+			VALUES ('src', 'src', 'a', 1, '', 0, 'queued', 1, now(), now()), ('fork', 'fork', 'a', 1, '', 0, 'queued', 1, now(), now()),
+			('odd', 'odd', 'a', 1, '', 0, 'queued', 1, now(), now())`,
+		`INSERT INTO hitch_journal (run_seq, pos, kind, at, data) SELECT seq, 1, 'run.started', now(),
+			CASE id WHEN 'fork' THEN '{"input":"x", "forked_from": {"run":"src","pos":1,"replay":true}}'::json
+				WHEN 'odd' THEN '{"input":"x","forked_from":null}'::json ELSE '{"input":"x"}'::json END FROM hitch_runs`)
 	s := openIn(t, schema)
 	defer s.Close()
 	for id, want := range map[string]*hitchtype.ForkedFrom{"src": nil, "odd": nil, "fork": {Run: "src", Pos: 1, Replay: true}} {
-		run, err := s.RunGet(ctx, id)
+		run, err := s.RunGet(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

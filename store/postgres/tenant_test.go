@@ -1,10 +1,7 @@
 package postgres_test
 
 import (
-	"os"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
@@ -15,42 +12,12 @@ import (
 // it.
 func TestTenantMigrationKeepsRows(t *testing.T) {
 	t.Parallel()
-	ctx, url, schema := t.Context(), testURL(t), newSchema(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	stmts := []string{
-		`CREATE SCHEMA ` + pgx.Identifier{schema}.Sanitize(),
-		`SET LOCAL search_path TO ` + pgx.Identifier{schema}.Sanitize(),
-		`CREATE TABLE hitch_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-	}
-	for i, name := range []string{"001_init", "002_sessions", "003_leaders"} {
-		body, err := os.ReadFile("migrations/" + name + ".up.sql")
-		if err != nil {
-			t.Fatal(err)
-		}
-		stmts = append(stmts, string(body), `INSERT INTO hitch_migrations (version, name) VALUES (`+string(rune('1'+i))+`, '`+name[4:]+`')`)
-	}
-	stmts = append(stmts,
+	ctx := t.Context()
+	schema := oldSchema(t, 3,
 		`INSERT INTO hitch_runs (id, root_id, agent, version, input_hash, depth, status, position, created_at, updated_at)
 			VALUES ('old', 'old', 'a', 1, '', 0, 'queued', 1, now(), now())`,
 		`INSERT INTO hitch_journal (run_seq, pos, kind, at, data) SELECT seq, 1, 'run.started', now(), '{"input":"Fix the build"}' FROM hitch_runs`,
 		`INSERT INTO hitch_sessions (id, agent, version, metadata, created_at, updated_at) VALUES ('s', 'a', 1, '{}', now(), now())`)
-	for _, q := range stmts {
-		if _, err := tx.Exec(ctx, q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
 
 	s := openIn(t, schema)
 	defer s.Close()

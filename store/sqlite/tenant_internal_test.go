@@ -1,8 +1,6 @@
 package sqlite
 
 import (
-	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/hitch-dev/hitch/hitchtype"
@@ -13,22 +11,11 @@ import (
 // runs and sessions belong to the default tenant and are listed under it.
 func TestTenantMigrationKeepsRows(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "old.db")
-	var stmts []string
-	for _, name := range []string{"0001_init.sql", "0002_budgets.sql", "0003_sessions.sql", "0004_leaders.sql"} {
-		body, err := migrationFS.ReadFile("migrations/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stmts = append(stmts, string(body))
-	}
-	stmts = append(stmts,
+	path := oldFile(t, 4,
 		`INSERT INTO runs (id, root_id, agent, version, input_hash, depth, status, position, created_at, updated_at)
 			VALUES ('old', 'old', 'a', 1, '', 0, 'queued', 1, 1000, 1000)`,
 		`INSERT INTO journal (run_seq, pos, kind, at, data) VALUES (1, 1, 'run.started', 1000, '{"input":"Fix the build"}')`,
-		`INSERT INTO sessions (id, agent, version, metadata, created_at, updated_at) VALUES ('s', 'a', 1, '{}', 1000, 1000)`,
-		"PRAGMA user_version = 4", fmt.Sprintf("PRAGMA application_id = %d", applicationID))
-	rawExec(t, path, stmts...)
+		`INSERT INTO sessions (id, agent, version, metadata, created_at, updated_at) VALUES ('s', 'a', 1, '{}', 1000, 1000)`)
 
 	s := openT(t, path)
 	ctx := t.Context()
