@@ -154,7 +154,7 @@ var Defaults = []Default{
 	{"sweeper: pause after a pass that claimed a full batch (other nodes claim meanwhile)", "DefaultClaimCooldown", "50ms", "fixed"},
 	{"leader election: leadership lasts / re-elected every / trusted until before its end", "Config.LeaderTTL (Runtime.Lead)", "15s / 5s / 3s", "10ms–10m; a third / a fifth of it"},
 	{"graceful stop: running tool bodies and model calls may finish for", "hitch worker --drain (Runtime.Close's ctx)", "30s", "any; a second signal cuts it short"},
-	{"sweeper: looks for due runs every (and at once when the store notifies: PostgreSQL LISTEN/NOTIFY)", "hitch worker --poll (Runtime.Sweep's interval)", "1s", "more than 0"},
+	{"sweeper: looks for due runs every (and at once when the store notifies: PostgreSQL LISTEN/NOTIFY, SQLite the writes of its own process)", "hitch worker --poll (Runtime.Sweep's interval)", "1s", "more than 0"},
 	{"sweeper: wait after store errors (doubling from the interval)", "DefaultSweepMaxBackoff", "30s", "fixed"},
 	{"hitch chaos: runs started", "hitch chaos --runs", "300", "1–100000"},
 	{"hitch chaos: faults injected (SIGKILL, SIGSTOP past a lease, connection cuts)", "hitch chaos --kills", "20", "0–10000"},

@@ -523,9 +523,10 @@ func (rt *Runtime) RecoverAll(ctx context.Context) (int, error) {
 // queued runs, runs whose process died or gave its lease back, waiting runs
 // whose wake came (approval deadlines, a parent's backstop) — and drives
 // them, up to the free runner slots. When the store is a store.Notifier
-// (PostgreSQL's LISTEN/NOTIFY), the sweeper also passes at once when
-// another node creates a run, gives a lease back, wakes a parent or asks
-// for a cancel; a notification that is lost delays that work by one
+// (PostgreSQL's LISTEN/NOTIFY; SQLite for the writes of this process), the
+// sweeper also passes at once when a node creates a run, gives a lease
+// back, wakes a parent or asks for a cancel; a notification that is lost,
+// or a write of another process on a SQLite file, delays that work by one
 // interval at most. A store error does not end it: it
 // backs off, doubling from the interval up to DefaultSweepMaxBackoff, and
 // reports the error to Config.OnEvent. It returns nil when stopped.

@@ -138,21 +138,13 @@ func TestSweeperBacksOffThroughStoreErrors(t *testing.T) {
 	}
 }
 
-// notifying is a store that can say work may be due, as store.Notifier.
-type notifying struct {
-	store.Store
-	wake chan struct{}
-}
-
-func (s *notifying) Wake() <-chan struct{} { return s.wake }
-
 // TestSweeperWakesOnNotification: a sweeper that would next pass in an hour
-// claims a new run as soon as the store says work may be due.
+// claims a new run as soon as the store says work may be due: the SQLite
+// store says so at the commit that created it.
 func TestSweeperWakesOnNotification(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sq, _ := openClock(t)
-	st := &notifying{Store: sq, wake: make(chan struct{}, 1)}
+	st, _ := openClock(t)
 	a := testAgent(scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "over"}}}))
 	e := testEngine(st, "node", a, time.Minute, 20*time.Second)
 	defer e.Close(ctx)
@@ -169,7 +161,6 @@ func TestSweeperWakesOnNotification(t *testing.T) {
 	if _, err := e.Start(ctx, a, StartParams{ID: "r1", Input: "hi", Detached: true}); err != nil {
 		t.Fatal(err)
 	}
-	st.wake <- struct{}{}
 	if _, err := s.testSignals.woken.wait(ctx); err != nil {
 		t.Fatal("the wake did not cut the wait short")
 	}

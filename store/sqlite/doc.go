@@ -9,6 +9,11 @@
 // caller is answered only after the commit is on disk. Reads use their own
 // connections and, in WAL mode, never wait for the writer.
 //
+// The store is a store.Notifier for the process that opened it: the
+// writer signals Wake after the commit of a write that may have made a run
+// claimable. Other processes on the file are not notified; their sweep
+// interval bounds how late they see such writes.
+//
 // Durability defaults to SyncFull (synchronous=FULL): an acknowledged write
 // survives a power loss. SyncNormal skips the sync at each commit and only
 // guards against a crash of the process.

@@ -129,6 +129,9 @@ func (tx *wtx) appendChanging(p store.JournalAppendParams) (store.Appended, erro
 	if p.Status.Terminal() {
 		return out, tx.endFamily(cur, now)
 	}
+	if owner == "" && (out.Status != hitchtype.StatusWaiting || (wake != 0 && wake <= now)) {
+		tx.mayBeDue() // released, and claimable now: a later wake is the sweep's
+	}
 	return out, nil
 }
 
@@ -152,8 +155,12 @@ func (tx *wtx) chargeFor(run store.Run, c store.BudgetCharge) error {
 // asked to cancel (a waiting child becomes due), and a waiting parent becomes
 // due so that it sees the end.
 func (tx *wtx) endFamily(run store.Run, now int64) error {
-	if _, err := tx.cancelChildren.Exec(now, run.ID); err != nil {
+	res, err := tx.cancelChildren.Exec(now, run.ID)
+	if err != nil {
 		return fmt.Errorf("cancel children: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 || run.ParentID != "" {
+		tx.mayBeDue()
 	}
 	if run.ParentID != "" {
 		if _, err := tx.wakeParent.Exec(now, run.ParentID); err != nil {

@@ -153,6 +153,7 @@ func (s *Store) LeaseRelease(ctx context.Context, p store.LeaseReleaseParams) (s
 		}
 		r, err = scanRun(tx.releaseLease.QueryRow(micros(tx.now), r.seq))
 		run = r.run
+		tx.mayBeDue()
 		return err
 	})
 	if err != nil {

@@ -136,6 +136,7 @@ func (tx *wtx) insertNew(p store.RunCreateParams, tenant string) (row, error) {
 			return row{}, fmt.Errorf("insert budget: %w", err)
 		}
 	}
+	tx.mayBeDue()
 	return r, nil
 }
 
@@ -438,6 +439,7 @@ func (s *Store) RunRequestCancel(ctx context.Context, p store.RunRequestCancelPa
 		}
 		r, err = scanRun(tx.cancel.QueryRow(wake, now, p.By, p.Reason, r.seq))
 		run = r.run
+		tx.mayBeDue()
 		return err
 	})
 	if err != nil {

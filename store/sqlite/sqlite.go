@@ -61,7 +61,8 @@ type Store struct {
 	senders sync.WaitGroup // callers between the closed check and the queue
 	closed  atomic.Bool
 	once    sync.Once
-	err     error // Close's answer
+	err     error    // Close's answer
+	notify  notifier // Wake's channel, signalled by the writer
 }
 
 // Open opens the store at path, creating the file when it does not exist and

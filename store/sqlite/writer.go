@@ -192,6 +192,7 @@ func (s *Store) commitOnce(reqs []*request) (retry []*request) {
 		answerAll(reqs, fmt.Errorf("begin write: %w", err))
 		return nil
 	}
+	s.stmts.due = false
 	alone := len(reqs) == 1
 	answers := make([]error, len(reqs))
 	for i, r := range reqs {
@@ -240,6 +241,9 @@ func (s *Store) commitOnce(reqs []*request) (retry []*request) {
 		answerAll(reqs, fmt.Errorf("commit: %w", err))
 		return nil
 	}
+	if s.stmts.due {
+		s.notify.signal()
+	}
 	for i, r := range reqs {
 		r.done <- answers[i]
 	}
@@ -263,7 +267,10 @@ func answerAll(reqs []*request, err error) {
 type writeStmts struct {
 	// args is insertEntries' argument buffer, reused: only the writer's
 	// goroutine runs statements.
-	args         []any
+	args []any
+	// due is set by a write of the transaction that may have made a run
+	// due (wtx.mayBeDue); the commit then signals Wake.
+	due          bool
 	runByID      *sql.Stmt
 	insertRun    *sql.Stmt
 	appendRead   *sql.Stmt

@@ -52,7 +52,8 @@ func testEntryBytes(t *testing.T, open opener) {
 
 // testNotifier checks the store.Notifier contract on a store that offers
 // it: one channel for every call, and a wake after a run is created,
-// released to wait for a time already past, and asked to cancel.
+// released to wait for a time already past, asked to cancel, ended while
+// its parent waits, and given back by its lease's holder.
 func testNotifier(t *testing.T, open opener) {
 	e := newEnv(t, open)
 	n, ok := e.s.(store.Notifier)
@@ -105,6 +106,25 @@ func testNotifier(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	woken("a cancel was requested")
+
+	// A child's end makes its waiting parent due.
+	e.create("parent")
+	e.wait("parent", time.Time{})
+	e.child("child", "parent")
+	cl := e.claim("child", "node", longTTL)
+	drain()
+	e.append(cl, store.JournalAppendParams{After: 1, Entries: entries("end", 1), Status: hitchtype.StatusCompleted,
+		Outcome: json.RawMessage(`{"why":"test"}`)})
+	woken("a child ended, its parent waiting")
+
+	// A lease given back leaves a claimable run.
+	e.create("given")
+	gl := e.claim("given", "node", longTTL)
+	drain()
+	if _, err := e.s.LeaseRelease(e.ctx, store.LeaseReleaseParams{RunID: "given", Owner: "node", Token: gl.Token}); err != nil {
+		t.Fatal(err)
+	}
+	woken("a lease was given back")
 }
 
 // testBatch checks what a write that fails part-way keeps: an append or a
