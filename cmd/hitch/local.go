@@ -43,14 +43,14 @@ func openLocal(ctx context.Context, g *globals, n need) (*localBackend, error) {
 	case n == needStore && g.db != "" && !g.configSet:
 		b.e, err = openStore(ctx, g)
 		if err == nil {
-			b.e.rt, err = hitch.Open(hitch.Config{Store: b.e.store})
+			b.e.rt, err = hitch.Open(hitch.Config{Store: b.e.store, FollowPoll: followPoll})
 			if err != nil {
 				b.e.close()
 			}
 		}
 	default:
 		b.e, err = openRuntimeConfig(ctx, g, runtimeOpts{create: n == needNew, readOnly: n == needStore || n == needConfig,
-			storeOptional: n == needConfig, onEvent: b.event})
+			storeOptional: n == needConfig, onEvent: b.event, set: func(c *hitch.Config) { c.FollowPoll = followPoll }})
 	}
 	if err != nil {
 		return nil, err
@@ -122,45 +122,14 @@ func (b *localBackend) Journal(ctx context.Context, id string, after int64, limi
 }
 
 // followPoll is how often a local follower reads a journal that another
-// process may be appending to.
+// process may be appending to (the runtime's Config.FollowPoll); commits of
+// this process reach it at once.
 const followPoll = 200 * time.Millisecond
 
+// Follow follows through the runtime's shared reader: woken by this
+// process's commits, and every followPoll for another process's.
 func (b *localBackend) Follow(ctx context.Context, id string, after int64) iter.Seq2[store.Entry, error] {
-	return func(yield func(store.Entry, error) bool) {
-		if _, err := b.e.rt.Get(ctx, id); err != nil {
-			yield(store.Entry{}, err)
-			return
-		}
-		for {
-			es, more, err := b.Journal(ctx, id, after, 0)
-			if err != nil {
-				yield(store.Entry{}, err)
-				return
-			}
-			for _, e := range es {
-				if !yield(e, nil) {
-					return
-				}
-				after = e.Pos
-			}
-			if more {
-				continue
-			}
-			run, err := b.e.rt.Get(ctx, id)
-			if err != nil {
-				yield(store.Entry{}, err)
-				return
-			}
-			if run.Status.Terminal() && run.Position == after {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(followPoll):
-			}
-		}
-	}
+	return b.e.rt.Follow(ctx, id, after)
 }
 
 // Settle drives the run here: its entries are printed by the runtime's
