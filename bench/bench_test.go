@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
@@ -131,5 +132,21 @@ func BenchmarkTracing(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*p.Runs*p.Steps)/total, "steps/s")
 		})
+	}
+}
+
+// TestWakeHere: with a sweep interval of an hour, runs started detached in
+// one process on SQLite reach their model only because the store wakes the
+// process's sweeper at the commit that created them.
+func TestWakeHere(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := RunWake(ctx, WakeParams{Samples: 3, Steps: 1, DB: filepath.Join(t.TempDir(), "w.db"), Sync: sqlite.SyncNormal,
+		Poll: time.Hour, Here: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Wake.Samples != 3 {
+		t.Fatalf("%d samples, want 3", res.Wake.Samples)
 	}
 }

@@ -19,8 +19,9 @@ import (
 
 // WakeParams describe a wake-latency measurement: this process starts
 // runs one at a time, detached, and a worker process of this binary on the
-// same store makes their model requests; each sample is the time from a
-// start to its run's first model request on the worker.
+// same store makes their model requests (or, with Here, this process's own
+// sweeper); each sample is the time from a start to its run's first model
+// request.
 type WakeParams struct {
 	// Samples is how many runs to start (1 to 10,000).
 	Samples int
@@ -33,6 +34,10 @@ type WakeParams struct {
 	Sync     sqlite.Sync
 	// Command starts the worker (see NodesParams.Command).
 	Command []string
+	// Here drives the runs with a sweeper in this process instead of a
+	// worker process: what a store's notification within one process
+	// saves.
+	Here bool
 	// Poll is the worker's sweep interval: the wake's safety net.
 	Poll time.Duration
 	// Timeout bounds one sample's wait for its first request.
@@ -50,6 +55,9 @@ func (r WakeResult) Line() string {
 	mode := "sqlite-" + strings.ToLower(r.Sync.String())
 	if r.Postgres != "" {
 		mode = "postgres"
+	}
+	if r.Here {
+		mode += "-one-process"
 	}
 	return fmt.Sprintf("RESULT peer=hitch mode=%s wake_samples=%d poll=%s wake_ms_p50=%.1f p99=%.1f max=%.1f",
 		mode, r.Wake.Samples, r.Poll, ms(r.Wake.P50), ms(r.Wake.P99), ms(r.Wake.Max))
@@ -70,6 +78,9 @@ func RunWake(ctx context.Context, p WakeParams) (WakeResult, error) {
 		return WakeResult{}, fmt.Errorf("bench: %d wake samples: want 1 to 10000", p.Samples)
 	}
 	p.Timeout = max(p.Timeout, 10*p.Poll, 10*time.Second)
+	if p.Here {
+		return runWakeHere(ctx, p)
+	}
 	agent, err := Agent(p.Steps, false)
 	if err != nil {
 		return WakeResult{}, err
@@ -112,6 +123,52 @@ func RunWake(ctx context.Context, p WakeParams) (WakeResult, error) {
 	}
 	if _, _, err := n.stop(); err != nil {
 		return WakeResult{}, err
+	}
+	return WakeResult{WakeParams: p, Wake: quantiles(waits)}, nil
+}
+
+// runWakeHere is RunWake with the runs driven by this process's sweeper.
+func runWakeHere(ctx context.Context, p WakeParams) (WakeResult, error) {
+	firsts := make(chan time.Time, 1)
+	agent, err := agent(p.Steps, false, func(m model.Model) model.Model {
+		return &firstModel{Model: m, seen: map[string]bool{}, out: func(_ string, at time.Time) { firsts <- at }}
+	})
+	if err != nil {
+		return WakeResult{}, err
+	}
+	st, _, cleanup, err := openShared(ctx, p.Postgres, p.DB, p.Sync)
+	if err != nil {
+		return WakeResult{}, err
+	}
+	defer cleanup()
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, Node: "here"})
+	if err != nil {
+		return WakeResult{}, err
+	}
+	defer rt.Close(context.Background())
+	sctx, stop := context.WithCancel(ctx)
+	swept := make(chan error, 1)
+	go func() { swept <- rt.Sweep(sctx, p.Poll) }()
+	defer func() { stop(); <-swept }()
+	var waits []time.Duration
+	for i := range wakeWarmup + p.Samples {
+		begin := time.Now()
+		if _, err := rt.Start(ctx, agent, fmt.Sprintf("add numbers #%d", i), hitch.WithID(fmt.Sprintf("wake-%d", i)), hitch.Detached()); err != nil {
+			return WakeResult{}, err
+		}
+		t := time.NewTimer(p.Timeout)
+		select {
+		case at := <-firsts:
+			t.Stop()
+			if i >= wakeWarmup {
+				waits = append(waits, at.Sub(begin))
+			}
+		case <-t.C:
+			return WakeResult{}, fmt.Errorf("bench: no model request for run %d within %s", i, p.Timeout)
+		case <-ctx.Done():
+			t.Stop()
+			return WakeResult{}, ctx.Err()
+		}
 	}
 	return WakeResult{WakeParams: p, Wake: quantiles(waits)}, nil
 }

@@ -17,6 +17,7 @@ import (
 
 func newBench(g *globals) *cobra.Command {
 	var runs, steps, maxRunners, nodes, parked, recoverN, wake, clients int
+	var wakeHere bool
 	var db, syncMode, tracing string
 	var latency, jitter, poll, lease time.Duration
 	var node bench.NodeParams
@@ -61,7 +62,7 @@ func newBench(g *globals) *cobra.Command {
 				return usageError{fmt.Errorf("--max-runners %d: want 1 to %d (0: as many as --runs)", maxRunners, hitch.MaxMaxRunners)}
 			}
 			if cmd.Flags().Changed("wake") {
-				return benchWake(cmd, g, wake, steps, db, s, poll)
+				return benchWake(cmd, g, wake, steps, db, s, poll, wakeHere)
 			}
 			if cmd.Flags().Changed("clients") {
 				return benchAPI(cmd, g, clients, runs, steps, db, s)
@@ -171,6 +172,7 @@ func newBench(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&node.Firsts, "node-firsts", false, "print when each run makes its first model request")
 	cmd.Flags().IntVar(&wake, "wake", 0, "measure wake latency: start N runs one at a time here and time each to its first model request\n"+
 		"on a worker process of this binary sharing the store ($"+databaseURLEnv+", else a SQLite file); --poll is the worker's (default 1s)")
+	cmd.Flags().BoolVar(&wakeHere, "wake-here", false, "with --wake: drive the runs with a sweeper in this process, not a worker process")
 	cmd.Flags().IntVar(&clients, "clients", 0, "measure the HTTP API: this many clients on loopback each start runs and follow their event\n"+
 		"streams to the end, --runs in all, on a SQLite store")
 	for _, f := range []string{"node-store", "node-schema", "node-name", "node-lease", "node-in-flight", "node-firsts"} {

@@ -16,7 +16,7 @@ import (
 
 // benchWake runs the wake-latency measurement (bench.RunWake) and prints
 // its line.
-func benchWake(cmd *cobra.Command, g *globals, samples, steps int, db string, s sqlite.Sync, poll time.Duration) error {
+func benchWake(cmd *cobra.Command, g *globals, samples, steps int, db string, s sqlite.Sync, poll time.Duration, here bool) error {
 	if samples < 1 || samples > 10000 {
 		return usageError{fmt.Errorf("--wake %d: want 1–10000", samples)}
 	}
@@ -38,7 +38,7 @@ func benchWake(cmd *cobra.Command, g *globals, samples, steps int, db string, s 
 		return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", db)}
 	}
 	res, err := bench.RunWake(cmd.Context(), bench.WakeParams{Samples: samples, Steps: steps, Postgres: os.Getenv(databaseURLEnv),
-		DB: db, Sync: s, Command: []string{exe, "bench"}, Poll: cmp.Or(poll, hitch.DefaultSweepInterval)})
+		DB: db, Sync: s, Command: []string{exe, "bench"}, Poll: cmp.Or(poll, hitch.DefaultSweepInterval), Here: here})
 	if err != nil {
 		return err
 	}
