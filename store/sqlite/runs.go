@@ -136,7 +136,9 @@ func (tx *wtx) insertNew(p store.RunCreateParams, tenant string) (row, error) {
 			return row{}, fmt.Errorf("insert budget: %w", err)
 		}
 	}
-	tx.mayBeDue()
+	if p.Lease == nil {
+		tx.mayBeDue() // a run born leased is its creator's to drive
+	}
 	return r, nil
 }
 
