@@ -166,11 +166,6 @@ func (s *Service) OnCommit(runID string, es []store.Entry) {
 	}()
 }
 
-func sessionOf(s store.Session) hitchtype.Session {
-	return hitchtype.Session{ID: s.ID, Tenant: s.Tenant, Agent: s.Agent, Version: s.Version, Metadata: s.Metadata,
-		ActiveRun: s.ActiveRun, Position: s.Position, Queued: s.Queued, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
-}
-
 // Open creates a session of agent, or returns the existing session with
 // o.ID; see hitch.Runtime.OpenSession. The agent is registered. stored,
 // when set by a tenant's view, is the id the session is stored under: o.ID
@@ -213,7 +208,7 @@ func (s *Service) Open(ctx context.Context, agent *engine.Agent, o hitchtype.Ses
 	if row.Agent != agent.Name || row.Version != agent.Version {
 		return hitchtype.Session{}, fmt.Errorf("open session %s: %w: it belongs to %s version %d", o.ID, ErrSessionAgent, row.Agent, row.Version)
 	}
-	return sessionOf(row), nil
+	return row, nil
 }
 
 // Get returns a session as it stands.
@@ -226,7 +221,7 @@ func (s *Service) Get(ctx context.Context, sessionID string) (hitchtype.Session,
 	if err != nil {
 		return hitchtype.Session{}, fmt.Errorf("get session: %w", err)
 	}
-	return sessionOf(row), nil
+	return row, nil
 }
 
 // Transcript returns a session and the transcript its next submission
@@ -244,7 +239,7 @@ func (s *Service) Transcript(ctx context.Context, sessionID string) (hitchtype.S
 	if err != nil {
 		return hitchtype.Session{}, nil, fmt.Errorf("session transcript of %s: %w", sessionID, err)
 	}
-	return sessionOf(row), msgs, nil
+	return row, msgs, nil
 }
 
 // List lists sessions by id, after the cursor p.After, at most p.Limit.
@@ -257,11 +252,7 @@ func (s *Service) List(ctx context.Context, p hitchtype.SessionsParams) ([]hitch
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	out := make([]hitchtype.Session, len(list))
-	for i, row := range list {
-		out[i] = sessionOf(row)
-	}
-	return out, nil
+	return list, nil
 }
 
 // Send admits a user message to a session; see hitch.Runtime.Send.
@@ -444,7 +435,7 @@ func (s *Service) Status(ctx context.Context, sessionID string) (hitchtype.Sessi
 	if err != nil {
 		return hitchtype.SessionStatus{}, fmt.Errorf("session status of %s: %w", sessionID, err)
 	}
-	out := hitchtype.SessionStatus{Session: sessionOf(row), Queue: q}
+	out := hitchtype.SessionStatus{Session: row, Queue: q}
 	var usages []hitchtype.Usage
 	cost, costKnown := 0.0, true
 	for _, sub := range f.subs {
