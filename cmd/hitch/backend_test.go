@@ -236,7 +236,15 @@ func TestEveryCommandBothWays(t *testing.T) {
 		{cmd: "version", args: fixed("version"), local: true},
 		{cmd: "version", args: fixed("--json", "version"), local: true},
 
-		{cmd: "run", args: fixed("run", "--agent", "quick", "--id", "r2", "--detach", "later"), local: true},
+		// Detached, the run is queued here (this process drives nothing);
+		// a server is a worker, and drives the run it starts at once.
+		{cmd: "run", args: fixed("run", "--agent", "quick", "--id", "r2", "--detach", "later"), local: true, differs: true,
+			after: func(t *testing.T, w *world, out string) {
+				want := map[string]string{"local": "run r2: queued", "remote": "run r2: running"}[w.name]
+				if !strings.Contains(out, want) {
+					t.Errorf("%s: run --detach printed %q, want %q", w.name, out, want)
+				}
+			}},
 		{cmd: "migrate", args: fixed("migrate", "--dry-run")},
 		{cmd: "recover", args: fixed("recover")},
 		{cmd: "prune", args: fixed("prune", "--dry-run")},

@@ -17,7 +17,7 @@ func newRun(g *globals) *cobra.Command {
 		Short: "Start a run of an agent from the config and follow it to its end",
 		Long: "Start a run of an agent declared in the config file on PROMPT, printing progress as each step is journaled.\n" +
 			"With --id the start is idempotent: the same id again starts nothing. With --detach the run is queued for a\n" +
-			"worker (hitch worker) and the command returns at once.",
+			"worker (hitch worker) and the command returns at once; with --server the server drives it.",
 		Args: args(1, "one PROMPT argument (quote it)"),
 		PreRunE: func(cmd *cobra.Command, a []string) error {
 			if cmd.Flags().Changed("id") {
