@@ -295,9 +295,14 @@ func TestMetricsStoreTiming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := rt.Start(ctx, a, "go")
+	// Detached, so that the run is claimed (a start this node drives is
+	// born leased, and claims nothing).
+	res, err := rt.Start(ctx, a, "go", hitch.Detached())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n, err := rt.RecoverAll(ctx); err != nil || n != 1 {
+		t.Fatalf("recovered %d runs: %v", n, err)
 	}
 	if run, err := rt.Await(ctx, res.Run.ID); err != nil || run.Status != hitchtype.StatusCompleted {
 		t.Fatalf("%+v %v", run, err)
