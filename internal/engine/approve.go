@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
@@ -223,10 +224,25 @@ func (e *Engine) PendingApprovals(ctx context.Context, p PendingApprovalsParams)
 	if err != nil {
 		return nil, "", err
 	}
-	now, err := e.cfg.Store.Now(ctx)
-	if err != nil {
-		return nil, "", fmt.Errorf("read store clock: %w", err)
+	// The store's clock is read while the runs are listed (on a networked
+	// store each is a round trip), and waited for only when a request
+	// with a deadline is met.
+	type reading struct {
+		now time.Time
+		err error
 	}
+	read := make(chan reading, 1)
+	go func() {
+		now, err := e.cfg.Store.Now(ctx)
+		read <- reading{now, err}
+	}()
+	clock := sync.OnceValues(func() (time.Time, error) {
+		r := <-read
+		if r.err != nil {
+			return time.Time{}, fmt.Errorf("read store clock: %w", r.err)
+		}
+		return r.now, nil
+	})
 	var lastCreated time.Time
 	// take adds run's requests that follow the cursor, and reports a page
 	// that is full with more to come.
@@ -234,18 +250,27 @@ func (e *Engine) PendingApprovals(ctx context.Context, p PendingApprovalsParams)
 		return run.Status == hitchtype.StatusWaiting && (p.Tenant == "" || run.Tenant == p.Tenant) &&
 			(after == nil || run.ID != after.run || after.call != wholeRun)
 	}
-	take := func(run store.Run, st *state) (full bool) {
-		for _, c := range st.pendingApprovals(now) {
+	take := func(run store.Run, st *state) (full bool, err error) {
+		for _, c := range st.pendingApprovals(time.Time{}) {
 			if after != nil && run.ID == after.run && !callAfter(c.key, after.call) {
 				continue
 			}
+			if c.expires != nil {
+				now, err := clock()
+				if err != nil {
+					return false, err
+				}
+				if c.overdue(now) {
+					continue
+				}
+			}
 			if len(page) == limit {
-				return true
+				return true, nil
 			}
 			page = append(page, pendingOf(run, c))
 			lastCreated = run.CreatedAt
 		}
-		return false
+		return false, nil
 	}
 	// takeAll folds the runs wanted, in order, until the page is full.
 	takeAll := func(runs []store.Run) (full bool, err error) {
@@ -256,8 +281,11 @@ func (e *Engine) PendingApprovals(ctx context.Context, p PendingApprovalsParams)
 				return false, err
 			}
 			for i, run := range chunk {
-				if states[i] != nil && take(run, states[i]) {
-					return true, nil
+				if states[i] == nil {
+					continue
+				}
+				if full, err := take(run, states[i]); err != nil || full {
+					return full, err
 				}
 			}
 		}

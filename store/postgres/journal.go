@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
@@ -227,20 +229,16 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	found := false
 	var length int64
 	entries := make([]store.Entry, 0, min(limit, 64))
+	var row entryRow
+	dest := append([]any{&length}, row.dest()...)
 	for rows.Next() {
 		found = true
-		var (
-			pos        *int64
-			kind, data *string
-			at         *time.Time
-		)
-		if err := rows.Scan(&length, &pos, &kind, &at, &data); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
 		}
-		if pos == nil {
-			continue // the run exists but has nothing after p.After
-		}
-		entries = append(entries, store.Entry{RunID: p.RunID, Pos: *pos, Kind: *kind, At: at.UTC(), Data: json.RawMessage(*data)})
+		if e, ok := row.entry(p.RunID); ok {
+			entries = append(entries, e)
+		} // else the run exists but has nothing after p.After
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
@@ -260,13 +258,13 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 // journalManySQL reads the heads of several journals: positions run from 1
 // without gaps, so the first $2 entries are those at positions up to $2.
 const journalManySQL = `
-SELECT r.id, r.position, j.pos, j.kind, j.at, j.data::text
-FROM hitch_runs AS r
+SELECT u.i, r.position, j.pos, j.kind, j.at, j.data::text
+FROM unnest($1::text[]) WITH ORDINALITY AS u(id, i)
+JOIN hitch_runs AS r ON r.id = u.id
 LEFT JOIN LATERAL (
 	SELECT pos, kind, at, data FROM hitch_journal
 	WHERE run_seq = r.seq AND pos <= $2 ORDER BY pos
-) AS j ON true
-WHERE r.id = ANY($1::text[])`
+) AS j ON true`
 
 // JournalReadMany implements store.Store in one statement.
 func (s *Store) JournalReadMany(ctx context.Context, p store.JournalReadManyParams) ([][]store.Entry, error) {
@@ -280,26 +278,30 @@ func (s *Store) JournalReadMany(ctx context.Context, p store.JournalReadManyPara
 	if len(p.RunIDs) == 0 {
 		return [][]store.Entry{}, nil
 	}
-	rows, err := s.pool.Query(ctx, journalManySQL, p.RunIDs, limit)
+	ids := slices.Compact(slices.Sorted(slices.Values(p.RunIDs))) // each run read once
+	rows, err := s.pool.Query(ctx, journalManySQL, ids, limit)
 	if err != nil {
 		return nil, fmt.Errorf("journal read many: %w", err)
 	}
 	defer rows.Close()
-	var heads store.Heads
+	var (
+		heads  store.Heads
+		i      int64 // the run's place in p.RunIDs, from 1
+		length int64
+		row    entryRow
+	)
+	dest := append([]any{&i, &length}, row.dest()...)
 	for rows.Next() {
-		var (
-			id         string
-			length     int64
-			pos        *int64
-			kind, data *string
-			at         *time.Time
-		)
-		if err := rows.Scan(&id, &length, &pos, &kind, &at, &data); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("journal read many: %w", err)
 		}
+		if i < 1 || i > int64(len(ids)) {
+			return nil, fmt.Errorf("journal read many: the store answered run %d of %d", i, len(ids))
+		}
+		id := ids[i-1]
 		heads.Add(id, length)
-		if pos != nil {
-			heads.AddEntry(store.Entry{RunID: id, Pos: *pos, Kind: *kind, At: at.UTC(), Data: json.RawMessage(*data)})
+		if e, ok := row.entry(id); ok {
+			heads.AddEntry(e)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -310,4 +312,25 @@ func (s *Store) JournalReadMany(ctx context.Context, p store.JournalReadManyPara
 		return nil, fmt.Errorf("journal read many: %w", err)
 	}
 	return out, nil
+}
+
+// entryRow receives the entry columns of a journal read (pos, kind, at,
+// data), each NULL where a run has no entry in the range, without
+// allocating for any but the entry's data.
+type entryRow struct {
+	pos  pgtype.Int8
+	kind pgtype.DriverBytes
+	at   pgtype.Timestamptz
+	data []byte
+}
+
+// dest is what rows.Scan fills, in the columns' order.
+func (r *entryRow) dest() []any { return []any{&r.pos, &r.kind, &r.at, &r.data} }
+
+// entry is the row's entry of run, if it has one.
+func (r *entryRow) entry(run string) (store.Entry, bool) {
+	if !r.pos.Valid {
+		return store.Entry{}, false
+	}
+	return store.Entry{RunID: run, Pos: r.pos.Int64, Kind: store.KindName(r.kind), At: r.at.Time.UTC(), Data: json.RawMessage(r.data)}, true
 }

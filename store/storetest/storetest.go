@@ -521,14 +521,14 @@ func testJournalReadMany(t *testing.T, open opener) {
 	e.create("short")
 	l = e.claim("short", "owner", longTTL)
 	e.append(l, store.JournalAppendParams{After: 1, Entries: entries("s", 2)})
-	ids := []string{"short", "missing", "long"}
+	ids := []string{"short", "missing", "long", "short"} // a run named twice is answered twice
 	for _, tc := range []struct {
 		limit int
 		want  []int
 	}{
-		{0, []int{3, 0, store.DefaultReadLimit}},
-		{2, []int{2, 0, 2}},
-		{store.MaxReadLimit, []int{3, 0, 1101}},
+		{0, []int{3, 0, store.DefaultReadLimit, 3}},
+		{2, []int{2, 0, 2, 2}},
+		{store.MaxReadLimit, []int{3, 0, 1101, 3}},
 	} {
 		got, err := e.s.JournalReadMany(e.ctx, store.JournalReadManyParams{RunIDs: ids, Limit: tc.limit})
 		if err != nil {
