@@ -10,6 +10,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ import (
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/telemetry"
@@ -59,6 +61,11 @@ type Params struct {
 	// step instead of one). By default the tool is replayable: adding is
 	// safe to repeat, which is what the peer programs assume of their tools.
 	AtMostOnce bool
+	// Secrets declares this many secret values (Config.Secrets), none of
+	// which appears in the runs' traffic: every entry, reply and error is
+	// still searched for each of them, which is what declaring secrets
+	// costs a deployment whose traffic does not carry them.
+	Secrets int
 }
 
 // Tracing chooses what telemetry a measurement carries.
@@ -119,6 +126,9 @@ func (r Result) Line() string {
 		r.CommitsPerStep(), r.AllocsPerStep(), float64(r.CPUPerStep().Nanoseconds())/1e3)
 	if r.Tracing != "" && r.Tracing != TracingOff {
 		line += fmt.Sprintf(" tracing=%s flush_s=%.4f", r.Tracing, r.Flush.Seconds())
+	}
+	if r.Secrets > 0 {
+		line += fmt.Sprintf(" secrets=%d", r.Secrets)
 	}
 	if r.ModelLatency > 0 || r.ModelJitter > 0 {
 		o := r.Overhead
@@ -181,6 +191,11 @@ func Run(ctx context.Context, p Params) (Result, error) {
 	}
 	defer st.Close()
 	cfg := hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, MaxRunners: p.MaxRunners}
+	if p.Secrets > 0 {
+		if cfg.Secrets, err = benchSecrets(p.Secrets); err != nil {
+			return Result{}, err
+		}
+	}
 	var tel *telemetry.Telemetry
 	switch p.Tracing {
 	case "", TracingOff:
@@ -329,3 +344,19 @@ func (c *Collector) Received() (requests int, bytes int64) {
 
 // Close stops the collector.
 func (c *Collector) Close() error { return c.srv.Close() }
+
+// MaxSecrets bounds Params.Secrets.
+const MaxSecrets = 1000
+
+// benchSecrets declares n secret values shaped like API keys, drawn at
+// random so that none appears in the workload's traffic.
+func benchSecrets(n int) (*secret.Redactor, error) {
+	if n > MaxSecrets {
+		return nil, fmt.Errorf("bench: %d secrets: want at most %d", n, MaxSecrets)
+	}
+	values := make(map[string]string, n)
+	for i := range n {
+		values[fmt.Sprintf("BENCH_KEY_%d", i)] = "sk-bench-" + rand.Text()
+	}
+	return secret.New(values)
+}

@@ -16,7 +16,7 @@ import (
 )
 
 func newBench(g *globals) *cobra.Command {
-	var runs, steps, maxRunners, nodes, parked, recoverN, wake, clients int
+	var runs, steps, maxRunners, nodes, parked, recoverN, wake, clients, secrets int
 	var wakeHere bool
 	var db, syncMode, tracing string
 	var latency, jitter, poll, lease time.Duration
@@ -91,8 +91,11 @@ func newBench(g *globals) *cobra.Command {
 			} else if _, err := os.Stat(db); err == nil {
 				return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", db)}
 			}
+			if secrets < 0 || secrets > bench.MaxSecrets {
+				return usageError{fmt.Errorf("--secrets %d: want 0 to %d", secrets, bench.MaxSecrets)}
+			}
 			p := bench.Params{Runs: runs, Steps: steps, DB: db, Sync: s, Tracing: bench.Tracing(tracing),
-				ModelLatency: latency, ModelJitter: jitter, MaxRunners: maxRunners}
+				ModelLatency: latency, ModelJitter: jitter, MaxRunners: maxRunners, Secrets: secrets}
 			if recoverN > 0 {
 				exe, err := os.Executable()
 				if err != nil {
@@ -173,6 +176,7 @@ func newBench(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&wake, "wake", 0, "measure wake latency: start N runs one at a time here and time each to its first model request\n"+
 		"on a worker process of this binary sharing the store ($"+databaseURLEnv+", else a SQLite file); --poll is the worker's (default 1s)")
 	cmd.Flags().BoolVar(&wakeHere, "wake-here", false, "with --wake: drive the runs with a sweeper in this process, not a worker process")
+	cmd.Flags().IntVar(&secrets, "secrets", 0, "declare this many secret values that the workload never sends (what redaction costs a step)")
 	cmd.Flags().IntVar(&clients, "clients", 0, "measure the HTTP API: this many clients on loopback each start runs and follow their event\n"+
 		"streams to the end, --runs in all, on a SQLite store")
 	for _, f := range []string{"node-store", "node-schema", "node-name", "node-lease", "node-in-flight", "node-firsts"} {

@@ -61,3 +61,21 @@ func TestBenchRecover(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSecrets: with --secrets the workload runs with that many secret
+// values declared, and says so; a count out of range is a usage error.
+func TestBenchSecrets(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := inDir(t, t.TempDir(), "bench", "--runs", "4", "--steps", "2", "--secrets", "10")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !regexp.MustCompile(`runs=4 steps=2 .* secrets=10\b`).MatchString(out) {
+		t.Errorf("line %q", out)
+	}
+	for _, bad := range []string{"-1", "1001"} {
+		if code, _, errOut := inDir(t, t.TempDir(), "bench", "--secrets", bad); code != 2 {
+			t.Errorf("bench --secrets %s: exit %d, %s", bad, code, errOut)
+		}
+	}
+}
