@@ -40,6 +40,7 @@ type Redactor struct {
 	forms  []form          // longest first, so a longer form wins an overlap
 	masked []maskedPattern // provider-style masks
 	maxLen int             // longest form, for folded matching
+	filter *filter         // what no text without a candidate needs searched
 }
 
 type form struct {
@@ -93,6 +94,7 @@ func New(values map[string]string) (*Redactor, error) {
 		return nil, fmt.Errorf("secrets: %s", strings.Join(errs, "; "))
 	}
 	slices.SortStableFunc(r.forms, func(a, b form) int { return len(b.text) - len(a.text) })
+	r.filter = newFilter(r.forms, r.masked)
 	return r, nil
 }
 
@@ -168,7 +170,7 @@ func (r *Redactor) Empty() bool { return r == nil || len(r.forms) == 0 }
 
 // String redacts a text.
 func (r *Redactor) String(s string) string {
-	if r.Empty() || s == "" {
+	if r.Empty() || s == "" || !mayMatch(r.filter, s) {
 		return s
 	}
 	for _, f := range r.forms {
@@ -185,7 +187,7 @@ func (r *Redactor) String(s string) string {
 // Bytes redacts a text held in bytes (a journal entry's JSON, say). The
 // markers hold no quote or backslash, so valid JSON stays valid.
 func (r *Redactor) Bytes(b []byte) []byte {
-	if r.Empty() || len(b) == 0 {
+	if r.Empty() || len(b) == 0 || !mayMatch(r.filter, b) {
 		return b
 	}
 	s := string(b)
