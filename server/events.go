@@ -327,7 +327,11 @@ func (f *follower) follow(hctx huma.Context, id string, after int64) {
 		e   store.Entry
 		err error
 	}
-	items := make(chan item)
+	// items holds up to a page the reader took from the run's feed and
+	// the stream has not written yet, so that a commit's entries go out
+	// in one write and one flush.
+	page := hitch.DefaultServerJournalPage
+	items := make(chan item, page)
 	go func() {
 		defer close(items)
 		for e, err := range f.sc.Follow(ctx, id, after) {
@@ -345,7 +349,10 @@ func (f *follower) follow(hctx huma.Context, id string, after int64) {
 	}()
 	heartbeat := time.NewTicker(f.s.cfg.Limits.Heartbeat)
 	defer heartbeat.Stop()
+	var buf []byte
 	for {
+		var it item
+		var ok bool
 		select {
 		case <-f.ctx.Done():
 			return
@@ -355,9 +362,16 @@ func (f *follower) follow(hctx huma.Context, id string, after int64) {
 			if !f.write(": heartbeat\n\n") {
 				return
 			}
-		case it, ok := <-items:
+			continue
+		case it, ok = <-items:
+		}
+		buf = buf[:0]
+		for n := 1; ; n++ {
 			switch {
 			case !ok:
+				if !f.writeBytes(buf) {
+					return
+				}
 				run, err := f.sc.Get(f.ctx, id)
 				if err != nil {
 					f.fail(err)
@@ -366,23 +380,46 @@ func (f *follower) follow(hctx huma.Context, id string, after int64) {
 				data, _ := json.Marshal(wireRun(run))
 				f.write(fmt.Sprintf("event: %s\ndata: %s\n\n", api.EventEnd, data))
 				return
-			case errors.Is(it.err, hitch.ErrFollowerBehind):
-				data, _ := json.Marshal(api.NewProblem(api.TypeBehind, fmt.Sprintf("the stream fell behind the run: resume after event %d", after)))
-				f.write(fmt.Sprintf("event: %s\ndata: %s\n\n", api.EventError, data))
-				return
 			case it.err != nil:
-				if f.ctx.Err() == nil {
+				if !f.writeBytes(buf) {
+					return
+				}
+				if errors.Is(it.err, hitch.ErrFollowerBehind) {
+					data, _ := json.Marshal(api.NewProblem(api.TypeBehind, fmt.Sprintf("the stream fell behind the run: resume after event %d", after)))
+					f.write(fmt.Sprintf("event: %s\ndata: %s\n\n", api.EventError, data))
+				} else if f.ctx.Err() == nil {
 					f.fail(it.err)
 				}
 				return
 			}
 			after = it.e.Pos
-			data, _ := json.Marshal(api.Entry{RunID: it.e.RunID, Pos: it.e.Pos, Kind: it.e.Kind, At: it.e.At, Data: json.RawMessage(it.e.Data)})
-			if !f.write(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", it.e.Pos, api.EventEntry, data)) {
-				return
+			buf = appendEntryEvent(buf, strconv.FormatInt(it.e.Pos, 10), it.e)
+			if n == page {
+				break
 			}
+			select {
+			case it, ok = <-items:
+				continue
+			default:
+			}
+			break
+		}
+		if !f.writeBytes(buf) {
+			return
 		}
 	}
+}
+
+// appendEntryEvent appends an entry event of id to buf.
+func appendEntryEvent(buf []byte, id string, e store.Entry) []byte {
+	data, _ := api.Entry{RunID: e.RunID, Pos: e.Pos, Kind: e.Kind, At: e.At, Data: json.RawMessage(e.Data)}.MarshalJSON()
+	buf = append(buf, "id: "...)
+	buf = append(buf, id...)
+	buf = append(buf, "\nevent: "...)
+	buf = append(buf, api.EventEntry...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, data...)
+	return append(buf, "\n\n"...)
 }
 
 // start answers a stream's request: its status and headers.
@@ -443,8 +480,7 @@ func (f *follower) pass(family bool) (done, ok bool) {
 				if family {
 					evID = familyCursor(f.runs, f.after)
 				}
-				data, _ := json.Marshal(api.Entry{RunID: e.RunID, Pos: e.Pos, Kind: e.Kind, At: e.At, Data: json.RawMessage(e.Data)})
-				if !f.write(fmt.Sprintf("id: %s\nevent: %s\ndata: %s\n\n", evID, api.EventEntry, data)) {
+				if !f.writeBytes(appendEntryEvent(nil, evID, e)) {
 					return false, false
 				}
 			}
@@ -488,10 +524,16 @@ func (f *follower) fail(err error) {
 	f.write(fmt.Sprintf("event: %s\ndata: %s\n\n", api.EventError, data))
 }
 
-// write writes and flushes, bounded by the stream write timeout.
-func (f *follower) write(s string) bool {
+// write writes and flushes s, bounded by the stream write timeout.
+func (f *follower) write(s string) bool { return f.writeBytes([]byte(s)) }
+
+// writeBytes is write for bytes; it writes nothing for none.
+func (f *follower) writeBytes(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
 	_ = f.rc.SetWriteDeadline(time.Now().Add(f.s.cfg.Limits.StreamWriteTimeout))
-	if _, err := io.WriteString(f.w, s); err != nil {
+	if _, err := f.w.Write(b); err != nil {
 		return false
 	}
 	return f.rc.Flush() == nil
