@@ -143,9 +143,9 @@ func stall(t *testing.T, s *Store) (release func()) {
 	return func() { close(gate) }
 }
 
-// waitQueued waits until n requests sit in the writer's queue.
+// waitQueued waits until n requests sit in the writer's queues.
 func waitQueued(s *Store, n int) {
-	for len(s.queue) < n {
+	for len(s.queue)+len(s.urgent) < n {
 		runtime.Gosched()
 	}
 }
@@ -268,6 +268,35 @@ func TestBatchSizeBound(t *testing.T) {
 	runs, err := s.RunList(t.Context(), store.RunListParams{})
 	if err != nil || len(runs) != len(errs) {
 		t.Fatalf("list: %v, %d runs, want %d", err, len(runs), len(errs))
+	}
+}
+
+// TestCreateAheadOfQueue checks that a run's creation commits ahead of the
+// writes queued before it, in a transaction of its own: the write queued
+// first sees the run committed when it runs.
+func TestCreateAheadOfQueue(t *testing.T) {
+	t.Parallel()
+	s := openT(t, filepath.Join(t.TempDir(), "hitch.db"))
+	ctx := t.Context()
+	release := stall(t, s)
+	seen := make(chan error, 1)
+	go func() {
+		_ = s.write(ctx, func(*wtx) error {
+			_, err := s.RunGet(ctx, "c") // a reader sees only what is committed
+			seen <- err
+			return nil
+		})
+	}()
+	waitQueued(s, 1)
+	created := make(chan error, 1)
+	go func() { _, _, err := s.RunCreate(ctx, createParams("c")); created <- err }()
+	waitQueued(s, 2)
+	release()
+	if err := <-created; err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if err := <-seen; err != nil {
+		t.Fatalf("the write queued before the create ran before the create was committed: %v", err)
 	}
 }
 

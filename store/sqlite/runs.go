@@ -90,7 +90,9 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 		run     store.Run
 		created bool
 	)
-	err := s.write(ctx, func(tx *wtx) error {
+	// A creation goes ahead of the queued appends: a start is answered
+	// (and its run driven) after one short commit, not after a batch.
+	err := s.writeUrgent(ctx, func(tx *wtx) error {
 		old, err := tx.getRow(p.ID)
 		if err == nil {
 			run, created = old.run, false

@@ -50,9 +50,11 @@ type Store struct {
 	reads reads
 
 	queue chan *request
-	// urgent carries the writes that keep leases alive (LeaseRenewMany):
-	// the writer takes them before the queue, so a backlog of appends
-	// cannot make a live node lose its leases.
+	// urgent carries the writes that keep leases alive (LeaseRenewMany),
+	// claims of due runs and the creation of runs: the writer takes them
+	// before the queue, in a transaction of their own, so a backlog of
+	// appends can neither make a live node lose its leases nor hold a
+	// start's answer for a whole batch.
 	urgent  chan *request
 	stop    chan struct{} // closed by Close
 	exited  chan struct{} // closed when the writer goroutine returns

@@ -90,11 +90,13 @@ func (s *Store) send(ctx context.Context, queue chan *request, r *request) error
 }
 
 // writeLoop is the single writer. It takes whatever is queued (up to the
-// batch size), urgent requests first, and commits it in one transaction. It
-// never waits for more requests to arrive: a lone request commits at once.
+// batch size) and commits it in one transaction; urgent requests go first,
+// in a transaction of their own. It never waits for more requests to
+// arrive: a lone request commits at once.
 func (s *Store) writeLoop() {
 	defer close(s.exited)
 	batch := make([]*request, 0, s.cfg.batchSize)
+	urgentOnly := false // the last batch held urgent requests only
 	for {
 		select {
 		case <-s.stop:
@@ -102,16 +104,31 @@ func (s *Store) writeLoop() {
 			return
 		default:
 		}
+		// Urgent requests commit in a short transaction of their own, so
+		// that they are not answered after a whole batch of appends; the
+		// batch after such a transaction starts with the queue, so that
+		// urgent requests in a row cannot starve it.
 		var first *request
-		select {
-		case first = <-s.urgent:
-		default:
+		if urgentOnly {
 			select {
-			case <-s.stop:
-				s.drain()
-				return
-			case first = <-s.urgent:
 			case first = <-s.queue:
+			default:
+			}
+		}
+		urgentOnly = false
+		if first == nil {
+			select {
+			case first = <-s.urgent:
+				urgentOnly = true
+			default:
+				select {
+				case <-s.stop:
+					s.drain()
+					return
+				case first = <-s.urgent:
+					urgentOnly = true
+				case first = <-s.queue:
+				}
 			}
 		}
 		batch = append(batch[:0], first)
@@ -122,6 +139,9 @@ func (s *Store) writeLoop() {
 				batch = append(batch, r)
 				continue
 			default:
+			}
+			if urgentOnly {
+				break
 			}
 			select {
 			case r := <-s.queue:
