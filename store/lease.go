@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // The lease decisions every driver makes alike, on the run as it stands.
@@ -44,4 +46,40 @@ func ReleaseRefused(cur Run, p LeaseReleaseParams) (released bool, err error) {
 		return true, nil
 	}
 	return false, LeaseRefused(cur, p.Token, p.Owner)
+}
+
+// ClaimRefused says why a claim by ID did not claim cur: it ended
+// (ErrEnded), or live says its lease is held and not expired
+// (*LeaseHeldError). Nil means cur was claimable after all: it changed
+// under the claim.
+func ClaimRefused(cur Run, live bool) error {
+	switch {
+	case cur.Status.Terminal():
+		return fmt.Errorf("%w (status %s)", ErrEnded, cur.Status)
+	case cur.LeaseOwner != "" && live:
+		return &LeaseHeldError{RunID: cur.ID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpires}
+	}
+	return nil
+}
+
+// Claimed are the leases of the runs a claim of due runs took, read from
+// rows by scan (which gives each run's store key too), in key order.
+func Claimed(rows Rows, scan func() (key int64, r Run, err error)) ([]Lease, error) {
+	type keyed struct {
+		key int64
+		run Run
+	}
+	runs, err := Collect(rows, func() (keyed, error) {
+		k, r, err := scan()
+		return keyed{k, r}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(runs, func(a, b keyed) int { return cmp.Compare(a.key, b.key) })
+	var leases []Lease
+	for _, k := range runs {
+		leases = append(leases, LeaseOf(k.run))
+	}
+	return leases, nil
 }

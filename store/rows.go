@@ -1,5 +1,11 @@
 package store
 
+import (
+	"fmt"
+
+	"github.com/hitch-dev/hitch/hitchtype"
+)
+
 // Rows is what Collect reads of a driver's result set.
 type Rows interface {
 	Next() bool
@@ -17,4 +23,86 @@ func Collect[T any](rows Rows, scan func() (T, error)) ([]T, error) {
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// ScanRows is a driver's result set that scans its current row.
+type ScanRows interface {
+	Rows
+	Scan(dest ...any) error
+}
+
+// CollectCounts reads rows of a status and a count, as RunCountsFor
+// answers them: statuses counted zero are left out.
+func CollectCounts(rows ScanRows) (map[hitchtype.Status]int, error) {
+	out := make(map[hitchtype.Status]int)
+	for rows.Next() {
+		var (
+			st string
+			n  int
+		)
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			out[hitchtype.Status(st)] = n
+		}
+	}
+	return out, rows.Err()
+}
+
+// Named is err named by the operation op and, when not empty, the id it
+// acted on; nil stays nil.
+func Named(err error, op, id string) error {
+	switch {
+	case err == nil:
+		return nil
+	case id == "":
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return fmt.Errorf("%s %q: %w", op, id, err)
+}
+
+// Checked is the error of a driver's call whose checks gave err:
+// closedErr once the driver is closed, else err Named by op and id.
+func Checked(closed bool, closedErr, err error, op, id string) error {
+	if closed {
+		return closedErr
+	}
+	return Named(err, op, id)
+}
+
+// Result is a driver's answer v, or v's zero value and err Named by op and
+// id when err is not nil.
+func Result[T any](v T, err error, op, id string) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, Named(err, op, id)
+	}
+	return v, nil
+}
+
+// SessionEntries reads the rows of a SessionRead's statement, which
+// answers no row when the session does not exist (ErrSessionNotFound) and
+// one row of NULLs when it has no entry after the offset: scan reads the
+// current row, ok false for that row of NULLs.
+func SessionEntries(rows Rows, scan func() (e SessionEntry, ok bool, err error)) ([]SessionEntry, error) {
+	found := false
+	var out []SessionEntry
+	for rows.Next() {
+		found = true
+		e, ok, err := scan()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, e)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrSessionNotFound
+	}
+	return out, nil
 }

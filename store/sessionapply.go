@@ -327,3 +327,13 @@ func CheckPage(limit int) (int, error) {
 	}
 	return limit, nil
 }
+
+// CheckSessionList checks a SessionList's parameters and returns its
+// limit.
+func CheckSessionList(p SessionListParams) (int, error) {
+	limit, err := CheckPage(p.Limit)
+	if err != nil {
+		return 0, err
+	}
+	return limit, CheckTenant("tenant", p.Tenant, false)
+}

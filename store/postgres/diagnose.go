@@ -49,11 +49,8 @@ func (s *Store) DiagnoseSettings(ctx context.Context) (store.Diagnosis, error) {
 // for the call in the store's schema and dropped afterwards: a logged
 // table, so each commit waits for the WAL as the store's own do.
 func (s *Store) DiagnoseCommits(ctx context.Context, n int) (took []time.Duration, err error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
-	if err := store.CheckDiagnoseCommits(n); err != nil {
-		return nil, fmt.Errorf("diagnose commits: %w", err)
+	if err := s.ready(store.CheckDiagnoseCommits(n), "diagnose commits", ""); err != nil {
+		return nil, err
 	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -94,7 +91,7 @@ func (s *Store) DiagnoseNodes(ctx context.Context) (store.Nodes, error) {
 	var out store.Nodes
 	rows, err := s.pool.Query(ctx, `SELECT lease_owner, count(*) FROM hitch_runs
 		WHERE status IN ('queued', 'running') AND lease_expires > `+nowSQL+` AND lease_owner <> ''
-		GROUP BY lease_owner ORDER BY lease_owner LIMIT $2`, s.clockArg(), MaxListLimit)
+		GROUP BY lease_owner ORDER BY lease_owner LIMIT $2`, s.clockArg(), store.MaxListLimit)
 	if err != nil {
 		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
 	}
@@ -111,7 +108,7 @@ func (s *Store) DiagnoseNodes(ctx context.Context) (store.Nodes, error) {
 		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
 	}
 	rows, err = s.pool.Query(ctx, `SELECT name, leader_id, elected_at, expires_at FROM hitch_leaders
-		WHERE expires_at > `+nowSQL+` ORDER BY name LIMIT $2`, s.clockArg(), MaxListLimit)
+		WHERE expires_at > `+nowSQL+` ORDER BY name LIMIT $2`, s.clockArg(), store.MaxListLimit)
 	if err != nil {
 		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
 	}

@@ -1,11 +1,9 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -71,21 +69,13 @@ func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]sto
 	err := s.retry(ctx, func() error {
 		leases = leases[:0]
 		rows, err := s.pool.Query(ctx, claimDueSQL, s.clockArg(), p.Owner, p.TTL.Microseconds(), max(p.Limit, 1))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		claimed, err := store.Collect(rows, func() (row, error) { return scanRun(rows) })
-		slices.SortFunc(claimed, func(a, b row) int { return cmp.Compare(a.seq, b.seq) })
-		for _, r := range claimed {
-			leases = append(leases, store.LeaseOf(r.run))
+		if err == nil {
+			defer rows.Close()
+			leases, err = store.Claimed(rows, func() (int64, store.Run, error) { r, err := scanRun(rows); return r.seq, r.run, err })
 		}
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("lease claim: %w", err)
-	}
-	return leases, nil
+	return store.Result(leases, err, "lease claim", "")
 }
 
 // claimOne claims a run by id in one statement; when it matches nothing,
@@ -112,11 +102,11 @@ func (s *Store) claimOne(ctx context.Context, p store.LeaseClaimParams) (store.L
 				return store.ErrNotFound
 			case err != nil:
 				return err
-			case r.run.Status.Terminal():
-				return fmt.Errorf("%w (status %s)", store.ErrEnded, r.run.Status)
-			case r.run.LeaseOwner != "" && live:
-				return &store.LeaseHeldError{RunID: r.run.ID, Owner: r.run.LeaseOwner, ExpiresAt: r.run.LeaseExpires}
-			case try >= maxTries:
+			}
+			if err := store.ClaimRefused(r.run, live); err != nil {
+				return err
+			}
+			if try >= maxTries {
 				return fmt.Errorf("%w (the run changed under %d claims)", store.ErrConflict, maxTries)
 			}
 		}
@@ -151,10 +141,7 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 		run = r.run
 		return err
 	})
-	if err != nil {
-		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
-	}
-	return run, nil
+	return store.Result(run, err, "lease renew", p.RunID)
 }
 
 // renewManySQL renews the leases $3 (run ids) with tokens $4 held by $2,
@@ -235,8 +222,5 @@ func (s *Store) LeaseRelease(ctx context.Context, p store.LeaseReleaseParams) (s
 		run = r.run
 		return err
 	})
-	if err != nil {
-		return store.Run{}, fmt.Errorf("lease release %q: %w", p.RunID, err)
-	}
-	return run, nil
+	return store.Result(run, err, "lease release", p.RunID)
 }

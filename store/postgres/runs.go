@@ -172,10 +172,6 @@ func (s *Store) tenantOf(ctx context.Context, p store.RunCreateParams) (string, 
 	return store.ResolveTenant(p.Tenant, root)
 }
 
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 func (s *Store) getRow(ctx context.Context, q querier, id string) (row, error) {
 	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runCols+` FROM hitch_runs WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -190,58 +186,32 @@ func (s *Store) RunGet(ctx context.Context, id string) (store.Run, error) {
 		return store.Run{}, ErrClosed
 	}
 	r, err := s.getRow(ctx, s.pool, id)
-	if err != nil {
-		return store.Run{}, fmt.Errorf("run get %q: %w", id, err)
-	}
-	return r.run, nil
+	return store.Result(r.run, err, "run get", id)
 }
 
 // RunCancelRequested returns which of ids have a cancel requested and
 // have not ended, in one statement.
 func (s *Store) RunCancelRequested(ctx context.Context, ids []string) ([]string, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
-	if len(ids) > MaxListLimit {
-		return nil, fmt.Errorf("run cancel requested: %d ids: at most %d at once", len(ids), MaxListLimit)
-	}
-	if len(ids) == 0 {
-		return nil, nil
+	if err := s.ready(store.CheckCancelRequested(ids), "run cancel requested", ""); err != nil || len(ids) == 0 {
+		return nil, err
 	}
 	var out []string
 	err := s.retry(ctx, func() error {
-		out = out[:0]
-		rows, err := s.pool.Query(ctx, `SELECT id FROM hitch_runs WHERE id = ANY($1::text[])
+		var err error
+		out, err = readAll(ctx, s.pool, scanID, `SELECT id FROM hitch_runs WHERE id = ANY($1::text[])
 			AND cancel_requested AND status IN ('queued', 'running', 'waiting')`, ids)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			out = append(out, id)
-		}
-		return rows.Err()
+		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("run cancel requested: %w", err)
-	}
-	return out, nil
+	return store.Result(out, err, "run cancel requested", "")
 }
 
 // RunList returns runs newest first (by creation time, then id), or oldest
 // first. A list of several statuses merges one index walk per status, so
 // that a page reads at most its limit of runs of each.
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	limit, after, err := store.CheckList(p)
-	if err != nil {
-		return nil, fmt.Errorf("run list: %w", err)
+	if err := s.ready(err, "run list", ""); err != nil {
+		return nil, err
 	}
 	where, args := runFilter(p, []any{limit})
 	cmp, order := "<", " ORDER BY created_at DESC, id DESC"
@@ -252,7 +222,7 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 		args = append(args, after.CreatedAt, after.ID)
 		where = append(where, fmt.Sprintf("(created_at, id) %s ($%d::timestamptz, $%d::text)", cmp, len(args)-1, len(args)))
 	}
-	statuses := slices.Compact(slices.Sorted(slices.Values(p.Statuses)))
+	statuses := store.ListStatuses(p)
 	var q string
 	switch {
 	case len(statuses) <= 1:
@@ -270,23 +240,8 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 		}
 		q = strings.Join(parts, " UNION ALL ") + order + ` LIMIT $1`
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("run list: %w", err)
-	}
-	defer rows.Close()
-	runs := make([]store.Run, 0, min(limit, 16))
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("run list: %w", err)
-		}
-		runs = append(runs, r.run)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("run list: %w", err)
-	}
-	return runs, nil
+	runs, err := readAll(ctx, s.pool, scanRunOnly, q, args...)
+	return store.Result(runs, err, "run list", "")
 }
 
 // runFilter is the WHERE clause of RunList's filters, but the cursor and
@@ -329,10 +284,7 @@ func runFilter(p store.RunListParams, args []any) (where []string, _ []any) {
 
 // RunCounts counts runs by status, of one tenant or of all.
 func (s *Store) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
-	if err := store.CheckTenant("tenant", tenant, false); err != nil {
-		return nil, fmt.Errorf("run counts: %w", err)
-	}
-	return s.RunCountsFor(ctx, store.RunListParams{Tenant: tenant})
+	return store.RunCounts(ctx, s, tenant)
 }
 
 // RunCountsFor counts runs by status among those p's filters select. Of
@@ -343,17 +295,17 @@ func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hi
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	p.After, p.Limit, p.Oldest = "", 0, false
-	if _, _, err := store.CheckList(p); err != nil {
+	plan, err := store.PlanCounts(p)
+	if err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
 	}
-	var statuses []string
-	for _, st := range slices.Compact(slices.Sorted(slices.Values(p.Statuses))) {
-		statuses = append(statuses, string(st))
+	statuses := make([]string, len(plan.Statuses))
+	for i, st := range plan.Statuses {
+		statuses[i] = string(st)
 	}
 	var q string
-	where, args := runFilter(p, nil)
-	if len(where) == 1 || (len(where) == 2 && p.Tenant != "") {
+	where, args := runFilter(plan.Params, nil)
+	if plan.Kept {
 		if len(statuses) > 0 {
 			args = append(args, statuses)
 			where = append(where, fmt.Sprintf("status = ANY ($%d::text[])", len(args)))
@@ -362,11 +314,6 @@ func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hi
 			UNION ALL SELECT tenant, status, d FROM hitch_run_count_deltas) AS c
 			WHERE ` + strings.Join(where, " AND ") + ` GROUP BY status`
 	} else {
-		if len(statuses) == 0 {
-			for _, st := range hitchtype.Statuses() {
-				statuses = append(statuses, string(st))
-			}
-		}
 		args = append(args, statuses, store.MaxFilteredCount)
 		n := len(args)
 		q = fmt.Sprintf(`SELECT s.status, (SELECT count(*) FROM (SELECT 1 FROM hitch_runs
@@ -378,23 +325,8 @@ func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hi
 		return nil, fmt.Errorf("run counts: %w", err)
 	}
 	defer rows.Close()
-	out := make(map[hitchtype.Status]int)
-	for rows.Next() {
-		var (
-			st string
-			n  int
-		)
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, fmt.Errorf("run counts: %w", err)
-		}
-		if n > 0 {
-			out[hitchtype.Status(st)] = n
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("run counts: %w", err)
-	}
-	return out, nil
+	out, err := store.CollectCounts(rows)
+	return store.Result(out, err, "run counts", "")
 }
 
 // cancelSQL records a cancel request and makes a waiting run due now. It
@@ -426,8 +358,5 @@ func (s *Store) RunRequestCancel(ctx context.Context, p store.RunRequestCancelPa
 		run = r.run
 		return err
 	})
-	if err != nil {
-		return store.Run{}, fmt.Errorf("run request cancel %q: %w", id, err)
-	}
-	return run, nil
+	return store.Result(run, err, "run request cancel", id)
 }

@@ -27,6 +27,12 @@ type sessionRow struct {
 	s   store.Session
 }
 
+// scanSessionOnly is scanSession without the session's store key.
+func scanSessionOnly(sc pgx.Row) (store.Session, error) {
+	r, err := scanSession(sc)
+	return r.s, err
+}
+
 func scanSession(sc pgx.Row, extra ...any) (sessionRow, error) {
 	var (
 		r    sessionRow
@@ -224,20 +230,14 @@ func (s *Store) SessionGet(ctx context.Context, id string) (store.Session, error
 		return store.Session{}, ErrClosed
 	}
 	r, err := s.sessionRow(ctx, id)
-	if err != nil {
-		return store.Session{}, fmt.Errorf("session get %q: %w", id, err)
-	}
-	return r.s, nil
+	return store.Result(r.s, err, "session get", id)
 }
 
 // SessionList returns sessions by id after a cursor.
 func (s *Store) SessionList(ctx context.Context, p store.SessionListParams) ([]store.Session, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
-	limit, err := store.CheckPage(p.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("session list: %w", err)
+	limit, err := store.CheckSessionList(p)
+	if err := s.ready(err, "session list", ""); err != nil {
+		return nil, err
 	}
 	q := `SELECT ` + sessionCols + ` FROM hitch_sessions WHERE id > $1`
 	if p.NeedsWork {
@@ -249,27 +249,13 @@ func (s *Store) SessionList(ctx context.Context, p store.SessionListParams) ([]s
 				WHERE r.id = s.active_run AND NOT r.cancel_requested AND m.state = 'started'
 				  AND j.kind = 'submission.interrupted' AND j.data->>'run_id' = s.active_run))`
 	}
-	if err := store.CheckTenant("tenant", p.Tenant, false); err != nil {
-		return nil, fmt.Errorf("session list: %w", err)
-	}
 	args := []any{p.After, limit}
 	if p.Tenant != "" {
 		q += ` AND tenant = $3`
 		args = append(args, p.Tenant)
 	}
-	rows, err := s.pool.Query(ctx, q+` ORDER BY id LIMIT $2`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("session list: %w", err)
-	}
-	defer rows.Close()
-	out, err := store.Collect(rows, func() (store.Session, error) {
-		r, err := scanSession(rows)
-		return r.s, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("session list: %w", err)
-	}
-	return out, nil
+	out, err := readAll(ctx, s.pool, scanSessionOnly, q+` ORDER BY id LIMIT $2`, args...)
+	return store.Result(out, err, "session list", "")
 }
 
 // inSession runs fn in a transaction under the session's row lock, so the
@@ -303,42 +289,27 @@ ORDER BY j.pos`
 
 // SessionRead returns a session's entries after an offset.
 func (s *Store) SessionRead(ctx context.Context, p store.SessionReadParams) ([]store.SessionEntry, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	limit, err := store.CheckReadLimit(p.After, p.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("session read %q: %w", p.SessionID, err)
+	if err := s.ready(err, "session read", p.SessionID); err != nil {
+		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, sessionReadSQL, p.SessionID, p.After, limit)
 	if err != nil {
 		return nil, fmt.Errorf("session read %q: %w", p.SessionID, err)
 	}
 	defer rows.Close()
-	found := false
-	var out []store.SessionEntry
-	for rows.Next() {
-		found = true
+	out, err := store.SessionEntries(rows, func() (store.SessionEntry, bool, error) {
 		var (
 			pos        *int64
 			kind, data *string
 			at         *time.Time
 		)
-		if err := rows.Scan(&pos, &kind, &at, &data); err != nil {
-			return nil, fmt.Errorf("session read %q: %w", p.SessionID, err)
+		if err := rows.Scan(&pos, &kind, &at, &data); err != nil || pos == nil {
+			return store.SessionEntry{}, false, err
 		}
-		if pos == nil {
-			continue
-		}
-		out = append(out, store.SessionEntry{SessionID: p.SessionID, Pos: *pos, Kind: *kind, At: at.UTC(), Data: json.RawMessage(*data)})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("session read %q: %w", p.SessionID, err)
-	}
-	if !found {
-		return nil, fmt.Errorf("session read %q: %w", p.SessionID, store.ErrSessionNotFound)
-	}
-	return out, nil
+		return store.SessionEntry{SessionID: p.SessionID, Pos: *pos, Kind: *kind, At: at.UTC(), Data: json.RawMessage(*data)}, true, nil
+	})
+	return store.Result(out, err, "session read", p.SessionID)
 }
 
 const messageCols = `id, pos, mode, text, state, run_id, version`
@@ -358,12 +329,9 @@ const nextOrder = ` ORDER BY (mode = 'interrupt') DESC, pos`
 
 // SessionMessages lists a session's messages.
 func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesParams) ([]store.SessionMessage, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	limit, err := store.CheckPage(p.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("session messages %q: %w", p.SessionID, err)
+	if err := s.ready(err, "session messages", p.SessionID); err != nil {
+		return nil, err
 	}
 	r, err := s.sessionRow(ctx, p.SessionID)
 	if err != nil {
@@ -373,16 +341,8 @@ func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesPara
 	if p.All {
 		q = `SELECT ` + messageCols + ` FROM hitch_session_messages WHERE session_seq = $1 ORDER BY pos LIMIT $2`
 	}
-	rows, err := s.pool.Query(ctx, q, r.seq, limit)
-	if err != nil {
-		return nil, fmt.Errorf("session messages %q: %w", p.SessionID, err)
-	}
-	defer rows.Close()
-	out, err := store.Collect(rows, func() (store.SessionMessage, error) { return scanMessage(rows) })
-	if err != nil {
-		return nil, fmt.Errorf("session messages %q: %w", p.SessionID, err)
-	}
-	return out, nil
+	out, err := readAll(ctx, s.pool, scanMessage, q, r.seq, limit)
+	return store.Result(out, err, "session messages", p.SessionID)
 }
 
 // SessionStart starts the next submission and creates its run, in one

@@ -115,20 +115,14 @@ func (s *Store) TriggerGet(ctx context.Context, id string) (store.Trigger, error
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrTriggerNotFound
 	}
-	if err != nil {
-		return store.Trigger{}, fmt.Errorf("trigger get %q: %w", id, err)
-	}
-	return t, nil
+	return store.Result(t, err, "trigger get", id)
 }
 
 // TriggerList returns bindings by id after a cursor.
 func (s *Store) TriggerList(ctx context.Context, p store.TriggerListParams) ([]store.Trigger, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	limit, err := store.CheckTriggerList(p)
-	if err != nil {
-		return nil, fmt.Errorf("trigger list: %w", err)
+	if err := s.ready(err, "trigger list", ""); err != nil {
+		return nil, err
 	}
 	where, args := []string{"id > $1"}, []any{p.After}
 	cols, vals := store.TriggerFilters(p)
@@ -137,17 +131,9 @@ func (s *Store) TriggerList(ctx context.Context, p store.TriggerListParams) ([]s
 		where = append(where, col+" = $"+strconv.Itoa(len(args)))
 	}
 	args = append(args, limit)
-	rows, err := s.pool.Query(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE `+strings.Join(where, " AND ")+
+	out, err := readAll(ctx, s.pool, scanTrigger, `SELECT `+triggerCols+` FROM hitch_triggers WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY id LIMIT $`+strconv.Itoa(len(args)), args...)
-	if err != nil {
-		return nil, fmt.Errorf("trigger list: %w", err)
-	}
-	defer rows.Close()
-	out, err := store.Collect(rows, func() (store.Trigger, error) { return scanTrigger(rows) })
-	if err != nil {
-		return nil, fmt.Errorf("trigger list: %w", err)
-	}
-	return out, nil
+	return store.Result(out, err, "trigger list", "")
 }
 
 // TriggerPause pauses a binding.
@@ -174,10 +160,7 @@ func (s *Store) setTriggerState(ctx context.Context, op, id, from, to string) (s
 		}
 		return err
 	})
-	if err != nil {
-		return store.Trigger{}, fmt.Errorf("%s %q: %w", op, id, err)
-	}
-	return out, nil
+	return store.Result(out, err, op, id)
 }
 
 // TriggerRemove deletes a binding.
@@ -188,10 +171,7 @@ func (s *Store) TriggerRemove(ctx context.Context, id string) (bool, error) {
 		removed = err == nil && tag.RowsAffected() > 0
 		return err
 	})
-	if err != nil {
-		return false, fmt.Errorf("trigger remove %q: %w", id, err)
-	}
-	return removed, nil
+	return store.Result(removed, err, "trigger remove", id)
 }
 
 // triggerClaimSQL claims up to $4 due bindings, the earliest first; FOR
@@ -279,10 +259,7 @@ func (s *Store) TriggerRetire(ctx context.Context, p store.TriggerRetireParams) 
 		}
 		return err
 	})
-	if err != nil {
-		return store.Trigger{}, fmt.Errorf("trigger retire %q: %w", p.ID, err)
-	}
-	return out, nil
+	return store.Result(out, err, "trigger retire", p.ID)
 }
 
 // TriggerRelease gives back a claim whose dispatch failed.
@@ -301,10 +278,7 @@ func (s *Store) TriggerRelease(ctx context.Context, p store.TriggerReleaseParams
 		}
 		return err
 	})
-	if err != nil {
-		return store.Trigger{}, fmt.Errorf("trigger release %q: %w", p.ID, err)
-	}
-	return out, nil
+	return store.Result(out, err, "trigger release", p.ID)
 }
 
 // TriggerNextDue returns when the next active binding becomes claimable.

@@ -64,11 +64,8 @@ func (s *Store) DiagnoseSettings(ctx context.Context) (store.Diagnosis, error) {
 // file system and the same waits for the disk as the store's commits,
 // without touching the store.
 func (s *Store) DiagnoseCommits(ctx context.Context, n int) (took []time.Duration, err error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
-	if err := store.CheckDiagnoseCommits(n); err != nil {
-		return nil, fmt.Errorf("diagnose commits: %w", err)
+	if err := s.ready(store.CheckDiagnoseCommits(n), "diagnose commits", ""); err != nil {
+		return nil, err
 	}
 	var tag [6]byte
 	_, _ = rand.Read(tag[:])
@@ -124,7 +121,7 @@ func (s *Store) DiagnoseNodes(ctx context.Context) (store.Nodes, error) {
 	var out store.Nodes
 	rows, err := s.rdb.QueryContext(ctx, `SELECT lease_owner, count(*) FROM runs INDEXED BY runs_lease_due
 		WHERE status IN ('queued', 'running') AND lease_expires > ?1 AND lease_owner <> ''
-		GROUP BY lease_owner ORDER BY lease_owner LIMIT ?2`, now, MaxListLimit)
+		GROUP BY lease_owner ORDER BY lease_owner LIMIT ?2`, now, store.MaxListLimit)
 	if err != nil {
 		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
 	}
@@ -140,7 +137,7 @@ func (s *Store) DiagnoseNodes(ctx context.Context) (store.Nodes, error) {
 		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
 	}
 	rows, err = s.rdb.QueryContext(ctx, `SELECT name, leader_id, elected_at, expires_at FROM leaders
-		WHERE expires_at > ?1 ORDER BY name LIMIT ?2`, now, MaxListLimit)
+		WHERE expires_at > ?1 ORDER BY name LIMIT ?2`, now, store.MaxListLimit)
 	if err != nil {
 		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
 	}

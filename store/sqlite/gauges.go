@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/hitch-dev/hitch/store"
 )
@@ -19,41 +18,31 @@ func (s *Store) RunsDue(ctx context.Context) (int, error) {
 	err := s.rdb.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM runs INDEXED BY runs_lease_due WHERE status IN ('queued', 'running') AND lease_expires <= ?1) +
 		(SELECT count(*) FROM runs INDEXED BY runs_wake_due WHERE status = 'waiting' AND wake_at > 0 AND wake_at <= ?1)`, micros(s.now())).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("runs due: %w", err)
-	}
-	return n, nil
+	return store.Result(n, err, "runs due", "")
 }
 
 // Parked returns the last entry of each waiting run, newest run first.
 func (s *Store) Parked(ctx context.Context, limit int) ([]store.Entry, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
+	if err := s.ready(store.CheckParked(limit), "parked", ""); err != nil {
+		return nil, err
 	}
-	if err := store.CheckParked(limit); err != nil {
-		return nil, fmt.Errorf("parked: %w", err)
-	}
-	rows, err := s.rdb.QueryContext(ctx, `
+	out, err := readAll(ctx, s, scanEntry, `
 		SELECT r.id, j.pos, j.kind, j.at, j.data
 		FROM runs AS r JOIN journal AS j ON j.run_seq = r.seq AND j.pos = r.position
 		WHERE r.status = 'waiting'
 		ORDER BY r.created_at DESC, r.id DESC LIMIT ?1`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("parked: %w", err)
-	}
-	defer rows.Close()
-	out, err := store.Collect(rows, func() (store.Entry, error) {
-		var (
-			e    store.Entry
-			at   int64
-			data string
-		)
-		err := rows.Scan(&e.RunID, &e.Pos, &e.Kind, &at, &data)
-		e.At, e.Data = fromMicros(at), json.RawMessage(data)
-		return e, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("parked: %w", err)
-	}
-	return out, nil
+	return store.Result(out, err, "parked", "")
+}
+
+// scanEntry reads a row of a run's id and an entry's position, kind, time
+// and data.
+func scanEntry(sc scanner) (store.Entry, error) {
+	var (
+		e    store.Entry
+		at   int64
+		data string
+	)
+	err := sc.Scan(&e.RunID, &e.Pos, &e.Kind, &at, &data)
+	e.At, e.Data = fromMicros(at), json.RawMessage(data)
+	return e, err
 }

@@ -1,19 +1,13 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/hitch-dev/hitch/store"
 )
-
-// MaxLeaseTTL bounds a lease's time to live, so that a typo cannot park a run
-// for years.
-const MaxLeaseTTL = store.MaxLeaseTTL
 
 // LeaseClaim leases due runs, or one run by ID, to p.Owner for p.TTL.
 // Due runs are claimed longest due first. Claims run on the single writer, so two
@@ -48,14 +42,9 @@ func (s *Store) LeaseClaim(ctx context.Context, p store.LeaseClaimParams) ([]sto
 			return nil
 		}
 		rows, err := tx.claimDue.Query(p.Owner, expires, now, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		claimed, err := store.Collect(rows, func() (row, error) { return scanRun(rows) })
-		slices.SortFunc(claimed, func(a, b row) int { return cmp.Compare(a.seq, b.seq) })
-		for _, r := range claimed {
-			leases = append(leases, store.LeaseOf(r.run))
+		if err == nil {
+			defer rows.Close()
+			leases, err = store.Claimed(rows, func() (int64, store.Run, error) { r, err := scanRun(rows); return r.seq, r.run, err })
 		}
 		return err
 	})
@@ -74,11 +63,8 @@ func (tx *wtx) unclaimable(id string, now int64) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case r.run.Status.Terminal():
-		return fmt.Errorf("%w (status %s)", store.ErrEnded, r.run.Status)
-	case r.run.LeaseOwner != "" && micros(r.run.LeaseExpires) > now:
-		return &store.LeaseHeldError{RunID: r.run.ID, Owner: r.run.LeaseOwner, ExpiresAt: r.run.LeaseExpires}
+	if err := store.ClaimRefused(r.run, micros(r.run.LeaseExpires) > now); err != nil {
+		return err
 	}
 	return fmt.Errorf("%w (status %s, the claim matched no row)", store.ErrConflict, r.run.Status)
 }
@@ -101,10 +87,7 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 		run = r.run
 		return err
 	})
-	if err != nil {
-		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
-	}
-	return run, nil
+	return store.Result(run, err, "lease renew", p.RunID)
 }
 
 // LeaseRenewMany renews many leases of one owner in one transaction.
@@ -129,10 +112,7 @@ func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("lease renew many: %w", err)
-	}
-	return out, nil
+	return store.Result(out, err, "lease renew many", "")
 }
 
 // LeaseRelease gives a held lease back; the run keeps its status.
@@ -156,8 +136,5 @@ func (s *Store) LeaseRelease(ctx context.Context, p store.LeaseReleaseParams) (s
 		tx.mayBeDue()
 		return err
 	})
-	if err != nil {
-		return store.Run{}, fmt.Errorf("lease release %q: %w", p.RunID, err)
-	}
-	return run, nil
+	return store.Result(run, err, "lease release", p.RunID)
 }

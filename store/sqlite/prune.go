@@ -96,10 +96,7 @@ func (s *Store) RunPrune(ctx context.Context, p store.RunPruneParams) (store.Run
 		}
 		return rows.Close()
 	})
-	if err != nil {
-		return store.RunPruneResult{}, fmt.Errorf("run prune: %w", err)
-	}
-	return res, nil
+	return store.Result(res, err, "run prune", "")
 }
 
 // SessionKeyPrune deletes expired idempotency keys; see store.Store.

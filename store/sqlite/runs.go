@@ -13,21 +13,6 @@ import (
 	"github.com/hitch-dev/hitch/store"
 )
 
-// Bounds on what one call may carry. They keep every request, and so every
-// transaction and every answer, to a known size.
-const (
-	// MaxNameBytes, MaxEntries, MaxEntryBytes and MaxWriteBytes are the
-	// store package's bounds, the same for every driver.
-	MaxNameBytes  = store.MaxNameBytes
-	MaxEntries    = store.MaxEntries
-	MaxEntryBytes = store.MaxEntryBytes
-	MaxWriteBytes = store.MaxWriteBytes
-	// MaxListLimit bounds RunList and LeaseClaim limits.
-	MaxListLimit = store.MaxListLimit
-	// MaxReadLimit bounds a JournalRead limit.
-	MaxReadLimit = store.MaxReadLimit
-)
-
 const runColumns = `seq, id, root_id, parent_id, depth, agent, version, input_hash, status, position,
 	lease_owner, lease_token, lease_expires, wake_at, cancel_requested, outcome, created_at, updated_at, tenant, title,
 	cancel_by, cancel_reason, forked_from`
@@ -193,23 +178,14 @@ func (s *Store) RunGet(ctx context.Context, id string) (store.Run, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("run get %q: %w", id, store.ErrNotFound)
 	}
-	if err != nil {
-		return store.Run{}, fmt.Errorf("run get %q: %w", id, err)
-	}
-	return r.run, nil
+	return store.Result(r.run, err, "run get", id)
 }
 
 // RunCancelRequested returns which of ids have a cancel requested and
 // have not ended, in one statement.
 func (s *Store) RunCancelRequested(ctx context.Context, ids []string) ([]string, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
-	if len(ids) > MaxListLimit {
-		return nil, fmt.Errorf("run cancel requested: %d ids: at most %d at once", len(ids), MaxListLimit)
-	}
-	if len(ids) == 0 {
-		return nil, nil
+	if err := s.ready(store.CheckCancelRequested(ids), "run cancel requested", ""); err != nil || len(ids) == 0 {
+		return nil, err
 	}
 	list, err := json.Marshal(ids)
 	if err != nil {
@@ -217,36 +193,18 @@ func (s *Store) RunCancelRequested(ctx context.Context, ids []string) ([]string,
 	}
 	// The unary plus keeps the planner on the id index: without
 	// statistics it would rather walk every live run by status.
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id FROM runs WHERE id IN (SELECT value FROM json_each(?))
+	out, err := readAll(ctx, s, scanID, `SELECT id FROM runs WHERE id IN (SELECT value FROM json_each(?))
 		AND cancel_requested = 1 AND +status IN ('queued', 'running', 'waiting')`, string(list))
-	if err != nil {
-		return nil, fmt.Errorf("run cancel requested: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("run cancel requested: %w", err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("run cancel requested: %w", err)
-	}
-	return out, nil
+	return store.Result(out, err, "run cancel requested", "")
 }
 
 // RunList returns runs newest first (by creation time, then id), or oldest
 // first. A list of several statuses merges one index walk per status, so
 // that a page reads at most its limit of runs of each.
 func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	limit, after, err := store.CheckList(p)
-	if err != nil {
-		return nil, fmt.Errorf("run list: %w", err)
+	if err := s.ready(err, "run list", ""); err != nil {
+		return nil, err
 	}
 	where, args := runFilter(p)
 	cmp, order := "<", " ORDER BY created_at DESC, id DESC"
@@ -259,7 +217,7 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 		where = append(where, "created_at "+cmp+"= ? AND (created_at "+cmp+" ? OR id "+cmp+" ?)")
 		args = append(args, at, at, after.ID)
 	}
-	statuses := slices.Compact(slices.Sorted(slices.Values(p.Statuses)))
+	statuses := store.ListStatuses(p)
 	var q string
 	switch {
 	case len(statuses) <= 1:
@@ -280,23 +238,8 @@ func (s *Store) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 		q = strings.Join(parts, " UNION ALL ") + order + " LIMIT ?"
 		args = append(all, limit)
 	}
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("run list: %w", err)
-	}
-	defer rows.Close()
-	runs := make([]store.Run, 0, min(limit, 16))
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("run list: %w", err)
-		}
-		runs = append(runs, r.run)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("run list: %w", err)
-	}
-	return runs, nil
+	runs, err := readAll(ctx, s, scanRunOnly, q, args...)
+	return store.Result(runs, err, "run list", "")
 }
 
 func whereClause(terms []string) string {
@@ -348,10 +291,7 @@ func runFilter(p store.RunListParams) (where []string, args []any) {
 
 // RunCounts counts runs by status, of one tenant or of all.
 func (s *Store) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
-	if err := store.CheckTenant("tenant", tenant, false); err != nil {
-		return nil, fmt.Errorf("run counts: %w", err)
-	}
-	return s.RunCountsFor(ctx, store.RunListParams{Tenant: tenant})
+	return store.RunCounts(ctx, s, tenant)
 }
 
 // RunCountsFor counts runs by status among those p's filters select. Of
@@ -362,32 +302,24 @@ func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hi
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	p.After, p.Limit, p.Oldest = "", 0, false
-	if _, _, err := store.CheckList(p); err != nil {
+	plan, err := store.PlanCounts(p)
+	if err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
 	}
-	statuses := slices.Compact(slices.Sorted(slices.Values(p.Statuses)))
-	where, args := runFilter(p)
+	where, args := runFilter(plan.Params)
 	var q string
-	if len(where) == 0 || (len(where) == 1 && p.Tenant != "") {
-		q = `SELECT status, sum(n) FROM run_counts` + whereClause(where)
-		if len(statuses) > 0 {
-			q += " AND status IN (" + strings.Repeat("?, ", len(statuses)-1) + "?)"
-			for _, st := range statuses {
+	if plan.Kept {
+		if len(plan.Statuses) > 0 {
+			where = append(where, "status IN ("+strings.Repeat("?, ", len(plan.Statuses)-1)+"?)")
+			for _, st := range plan.Statuses {
 				args = append(args, string(st))
 			}
 		}
-		if len(where) == 0 {
-			q = strings.Replace(q, " AND ", " WHERE ", 1)
-		}
-		q += " GROUP BY status"
+		q = `SELECT status, sum(n) FROM run_counts` + whereClause(where) + " GROUP BY status"
 	} else {
-		if len(statuses) == 0 {
-			statuses = hitchtype.Statuses()
-		}
-		parts := make([]string, len(statuses))
-		all := make([]any, 0, len(statuses)*(len(args)+3))
-		for i, st := range statuses {
+		parts := make([]string, len(plan.Statuses))
+		all := make([]any, 0, len(plan.Statuses)*(len(args)+3))
+		for i, st := range plan.Statuses {
 			parts[i] = `SELECT ?, (SELECT count(*) FROM (SELECT 1 FROM runs` +
 				whereClause(append(slices.Clone(where), "status = ?")) + ` LIMIT ?))`
 			all = append(append(append(all, string(st)), args...), string(st), store.MaxFilteredCount)
@@ -399,23 +331,8 @@ func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hi
 		return nil, fmt.Errorf("run counts: %w", err)
 	}
 	defer rows.Close()
-	out := make(map[hitchtype.Status]int)
-	for rows.Next() {
-		var (
-			st string
-			n  int
-		)
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, fmt.Errorf("run counts: %w", err)
-		}
-		if n > 0 {
-			out[hitchtype.Status(st)] = n
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("run counts: %w", err)
-	}
-	return out, nil
+	out, err := store.CollectCounts(rows)
+	return store.Result(out, err, "run counts", "")
 }
 
 // RunRequestCancel records a cancel request; a waiting run becomes due now.
@@ -446,8 +363,5 @@ func (s *Store) RunRequestCancel(ctx context.Context, p store.RunRequestCancelPa
 		tx.mayBeDue()
 		return err
 	})
-	if err != nil {
-		return store.Run{}, fmt.Errorf("run request cancel %q: %w", id, err)
-	}
-	return run, nil
+	return store.Result(run, err, "run request cancel", id)
 }

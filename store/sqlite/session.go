@@ -26,6 +26,12 @@ type sessionRow struct {
 	s   store.Session
 }
 
+// scanSessionOnly is scanSession without the session's store key.
+func scanSessionOnly(sc scanner) (store.Session, error) {
+	r, err := scanSession(sc)
+	return r.s, err
+}
+
 func scanSession(sc scanner) (sessionRow, error) {
 	var (
 		r        sessionRow
@@ -214,23 +220,14 @@ func (s *Store) SessionGet(ctx context.Context, id string) (store.Session, error
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("session get %q: %w", id, store.ErrSessionNotFound)
 	}
-	if err != nil {
-		return store.Session{}, fmt.Errorf("session get %q: %w", id, err)
-	}
-	return r.s, nil
+	return store.Result(r.s, err, "session get", id)
 }
 
 // SessionList returns sessions by id after a cursor.
 func (s *Store) SessionList(ctx context.Context, p store.SessionListParams) ([]store.Session, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
-	limit, err := store.CheckPage(p.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("session list: %w", err)
-	}
-	if err := store.CheckTenant("tenant", p.Tenant, false); err != nil {
-		return nil, fmt.Errorf("session list: %w", err)
+	limit, err := store.CheckSessionList(p)
+	if err := s.ready(err, "session list", ""); err != nil {
+		return nil, err
 	}
 	q := `SELECT ` + sessionColumns + ` FROM sessions WHERE id > ?1`
 	if p.NeedsWork {
@@ -247,19 +244,8 @@ func (s *Store) SessionList(ctx context.Context, p store.SessionListParams) ([]s
 		q += ` AND tenant = ?3`
 		args = append(args, p.Tenant)
 	}
-	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY id LIMIT ?2`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("session list: %w", err)
-	}
-	defer rows.Close()
-	out, err := store.Collect(rows, func() (store.Session, error) {
-		r, err := scanSession(rows)
-		return r.s, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("session list: %w", err)
-	}
-	return out, nil
+	out, err := readAll(ctx, s, scanSessionOnly, q+` ORDER BY id LIMIT ?2`, args...)
+	return store.Result(out, err, "session list", "")
 }
 
 // inSession runs fn on the writer, in the transaction of its batch.
@@ -280,12 +266,9 @@ func (s *Store) SessionAppend(ctx context.Context, p store.SessionAppendParams) 
 
 // SessionRead returns a session's entries after an offset.
 func (s *Store) SessionRead(ctx context.Context, p store.SessionReadParams) ([]store.SessionEntry, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	limit, err := store.CheckReadLimit(p.After, p.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("session read %q: %w", p.SessionID, err)
+	if err := s.ready(err, "session read", p.SessionID); err != nil {
+		return nil, err
 	}
 	rows, err := s.rdb.QueryContext(ctx, `
 		SELECT j.pos, j.kind, j.at, j.data
@@ -296,30 +279,18 @@ func (s *Store) SessionRead(ctx context.Context, p store.SessionReadParams) ([]s
 		return nil, fmt.Errorf("session read %q: %w", p.SessionID, err)
 	}
 	defer rows.Close()
-	found := false
-	var out []store.SessionEntry
-	for rows.Next() {
-		found = true
+	out, err := store.SessionEntries(rows, func() (store.SessionEntry, bool, error) {
 		var (
 			pos, at    sql.NullInt64
 			kind, data sql.NullString
 		)
-		if err := rows.Scan(&pos, &kind, &at, &data); err != nil {
-			return nil, fmt.Errorf("session read %q: %w", p.SessionID, err)
+		if err := rows.Scan(&pos, &kind, &at, &data); err != nil || !pos.Valid {
+			return store.SessionEntry{}, false, err
 		}
-		if !pos.Valid {
-			continue
-		}
-		out = append(out, store.SessionEntry{SessionID: p.SessionID, Pos: pos.Int64, Kind: kind.String,
-			At: fromMicros(at.Int64), Data: json.RawMessage(data.String)})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("session read %q: %w", p.SessionID, err)
-	}
-	if !found {
-		return nil, fmt.Errorf("session read %q: %w", p.SessionID, store.ErrSessionNotFound)
-	}
-	return out, nil
+		return store.SessionEntry{SessionID: p.SessionID, Pos: pos.Int64, Kind: kind.String,
+			At: fromMicros(at.Int64), Data: json.RawMessage(data.String)}, true, nil
+	})
+	return store.Result(out, err, "session read", p.SessionID)
 }
 
 const messageColumns = `id, pos, mode, text, state, run_id, version`
@@ -339,12 +310,9 @@ const nextOrder = ` ORDER BY (mode = 'interrupt') DESC, pos`
 
 // SessionMessages lists a session's messages.
 func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesParams) ([]store.SessionMessage, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	limit, err := store.CheckPage(p.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("session messages %q: %w", p.SessionID, err)
+	if err := s.ready(err, "session messages", p.SessionID); err != nil {
+		return nil, err
 	}
 	if _, err := s.SessionGet(ctx, p.SessionID); err != nil {
 		return nil, fmt.Errorf("session messages: %w", err)
@@ -353,16 +321,8 @@ func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesPara
 	if p.All {
 		q = `SELECT ` + messageColumns + ` FROM session_messages WHERE session_seq = (SELECT seq FROM sessions WHERE id = ?) ORDER BY pos LIMIT ?`
 	}
-	rows, err := s.rdb.QueryContext(ctx, q, p.SessionID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("session messages %q: %w", p.SessionID, err)
-	}
-	defer rows.Close()
-	out, err := store.Collect(rows, func() (store.SessionMessage, error) { return scanMessage(rows) })
-	if err != nil {
-		return nil, fmt.Errorf("session messages %q: %w", p.SessionID, err)
-	}
-	return out, nil
+	out, err := readAll(ctx, s, scanMessage, q, p.SessionID, limit)
+	return store.Result(out, err, "session messages", p.SessionID)
 }
 
 // SessionStart starts the next submission and creates its run.

@@ -96,37 +96,23 @@ func (s *Store) TriggerGet(ctx context.Context, id string) (store.Trigger, error
 	if errors.Is(err, sql.ErrNoRows) {
 		err = store.ErrTriggerNotFound
 	}
-	if err != nil {
-		return store.Trigger{}, fmt.Errorf("trigger get %q: %w", id, err)
-	}
-	return t, nil
+	return store.Result(t, err, "trigger get", id)
 }
 
 // TriggerList returns bindings by id after a cursor.
 func (s *Store) TriggerList(ctx context.Context, p store.TriggerListParams) ([]store.Trigger, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	limit, err := store.CheckTriggerList(p)
-	if err != nil {
-		return nil, fmt.Errorf("trigger list: %w", err)
+	if err := s.ready(err, "trigger list", ""); err != nil {
+		return nil, err
 	}
 	where, args := []string{"id > ?"}, []any{p.After}
 	cols, vals := store.TriggerFilters(p)
 	for i, col := range cols {
 		where, args = append(where, col+" = ?"), append(args, vals[i])
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+triggerColumns+` FROM triggers WHERE `+strings.Join(where, " AND ")+
+	out, err := readAll(ctx, s, scanTrigger, `SELECT `+triggerColumns+` FROM triggers WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY id LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("trigger list: %w", err)
-	}
-	defer rows.Close()
-	out, err := store.Collect(rows, func() (store.Trigger, error) { return scanTrigger(rows) })
-	if err != nil {
-		return nil, fmt.Errorf("trigger list: %w", err)
-	}
-	return out, nil
+	return store.Result(out, err, "trigger list", "")
 }
 
 // TriggerPause pauses a binding.
@@ -150,10 +136,7 @@ func (s *Store) setTriggerState(ctx context.Context, op, id, from, to string) (s
 		out, err = x.trigger(id)
 		return err
 	})
-	if err != nil {
-		return store.Trigger{}, fmt.Errorf("%s %q: %w", op, id, err)
-	}
-	return out, nil
+	return store.Result(out, err, op, id)
 }
 
 // TriggerRemove deletes a binding.
@@ -168,10 +151,7 @@ func (s *Store) TriggerRemove(ctx context.Context, id string) (bool, error) {
 		removed = n > 0
 		return err
 	})
-	if err != nil {
-		return false, fmt.Errorf("trigger remove %q: %w", id, err)
-	}
-	return removed, nil
+	return store.Result(removed, err, "trigger remove", id)
 }
 
 // TriggerClaim claims due bindings, the earliest first. Claims run on the
@@ -241,10 +221,7 @@ func (s *Store) TriggerRetire(ctx context.Context, p store.TriggerRetireParams) 
 		}
 		return err
 	})
-	if err != nil {
-		return store.Trigger{}, fmt.Errorf("trigger retire %q: %w", p.ID, err)
-	}
-	return out, nil
+	return store.Result(out, err, "trigger retire", p.ID)
 }
 
 // TriggerRelease gives back a claim whose dispatch failed.
@@ -263,10 +240,7 @@ func (s *Store) TriggerRelease(ctx context.Context, p store.TriggerReleaseParams
 		}
 		return err
 	})
-	if err != nil {
-		return store.Trigger{}, fmt.Errorf("trigger release %q: %w", p.ID, err)
-	}
-	return out, nil
+	return store.Result(out, err, "trigger release", p.ID)
 }
 
 // TriggerNextDue returns when the next active binding becomes claimable.
