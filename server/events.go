@@ -128,17 +128,9 @@ func (s *Server) registerEvents() {
 		if _, err := sc.Get(ctx, in.ID); err != nil {
 			return nil, s.fail("stream", err)
 		}
-		cur, loc := in.After, "query.after"
-		if cur == "" {
-			cur, loc = in.LastEventID, "header.Last-Event-ID"
-		}
-		var after int64
-		if cur != "" {
-			n, err := strconv.ParseInt(cur, 10, 64)
-			if err != nil || n < 0 {
-				return nil, invalid(loc, "want a journal position, 0 or more")
-			}
-			after = n
+		after, err := resumePosition(in.After, in.LastEventID, "journal")
+		if err != nil {
+			return nil, err
 		}
 		release, err := s.openStream(ctx)
 		if err != nil {
@@ -167,10 +159,7 @@ func (s *Server) registerEvents() {
 		if root.RootID != root.ID {
 			return nil, invalid("path.id", "is not a root run: follow the family of its root_id")
 		}
-		cur, loc := in.After, "query.after"
-		if cur == "" {
-			cur, loc = in.LastEventID, "header.Last-Event-ID"
-		}
+		cur, loc := resumeCursor(in.After, in.LastEventID)
 		after, err := parseFamilyCursor(cur, s.cfg.Limits.FamilyStreamRuns)
 		if err != nil {
 			return nil, invalid(loc, "%v", err)
@@ -185,6 +174,29 @@ func (s *Server) registerEvents() {
 			f.serve(hctx, true)
 		}}, nil
 	})
+}
+
+// resumeCursor is where a stream resumes: ?after when given, else the
+// Last-Event-ID header, with the location a refusal of it names.
+func resumeCursor(after, lastEventID string) (cur, loc string) {
+	if after != "" {
+		return after, "query.after"
+	}
+	return lastEventID, "header.Last-Event-ID"
+}
+
+// resumePosition is the position in a journal (what names it) a stream
+// resumes after: that of resumeCursor, 0 when there is none.
+func resumePosition(after, lastEventID, what string) (int64, error) {
+	cur, loc := resumeCursor(after, lastEventID)
+	if cur == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(cur, 10, 64)
+	if err != nil || n < 0 {
+		return 0, invalid(loc, "want a %s position, 0 or more", what)
+	}
+	return n, nil
 }
 
 // openStream counts a stream against its token's limit.

@@ -53,16 +53,25 @@ func wait(t *testing.T, c *client, id string) api.Run {
 // journal reads a run's whole journal through the API, page by page.
 func journal(t *testing.T, c *client, id string) []api.Entry {
 	t.Helper()
-	var all []api.Entry
-	after := int64(0)
-	for {
-		var page api.EntryPage
-		c.do("GET", fmt.Sprintf("/v1/runs/%s/journal?after=%d&limit=7", id, after), nil).want(t, 200, "").decode(t, &page)
-		all = append(all, page.Entries...)
-		if page.Next == nil {
+	return allPages(t, c, "/v1/runs/"+id+"/journal?after=%d&limit=7",
+		func(p api.EntryPage) ([]api.Entry, *int64) { return p.Entries, p.Next })
+}
+
+// allPages reads a listing through the API page by page: path is its URL
+// with a %d for the position a page starts after, and split gives a page's
+// items and the position of the next page (nil after the last).
+func allPages[P, E any](t *testing.T, c *client, path string, split func(P) ([]E, *int64)) []E {
+	t.Helper()
+	var all []E
+	for after := int64(0); ; {
+		var page P
+		c.do("GET", fmt.Sprintf(path, after), nil).want(t, 200, "").decode(t, &page)
+		items, next := split(page)
+		all = append(all, items...)
+		if next == nil {
 			return all
 		}
-		after = *page.Next
+		after = *next
 	}
 }
 

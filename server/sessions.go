@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"strconv"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -183,17 +182,9 @@ func (s *Server) registerSessions() {
 		if _, err := sc.GetSession(ctx, in.ID); err != nil {
 			return nil, s.fail("stream", err)
 		}
-		cur, loc := in.After, "query.after"
-		if cur == "" {
-			cur, loc = in.LastEventID, "header.Last-Event-ID"
-		}
-		var after int64
-		if cur != "" {
-			n, err := strconv.ParseInt(cur, 10, 64)
-			if err != nil || n < 0 {
-				return nil, invalid(loc, "want a session journal position, 0 or more")
-			}
-			after = n
+		after, err := resumePosition(in.After, in.LastEventID, "session journal")
+		if err != nil {
+			return nil, err
 		}
 		release, err := s.openStream(ctx)
 		if err != nil {

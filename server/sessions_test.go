@@ -42,17 +42,8 @@ func sendMsg(t *testing.T, c *client, id, text, mode, key string) (api.Sent, int
 // page.
 func transcript(t *testing.T, c *client, id string) []api.SessionEntry {
 	t.Helper()
-	var all []api.SessionEntry
-	after := int64(0)
-	for {
-		var page api.SessionEntryPage
-		c.do("GET", fmt.Sprintf("/v1/sessions/%s/transcript?after=%d&limit=3", id, after), nil).want(t, 200, "").decode(t, &page)
-		all = append(all, page.Entries...)
-		if page.Next == nil {
-			return all
-		}
-		after = *page.Next
-	}
+	return allPages(t, c, "/v1/sessions/"+id+"/transcript?after=%d&limit=3",
+		func(p api.SessionEntryPage) ([]api.SessionEntry, *int64) { return p.Entries, p.Next })
 }
 
 // followSession reads a session's stream from after until until says
