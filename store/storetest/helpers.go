@@ -27,6 +27,36 @@ const (
 // clock (nil for a store on a real clock).
 type opener func(t *testing.T) (store.Store, *fakeClock)
 
+// testCase is a sub-test of a group, run on an environment of type E.
+type testCase[E any] struct {
+	name string
+	fn   func(*testing.T, E)
+}
+
+// runCases runs each case as a parallel sub-test on an environment of its
+// own, which mk makes from a fresh env.
+func runCases[E any](t *testing.T, open opener, mk func(*testing.T, *env) E, cases []testCase[E]) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.fn(t, mk(t, newEnv(t, open)))
+		})
+	}
+}
+
+// face is s's optional face F (named name), or t skipped when the driver
+// does not implement it.
+func face[F any](t *testing.T, s store.Store, name string) F {
+	f, ok := s.(F)
+	if !ok {
+		t.Skip("the driver does not implement " + name)
+	}
+	return f
+}
+
+// plainEnv is runCases's mk for cases on an env.
+func plainEnv(_ *testing.T, e *env) *env { return e }
+
 // fakeClock is a store clock that stands still until the suite moves it.
 type fakeClock struct {
 	mu sync.Mutex

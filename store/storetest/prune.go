@@ -13,20 +13,12 @@ import (
 )
 
 func testPrune(t *testing.T, open opener) {
-	for _, c := range []struct {
-		name string
-		fn   func(*testing.T, *env)
-	}{
+	runCases(t, open, plainEnv, []testCase[*env]{
 		{"OnlySettledFamilies", testPruneSettled},
 		{"RandomFamilies", testPruneRandom},
 		{"SessionKeys", testPruneKeys},
 		{"BadInput", testPruneBadInput},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			c.fn(t, newEnv(t, open))
-		})
-	}
+	})
 }
 
 // sessionRoot creates a root run that works a session's submission.
@@ -206,10 +198,7 @@ func testPruneRandom(t *testing.T, e *env) {
 }
 
 func testPruneKeys(t *testing.T, e *env) {
-	ss, ok := e.s.(store.SessionStore)
-	if !ok {
-		t.Skip("the driver does not implement store.SessionStore")
-	}
+	ss := face[store.SessionStore](t, e.s, "store.SessionStore")
 	if _, _, err := ss.SessionCreate(e.ctx, store.SessionCreateParams{ID: "s", Agent: "agent", Version: 1}); err != nil {
 		t.Fatal(err)
 	}

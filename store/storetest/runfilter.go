@@ -13,21 +13,13 @@ import (
 )
 
 func testRunFilters(t *testing.T, open opener) {
-	for _, c := range []struct {
-		name string
-		fn   func(*testing.T, *env)
-	}{
+	runCases(t, open, plainEnv, []testCase[*env]{
 		{"Title", testRunTitle},
 		{"Time", testRunListTime},
 		{"Text", testRunListText},
 		{"CountsFor", testRunCountsFor},
 		{"JournalKinds", testJournalKinds},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			c.fn(t, newEnv(t, open))
-		})
-	}
+	})
 }
 
 // createTitled makes a queued root run of tenant "acme" with a title.

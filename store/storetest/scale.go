@@ -15,19 +15,11 @@ import (
 // than by reading every run: lists by several statuses, oldest first, and
 // counts that follow every status change.
 func testScale(t *testing.T, open opener) {
-	for _, c := range []struct {
-		name string
-		fn   func(*testing.T, *env)
-	}{
+	runCases(t, open, plainEnv, []testCase[*env]{
 		{"Statuses", testListStatuses},
 		{"Oldest", testListOldest},
 		{"CountsFollow", testCountsFollow},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			c.fn(t, newEnv(t, open))
-		})
-	}
+	})
 }
 
 // mixedRuns makes 40 runs of two tenants, several per clock reading, and

@@ -14,10 +14,9 @@ import (
 
 // testSessions checks store.SessionStore on drivers that implement it.
 func testSessions(t *testing.T, open opener) {
-	for _, c := range []struct {
-		name string
-		fn   func(*testing.T, *sessEnv)
-	}{
+	runCases(t, open, func(t *testing.T, e *env) *sessEnv {
+		return &sessEnv{env: e, ss: face[store.SessionStore](t, e.s, "store.SessionStore")}
+	}, []testCase[*sessEnv]{
 		{"CreateIdempotent", testSessionCreate},
 		{"AdmitOrderAndRead", testSessionAdmit},
 		{"ConditionalAppend", testSessionConditional},
@@ -29,17 +28,7 @@ func testSessions(t *testing.T, open opener) {
 		{"EndOnce", testSessionEnd},
 		{"ListAndNeedsWork", testSessionList},
 		{"BadInput", testSessionBadInput},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, open)
-			ss, ok := e.s.(store.SessionStore)
-			if !ok {
-				t.Skip("the driver does not implement store.SessionStore")
-			}
-			c.fn(t, &sessEnv{env: e, ss: ss})
-		})
-	}
+	})
 }
 
 type sessEnv struct {

@@ -14,22 +14,14 @@ import (
 )
 
 func testTenants(t *testing.T, open opener) {
-	for _, c := range []struct {
-		name string
-		fn   func(*testing.T, *env)
-	}{
+	runCases(t, open, plainEnv, []testCase[*env]{
 		{"CreateAndFamily", testTenantCreate},
 		{"ListFilters", testTenantList},
 		{"Pages", testRunPages},
 		{"PagesWithInserts", testRunPagesConcurrent},
 		{"Counts", testRunCounts},
 		{"Sessions", testTenantSessions},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			c.fn(t, newEnv(t, open))
-		})
-	}
+	})
 }
 
 // createIn makes a queued root run of tenant (may be "") and agent.
@@ -297,10 +289,7 @@ func testRunCounts(t *testing.T, e *env) {
 }
 
 func testTenantSessions(t *testing.T, e *env) {
-	ss, ok := e.s.(store.SessionStore)
-	if !ok {
-		t.Skip("the driver does not implement store.SessionStore")
-	}
+	ss := face[store.SessionStore](t, e.s, "store.SessionStore")
 	se := &sessEnv{env: e, ss: ss}
 	create := func(id, tenant string) store.Session {
 		t.Helper()

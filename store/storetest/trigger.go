@@ -13,10 +13,9 @@ import (
 )
 
 func testTriggers(t *testing.T, open opener) {
-	for _, c := range []struct {
-		name string
-		fn   func(*testing.T, *trigEnv)
-	}{
+	runCases(t, open, func(t *testing.T, e *env) *trigEnv {
+		return &trigEnv{env: e, ts: face[store.TriggerStore](t, e.s, "store.TriggerStore")}
+	}, []testCase[*trigEnv]{
 		{"CreateIdempotent", testTriggerCreate},
 		{"ListAndFilters", testTriggerList},
 		{"ClaimOnlyWhenDue", testTriggerClaimDue},
@@ -28,17 +27,7 @@ func testTriggers(t *testing.T, open opener) {
 		{"SessionBound", testTriggerBound},
 		{"ClaimConcurrent", testTriggerConcurrent},
 		{"BadInput", testTriggerBadInput},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, open)
-			ts, ok := e.s.(store.TriggerStore)
-			if !ok {
-				t.Skip("the driver does not implement store.TriggerStore")
-			}
-			c.fn(t, &trigEnv{env: e, ts: ts})
-		})
-	}
+	})
 }
 
 type trigEnv struct {
