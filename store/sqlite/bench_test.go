@@ -2,83 +2,29 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/store/storetest"
 )
-
-// benchEntry is about the size of a typical journal entry: a tool result
-// of a few hundred bytes of JSON.
-var benchEntry = json.RawMessage(fmt.Sprintf(
-	`{"type":"tool_result","call_id":"call_0123456789","tool":"read","status":"settled","output":%q}`,
-	strings.Repeat("lorem ipsum ", 17)))
 
 // BenchmarkAppend measures hitch's own write path: JournalAppend of two
 // entries under a lease, through the group-committing writer. One op is one
-// append call. Run with -tags ncruces to measure the other SQL driver.
+// append call (see storetest.BenchAppend). Run with -tags ncruces to
+// measure the other SQL driver.
 func BenchmarkAppend(b *testing.B) {
 	for _, mode := range []Sync{SyncFull, SyncNormal} {
 		for _, runners := range []int{1, 64} {
 			name := fmt.Sprintf("driver=%s/sync=%s/runners=%d", driverLabel, mode, runners)
-			b.Run(name, func(b *testing.B) { benchAppend(b, mode, runners) })
-		}
-	}
-}
-
-func benchAppend(b *testing.B, mode Sync, runners int) {
-	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"), WithSync(mode))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	leases := make([]store.Lease, runners)
-	for i := range leases {
-		id := fmt.Sprint("run-", i)
-		if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: id, Agent: "bench",
-			Entries: []store.EntryInput{{Kind: "start", Data: benchEntry}}}); err != nil {
-			b.Fatal(err)
-		}
-		ls, err := s.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "bench", TTL: time.Hour, RunID: id})
-		if err != nil {
-			b.Fatal(err)
-		}
-		leases[i] = ls[0]
-	}
-	es := []store.EntryInput{{Kind: "tool.started", Data: benchEntry}, {Kind: "tool.settled", Data: benchEntry}}
-
-	var (
-		next atomic.Int64 // appends handed out so far
-		wg   sync.WaitGroup
-		errs = make(chan error, runners)
-	)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for _, l := range leases {
-		wg.Go(func() {
-			pos := l.Run.Position
-			for next.Add(1) <= int64(b.N) {
-				if _, err := s.JournalAppend(ctx, store.JournalAppendParams{RunID: l.Run.ID, Token: l.Token,
-					After: pos, Entries: es}); err != nil {
-					errs <- err
-					return
+			b.Run(name, func(b *testing.B) {
+				s, err := Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), WithSync(mode))
+				if err != nil {
+					b.Fatal(err)
 				}
-				pos += int64(len(es))
-			}
-		})
+				defer s.Close()
+				storetest.BenchAppend(b, s, runners)
+			})
+		}
 	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 }
