@@ -34,68 +34,25 @@ func newModel(t *testing.T, cfg anthropic.Config, exchanges ...modeltest.Exchang
 }
 
 func fixture(t *testing.T, name string) modeltest.Exchange {
-	return modeltest.Exchange{Body: modeltest.Fixture(t, "testdata/"+name)}
-}
-
-func throughEvent(t *testing.T, body, marker string) string {
-	i := modeltest.Cut(t, body, marker)
-	return body[:i+strings.Index(body[i:], "\n\n")+2]
-}
-
-func run(ctx context.Context, m model.Model, req *model.Request) (deltas []string, reply *model.Reply, err error) {
-	reply, err = model.Collect(m.Generate(ctx, req), func(d string) { deltas = append(deltas, d) })
-	return deltas, reply, err
-}
-
-func hello() *model.Request {
-	return &model.Request{Instructions: "Be brief.", Messages: []model.Message{{Role: model.RoleUser, Text: "Say hello."}}}
+	return modeltest.FixtureExchange(t, "testdata/"+name)
 }
 
 // checkRequests asserts exactly n attempts on the Messages path, each with
-// the key, the API version header and a stream asked for.
+// the key (this SDK sends it as a bearer token), the API version header
+// and a stream asked for.
 func checkRequests(t *testing.T, srv *modeltest.Server, n int) []map[string]any {
 	t.Helper()
-	reqs := srv.Requests()
-	if len(reqs) != n {
-		t.Fatalf("server saw %d requests, want %d (one HTTP attempt per call)", len(reqs), n)
-	}
-	var bodies []map[string]any
-	for i, r := range reqs {
-		if r.Method != http.MethodPost || r.Path != path {
-			t.Errorf("request %d: %s %s, want POST %s", i, r.Method, r.Path, path)
-		}
-		// This SDK sends the key as a bearer token.
-		if got := r.Header.Get("Authorization"); got != "Bearer "+testKey {
-			t.Errorf("request %d: Authorization %q", i, got)
-		}
+	return modeltest.CheckRequests(t, srv, path, testKey, n, func(i int, r modeltest.Request) {
 		if r.Header.Get("Anthropic-Version") == "" {
 			t.Errorf("request %d: no anthropic-version header", i)
 		}
-		var body map[string]any
-		if err := json.Unmarshal(r.Body, &body); err != nil {
-			t.Fatalf("request %d: body is not JSON: %v", i, err)
-		}
-		if body["stream"] != true {
-			t.Errorf("request %d: stream = %v", i, body["stream"])
-		}
-		bodies = append(bodies, body)
-	}
-	return bodies
-}
-
-func asError(t *testing.T, err error) *model.Error {
-	t.Helper()
-	var me *model.Error
-	if !errors.As(err, &me) {
-		t.Fatalf("error %v (%T) is not a *model.Error", err, err)
-	}
-	return me
+	})
 }
 
 func TestPlainAnswer(t *testing.T) {
 	t.Parallel()
 	m, srv := newModel(t, anthropic.Config{}, fixture(t, "text.sse"))
-	deltas, reply, err := run(t.Context(), m, hello())
+	deltas, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +92,7 @@ func TestToolCalls(t *testing.T) {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
 			m, srv := newModel(t, anthropic.Config{}, fixture(t, tc.file))
-			_, reply, err := run(t.Context(), m, hello())
+			_, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +133,7 @@ func TestToolResultRoundTrip(t *testing.T) {
 		}, {Name: "get_time"}},
 		MaxOutputTokens: 300,
 	}
-	if _, _, err := run(t.Context(), m, req); err != nil {
+	if _, _, err := modeltest.Run(t.Context(), m, req); err != nil {
 		t.Fatal(err)
 	}
 	checkRequests(t, srv, 1)
@@ -249,9 +206,9 @@ const answerSchema = `{"type":"object","properties":{"city":{"type":"string"},"t
 func TestStructuredOutputNative(t *testing.T) {
 	t.Parallel()
 	m, srv := newModel(t, anthropic.Config{}, fixture(t, "text.sse"))
-	req := hello()
+	req := modeltest.Hello()
 	req.Answer = &model.AnswerSpec{Name: "weather_report", Schema: json.RawMessage(answerSchema)}
-	if _, _, err := run(t.Context(), m, req); err != nil {
+	if _, _, err := modeltest.Run(t.Context(), m, req); err != nil {
 		t.Fatal(err)
 	}
 	body := checkRequests(t, srv, 1)[0]
@@ -272,9 +229,9 @@ func TestStructuredOutputNative(t *testing.T) {
 func TestStructuredOutputTool(t *testing.T) {
 	t.Parallel()
 	m, srv := newModel(t, anthropic.Config{AnswerTool: true}, fixture(t, "answer_tool.sse"), fixture(t, "answer_tool.sse"))
-	req := hello()
+	req := modeltest.Hello()
 	req.Answer = &model.AnswerSpec{Name: "weather report", Schema: json.RawMessage(answerSchema)}
-	_, reply, err := run(t.Context(), m, req)
+	_, reply, err := modeltest.Run(t.Context(), m, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +240,7 @@ func TestStructuredOutputTool(t *testing.T) {
 	}
 	// With other tools on offer the model must call one, the answer included.
 	req.Tools = []model.ToolSpec{{Name: "get_weather"}}
-	if _, _, err := run(t.Context(), m, req); err != nil {
+	if _, _, err := modeltest.Run(t.Context(), m, req); err != nil {
 		t.Fatal(err)
 	}
 	bodies := checkRequests(t, srv, 2)
@@ -328,8 +285,8 @@ func TestRetryableThenSuccess(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m, srv := newModel(t, anthropic.Config{}, tc.fail, fixture(t, "text.sse"))
-			_, _, err := run(t.Context(), m, hello())
-			me := asError(t, err)
+			_, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
+			me := modeltest.AsError(t, err)
 			if me.Kind != tc.kind || !me.Kind.Retryable() || me.Status != tc.fail.Status || me.Message == "" || me.Provider != "anthropic" {
 				t.Errorf("error %+v", me)
 			}
@@ -340,7 +297,7 @@ func TestRetryableThenSuccess(t *testing.T) {
 			if tc.after == 0 && me.RetryAfter != 0 {
 				t.Errorf("retry after %v, want none", me.RetryAfter)
 			}
-			_, reply, err := run(t.Context(), m, hello())
+			_, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
 			if err != nil || reply.Text != "Hello there!" {
 				t.Fatalf("second call: %v %+v", err, reply)
 			}
@@ -365,8 +322,8 @@ func TestPermanentErrors(t *testing.T) {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
 			t.Parallel()
 			m, srv := newModel(t, anthropic.Config{}, modeltest.Exchange{Status: tc.status, Body: tc.body})
-			_, _, err := run(t.Context(), m, hello())
-			me := asError(t, err)
+			_, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
+			me := modeltest.AsError(t, err)
 			if me.Kind != tc.kind || me.Kind.Retryable() || me.Status != tc.status || !strings.Contains(me.Message, tc.msg) {
 				t.Errorf("error %+v", me)
 			}
@@ -389,8 +346,8 @@ func TestKeyNeverInErrors(t *testing.T) {
 	}}
 	m, _ := newModel(t, anthropic.Config{}, echo, inStream)
 	for i, want := range []int{401, 0} {
-		_, _, err := run(t.Context(), m, hello())
-		me := asError(t, err)
+		_, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
+		me := modeltest.AsError(t, err)
 		if me.Kind != model.KindUnauthorized || me.Status != want || !strings.Contains(me.Message, "[redacted]") {
 			t.Errorf("call %d: error %+v", i, me)
 		}
@@ -409,11 +366,11 @@ func TestStreamCut(t *testing.T) {
 	body := modeltest.Fixture(t, "testdata/text.sse")
 	cut := modeltest.Exchange{Body: body, CutAfter: modeltest.Cut(t, body, `"text":" the`)}
 	// Ends cleanly after message_delta, without message_stop.
-	short := modeltest.Exchange{Body: throughEvent(t, body, `"stop_reason":"end_turn"`)}
+	short := modeltest.Exchange{Body: modeltest.ThroughEvent(t, body, `"stop_reason":"end_turn"`)}
 	m, srv := newModel(t, anthropic.Config{}, cut, short)
 	for _, name := range []string{"dropped", "short"} {
-		deltas, _, err := run(t.Context(), m, hello())
-		me := asError(t, err)
+		deltas, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
+		me := modeltest.AsError(t, err)
 		if me.Kind != model.KindUnreachable || !me.Kind.Retryable() {
 			t.Errorf("%s: error %+v", name, me)
 		}
@@ -427,8 +384,8 @@ func TestStreamCut(t *testing.T) {
 func TestErrorInsideStream(t *testing.T) {
 	t.Parallel()
 	m, srv := newModel(t, anthropic.Config{}, fixture(t, "error_event.sse"))
-	deltas, _, err := run(t.Context(), m, hello())
-	me := asError(t, err)
+	deltas, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
+	me := modeltest.AsError(t, err)
 	if me.Kind != model.KindOverloaded || me.Message != "Overloaded" || len(deltas) != 1 {
 		t.Errorf("error %+v deltas %q", me, deltas)
 	}
@@ -438,7 +395,7 @@ func TestErrorInsideStream(t *testing.T) {
 func TestNoUsage(t *testing.T) {
 	t.Parallel()
 	m, _ := newModel(t, anthropic.Config{}, fixture(t, "no_usage.sse"))
-	_, reply, err := run(t.Context(), m, hello())
+	_, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,31 +407,10 @@ func TestNoUsage(t *testing.T) {
 func TestCancelMidStream(t *testing.T) {
 	t.Parallel()
 	body := modeltest.Fixture(t, "testdata/text.sse")
-	m, _ := newModel(t, anthropic.Config{}, modeltest.Exchange{Body: throughEvent(t, body, `"Hello"`), Hold: true})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		var last error
-		for c, err := range m.Generate(ctx, hello()) {
-			if err != nil {
-				last = err
-				break
-			}
-			if c.Delta == "Hello" {
-				cancel()
-			}
-		}
-		done <- last
-	}()
-	select {
-	case err := <-done:
-		me := asError(t, err)
-		if me.Kind != model.KindCancelled || !errors.Is(err, context.Canceled) {
-			t.Errorf("error %+v", me)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Generate did not return after cancellation")
+	m, _ := newModel(t, anthropic.Config{}, modeltest.Exchange{Body: modeltest.ThroughEvent(t, body, `"Hello"`), Hold: true})
+	err := modeltest.CancelMidStream(t, m, modeltest.Hello(), "Hello")
+	if me := modeltest.AsError(t, err); me.Kind != model.KindCancelled || !errors.Is(err, context.Canceled) {
+		t.Errorf("error %+v", me)
 	}
 }
 
@@ -484,8 +420,8 @@ func TestUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = run(t.Context(), m, hello())
-	if me := asError(t, err); me.Kind != model.KindUnreachable || strings.Contains(me.Error(), testKey) {
+	_, _, err = modeltest.Run(t.Context(), m, modeltest.Hello())
+	if me := modeltest.AsError(t, err); me.Kind != model.KindUnreachable || strings.Contains(me.Error(), testKey) {
 		t.Errorf("error %+v", me)
 	}
 }
@@ -500,7 +436,7 @@ func TestNoAmbientKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := run(t.Context(), m, hello()); err != nil {
+	if _, _, err := modeltest.Run(t.Context(), m, modeltest.Hello()); err != nil {
 		t.Fatal(err)
 	}
 	r := srv.Requests()[0]
@@ -522,8 +458,8 @@ func TestBadRequests(t *testing.T) {
 		{Tools: []model.ToolSpec{{Name: "t", Schema: json.RawMessage(`true`)}}},
 		{Answer: &model.AnswerSpec{Name: "lookup", Schema: json.RawMessage(`{}`)}, Tools: []model.ToolSpec{{Name: "lookup"}}},
 	} {
-		_, _, err := run(t.Context(), m, req)
-		if me := asError(t, err); me.Kind != model.KindInvalidRequest {
+		_, _, err := modeltest.Run(t.Context(), m, req)
+		if me := modeltest.AsError(t, err); me.Kind != model.KindInvalidRequest {
 			t.Errorf("request %+v: error %+v", req, me)
 		}
 	}

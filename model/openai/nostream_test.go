@@ -59,12 +59,12 @@ func TestNoStreamMatchesStream(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			streamed, _ := newModel(t, openai.APIChat, fixture(t, name+".sse"))
-			wantDeltas, want, err := run(t.Context(), streamed, roundTrip())
+			wantDeltas, want, err := modeltest.Run(t.Context(), streamed, roundTrip())
 			if err != nil {
 				t.Fatal(err)
 			}
 			m, srv := newWholeModel(t, jsonFixture(t, name+".json"))
-			deltas, got, err := run(t.Context(), m, roundTrip())
+			deltas, got, err := modeltest.Run(t.Context(), m, roundTrip())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func show(r *model.Reply) string {
 func TestNoStreamLocalServerReply(t *testing.T) {
 	t.Parallel()
 	m, srv := newWholeModel(t, jsonFixture(t, "chat_tools_local.json"))
-	deltas, reply, err := run(t.Context(), m, roundTrip())
+	deltas, reply, err := modeltest.Run(t.Context(), m, roundTrip())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +131,11 @@ func TestNoStreamLocalServerReply(t *testing.T) {
 func TestStreamDroppedToolCalls(t *testing.T) {
 	t.Parallel()
 	m, srv := newModel(t, openai.APIChat, fixture(t, "chat_tools_dropped.sse"))
-	_, reply, err := run(t.Context(), m, roundTrip())
+	_, reply, err := modeltest.Run(t.Context(), m, roundTrip())
 	if err == nil {
 		t.Fatalf("reply %+v, want an error", reply)
 	}
-	me := kindOf(t, err)
+	me := modeltest.AsError(t, err)
 	if me.Kind.Retryable() || me.Kind != model.KindMalformed {
 		t.Errorf("kind %s, want a non-retryable malformed reply", me.Kind)
 	}
@@ -169,11 +169,11 @@ func TestNoStreamErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m, srv := newWholeModel(t, tc.ex)
-			_, reply, err := run(t.Context(), m, hello())
+			_, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
 			if err == nil {
 				t.Fatalf("reply %+v, want an error", reply)
 			}
-			me := kindOf(t, err)
+			me := modeltest.AsError(t, err)
 			if me.Kind != tc.kind || !strings.Contains(me.Message, tc.msg) {
 				t.Errorf("error %v (kind %s), want kind %s with %q", err, me.Kind, tc.kind, tc.msg)
 			}
@@ -196,8 +196,8 @@ func TestNoStreamCancel(t *testing.T) {
 		cancel()
 		<-r.Context().Done()
 	}})
-	_, _, err := run(ctx, m, hello())
-	if me := kindOf(t, err); me.Kind != model.KindCancelled {
+	_, _, err := modeltest.Run(ctx, m, modeltest.Hello())
+	if me := modeltest.AsError(t, err); me.Kind != model.KindCancelled {
 		t.Fatalf("error %v, want cancelled", err)
 	}
 }

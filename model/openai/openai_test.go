@@ -36,63 +36,19 @@ func newModel(t *testing.T, api string, exchanges ...modeltest.Exchange) (*opena
 }
 
 func fixture(t *testing.T, name string) modeltest.Exchange {
-	return modeltest.Exchange{Body: modeltest.Fixture(t, "testdata/"+name)}
-}
-
-// run drains one Generate call.
-func run(ctx context.Context, m model.Model, req *model.Request) (deltas []string, reply *model.Reply, err error) {
-	reply, err = model.Collect(m.Generate(ctx, req), func(d string) { deltas = append(deltas, d) })
-	return deltas, reply, err
-}
-
-// throughEvent returns body up to the end of the event holding marker.
-func throughEvent(t *testing.T, body, marker string) string {
-	i := modeltest.Cut(t, body, marker)
-	return body[:i+strings.Index(body[i:], "\n\n")+2]
-}
-
-func hello() *model.Request {
-	return &model.Request{Instructions: "Be brief.", Messages: []model.Message{{Role: model.RoleUser, Text: "Say hello."}}}
+	return modeltest.FixtureExchange(t, "testdata/"+name)
 }
 
 // checkRequests asserts that the server saw exactly n attempts, each on the
-// right path with the key as a bearer token and asking for a stream.
+// right path with the key as a bearer token, asking for a stream, and
+// without the SDK's own retries.
 func checkRequests(t *testing.T, srv *modeltest.Server, path string, n int) []map[string]any {
 	t.Helper()
-	reqs := srv.Requests()
-	if len(reqs) != n {
-		t.Fatalf("server saw %d requests, want %d (one HTTP attempt per call)", len(reqs), n)
-	}
-	var bodies []map[string]any
-	for i, r := range reqs {
-		if r.Method != http.MethodPost || r.Path != path {
-			t.Errorf("request %d: %s %s, want POST %s", i, r.Method, r.Path, path)
-		}
-		if got := r.Header.Get("Authorization"); got != "Bearer "+testKey {
-			t.Errorf("request %d: Authorization %q", i, got)
-		}
+	return modeltest.CheckRequests(t, srv, path, testKey, n, func(i int, r modeltest.Request) {
 		if got := r.Header.Get("X-Stainless-Retry-Count"); got != "" && got != "0" {
 			t.Errorf("request %d: SDK retry count %q", i, got)
 		}
-		var body map[string]any
-		if err := json.Unmarshal(r.Body, &body); err != nil {
-			t.Fatalf("request %d: body is not JSON: %v", i, err)
-		}
-		if body["stream"] != true {
-			t.Errorf("request %d: stream = %v", i, body["stream"])
-		}
-		bodies = append(bodies, body)
-	}
-	return bodies
-}
-
-func kindOf(t *testing.T, err error) *model.Error {
-	t.Helper()
-	var me *model.Error
-	if !errors.As(err, &me) {
-		t.Fatalf("error %v (%T) is not a *model.Error", err, err)
-	}
-	return me
+	})
 }
 
 func TestPlainAnswer(t *testing.T) {
@@ -101,7 +57,7 @@ func TestPlainAnswer(t *testing.T) {
 		t.Run(a.api, func(t *testing.T) {
 			t.Parallel()
 			m, srv := newModel(t, a.api, fixture(t, a.prefix+"text.sse"))
-			deltas, reply, err := run(t.Context(), m, hello())
+			deltas, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +99,7 @@ func TestToolCalls(t *testing.T) {
 			t.Run(a.api+"/"+tc.file, func(t *testing.T) {
 				t.Parallel()
 				m, srv := newModel(t, a.api, fixture(t, a.prefix+tc.file))
-				_, reply, err := run(t.Context(), m, hello())
+				_, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -192,7 +148,7 @@ func TestToolResultRoundTrip(t *testing.T) {
 	t.Run("chat", func(t *testing.T) {
 		t.Parallel()
 		m, srv := newModel(t, openai.APIChat, fixture(t, "chat_text.sse"))
-		if _, _, err := run(t.Context(), m, roundTrip()); err != nil {
+		if _, _, err := modeltest.Run(t.Context(), m, roundTrip()); err != nil {
 			t.Fatal(err)
 		}
 		checkRequests(t, srv, "/v1/chat/completions", 1)
@@ -256,7 +212,7 @@ func TestToolResultRoundTrip(t *testing.T) {
 	t.Run("responses", func(t *testing.T) {
 		t.Parallel()
 		m, srv := newModel(t, openai.APIResponses, fixture(t, "resp_text.sse"))
-		if _, _, err := run(t.Context(), m, roundTrip()); err != nil {
+		if _, _, err := modeltest.Run(t.Context(), m, roundTrip()); err != nil {
 			t.Fatal(err)
 		}
 		checkRequests(t, srv, "/v1/responses", 1)
@@ -320,9 +276,9 @@ func TestStructuredOutput(t *testing.T) {
 			t.Run(a.api+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				m, srv := newModel(t, a.api, fixture(t, a.prefix+"text.sse"))
-				req := hello()
+				req := modeltest.Hello()
 				req.Answer = &model.AnswerSpec{Name: "weather report", Schema: json.RawMessage(tc.schema)}
-				if _, _, err := run(t.Context(), m, req); err != nil {
+				if _, _, err := modeltest.Run(t.Context(), m, req); err != nil {
 					t.Fatal(err)
 				}
 				body := checkRequests(t, srv, a.path, 1)[0]
@@ -384,8 +340,8 @@ func TestRetryableThenSuccess(t *testing.T) {
 			t.Run(a.api+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				m, srv := newModel(t, a.api, tc.fail, fixture(t, a.prefix+"text.sse"))
-				_, _, err := run(t.Context(), m, hello())
-				me := kindOf(t, err)
+				_, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
+				me := modeltest.AsError(t, err)
 				if me.Kind != tc.kind || !me.Kind.Retryable() || me.RetryAfter != tc.after || me.Status != tc.fail.Status {
 					t.Errorf("error %+v", me)
 				}
@@ -393,7 +349,7 @@ func TestRetryableThenSuccess(t *testing.T) {
 					t.Errorf("no provider message in %v", me)
 				}
 				// The engine tries again; the second attempt succeeds.
-				_, reply, err := run(t.Context(), m, hello())
+				_, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
 				if err != nil || reply.Text != "Hello there!" {
 					t.Fatalf("second call: %v %+v", err, reply)
 				}
@@ -423,8 +379,8 @@ func TestPermanentErrors(t *testing.T) {
 			t.Run(a.api+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				m, srv := newModel(t, a.api, modeltest.Exchange{Status: tc.status, Body: tc.body})
-				_, _, err := run(t.Context(), m, hello())
-				me := kindOf(t, err)
+				_, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
+				me := modeltest.AsError(t, err)
 				if me.Kind != tc.kind || me.Kind.Retryable() || me.Status != tc.status || !strings.Contains(me.Message, tc.msg) {
 					t.Errorf("error %+v", me)
 				}
@@ -446,8 +402,8 @@ func TestKeyNeverInErrors(t *testing.T) {
 				fmt.Fprint(w, errorBody("invalid_request_error", "invalid_api_key", "Incorrect API key provided: "+r.Header.Get("Authorization")+"."))
 			}}
 			m, _ := newModel(t, a.api, echo)
-			_, _, err := run(t.Context(), m, hello())
-			me := kindOf(t, err)
+			_, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
+			me := modeltest.AsError(t, err)
 			if me.Kind != model.KindUnauthorized || me.Status != 401 {
 				t.Errorf("error %+v", me)
 			}
@@ -474,11 +430,11 @@ func TestStreamCut(t *testing.T) {
 			// Dropped in the middle of the second delta's event.
 			cut := modeltest.Exchange{Body: body, CutAfter: modeltest.Cut(t, body, `" there!"`)}
 			// A clean end of the body before the provider said it was done.
-			short := modeltest.Exchange{Body: throughEvent(t, body, `"Hello"`)}
+			short := modeltest.Exchange{Body: modeltest.ThroughEvent(t, body, `"Hello"`)}
 			m, srv := newModel(t, a.api, cut, short)
 			for _, ex := range []string{"dropped", "short"} {
-				deltas, _, err := run(t.Context(), m, hello())
-				me := kindOf(t, err)
+				deltas, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
+				me := modeltest.AsError(t, err)
 				if me.Kind != model.KindUnreachable || !me.Kind.Retryable() {
 					t.Errorf("%s: error %+v", ex, me)
 				}
@@ -497,7 +453,7 @@ func TestNoUsage(t *testing.T) {
 		t.Run(a.api, func(t *testing.T) {
 			t.Parallel()
 			m, _ := newModel(t, a.api, fixture(t, a.prefix+"no_usage.sse"))
-			_, reply, err := run(t.Context(), m, hello())
+			_, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -520,8 +476,8 @@ func TestErrorInsideStream(t *testing.T) {
 		t.Run(tc.api, func(t *testing.T) {
 			t.Parallel()
 			m, srv := newModel(t, tc.api, fixture(t, tc.file))
-			_, _, err := run(t.Context(), m, hello())
-			me := kindOf(t, err)
+			_, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
+			me := modeltest.AsError(t, err)
 			if me.Kind != model.KindOverloaded || me.Message == "" {
 				t.Errorf("error %+v", me)
 			}
@@ -537,32 +493,11 @@ func TestCancelMidStream(t *testing.T) {
 			t.Parallel()
 			body := modeltest.Fixture(t, "testdata/"+a.prefix+"text.sse")
 			// The server sends the first delta and then stalls, as a slow model would.
-			held := modeltest.Exchange{Body: throughEvent(t, body, `"Hello"`), Hold: true}
+			held := modeltest.Exchange{Body: modeltest.ThroughEvent(t, body, `"Hello"`), Hold: true}
 			m, _ := newModel(t, a.api, held)
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			done := make(chan error, 1)
-			go func() {
-				var last error
-				for c, err := range m.Generate(ctx, hello()) {
-					if err != nil {
-						last = err
-						break
-					}
-					if c.Delta == "Hello" {
-						cancel()
-					}
-				}
-				done <- last
-			}()
-			select {
-			case err := <-done:
-				me := kindOf(t, err)
-				if me.Kind != model.KindCancelled || !errors.Is(err, context.Canceled) {
-					t.Errorf("error %+v", me)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("Generate did not return after cancellation")
+			err := modeltest.CancelMidStream(t, m, modeltest.Hello(), "Hello")
+			if me := modeltest.AsError(t, err); me.Kind != model.KindCancelled || !errors.Is(err, context.Canceled) {
+				t.Errorf("error %+v", me)
 			}
 		})
 	}
@@ -574,8 +509,8 @@ func TestDeadline(t *testing.T) {
 	m, _ := newModel(t, openai.APIChat, modeltest.Exchange{Body: body[:modeltest.Cut(t, body, "\n\n")], Hold: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	_, _, err := run(ctx, m, hello())
-	if me := kindOf(t, err); me.Kind != model.KindTimedOut || !me.Kind.Retryable() {
+	_, _, err := modeltest.Run(ctx, m, modeltest.Hello())
+	if me := modeltest.AsError(t, err); me.Kind != model.KindTimedOut || !me.Kind.Retryable() {
 		t.Errorf("error %+v", me)
 	}
 }
@@ -586,8 +521,8 @@ func TestUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = run(t.Context(), m, hello())
-	me := kindOf(t, err)
+	_, _, err = modeltest.Run(t.Context(), m, modeltest.Hello())
+	me := modeltest.AsError(t, err)
 	if me.Kind != model.KindUnreachable || strings.Contains(me.Error(), testKey) {
 		t.Errorf("error %+v", me)
 	}
@@ -597,7 +532,7 @@ func TestUnreachable(t *testing.T) {
 func TestCallsSharingAnIndex(t *testing.T) {
 	t.Parallel()
 	m, _ := newModel(t, openai.APIChat, fixture(t, "chat_tools_index0.sse"))
-	_, reply, err := run(t.Context(), m, hello())
+	_, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -619,7 +554,7 @@ func TestStopEarly(t *testing.T) {
 	t.Parallel()
 	m, _ := newModel(t, openai.APIChat, fixture(t, "chat_text.sse"))
 	n := 0
-	for range m.Generate(t.Context(), hello()) {
+	for range m.Generate(t.Context(), modeltest.Hello()) {
 		n++
 		break
 	}
@@ -637,7 +572,7 @@ func TestNoAmbientKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := run(t.Context(), m, hello()); err != nil {
+	if _, _, err := modeltest.Run(t.Context(), m, modeltest.Hello()); err != nil {
 		t.Fatal(err)
 	}
 	r := srv.Requests()[0]
@@ -657,9 +592,9 @@ func TestMaxTokensField(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := hello()
+		req := modeltest.Hello()
 		req.MaxOutputTokens = 64
-		if _, _, err := run(t.Context(), m, req); err != nil {
+		if _, _, err := modeltest.Run(t.Context(), m, req); err != nil {
 			t.Fatal(err)
 		}
 		var body map[string]any
@@ -680,8 +615,8 @@ func TestBadRequests(t *testing.T) {
 		{Tools: []model.ToolSpec{{Name: "t", Schema: json.RawMessage(`[1]`)}}},
 		{Answer: &model.AnswerSpec{Schema: json.RawMessage(`"x"`)}},
 	} {
-		_, _, err := run(t.Context(), m, req)
-		if me := kindOf(t, err); me.Kind != model.KindInvalidRequest {
+		_, _, err := modeltest.Run(t.Context(), m, req)
+		if me := modeltest.AsError(t, err); me.Kind != model.KindInvalidRequest {
 			t.Errorf("request %+v: error %+v", req, me)
 		}
 	}
