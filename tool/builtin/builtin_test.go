@@ -54,14 +54,8 @@ func TestNew(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := New(tc.sb, tc.ask...)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
-				}
+			if erred(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !slices.Equal(toolNames(got), tc.want) {
 				t.Fatalf("tools = %v, want %v", toolNames(got), tc.want)

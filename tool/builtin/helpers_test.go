@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hitch-dev/hitch/sandbox"
@@ -88,6 +89,35 @@ func (e *env) readFile(rel string) string {
 		e.t.Fatal(err)
 	}
 	return string(b)
+}
+
+// fileArgs writes content to a new file name and returns the arguments
+// that name it as "path", with extra laid over them.
+func (e *env) fileArgs(name, content string, extra m) m {
+	e.t.Helper()
+	e.write(name, content)
+	args := m{"path": name}
+	for k, v := range extra {
+		args[k] = v
+	}
+	return args
+}
+
+// erred checks err against want: with want set, err must contain it, and
+// erred reports true (the case ends there); with want empty, err must be
+// nil.
+func erred(t testing.TB, err error, want string) bool {
+	t.Helper()
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error = %v, want one containing %q", err, want)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
 }
 
 type m = map[string]any

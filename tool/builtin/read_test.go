@@ -68,21 +68,9 @@ func TestReadBounds(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			name := fmt.Sprintf("f%d.txt", i)
-			e.write(name, tc.content)
-			args := m{"path": name}
-			for k, v := range tc.args {
-				args[k] = v
-			}
-			out, err := e.call("read", args)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
-				}
+			out, err := e.call("read", e.fileArgs(fmt.Sprintf("f%d.txt", i), tc.content, tc.args))
+			if erred(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !utf8.ValidString(out) {
 				t.Fatal("output is not valid UTF-8")

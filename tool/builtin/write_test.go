@@ -77,24 +77,13 @@ func TestEdit(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			name := fmt.Sprintf("e%d.txt", i)
-			e.write(name, tc.content)
-			args := m{"path": name}
-			for k, v := range tc.args {
-				args[k] = v
-			}
-			_, err := e.call("edit", args)
+			_, err := e.call("edit", e.fileArgs(name, tc.content, tc.args))
 			got := e.readFile(name)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
-				}
+			if erred(t, err, tc.wantErr) {
 				if got != tc.content {
 					t.Fatalf("failed edit changed the file to %q", got)
 				}
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got != tc.want {
 				t.Fatalf("content = %q, want %q", got, tc.want)
