@@ -37,8 +37,24 @@ var (
 	ErrNamespaceExists = errors.New("the scratch namespace exists already")
 )
 
-// Params describe a chaos workload. Zero values take the defaults in
-// the hitch package's table (hitch.DefaultChaos…).
+// Defaults and bounds of a workload (each a row of hitch.Defaults): big
+// enough to land faults inside steps, bounded so that it ends in minutes.
+const (
+	DefaultRuns     = 300
+	DefaultKills    = 20
+	DefaultWorkers  = 3
+	DefaultDuration = 5 * time.Minute
+	// DefaultLeaseTTL is the workers' lease: short, so that a killed or
+	// paused worker's runs are taken over within the workload.
+	DefaultLeaseTTL = time.Second
+	MaxRuns         = 100_000
+	MaxKills        = 10_000
+	MaxWorkers      = 64
+	MaxDuration     = 24 * time.Hour
+)
+
+// Params describe a chaos workload. Zero values take the Default
+// constants.
 type Params struct {
 	// Store is the deployment's store: a SQLite file or a PostgreSQL URL
 	// (with its schema parameter, if any). Run never writes to it: it
@@ -109,16 +125,16 @@ var namespaceRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // withDefaults fills p's zero values from the defaults table.
 func (p Params) withDefaults() Params {
 	if p.Runs == 0 {
-		p.Runs = hitch.DefaultChaosRuns
+		p.Runs = DefaultRuns
 	}
 	if p.Workers == 0 {
-		p.Workers = hitch.DefaultChaosWorkers
+		p.Workers = DefaultWorkers
 	}
 	if p.Duration == 0 {
-		p.Duration = hitch.DefaultChaosDuration
+		p.Duration = DefaultDuration
 	}
 	if p.LeaseTTL == 0 {
-		p.LeaseTTL = hitch.DefaultChaosLeaseTTL
+		p.LeaseTTL = DefaultLeaseTTL
 	}
 	if p.Seed == 0 {
 		var b [8]byte
@@ -142,17 +158,17 @@ func (p Params) Check() error {
 	if p.Namespace != "" && !namespaceRE.MatchString(p.Namespace) {
 		errs = append(errs, fmt.Errorf("namespace %q: want 1 to 63 of a-z, 0-9 and _, not starting with a digit", p.Namespace))
 	}
-	if p.Runs < 0 || p.Runs > hitch.MaxChaosRuns {
-		errs = append(errs, fmt.Errorf("runs %d: want 1 to %d", p.Runs, hitch.MaxChaosRuns))
+	if p.Runs < 0 || p.Runs > MaxRuns {
+		errs = append(errs, fmt.Errorf("runs %d: want 1 to %d", p.Runs, MaxRuns))
 	}
-	if p.Kills < 0 || p.Kills > hitch.MaxChaosKills {
-		errs = append(errs, fmt.Errorf("kills %d: want 0 to %d", p.Kills, hitch.MaxChaosKills))
+	if p.Kills < 0 || p.Kills > MaxKills {
+		errs = append(errs, fmt.Errorf("kills %d: want 0 to %d", p.Kills, MaxKills))
 	}
-	if p.Workers < 0 || p.Workers > hitch.MaxChaosWorkers {
-		errs = append(errs, fmt.Errorf("workers %d: want 1 to %d", p.Workers, hitch.MaxChaosWorkers))
+	if p.Workers < 0 || p.Workers > MaxWorkers {
+		errs = append(errs, fmt.Errorf("workers %d: want 1 to %d", p.Workers, MaxWorkers))
 	}
-	if p.Duration < 0 || p.Duration > hitch.MaxChaosDuration {
-		errs = append(errs, fmt.Errorf("duration %s: want up to %s", p.Duration, hitch.MaxChaosDuration))
+	if p.Duration < 0 || p.Duration > MaxDuration {
+		errs = append(errs, fmt.Errorf("duration %s: want up to %s", p.Duration, MaxDuration))
 	}
 	if p.LeaseTTL != 0 && (p.LeaseTTL < 100*time.Millisecond || p.LeaseTTL > time.Minute) {
 		errs = append(errs, fmt.Errorf("lease TTL %s: want 100ms to 1m", p.LeaseTTL))

@@ -476,7 +476,7 @@ func (f *follower) familyRuns() ([]string, error) {
 // time. done: every run has ended and its last entry was sent (the end
 // event too). ok false: the client is gone or the stream failed.
 func (f *follower) pass(family bool) (done, ok bool) {
-	page := hitch.DefaultServerJournalPage
+	page := DefaultJournalPage
 	allEnded := true
 	var last hitch.Run
 	for _, id := range f.runs {

@@ -4,12 +4,27 @@ import (
 	"cmp"
 	"fmt"
 	"time"
+)
 
-	"github.com/hitch-dev/hitch"
+// Defaults of hitch serve and of Limits; each is a row of hitch.Defaults.
+const (
+	DefaultAddr               = "127.0.0.1:7077"
+	DefaultMaxBody            = 1 << 20
+	DefaultMaxHeader          = 64 << 10
+	DefaultReadHeaderTimeout  = 10 * time.Second
+	DefaultRequestTimeout     = 90 * time.Second
+	DefaultMaxWait            = 60 * time.Second
+	DefaultStreamsPerToken    = 32
+	DefaultHeartbeat          = 15 * time.Second
+	DefaultStreamPoll         = time.Second
+	DefaultStreamWriteTimeout = 30 * time.Second
+	DefaultFamilyStreamRuns   = 64
+	DefaultRunsPage           = 50
+	DefaultJournalPage        = 100
 )
 
 // Limits bound what one request or stream may take. Each field's default
-// is in hitch's defaults table (hitch.DefaultServer*).
+// is one of the Default constants.
 type Limits struct {
 	// MaxBodyBytes bounds a request body. Default 1 MiB.
 	MaxBodyBytes int64
@@ -41,16 +56,16 @@ type Limits struct {
 
 // WithDefaults fills every unset limit with its default.
 func (l Limits) WithDefaults() Limits {
-	l.MaxBodyBytes = cmp.Or(l.MaxBodyBytes, hitch.DefaultServerMaxBody)
-	l.MaxHeaderBytes = cmp.Or(l.MaxHeaderBytes, hitch.DefaultServerMaxHeader)
-	l.ReadHeaderTimeout = cmp.Or(l.ReadHeaderTimeout, hitch.DefaultServerReadHeaderTimeout)
-	l.RequestTimeout = cmp.Or(l.RequestTimeout, hitch.DefaultServerRequestTimeout)
-	l.MaxWait = cmp.Or(l.MaxWait, hitch.DefaultServerMaxWait)
-	l.StreamsPerToken = cmp.Or(l.StreamsPerToken, hitch.DefaultServerStreamsPerToken)
-	l.Heartbeat = cmp.Or(l.Heartbeat, hitch.DefaultServerHeartbeat)
-	l.StreamPoll = cmp.Or(l.StreamPoll, hitch.DefaultServerStreamPoll)
-	l.StreamWriteTimeout = cmp.Or(l.StreamWriteTimeout, hitch.DefaultServerStreamWriteTimeout)
-	l.FamilyStreamRuns = cmp.Or(l.FamilyStreamRuns, hitch.DefaultServerFamilyStreamRuns)
+	l.MaxBodyBytes = cmp.Or(l.MaxBodyBytes, DefaultMaxBody)
+	l.MaxHeaderBytes = cmp.Or(l.MaxHeaderBytes, DefaultMaxHeader)
+	l.ReadHeaderTimeout = cmp.Or(l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	l.RequestTimeout = cmp.Or(l.RequestTimeout, DefaultRequestTimeout)
+	l.MaxWait = cmp.Or(l.MaxWait, DefaultMaxWait)
+	l.StreamsPerToken = cmp.Or(l.StreamsPerToken, DefaultStreamsPerToken)
+	l.Heartbeat = cmp.Or(l.Heartbeat, DefaultHeartbeat)
+	l.StreamPoll = cmp.Or(l.StreamPoll, DefaultStreamPoll)
+	l.StreamWriteTimeout = cmp.Or(l.StreamWriteTimeout, DefaultStreamWriteTimeout)
+	l.FamilyStreamRuns = cmp.Or(l.FamilyStreamRuns, DefaultFamilyStreamRuns)
 	return l
 }
 

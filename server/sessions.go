@@ -287,7 +287,7 @@ func (s *Server) queueOut(ctx context.Context, id string) (*struct{ Body api.Que
 // sessionPass sends the session's journal entries past the cursor, a page
 // at a time. A session does not end: done is never true.
 func (f *follower) sessionPass() (done, ok bool) {
-	page := hitch.DefaultServerJournalPage
+	page := DefaultJournalPage
 	key := sessionKey(f.session)
 	for {
 		es, err := f.sc.SessionJournal(f.ctx, f.session, f.after[key], page)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/chaos"
 )
 
@@ -35,7 +34,7 @@ func newChaos(g *globals) *cobra.Command {
 				return nil
 			}
 			if !cmd.Flags().Changed("lease-ttl") {
-				p.LeaseTTL = hitch.DefaultChaosLeaseTTL
+				p.LeaseTTL = chaos.DefaultLeaseTTL
 			} else {
 				p.LeaseTTL = g.leaseTTL
 			}
@@ -81,10 +80,10 @@ func newChaos(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&p.Runs, "runs", hitch.DefaultChaosRuns, "runs to start")
-	f.IntVar(&p.Kills, "kills", hitch.DefaultChaosKills, "faults to inject: SIGKILL, SIGSTOP past a lease, connection cuts with --cuts")
-	f.IntVar(&p.Workers, "workers", hitch.DefaultChaosWorkers, "worker processes driving the runs")
-	f.DurationVar(&p.Duration, "duration", hitch.DefaultChaosDuration, "bound on the whole workload, drain included")
+	f.IntVar(&p.Runs, "runs", chaos.DefaultRuns, "runs to start")
+	f.IntVar(&p.Kills, "kills", chaos.DefaultKills, "faults to inject: SIGKILL, SIGSTOP past a lease, connection cuts with --cuts")
+	f.IntVar(&p.Workers, "workers", chaos.DefaultWorkers, "worker processes driving the runs")
+	f.DurationVar(&p.Duration, "duration", chaos.DefaultDuration, "bound on the whole workload, drain included")
 	f.Uint64Var(&p.Seed, "seed", 0, "the schedule's seed (0: a new one, printed)")
 	f.StringVar(&p.Namespace, "namespace", "", "scratch namespace: SQLite file NAME.db beside the store, or PostgreSQL schema NAME (default hitch_chaos_<random>); it must not exist")
 	f.BoolVar(&p.Keep, "keep", false, "keep the scratch namespace and the effects file")

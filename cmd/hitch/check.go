@@ -10,6 +10,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/server"
 	"github.com/spf13/cobra"
 )
 
@@ -86,7 +87,7 @@ func checkDrain(d time.Duration) error {
 // checkAddr refuses a listen address that is not host:port.
 func checkAddr(addr string) error {
 	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
-		return usageError{fmt.Errorf("--addr %s: want host:port, such as %s", printable(addr), hitch.DefaultServerAddr)}
+		return usageError{fmt.Errorf("--addr %s: want host:port, such as %s", printable(addr), server.DefaultAddr)}
 	}
 	return nil
 }

@@ -115,11 +115,11 @@ func newServe(g *globals) *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", hitch.DefaultServerAddr, "address to listen on (a non-loopback one needs server.tokens)")
+	cmd.Flags().StringVar(&addr, "addr", server.DefaultAddr, "address to listen on (a non-loopback one needs server.tokens)")
 	cmd.Flags().DurationVar(&poll, "poll", hitch.DefaultSweepInterval, "how often to look for due runs")
 	cmd.Flags().DurationVar(&drain, "drain", hitch.DefaultDrainWindow, "on the first signal, how long running work and requests may finish")
 	cmd.Flags().StringVar(&credentialEnv, "mcp-credential-env", "HITCH_CREDENTIAL", "variable holding the approver credential \"name:secret\" the /mcp tools answer with")
-	cmd.Flags().IntVar(&streams, "streams-per-token", hitch.DefaultServerStreamsPerToken, "event streams one token may hold open")
+	cmd.Flags().IntVar(&streams, "streams-per-token", server.DefaultStreamsPerToken, "event streams one token may hold open")
 	metricsCacheFlag(cmd, &metricsCache)
 	maxRunnersFlag(cmd, g)
 	cmd.Flags().BoolVar(&metricsOn, "metrics", true, "serve /metrics (false: no metrics are drawn unless OTEL_* asks for an export)")
