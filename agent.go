@@ -2,7 +2,6 @@ package hitch
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -108,19 +107,7 @@ func AnswerSchema(schema json.RawMessage) *Answer { return &Answer{schema: schem
 // DecodeAnswer decodes a completed run's typed answer into T. A run that
 // stopped at max_turns has no final answer (its Answer is the last reply's
 // text) and gives an error.
-func DecodeAnswer[T any](run Run) (T, error) {
-	var v T
-	if run.Outcome == nil || run.Status != hitchtype.StatusCompleted {
-		return v, fmt.Errorf("decode answer of %s: the run has not completed (%s)", run.ID, run.Status)
-	}
-	if run.Outcome.Reason == "max_turns" {
-		return v, fmt.Errorf("decode answer of %s: the run stopped at max_turns before a final answer", run.ID)
-	}
-	if err := json.Unmarshal([]byte(run.Outcome.Answer), &v); err != nil {
-		return v, fmt.Errorf("decode answer of %s: %w", run.ID, err)
-	}
-	return v, nil
-}
+func DecodeAnswer[T any](run Run) (T, error) { return hitchtype.DecodeAnswer[T](run) }
 
 // Limits bound one run; see hitchtype.Limits.
 type Limits = hitchtype.Limits
@@ -134,19 +121,28 @@ type ConfigErrors = hitchtype.ConfigErrors
 
 // Agent is a validated agent definition, safe to share.
 type Agent struct {
-	spec Spec
-	eng  *engine.Agent
-	n    *node.Agent
+	def agentdef.Def // version and limits defaulted
+	eng *engine.Agent
+	n   *node.Agent
+}
+
+// engine returns the engine's agent, nil for a nil agent (which the
+// commands refuse).
+func (a *Agent) engine() *engine.Agent {
+	if a == nil {
+		return nil
+	}
+	return a.eng
 }
 
 // Name returns the agent's name.
-func (a *Agent) Name() string { return a.spec.Name }
+func (a *Agent) Name() string { return a.def.Name }
 
 // Version returns the agent's version.
-func (a *Agent) Version() int { return a.spec.Version }
+func (a *Agent) Version() int { return a.def.Version }
 
 // Limits returns the agent's limits, defaults filled in.
-func (a *Agent) Limits() Limits { return a.spec.Limits }
+func (a *Agent) Limits() Limits { return a.def.Limits }
 
 // Build checks spec and returns the agent, or ConfigErrors naming every
 // problem at once.
@@ -169,8 +165,26 @@ func Build(spec Spec) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec.Version, spec.Limits = ea.Version, d.Limits.WithDefaults()
-	a := &Agent{spec: spec, eng: ea, n: &node.Agent{Eng: ea, Approvers: spec.Approvers, Subs: subs}}
+	d.Version, d.Limits = ea.Version, d.Limits.WithDefaults()
+	a := &Agent{def: d, eng: ea, n: &node.Agent{Eng: ea, Approvers: spec.Approvers, Subs: subs}}
 	a.n.Def = a
 	return a, nil
 }
+
+// Describe returns what the agent's definition says, without secrets.
+func (a *Agent) Describe() AgentDescription { return agentdef.Describe(a.def, a.n.Approvers) }
+
+// The description of an agent: the types are hitchtype's.
+type (
+	// AgentDescription is what an agent's definition says, for people to
+	// read (GET /v1/agents/{name}, the console's agent page). It holds no
+	// secret: no model credentials, no approver secrets, no values of
+	// variables.
+	AgentDescription = hitchtype.AgentDescription
+	// ToolDescription is one tool of an agent.
+	ToolDescription = hitchtype.ToolDescription
+	// PolicyDescription is what an agent's policy decides.
+	PolicyDescription = hitchtype.PolicyDescription
+	// ApproverDescription is one approver: a name and what it may answer.
+	ApproverDescription = hitchtype.ApproverDescription
+)

@@ -2,7 +2,6 @@ package hitch
 
 import (
 	"context"
-	"fmt"
 	"iter"
 
 	"github.com/hitch-dev/hitch/internal/node"
@@ -25,32 +24,5 @@ var ErrFollowerBehind = node.ErrFollowerBehind
 // error, or with the store's; it ends with an error when the runtime
 // closes.
 func (rt *Runtime) Follow(ctx context.Context, runID string, after int64) iter.Seq2[store.Entry, error] {
-	return func(yield func(store.Entry, error) bool) {
-		if after < 0 {
-			yield(store.Entry{}, fmt.Errorf("follow %s: after %d: want 0 or more", runID, after))
-			return
-		}
-		run, err := rt.cfg.Store.RunGet(ctx, runID)
-		if err != nil {
-			yield(store.Entry{}, fmt.Errorf("follow %s: %w", runID, err))
-			return
-		}
-		rt.n.Follows(ctx, run.ID, run.Position, run.Status.Terminal(), after, yield, func(id string) string { return id })
-	}
-}
-
-// Follow follows a run of the tenant as Runtime.Follow does.
-func (s *Scope) Follow(ctx context.Context, runID string, after int64) iter.Seq2[store.Entry, error] {
-	return func(yield func(store.Entry, error) bool) {
-		if err := s.allow("Follow"); err != nil {
-			yield(store.Entry{}, err)
-			return
-		}
-		run, _, err := s.find(ctx, runID)
-		if err != nil {
-			yield(store.Entry{}, err)
-			return
-		}
-		s.rt.n.Follows(ctx, run.ID, run.Position, run.Status.Terminal(), after, yield, s.local)
-	}
+	return rt.n.FollowRun(ctx, runID, after)
 }

@@ -2,7 +2,6 @@ package hitch
 
 import (
 	"context"
-	"errors"
 
 	"github.com/hitch-dev/hitch/hitchtype"
 )
@@ -23,13 +22,5 @@ type RequestPreview = hitchtype.RequestPreview
 // model is called and no hook runs: the pre-generate hooks that may add
 // instructions are named in parts of their own.
 func (rt *Runtime) Preview(ctx context.Context, agent *Agent, o PreviewOptions) (RequestPreview, error) {
-	return rt.preview(ctx, agent, o, o.Session)
-}
-
-// preview previews with the session stored under sessionID.
-func (rt *Runtime) preview(ctx context.Context, agent *Agent, o PreviewOptions, sessionID string) (RequestPreview, error) {
-	if agent == nil {
-		return RequestPreview{}, errors.New("preview: agent is nil")
-	}
-	return rt.n.Preview(ctx, agent.eng, o, sessionID)
+	return rt.n.Preview(ctx, agent.engine(), o, o.Session)
 }

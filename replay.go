@@ -2,10 +2,8 @@ package hitch
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hitch-dev/hitch/hitchtype"
-	"github.com/hitch-dev/hitch/internal/node"
 )
 
 // Replays: the types are hitchtype's.
@@ -45,38 +43,5 @@ const (
 // calls are real: they are what is being tested, and they cost what they
 // cost. The replay runs stay in the store like any run.
 func (rt *Runtime) Replay(ctx context.Context, opts ReplayOptions) ([]ReplayResult, error) {
-	ids, err := rt.n.ReplayRuns(ctx, opts, MaxReplayRuns)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ReplayResult, 0, len(ids))
-	for _, id := range ids {
-		res, err := rt.replayOne(ctx, id, opts)
-		if err != nil {
-			return out, fmt.Errorf("replay %s: %w", id, err)
-		}
-		out = append(out, res)
-	}
-	return out, nil
-}
-
-func (rt *Runtime) replayOne(ctx context.Context, id string, opts ReplayOptions) (ReplayResult, error) {
-	src, err := rt.Get(ctx, id)
-	if err != nil {
-		return ReplayResult{}, err
-	}
-	agent, err := rt.agentNamed(src.Agent, opts.Version)
-	if err != nil {
-		return ReplayResult{}, err
-	}
-	res, err := rt.fork(ctx, src.ID, 1, ForkOptions{ID: hitchtype.NewID(node.ReplayPrefix, 10), Version: agent.Version(),
-		replay: true, runReplayable: opts.RunReplayable})
-	if err != nil {
-		return ReplayResult{}, err
-	}
-	run, err := rt.Await(ctx, res.Run.ID)
-	if err != nil {
-		return ReplayResult{}, err
-	}
-	return rt.n.Judge(ctx, agent.n, src, run)
+	return rt.n.Replay(ctx, opts, MaxReplayRuns)
 }

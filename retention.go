@@ -20,5 +20,5 @@ type PruneResult = hitchtype.PruneResult
 // gone: Get and Journal answer ErrNotFound. The leader prunes by itself
 // (see Lead); Prune is for operators (hitch prune).
 func (rt *Runtime) Prune(ctx context.Context, p PruneParams) (PruneResult, error) {
-	return rt.pruner.Prune(ctx, p)
+	return rt.n.Pruner.Prune(ctx, p)
 }

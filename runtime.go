@@ -3,7 +3,6 @@ package hitch
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,12 +11,8 @@ import (
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/engine"
-	"github.com/hitch-dev/hitch/internal/follow"
 	"github.com/hitch-dev/hitch/internal/node"
 	"github.com/hitch-dev/hitch/internal/retention"
-	"github.com/hitch-dev/hitch/internal/session"
-	"github.com/hitch-dev/hitch/internal/trigger"
-	"github.com/hitch-dev/hitch/internal/usage"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/store"
@@ -187,13 +182,6 @@ type Event struct {
 type Runtime struct {
 	cfg Config
 	n   *node.Node
-	// The node's engine and services, for the commands that call them.
-	eng    *engine.Engine
-	sess   *session.Service
-	pruner *retention.Pruner
-	usage  usage.Reader
-	trig   *trigger.Service
-	follow *follow.Hub
 }
 
 // WithDefaults returns the config with every unset field set to its
@@ -238,7 +226,7 @@ func Open(cfg Config) (*Runtime, error) {
 		Retention: retention.Config{Store: cfg.Store, Retention: cfg.Retention, Batch: cfg.PruneBatch, Every: cfg.PruneEvery,
 			MaxBatches: MaxPruneBatches},
 		Engine: engine.Config{Store: cfg.Store, Owner: cfg.Node,
-			Models:   func(name string) (model.Model, bool) { return modelNamed(cfg.Agents, name) },
+			Models:   func(name string) (model.Model, bool) { return node.ModelNamed(agents, name) },
 			LeaseTTL: cfg.LeaseTTL, RenewEvery: cfg.LeaseTTL / 3, CancelPoll: cfg.CancelPoll,
 			ForceSettleGrace: cfg.ForceSettleGrace, AwaitPoll: 50 * time.Millisecond, MaxRunners: cfg.MaxRunners,
 			ClaimBatch: cfg.ClaimBatch, ClaimCooldown: DefaultClaimCooldown,
@@ -251,17 +239,7 @@ func Open(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runtime{cfg: cfg, n: n, eng: n.Eng, sess: n.Sess, pruner: n.Pruner, usage: n.Usage, trig: n.Trig, follow: n.Follow}, nil
-}
-
-// agentNamed returns the registered agent of that name and version, or
-// its highest version for version 0.
-func (rt *Runtime) agentNamed(name string, version int) (*Agent, error) {
-	a, err := rt.n.Named(name, version)
-	if err != nil {
-		return nil, err
-	}
-	return a.Def.(*Agent), nil
+	return &Runtime{cfg: cfg, n: n}, nil
 }
 
 // NewRunID returns a fresh random run id.
@@ -275,9 +253,6 @@ type startOptions struct {
 	id, instructions, tenant string
 	detached                 bool
 	metadata                 map[string]any
-	// stored, set by a Scope, is the id the run is stored under: the
-	// tenant's id in the tenant's namespace.
-	stored string
 }
 
 // MaxMetadataBytes bounds a run's metadata, as JSON.
@@ -286,9 +261,7 @@ const MaxMetadataBytes = hitchtype.MaxMetadataBytes
 // WithMetadata attaches a JSON object to the run (a ticket, who asked),
 // journaled with its start and never sent to the model; at most
 // MaxMetadataBytes as JSON.
-func WithMetadata(m map[string]any) StartOption {
-	return func(p *startOptions) { p.metadata = m }
-}
+func WithMetadata(m map[string]any) StartOption { return func(p *startOptions) { p.metadata = m } }
 
 // MaxRunIDBytes bounds a run id.
 const MaxRunIDBytes = hitchtype.MaxRunIDBytes
@@ -315,9 +288,7 @@ func WithTenant(t string) StartOption { return func(p *startOptions) { p.tenant 
 // WithInstructions adds the caller's layer of instructions to this run,
 // laid over the agent's: the caller's take precedence. They are journaled
 // with the run.
-func WithInstructions(s string) StartOption {
-	return func(p *startOptions) { p.instructions = s }
-}
+func WithInstructions(s string) StartOption { return func(p *startOptions) { p.instructions = s } }
 
 // Detached creates the run queued and leaves it to whichever worker claims
 // it first (hitch worker, or Recover), instead of driving it here.
@@ -332,50 +303,30 @@ type StartResult = hitchtype.StartResult
 // With WithID, starting the same id again creates nothing: Created is false
 // and SameInput says whether the input matched.
 func (rt *Runtime) Start(ctx context.Context, agent *Agent, input string, opts ...StartOption) (StartResult, error) {
+	o := startOf(input, opts)
+	if err := node.NewID(&o.ID, "start"); err != nil {
+		return StartResult{}, err
+	}
+	return rt.n.Start(ctx, agent.engine(), o)
+}
+
+// startOf gathers a start's options.
+func startOf(input string, opts []StartOption) node.Start {
 	var o startOptions
 	for _, f := range opts {
 		f(&o)
 	}
-	if o.id == "" {
-		o.id = NewRunID()
-	}
-	if err := CheckRunID(o.id); err != nil {
-		return StartResult{}, fmt.Errorf("start: %w", err)
-	}
-	return rt.start(ctx, agent, input, o)
-}
-
-// start starts a run with checked options; o.stored, when set, is its
-// stored id.
-func (rt *Runtime) start(ctx context.Context, agent *Agent, input string, o startOptions) (StartResult, error) {
-	if agent == nil {
-		return StartResult{}, errors.New("start: agent is nil")
-	}
-	if o.stored != "" {
-		o.id = o.stored
-	}
-	return rt.n.Start(ctx, agent.eng, node.Start{ID: o.id, Tenant: o.tenant, Input: input, Instructions: o.instructions,
-		Detached: o.detached, Metadata: o.metadata})
+	return node.Start{ID: o.id, Tenant: o.tenant, Input: input, Instructions: o.instructions, Detached: o.detached, Metadata: o.metadata}
 }
 
 // Await waits until the run ends or parks waiting (for a reconciliation,
 // say), and returns it. It is bounded by ctx.
 func (rt *Runtime) Await(ctx context.Context, runID string) (Run, error) {
-	r, err := rt.eng.Await(ctx, runID)
-	if err != nil {
-		return Run{}, rt.cfg.Secrets.Error(fmt.Errorf("await %s: %w", runID, err))
-	}
-	return RunOf(r)
+	return rt.n.Await(ctx, runID)
 }
 
 // Get returns a run as it stands.
-func (rt *Runtime) Get(ctx context.Context, runID string) (Run, error) {
-	r, err := rt.cfg.Store.RunGet(ctx, runID)
-	if err != nil {
-		return Run{}, fmt.Errorf("get %s: %w", runID, err)
-	}
-	return RunOf(r)
-}
+func (rt *Runtime) Get(ctx context.Context, runID string) (Run, error) { return rt.n.Get(ctx, runID) }
 
 // Cancel records a durable cancel request and waits up to the agent's
 // command wait for the run to end. It is idempotent: cancelling an ended run
@@ -384,25 +335,15 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (Run, error) {
 // came).
 func (rt *Runtime) Cancel(ctx context.Context, runID string, opts ...CancelOption) (Run, error) {
 	req := store.RunRequestCancelParams{ID: runID}
-	for _, o := range opts {
-		o(&req)
-	}
-	// What a person typed enters the journal: no secret value with it.
-	req.By, req.Reason = rt.cfg.Secrets.String(req.By), rt.cfg.Secrets.String(req.Reason)
-	r, err := rt.eng.Cancel(ctx, req, rt.commandWait(ctx, runID))
-	if err != nil {
-		return Run{}, fmt.Errorf("cancel %s: %w", runID, err)
-	}
-	return RunOf(r)
+	cancelOf(opts)(&req)
+	return rt.n.Cancel(ctx, req)
 }
 
 // CancelOption adds to a cancel request.
 type CancelOption func(*store.RunRequestCancelParams)
 
 // CancelBy names who asks to cancel (at most 4 KiB), for the journal.
-func CancelBy(name string) CancelOption {
-	return func(p *store.RunRequestCancelParams) { p.By = name }
-}
+func CancelBy(name string) CancelOption { return func(p *store.RunRequestCancelParams) { p.By = name } }
 
 // CancelReason says why (at most 4 KiB), for the journal: the run's
 // outcome carries it.
@@ -410,18 +351,21 @@ func CancelReason(why string) CancelOption {
 	return func(p *store.RunRequestCancelParams) { p.Reason = why }
 }
 
+// cancelOf applies opts in order.
+func cancelOf(opts []CancelOption) func(*store.RunRequestCancelParams) {
+	return func(p *store.RunRequestCancelParams) {
+		for _, o := range opts {
+			o(p)
+		}
+	}
+}
+
 // Reconcile settles an uncertain call — with its confirmed output, as
 // failed (Error: it did not act), or as unconfirmed — and drives the run on
 // in the background. A live runner that
 // does not let go within the command wait gives ErrRunnerBusy.
 func (rt *Runtime) Reconcile(ctx context.Context, runID string, rec Reconciliation) error {
-	if rec.Error != "" && (rec.Output != "" || rec.Unconfirmed) {
-		return fmt.Errorf("reconcile %s %s: Error settles the call as failed: give it without Output or Unconfirmed", runID, rec.Call)
-	}
-	if err := rt.eng.Reconcile(ctx, runID, rec, rt.commandWait(ctx, runID)); err != nil {
-		return fmt.Errorf("reconcile %s %s: %w", runID, rec.Call, err)
-	}
-	return nil
+	return rt.n.Reconcile(ctx, runID, rec)
 }
 
 // Approve grants a pending approval request with a proof from the agent's
@@ -433,17 +377,13 @@ func (rt *Runtime) Reconcile(ctx context.Context, runID string, rec Reconciliati
 // approval.ErrNoApprovers and the proof errors of the approval package,
 // ErrApprovalExpired, ErrAnswered, ErrNoApproval, ErrRunnerBusy.
 func (rt *Runtime) Approve(ctx context.Context, runID, call string, proof approval.Proof) error {
-	return rt.answer(ctx, runID, call, true, proof, "")
+	return rt.n.Answer(ctx, runID, call, true, proof, "")
 }
 
 // Reject rejects a pending approval request; the model is told, with
 // reason, and the run goes on. It takes a proof like Approve.
 func (rt *Runtime) Reject(ctx context.Context, runID, call string, proof approval.Proof, reason string) error {
-	return rt.answer(ctx, runID, call, false, proof, reason)
-}
-
-func (rt *Runtime) answer(ctx context.Context, runID, call string, approve bool, proof approval.Proof, reason string) error {
-	return rt.n.Answer(ctx, runID, call, approve, proof, reason)
+	return rt.n.Answer(ctx, runID, call, false, proof, reason)
 }
 
 // Approvers returns the approvers of the agent a run was started with, so
@@ -472,11 +412,7 @@ const (
 // until next is empty.
 // Requests past their deadline by the store's clock are left out.
 func (rt *Runtime) PendingApprovals(ctx context.Context, p PendingApprovalsParams) (page []PendingApproval, next string, err error) {
-	page, next, err = rt.eng.PendingApprovals(ctx, engine.PendingApprovalsParams(p))
-	if err != nil {
-		return nil, "", fmt.Errorf("pending approvals: %w", err)
-	}
-	return page, next, nil
+	return rt.n.PendingApprovals(ctx, p)
 }
 
 // ApprovalRequest returns one approval request while it waits for an
@@ -488,35 +424,19 @@ func (rt *Runtime) PendingApprovals(ctx context.Context, p PendingApprovalsParam
 // after the deadline); ErrNoApproval, ErrUnknownCall, ErrNotFound and
 // ErrEnded as for Approve.
 func (rt *Runtime) ApprovalRequest(ctx context.Context, runID, call string) (PendingApproval, error) {
-	p, err := rt.eng.ApprovalRequest(ctx, runID, call, rt.commandWait(ctx, runID))
-	if err != nil {
-		return PendingApproval{}, fmt.Errorf("approval request %s %s: %w", runID, call, err)
-	}
-	return p, nil
-}
-
-func (rt *Runtime) commandWait(ctx context.Context, runID string) time.Duration {
-	return rt.n.CommandWait(ctx, runID)
+	return rt.n.ApprovalRequest(ctx, runID, call)
 }
 
 // Recover claims runs that are due — queued, with an expired lease, or
 // waiting with a due wake — up to the free runner slots, and drives them in
 // the background. It returns how many it claimed.
-func (rt *Runtime) Recover(ctx context.Context) (int, error) {
-	return rt.eng.Work(ctx)
-}
+func (rt *Runtime) Recover(ctx context.Context) (int, error) { return rt.n.Eng.Work(ctx) }
 
 // RecoverAll drives every due run, not only as many as there are runner
 // slots: it claims in batches as slots free up, until nothing it has not
 // already claimed is due, and returns how many it claimed. The runs go on in
 // the background; Wait waits for them.
-func (rt *Runtime) RecoverAll(ctx context.Context) (int, error) {
-	n, err := rt.eng.WorkAll(ctx)
-	if err != nil {
-		return n, fmt.Errorf("recover: %w", err)
-	}
-	return n, nil
-}
+func (rt *Runtime) RecoverAll(ctx context.Context) (int, error) { return rt.n.RecoverAll(ctx) }
 
 // Sweep runs the node's sweeper, a background service, until ctx ends or
 // the runtime closes: every interval it claims the runs that are due —
@@ -563,9 +483,7 @@ func (rt *Runtime) IsLeader() bool { return rt.n.Leader.IsLeader() }
 
 // Wait waits, bounded by ctx, until the runtime drives no run: each has
 // ended, parked or lost its lease. Unlike Close it lets them finish.
-func (rt *Runtime) Wait(ctx context.Context) error {
-	return rt.eng.Wait(ctx)
-}
+func (rt *Runtime) Wait(ctx context.Context) error { return rt.n.Eng.Wait(ctx) }
 
 // ErrNoWorkspace: the run's agent has no workspace to grant roots in.
 var ErrNoWorkspace = engine.ErrNoWorkspace
@@ -574,29 +492,23 @@ var ErrNoWorkspace = engine.ErrNoWorkspace
 // extra root its tools may use, and journals the grant; a recovered run
 // has it again. Granting a root twice is a no-op.
 func (rt *Runtime) GrantRoot(ctx context.Context, runID, path, by string) error {
-	if err := rt.eng.ChangeRoot(ctx, runID, engine.RootChange{Path: path, By: by}, rt.commandWait(ctx, runID)); err != nil {
-		return fmt.Errorf("grant root %s to %s: %w", path, runID, err)
-	}
-	return nil
+	return rt.n.ChangeRoot(ctx, runID, path, by, false)
 }
 
 // RevokeRoot takes a granted root back from a run's workspace.
 func (rt *Runtime) RevokeRoot(ctx context.Context, runID, path, by string) error {
-	if err := rt.eng.ChangeRoot(ctx, runID, engine.RootChange{Path: path, Revoke: true, By: by}, rt.commandWait(ctx, runID)); err != nil {
-		return fmt.Errorf("revoke root %s from %s: %w", path, runID, err)
-	}
-	return nil
+	return rt.n.ChangeRoot(ctx, runID, path, by, true)
 }
 
 // Roots lists the roots granted to a run, in the order granted (the
 // workspace's default root is not listed).
 func (rt *Runtime) Roots(ctx context.Context, runID string) ([]string, error) {
-	return rt.eng.Roots(ctx, runID)
+	return rt.n.Eng.Roots(ctx, runID)
 }
 
 // Journal returns a run's entries after position after, at most limit.
 func (rt *Runtime) Journal(ctx context.Context, runID string, after int64, limit int) ([]store.Entry, error) {
-	return rt.cfg.Store.JournalRead(ctx, store.JournalReadParams{RunID: runID, After: after, Limit: limit})
+	return rt.n.Journal(ctx, runID, after, limit)
 }
 
 // Close stops the runtime gracefully. It claims no new run, lets the model
@@ -605,9 +517,7 @@ func (rt *Runtime) Journal(ctx context.Context, runID string, after int64, limit
 // back so another process resumes it at once. What is still running when
 // ctx ends is abandoned: those runs are recovered once their leases expire,
 // and Close returns ctx's error. DefaultDrainWindow is a good bound.
-func (rt *Runtime) Close(ctx context.Context) error {
-	return rt.n.Close(ctx)
-}
+func (rt *Runtime) Close(ctx context.Context) error { return rt.n.Close(ctx) }
 
 // RunsParams filter and page Runs (see hitchtype.RunsParams); Limit 0
 // means DefaultPageLimit, at most MaxPageLimit.
@@ -625,19 +535,11 @@ func (rt *Runtime) Runs(ctx context.Context, p RunsParams) (page []Run, next str
 // RunCounts counts runs by status, of one tenant or, with tenant "", of
 // every tenant. Statuses without runs are absent.
 func (rt *Runtime) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
-	m, err := rt.cfg.Store.RunCounts(ctx, tenant)
-	if err != nil {
-		return nil, fmt.Errorf("run counts: %w", err)
-	}
-	return m, nil
+	return rt.n.RunCounts(ctx, tenant)
 }
 
 // RunCountsFor counts runs by status among those p's filters keep (its
 // After and Limit are ignored). Statuses without runs are absent.
 func (rt *Runtime) RunCountsFor(ctx context.Context, p RunsParams) (map[hitchtype.Status]int, error) {
-	m, err := rt.cfg.Store.RunCountsFor(ctx, node.ListParams(p))
-	if err != nil {
-		return nil, fmt.Errorf("run counts: %w", err)
-	}
-	return m, nil
+	return rt.n.RunCountsFor(ctx, p)
 }

@@ -2,7 +2,6 @@ package hitch
 
 import (
 	"context"
-	"errors"
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/session"
@@ -69,26 +68,17 @@ const (
 // with o.ID. An existing session of another agent or version is refused
 // with ErrSessionAgent.
 func (rt *Runtime) OpenSession(ctx context.Context, agent *Agent, o SessionOptions) (Session, error) {
-	return rt.openSession(ctx, agent, o, "")
-}
-
-// openSession opens a session; stored, when set by a Scope, is the id it
-// is stored under.
-func (rt *Runtime) openSession(ctx context.Context, agent *Agent, o SessionOptions, stored string) (Session, error) {
-	if agent == nil {
-		return Session{}, errors.New("open session: agent is nil")
-	}
-	return rt.n.OpenSession(ctx, agent.eng, o, stored)
+	return rt.n.OpenSession(ctx, agent.engine(), o, "")
 }
 
 // GetSession returns a session as it stands.
 func (rt *Runtime) GetSession(ctx context.Context, sessionID string) (Session, error) {
-	return rt.sess.Get(ctx, sessionID)
+	return rt.n.Sess.Get(ctx, sessionID)
 }
 
 // Sessions lists sessions by id, after the cursor p.After, at most p.Limit.
 func (rt *Runtime) Sessions(ctx context.Context, p SessionsParams) ([]Session, error) {
-	return rt.sess.List(ctx, p)
+	return rt.n.Sess.List(ctx, p)
 }
 
 // Send admits a user message to a session. When it returns without error
@@ -98,58 +88,56 @@ func (rt *Runtime) Sessions(ctx context.Context, p SessionsParams) ([]Session, e
 // idle session), or interrupts the active submission and runs next
 // (ModeInterrupt). An idle session starts the message at once.
 func (rt *Runtime) Send(ctx context.Context, sessionID, text string, o SendOptions) (SendResult, error) {
-	return rt.sess.Send(ctx, sessionID, text, o)
+	return rt.n.Sess.Send(ctx, sessionID, text, o)
 }
 
 // Interrupt interrupts a session's active submission, if any: a durable
 // cancel of its run with reason interrupted; the submission ends aborted and
 // the next queued message starts.
 func (rt *Runtime) Interrupt(ctx context.Context, sessionID string) error {
-	return rt.sess.Interrupt(ctx, sessionID)
+	return rt.n.Sess.Interrupt(ctx, sessionID)
 }
 
 // Queue lists a session's queued messages in the order they will start
 // (interrupts first, then by admission), at most limit (0: 100).
 func (rt *Runtime) Queue(ctx context.Context, sessionID string, limit int) ([]QueuedMessage, error) {
-	return rt.sess.Queue(ctx, sessionID, limit)
+	return rt.n.Sess.Queue(ctx, sessionID, limit)
 }
 
 // Edit replaces the text of a queued message; it keeps its place. A
 // message that has started (or steered, or was removed) is refused with a
 // *MessageStateError.
 func (rt *Runtime) Edit(ctx context.Context, sessionID, messageID, text string) error {
-	return rt.sess.Edit(ctx, sessionID, messageID, text)
+	return rt.n.Sess.Edit(ctx, sessionID, messageID, text)
 }
 
 // Remove takes a queued message out of the queue. A message that has
 // started is refused with a *MessageStateError.
 func (rt *Runtime) Remove(ctx context.Context, sessionID, messageID string) error {
-	return rt.sess.Remove(ctx, sessionID, messageID)
+	return rt.n.Sess.Remove(ctx, sessionID, messageID)
 }
 
 // SessionJournal returns a session's journal entries after position after,
 // at most limit (0: store.DefaultReadLimit).
 func (rt *Runtime) SessionJournal(ctx context.Context, sessionID string, after int64, limit int) ([]SessionEntry, error) {
-	return rt.sess.Journal(ctx, sessionID, after, limit)
+	return rt.n.Sess.Journal(ctx, sessionID, after, limit)
 }
 
 // SessionStatus returns a session's state, folded from its journal.
 func (rt *Runtime) SessionStatus(ctx context.Context, sessionID string) (SessionStatus, error) {
-	return rt.sess.Status(ctx, sessionID)
+	return rt.n.Sess.Status(ctx, sessionID)
 }
 
 // RecoverSessions moves on every session that needs it: a submission whose
 // run ended but whose end is not recorded (its node died), or an idle
 // session with a queued message. It returns how many it looked at. A
 // sweeper calls it; so may anyone, at any time.
-func (rt *Runtime) RecoverSessions(ctx context.Context) (int, error) {
-	return rt.sess.Recover(ctx)
-}
+func (rt *Runtime) RecoverSessions(ctx context.Context) (int, error) { return rt.n.Sess.Recover(ctx) }
 
 // AwaitSession waits, bounded by ctx, until a session is at rest: nothing
 // active and nothing queued, or its active submission's run parked waiting
 // (for an approval, say). It moves the session on itself where it can, so
 // it never waits on a node that died.
 func (rt *Runtime) AwaitSession(ctx context.Context, sessionID string) (SessionStatus, error) {
-	return rt.sess.Await(ctx, sessionID)
+	return rt.n.Sess.Await(ctx, sessionID)
 }

@@ -66,35 +66,35 @@ func OccurrenceID(bindingID string, occurrence time.Time) string {
 // already past is missed, and fires at once by MissedOnce). It is
 // idempotent by id: created is false when it existed.
 func (rt *Runtime) CreateTrigger(ctx context.Context, spec TriggerSpec, o TriggerOptions) (t Trigger, created bool, err error) {
-	return rt.trig.Create(ctx, spec, o)
+	return rt.n.Trig.Create(ctx, spec, o)
 }
 
 // GetTrigger returns one binding.
 func (rt *Runtime) GetTrigger(ctx context.Context, id string) (Trigger, error) {
-	return rt.trig.Get(ctx, id)
+	return rt.n.Trig.Get(ctx, id)
 }
 
 // ListTriggers returns bindings in order of their ids.
 func (rt *Runtime) ListTriggers(ctx context.Context, o TriggerListOptions) ([]Trigger, error) {
-	return rt.trig.List(ctx, o)
+	return rt.n.Trig.List(ctx, o)
 }
 
 // PauseTrigger stops a binding from firing until ResumeTrigger; the
 // occurrences that come meanwhile are judged by its missed policy on
 // resume. Both are idempotent; a done binding stays done.
 func (rt *Runtime) PauseTrigger(ctx context.Context, id string) (Trigger, error) {
-	return rt.trig.Pause(ctx, id)
+	return rt.n.Trig.Pause(ctx, id)
 }
 
 // ResumeTrigger resumes a paused binding.
 func (rt *Runtime) ResumeTrigger(ctx context.Context, id string) (Trigger, error) {
-	return rt.trig.Resume(ctx, id)
+	return rt.n.Trig.Resume(ctx, id)
 }
 
 // RemoveTrigger deletes a binding; removed is false when there was none.
 // An occurrence being dispatched as it is removed may still fire.
 func (rt *Runtime) RemoveTrigger(ctx context.Context, id string) (removed bool, err error) {
-	return rt.trig.Remove(ctx, id)
+	return rt.n.Trig.Remove(ctx, id)
 }
 
 // DispatchTriggers claims the occurrences that are due by the store clock,
@@ -105,9 +105,7 @@ func (rt *Runtime) RemoveTrigger(ctx context.Context, id string) (removed bool, 
 // nothing new. A dispatch that fails is given back and tried again later,
 // doubling from Config.Triggers.Poll up to DefaultTriggerMaxRetry. It
 // returns how many occurrences it claimed.
-func (rt *Runtime) DispatchTriggers(ctx context.Context) (int, error) {
-	return rt.trig.Dispatch(ctx)
-}
+func (rt *Runtime) DispatchTriggers(ctx context.Context) (int, error) { return rt.n.Trig.Dispatch(ctx) }
 
 // RunTriggers runs the node's trigger dispatcher, a background service,
 // until ctx ends or the runtime closes. Every node may run it: a claim is

@@ -24,7 +24,7 @@ type (
 // estimator), what the provider reported and what it cost. The journal is
 // read in bounded pages.
 func (rt *Runtime) ContextRequests(ctx context.Context, runID string) ([]hitchtype.ContextRequest, error) {
-	return rt.usage.ContextRequests(ctx, runID)
+	return rt.n.Usage.ContextRequests(ctx, runID)
 }
 
 // LatestContextRequests returns up to n of a run's latest model
@@ -33,37 +33,33 @@ func (rt *Runtime) ContextRequests(ctx context.Context, runID string) ([]hitchty
 // at a time and stops once it holds n+1 requests, so a long journal costs
 // what its last turns hold.
 func (rt *Runtime) LatestContextRequests(ctx context.Context, runID string, n int) (reqs []hitchtype.ContextRequest, more bool, err error) {
-	return rt.usage.LatestContextRequests(ctx, runID, n)
+	return rt.n.Usage.LatestContextRequests(ctx, runID, n)
 }
 
 // FamilyCost sums what a family (a root run and every run below it) has
 // cost so far: an ended run's outcome, a live run's replies as its
 // journal holds them.
 func (rt *Runtime) FamilyCost(ctx context.Context, rootID string) (RunningCost, error) {
-	return rt.usage.FamilyCost(ctx, rootID)
+	return rt.n.Usage.FamilyCost(ctx, rootID)
 }
 
 // SessionCost sums what a session has cost so far: the family of every
 // submission's run, the one at work included.
 func (rt *Runtime) SessionCost(ctx context.Context, sessionID string) (RunningCost, error) {
-	st, err := rt.sess.Status(ctx, sessionID)
-	if err != nil {
-		return RunningCost{}, err
-	}
-	return rt.usage.SessionCost(ctx, st)
+	return rt.n.SessionCost(ctx, sessionID)
 }
 
 // Budget returns the budget that bounds a run and what is left of it. The
 // run's own limits are listed only when the runtime knows the run's agent
 // version (Config.Agents).
 func (rt *Runtime) Budget(ctx context.Context, runID string) (RunBudget, error) {
-	return rt.usage.Budget(ctx, runID)
+	return rt.n.Usage.Budget(ctx, runID)
 }
 
 // FamilyUsage sums the usage and cost of a family, from the outcomes of
 // all its runs (read a parent's children at a time, in bounded pages).
 func (rt *Runtime) FamilyUsage(ctx context.Context, rootID string) (FamilyUsage, error) {
-	return rt.usage.FamilyUsage(ctx, rootID)
+	return rt.n.Usage.FamilyUsage(ctx, rootID)
 }
 
 // FamilyBudget returns a root run's budget limits and what its family has
@@ -71,5 +67,5 @@ func (rt *Runtime) FamilyUsage(ctx context.Context, rootID string) (FamilyUsage,
 // wall time used runs from the root's start to the store's clock now, or
 // to the root's end.
 func (rt *Runtime) FamilyBudget(ctx context.Context, rootID string) (limits, used Budget, ok bool, err error) {
-	return rt.usage.FamilyBudget(ctx, rootID)
+	return rt.n.Usage.FamilyBudget(ctx, rootID)
 }

@@ -3,7 +3,6 @@ package hitch
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/engine"
@@ -49,11 +48,7 @@ type Wait = hitchtype.Wait
 // ErrEnded, ErrNotFound, ErrRunnerBusy. by names the deliverer in the
 // journal.
 func (rt *Runtime) Wake(ctx context.Context, runID, event string, data json.RawMessage, by string) error {
-	err := rt.eng.Wake(ctx, runID, engine.WakeParams{Event: event, Data: data, By: by}, rt.commandWait(ctx, runID))
-	if err != nil {
-		return fmt.Errorf("wake %s with %q: %w", runID, event, err)
-	}
-	return nil
+	return rt.n.Wake(ctx, runID, event, data, by)
 }
 
 // CompleteCall completes a call from outside the run and drives the run
@@ -69,10 +64,7 @@ func (rt *Runtime) Wake(ctx context.Context, runID, event string, data json.RawM
 // rejected), ErrNotHeld, ErrNotPending, ErrUnknownCall, ErrEnded,
 // ErrNotFound, ErrRunnerBusy.
 func (rt *Runtime) CompleteCall(ctx context.Context, runID string, c Completion) error {
-	if err := rt.eng.CompleteCall(ctx, runID, c, rt.commandWait(ctx, runID)); err != nil {
-		return fmt.Errorf("complete %s %s: %w", runID, c.Call, err)
-	}
-	return nil
+	return rt.n.CompleteCall(ctx, runID, c)
 }
 
 // Waits lists what a run waits on, in call order: armed wakes (their event
@@ -80,9 +72,5 @@ func (rt *Runtime) CompleteCall(ctx context.Context, runID string, c Completion)
 // their deadlines), approval requests, sub-agent runs and uncertain
 // effects. An ended run waits on nothing.
 func (rt *Runtime) Waits(ctx context.Context, runID string) ([]Wait, error) {
-	ws, err := rt.eng.Waits(ctx, runID)
-	if err != nil {
-		return nil, fmt.Errorf("waits of %s: %w", runID, err)
-	}
-	return ws, nil
+	return rt.n.Waits(ctx, runID)
 }

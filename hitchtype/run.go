@@ -1,6 +1,10 @@
 package hitchtype
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // Run is a run as the store holds it.
 type Run struct {
@@ -22,4 +26,21 @@ type Run struct {
 	// ForkedFrom, for a fork (or a replay), names the run and position
 	// its history was copied from; nil for any other run.
 	ForkedFrom *ForkedFrom
+}
+
+// DecodeAnswer decodes a completed run's typed answer into T. A run that
+// stopped at max_turns has no final answer (its Answer is the last reply's
+// text) and gives an error.
+func DecodeAnswer[T any](run Run) (T, error) {
+	var v T
+	if run.Outcome == nil || run.Status != StatusCompleted {
+		return v, fmt.Errorf("decode answer of %s: the run has not completed (%s)", run.ID, run.Status)
+	}
+	if run.Outcome.Reason == "max_turns" {
+		return v, fmt.Errorf("decode answer of %s: the run stopped at max_turns before a final answer", run.ID)
+	}
+	if err := json.Unmarshal([]byte(run.Outcome.Answer), &v); err != nil {
+		return v, fmt.Errorf("decode answer of %s: %w", run.ID, err)
+	}
+	return v, nil
 }

@@ -18,6 +18,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/hitch-dev/hitch/hitchtype"
 )
 
 // Hooks are the points a run can be watched and shaped at. Methods must be
@@ -177,18 +179,8 @@ func (Base) PreTrigger(context.Context, Trigger) (TriggerVerdict, error) {
 // PostTrigger does nothing.
 func (Base) PostTrigger(context.Context, Trigger, Dispatched) error { return nil }
 
-// Info describes one named hook for people: where it runs, what it is
-// and in which order (hitch agents lists them).
-type Info struct {
-	Name     string   `json:"name"`
-	Point    string   `json:"point"`
-	Priority int      `json:"priority"`
-	OnError  string   `json:"on_error"`
-	Kind     string   `json:"kind"`   // command or webhook
-	Target   string   `json:"target"` // the command line, or the URL
-	Match    []string `json:"match,omitempty"`
-	When     string   `json:"when,omitempty"`
-}
+// Info describes one named hook for people; see hitchtype.HookInfo.
+type Info = hitchtype.HookInfo
 
 // Lister is implemented by Hooks made of named hooks (a config's): List
 // returns them in the order they run, point by point.

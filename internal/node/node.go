@@ -342,6 +342,9 @@ type Start struct {
 
 // Start starts a run of agent a.
 func (n *Node) Start(ctx context.Context, a *engine.Agent, o Start) (hitchtype.StartResult, error) {
+	if a == nil {
+		return hitchtype.StartResult{}, errors.New("start: agent is nil")
+	}
 	if !n.Registered(a) {
 		return hitchtype.StartResult{}, fmt.Errorf("start: %w: %s version %d (add it to Config.Agents)", engine.ErrUnknownAgent, a.Name, a.Version)
 	}

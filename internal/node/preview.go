@@ -15,6 +15,9 @@ import (
 // Preview returns the first model request a run of a would send; the
 // session stored as sessionID, when set, comes before the input.
 func (n *Node) Preview(ctx context.Context, a *engine.Agent, o hitchtype.PreviewOptions, sessionID string) (hitchtype.RequestPreview, error) {
+	if a == nil {
+		return hitchtype.RequestPreview{}, errors.New("preview: agent is nil")
+	}
 	if !n.Registered(a) {
 		return hitchtype.RequestPreview{}, fmt.Errorf("preview: %w: %s version %d (add it to Config.Agents)", engine.ErrUnknownAgent, a.Name, a.Version)
 	}
@@ -60,6 +63,9 @@ func (n *Node) Follows(ctx context.Context, id string, length int64, ended bool,
 // OpenSession opens a session of a; stored, when set, is the id it is
 // stored under.
 func (n *Node) OpenSession(ctx context.Context, a *engine.Agent, o hitchtype.SessionOptions, stored string) (hitchtype.Session, error) {
+	if a == nil {
+		return hitchtype.Session{}, errors.New("open session: agent is nil")
+	}
 	if !n.Registered(a) {
 		return hitchtype.Session{}, fmt.Errorf("open session: %w: %s version %d (add it to Config.Agents)", engine.ErrUnknownAgent, a.Name, a.Version)
 	}

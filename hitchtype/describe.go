@@ -1,13 +1,9 @@
-package hitch
+package hitchtype
 
 import (
 	"encoding/json"
-	"slices"
-	"sort"
 	"time"
 
-	"github.com/hitch-dev/hitch/approval"
-	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/policy"
 )
 
@@ -42,7 +38,7 @@ type AgentDescription struct {
 	Workspace, Hooks bool
 	// HookList names the hooks, in the order they run, when they list
 	// themselves (hook.Lister: a config's hooks do).
-	HookList []hook.Info
+	HookList []HookInfo
 }
 
 // ToolDescription is one tool of an agent.
@@ -77,62 +73,15 @@ type ApproverDescription struct {
 	Requirements []string
 }
 
-// Describe returns what the agent's definition says, without secrets.
-func (a *Agent) Describe() AgentDescription {
-	s := a.spec
-	d := AgentDescription{Name: s.Name, Version: s.Version, Description: s.Description, Instructions: s.Instructions,
-		Limits: s.Limits, Workspace: s.Workspace != nil, Hooks: s.Hooks != nil}
-	if l, ok := s.Hooks.(hook.Lister); ok {
-		d.HookList = l.List()
-	}
-	if s.Model != nil {
-		d.Model = s.Model.Name()
-	}
-	seen := map[string]bool{}
-	for _, t := range s.Tools {
-		info := t.Info()
-		seen[info.Name] = true
-		d.Tools = append(d.Tools, ToolDescription{Name: info.Name, Description: info.Description, Schema: info.Schema,
-			Replay: info.Replay, Timeout: info.Timeout, External: info.External})
-	}
-	var sourced []ToolDescription
-	for _, src := range s.ToolSources {
-		for _, t := range src.Tools() {
-			info := t.Info()
-			if seen[info.Name] {
-				continue
-			}
-			seen[info.Name] = true
-			sourced = append(sourced, ToolDescription{Name: info.Name, Description: info.Description, Schema: info.Schema,
-				Replay: info.Replay, Timeout: info.Timeout, External: info.External, FromSource: true})
-		}
-	}
-	sort.Slice(sourced, func(i, j int) bool { return sourced[i].Name < sourced[j].Name })
-	d.Tools = append(d.Tools, sourced...)
-	for _, c := range s.SubAgents {
-		d.SubAgents = append(d.SubAgents, c.Name())
-	}
-	d.Policy = PolicyDescription{Kind: "go"}
-	if pd, ok := s.Policy.(policy.Describer); ok {
-		desc := pd.Describe()
-		d.Policy = PolicyDescription{Kind: desc.Kind, Reason: desc.Reason, Rules: desc.Rules}
-	}
-	if s.Budget != nil {
-		b := *s.Budget
-		d.Budget = &b
-	}
-	d.ApproversKind = "none"
-	if s.Approvers != nil {
-		d.ApproversKind = "go"
-		if l, ok := s.Approvers.(approval.Lister); ok {
-			d.ApproversKind = "listed"
-			for _, m := range l.List() {
-				d.Approvers = append(d.Approvers, ApproverDescription{Name: m.Name, Requirements: slices.Clone(m.Requirements)})
-			}
-		}
-	}
-	if s.Answer != nil && len(s.Answer.schema) > 0 {
-		d.Answer = slices.Clone(s.Answer.schema)
-	}
-	return d
+// HookInfo describes one named hook for people: where it runs, what it is
+// and in which order (hitch agents lists them; hook.Lister gives them).
+type HookInfo struct {
+	Name     string   `json:"name"`
+	Point    string   `json:"point"`
+	Priority int      `json:"priority"`
+	OnError  string   `json:"on_error"`
+	Kind     string   `json:"kind"`   // command or webhook
+	Target   string   `json:"target"` // the command line, or the URL
+	Match    []string `json:"match,omitempty"`
+	When     string   `json:"when,omitempty"`
 }
