@@ -2,9 +2,9 @@ package hitchtype
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/tool"
 )
 
 // AgentDescription is what an agent's definition says, for people to read
@@ -41,18 +41,10 @@ type AgentDescription struct {
 	HookList []HookInfo
 }
 
-// ToolDescription is one tool of an agent.
+// ToolDescription is one tool of an agent: its declaration, and whether
+// a tool source offers it.
 type ToolDescription struct {
-	Name        string
-	Description string
-	Schema      json.RawMessage
-	// Replay above zero: the body may run again after a crash, up to
-	// Replay attempts in all.
-	Replay int
-	// Timeout is the tool's own bound; 0 takes the agent's.
-	Timeout time.Duration
-	// External: another system does the work.
-	External bool
+	tool.Info
 	// FromSource: a tool source (an MCP server) offers it; its list may
 	// change while runs go on.
 	FromSource bool

@@ -25,8 +25,7 @@ func Describe(d Def, approvers approval.Approvers) hitchtype.AgentDescription {
 	for _, t := range d.Tools {
 		info := t.Info()
 		seen[info.Name] = true
-		desc.Tools = append(desc.Tools, hitchtype.ToolDescription{Name: info.Name, Description: info.Description, Schema: info.Schema,
-			Replay: info.Replay, Timeout: info.Timeout, External: info.External})
+		desc.Tools = append(desc.Tools, hitchtype.ToolDescription{Info: info})
 	}
 	var sourced []hitchtype.ToolDescription
 	for _, src := range d.ToolSources {
@@ -36,8 +35,7 @@ func Describe(d Def, approvers approval.Approvers) hitchtype.AgentDescription {
 				continue
 			}
 			seen[info.Name] = true
-			sourced = append(sourced, hitchtype.ToolDescription{Name: info.Name, Description: info.Description, Schema: info.Schema,
-				Replay: info.Replay, Timeout: info.Timeout, External: info.External, FromSource: true})
+			sourced = append(sourced, hitchtype.ToolDescription{Info: info, FromSource: true})
 		}
 	}
 	sort.Slice(sourced, func(i, j int) bool { return sourced[i].Name < sourced[j].Name })
