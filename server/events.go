@@ -342,7 +342,7 @@ func (f *follower) follow(hctx huma.Context, id string, after int64) {
 	// items holds up to a page the reader took from the run's feed and
 	// the stream has not written yet, so that a commit's entries go out
 	// in one write and one flush.
-	page := hitch.DefaultServerJournalPage
+	page := DefaultJournalPage
 	items := make(chan item, page)
 	go func() {
 		defer close(items)
