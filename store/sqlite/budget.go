@@ -68,7 +68,6 @@ func (s *Store) BudgetGet(ctx context.Context, rootID string) (limits, used stor
 		return limits, used, false, ErrClosed
 	}
 	var limitsJSON, usedJSON sql.NullString
-	s.prepareReads()
 	err = s.queryRow(ctx, s.reads.budget, budgetSQL, rootID).Scan(&limitsJSON, &usedJSON)
 	if errors.Is(err, sql.ErrNoRows) {
 		return limits, used, false, fmt.Errorf("budget get %q: %w", rootID, store.ErrNotFound)

@@ -197,7 +197,6 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 	}
 	var rows *sql.Rows
 	if kinds == "" {
-		s.prepareReads()
 		rows, err = s.query(ctx, s.reads.journal, journalSQL, args...)
 	} else {
 		rows, err = s.rdb.QueryContext(ctx, `

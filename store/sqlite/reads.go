@@ -4,15 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"sync"
 )
 
-// reads are the statements every runner reads with, prepared once on the
-// read pool (database/sql prepares each again on a connection the first
-// time it runs there): parsing them at every call cost more than running
-// them. A statement that could not be prepared is run unprepared.
+// reads are the statements every runner reads with, prepared on the read
+// pool when the store opens (database/sql prepares each again on a
+// connection the first time it runs there): parsing them at every call cost
+// more than running them, and preparing them at the first read made a
+// process's first run pay for it. A statement that could not be prepared is
+// run unprepared.
 type reads struct {
-	once    sync.Once
 	runGet  *sql.Stmt
 	journal *sql.Stmt
 	budget  *sql.Stmt
@@ -33,13 +33,11 @@ const (
 	budgetSQL = `SELECT b.limits, b.used FROM runs r LEFT JOIN budgets b ON b.root_seq = r.seq WHERE r.id = ?`
 )
 
-func (s *Store) prepareReads() {
-	s.reads.once.Do(func() {
-		ctx := context.Background()
-		s.reads.runGet, _ = s.rdb.PrepareContext(ctx, runGetSQL)
-		s.reads.journal, _ = s.rdb.PrepareContext(ctx, journalSQL)
-		s.reads.budget, _ = s.rdb.PrepareContext(ctx, budgetSQL)
-	})
+// prepareReads prepares the reads when the store opens.
+func (s *Store) prepareReads(ctx context.Context) {
+	s.reads.runGet, _ = s.rdb.PrepareContext(ctx, runGetSQL)
+	s.reads.journal, _ = s.rdb.PrepareContext(ctx, journalSQL)
+	s.reads.budget, _ = s.rdb.PrepareContext(ctx, budgetSQL)
 }
 
 // queryRow runs a read statement, prepared when it could be.

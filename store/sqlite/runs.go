@@ -173,7 +173,6 @@ func (s *Store) RunGet(ctx context.Context, id string) (store.Run, error) {
 	if s.closed.Load() {
 		return store.Run{}, ErrClosed
 	}
-	s.prepareReads()
 	r, err := scanRun(s.queryRow(ctx, s.reads.runGet, runGetSQL, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("run get %q: %w", id, store.ErrNotFound)

@@ -99,6 +99,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 			s.closeDBs()
 			return nil, fmt.Errorf("open store %q read-only: %w", path, err)
 		}
+		s.prepareReads(ctx)
 		close(s.exited) // no writer
 		return s, nil
 	}
@@ -120,6 +121,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.closeDBs()
 		return nil, fmt.Errorf("open store %q: %w", path, corrupt(err))
 	}
+	s.prepareReads(ctx)
 	go s.writeLoop()
 	return s, nil
 }
