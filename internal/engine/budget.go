@@ -19,16 +19,28 @@ type family struct {
 	start  time.Time
 }
 
-// loadFamily reads the family budget once per runner.
+// loadFamily reads the family budget once per runner (a run Start just
+// created has it at hand).
 func (r *runner) loadFamily() error {
-	limits, _, ok, err := r.e.cfg.Store.BudgetGet(r.ctx, r.row.RootID)
-	if err != nil {
-		return fmt.Errorf("read family budget: %w", err)
+	var limits store.Budget
+	var ok bool
+	if r.born != nil {
+		// A root run Start just created: its budget is the one it was
+		// created with.
+		if b := r.born.budget; b != nil {
+			limits, ok = *b, true
+		}
+	} else {
+		var err error
+		if limits, _, ok, err = r.e.cfg.Store.BudgetGet(r.ctx, r.row.RootID); err != nil {
+			return fmt.Errorf("read family budget: %w", err)
+		}
 	}
 	r.fam = family{limits: limits, ok: ok}
 	if ok && limits.WallMS > 0 {
 		root := r.row
 		if r.row.RootID != r.runID {
+			var err error
 			if root, err = r.e.cfg.Store.RunGet(r.ctx, r.row.RootID); err != nil {
 				return fmt.Errorf("read root run: %w", err)
 			}

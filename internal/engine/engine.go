@@ -290,7 +290,8 @@ func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResul
 	}
 	// On a closing engine spawn gives the lease back, leaving the run due
 	// for another node, and frees the slot.
-	_, _ = e.spawnGated(store.Lease{Run: run, Token: run.LeaseToken, ExpiresAt: run.LeaseExpires}, nil, true, nil, journal)
+	_, _ = e.spawnGated(store.Lease{Run: run, Token: run.LeaseToken, ExpiresAt: run.LeaseExpires}, nil, true, nil,
+		&born{journal: journal, budget: a.Budget})
 	return res, nil
 }
 
@@ -500,10 +501,17 @@ func (e *Engine) spawn(l store.Lease, prepare func(*runner) error, slot bool) (*
 	return e.spawnGated(l, prepare, slot, nil, nil)
 }
 
+// born is what Start knows of a root run it has just created, leased to
+// this engine: its whole journal and its family's budget limits (nil: no
+// budget), of which nothing is used yet. Its runner need not read them back.
+type born struct {
+	journal []store.Entry
+	budget  *store.Budget
+}
+
 // spawnGated is spawn whose runner starts once gate is closed (at once
-// when gate is nil). known, when set, is the run's whole journal, which the
-// runner then need not read.
-func (e *Engine) spawnGated(l store.Lease, prepare func(*runner) error, slot bool, gate <-chan struct{}, known []store.Entry) (*runner, error) {
+// when gate is nil). b, when set, describes a run Start just created.
+func (e *Engine) spawnGated(l store.Lease, prepare func(*runner) error, slot bool, gate <-chan struct{}, b *born) (*runner, error) {
 	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()
@@ -515,7 +523,7 @@ func (e *Engine) spawnGated(l store.Lease, prepare func(*runner) error, slot boo
 	}
 	r := newRunner(e, l)
 	r.noSlot = !slot
-	r.known = known
+	r.born = b
 	e.active[l.Run.ID] = r
 	if e.keeperStop == nil {
 		e.startKeeper()

@@ -339,7 +339,12 @@ func TestLostLeaseIsNotAFailure(t *testing.T) {
 	a := testAgent(scripted.New("one", scripted.Script{Turns: []scripted.Turn{{Text: "done"}}}))
 	eng := testEngine(gate, "node-a", a, time.Minute, time.Hour)
 	defer eng.Close(ctx)
-	if _, err := eng.Start(ctx, a, StartParams{ID: "r5", Input: "hi"}); err != nil {
+	// Started detached and then driven, the run is claimed, so its runner
+	// reads the family's budget (a run Start drives at once has it).
+	if _, err := eng.Start(ctx, a, StartParams{ID: "r5", Input: "hi", Detached: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Drive(ctx, "r5"); err != nil {
 		t.Fatal(err)
 	}
 	<-gate.entered

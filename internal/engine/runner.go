@@ -33,8 +33,8 @@ var (
 type runner struct {
 	encoded encoded // the entry r.entry made last, until it is staged
 	e       *Engine
-	row     store.Run     // as claimed
-	known   []store.Entry // the whole journal, when the engine has it at spawn
+	row     store.Run // as claimed
+	born    *born     // what the engine knows of a run it just created
 	runID   string
 	token   int64
 	agent   *Agent
@@ -125,8 +125,10 @@ func (r *runner) lost() bool { return r.ctx.Err() != nil }
 
 func (r *runner) run(prepare func(*runner) error) error {
 	defer r.end(nil)
-	entries := r.known
-	if entries == nil {
+	var entries []store.Entry
+	if r.born != nil {
+		entries = r.born.journal
+	} else {
 		var err error
 		if entries, err = readAll(r.ctx, r.e.cfg.Store, r.runID); err != nil {
 			return fmt.Errorf("read journal: %w", err)
