@@ -799,6 +799,10 @@ func (r *runner) expireApprovals() error {
 // ask runs the policy bounded by the policy timeout, even if the policy
 // ignores its context.
 func (r *runner) ask(a policy.Action) (policy.Decision, error) {
+	if policy.Constant(r.agent.Policy) {
+		// Fixed and immediate: no goroutine, no timer.
+		return r.agent.Policy.Decide(r.ctx, a)
+	}
 	ctx, cancel := context.WithTimeout(r.ctx, r.agent.Limits.PolicyTimeout)
 	defer cancel()
 	type answer struct {
