@@ -47,30 +47,9 @@ func newRunsFork(g *globals) *cobra.Command {
 				o.Reply = &model.Reply{Text: reply}
 			}
 			fmt.Fprintln(g.stderr, workspaceWarning)
-			if !o.Detached {
-				v.out.following(o.ID)
-			}
-			res, err := v.b.Fork(ctx, a[0], at, o)
-			if err != nil {
-				return err
-			}
-			v.out.started(res)
-			after := int64(0)
-			if !res.Created {
-				if !res.SameInput {
-					v.out.outcome(res.Run)
-					return withCode(exitRefused, fmt.Errorf("run %s already exists and is not this fork; nothing was created", res.Run.ID))
-				}
-				if !g.json {
-					fmt.Fprintf(g.stderr, "fork %s was already made, the same way; following it\n", res.Run.ID)
-				}
-				after = res.Run.Position
-			}
-			if o.Detached {
-				v.out.outcome(res.Run)
-				return nil
-			}
-			return v.settle(ctx, res.Run.ID, after)
+			return v.startAndFollow(ctx, o.ID, o.Detached, func() (hitch.StartResult, error) { return v.b.Fork(ctx, a[0], at, o) },
+				"run %s already exists and is not this fork; nothing was created",
+				"fork %s was already made, the same way; following it\n")
 		}),
 	}
 	cmd.Flags().Int64Var(&at, "at", 0, "the journal position to fork at: the fork keeps entries 1 to POS")

@@ -36,30 +36,10 @@ func newRun(g *globals) *cobra.Command {
 			if id == "" {
 				id = hitch.NewRunID()
 			}
-			if !detach {
-				v.out.following(id) // its steps print from the first
-			}
-			res, err := v.b.Start(ctx, startParams{Agent: agent, Input: a[0], ID: id, Tenant: tenant, Instructions: instructions, Detach: detach})
-			if err != nil {
-				return err
-			}
-			v.out.started(res)
-			after := int64(0)
-			if !res.Created {
-				if !res.SameInput {
-					v.out.outcome(res.Run)
-					return withCode(exitRefused, fmt.Errorf("run %s already exists with a different input; nothing was started", res.Run.ID))
-				}
-				if !g.json {
-					fmt.Fprintf(g.stderr, "run %s was already started, with the same input; following it\n", res.Run.ID)
-				}
-				after = res.Run.Position
-			}
-			if detach {
-				v.out.outcome(res.Run)
-				return nil
-			}
-			return v.settle(ctx, res.Run.ID, after)
+			return v.startAndFollow(ctx, id, detach, func() (hitch.StartResult, error) {
+				return v.b.Start(ctx, startParams{Agent: agent, Input: a[0], ID: id, Tenant: tenant, Instructions: instructions, Detach: detach})
+			}, "run %s already exists with a different input; nothing was started",
+				"run %s was already started, with the same input; following it\n")
 		}),
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "agent to run (default: the only one in the config)")
@@ -68,6 +48,38 @@ func newRun(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&instructions, "instructions", "", "instructions for this run, laid over the agent's")
 	cmd.Flags().StringVar(&tenant, "tenant", "", "tenant the run belongs to (default: \"default\")")
 	return cmd
+}
+
+// startAndFollow starts the run id with start (a start or a fork) and
+// follows it to its end, or prints it and returns when detached. An id
+// started before starts nothing: the run is followed from where it stands
+// when it was started the same way (again says so), and refused when not
+// (refused says so); each names the run with %s.
+func (v *verb) startAndFollow(ctx context.Context, id string, detach bool, start func() (hitch.StartResult, error), refused, again string) error {
+	if !detach {
+		v.out.following(id) // its steps print from the first
+	}
+	res, err := start()
+	if err != nil {
+		return err
+	}
+	v.out.started(res)
+	after := int64(0)
+	if !res.Created {
+		if !res.SameInput {
+			v.out.outcome(res.Run)
+			return withCode(exitRefused, fmt.Errorf(refused, res.Run.ID))
+		}
+		if !v.g.json {
+			fmt.Fprintf(v.g.stderr, again, res.Run.ID)
+		}
+		after = res.Run.Position
+	}
+	if detach {
+		v.out.outcome(res.Run)
+		return nil
+	}
+	return v.settle(ctx, res.Run.ID, after)
 }
 
 func newCancel(g *globals) *cobra.Command {
