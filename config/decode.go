@@ -145,6 +145,10 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, field string) {
 			m.SetMapIndex(reflect.ValueOf(keyOf(p)).Convert(t.Key()), e)
 		}
 		v.Set(m)
+	case t.Kind() == reflect.String && isString(n):
+		// Most leaves are plain text: set them without the YAML decoder,
+		// which costs a config of hundreds of agents most of its load.
+		v.SetString(n.(*ast.StringNode).Value)
 	default:
 		p := reflect.New(t)
 		if err := yaml.NodeToValue(n, p.Interface()); err != nil {
@@ -153,6 +157,12 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, field string) {
 		}
 		v.Set(p.Elem())
 	}
+}
+
+// isString reports whether n is a text scalar, plain or quoted.
+func isString(n ast.Node) bool {
+	_, ok := n.(*ast.StringNode)
+	return ok
 }
 
 // leafProblem says what a value of type t should have been.

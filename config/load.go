@@ -43,6 +43,13 @@ type Options struct {
 	// (hitch doctor), and the agents' MCP tools are not usable. Default
 	// false.
 	DeferMCP bool
+	// DeferIsolation checks the agents' workspaces and tools without
+	// finding out whether their commands can be isolated: no bwrap is
+	// started, for a process that runs no command, only queues runs for
+	// a worker (hitch run --detach). Warnings then say nothing about
+	// isolation, and a sandbox that requires isolation this host lacks is
+	// refused when a run of its agent starts. Default false.
+	DeferIsolation bool
 }
 
 // Config is a loaded, validated configuration.
@@ -64,6 +71,11 @@ type Config struct {
 	closers []func() error
 	clients map[string]*mcp.Client
 	servers []mcp.Server
+	// loadBoxes are the sandboxes Load opens to check workspaces, keyed
+	// by their settings; closed when Load returns.
+	loadBoxes map[string]loadBox
+	// deferIsolation is Options.DeferIsolation, for the length of Load.
+	deferIsolation bool
 	// Secrets redacts every secret value the file names: its secrets
 	// section, model API keys and approver secrets. Give it to the
 	// runtime (hitch.Config.Secrets).
@@ -179,6 +191,8 @@ func Load(path string, opts Options) (*Config, error) {
 	l := locator{path: path, tree: tree}
 	var probs Problems
 	cfg := &Config{Path: path, File: f, Models: map[string]model.Model{}, Routes: map[string]*route.Route{}, MissingSecrets: map[string]string{}}
+	cfg.deferIsolation = opts.DeferIsolation
+	defer cfg.closeLoadSandboxes()
 	servers, mp := mcpServers(l, path, f.MCP, getenv)
 	probs = append(probs, mp...)
 	probs = append(probs, serverProblems(l, f.Server)...)
@@ -468,11 +482,15 @@ func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.T
 	// The sandbox opened here only checks the workspace and shapes the
 	// tools' definitions; each run opens its own when it starts (below),
 	// so the file load holds nothing per agent.
-	sb, err := local.New(sbox)
+	box := sbox
+	if c.deferIsolation && !box.DisableExec {
+		// Definitions do not depend on the isolation: check the rest.
+		box.Isolation, box.DenyNetwork, box.RequireIsolation = sandbox.IsolationNone, false, false
+	}
+	sb, err := c.loadSandbox(box)
 	if err != nil {
 		return nil, nil, append(probs, l.problem(field+".workspace", "%v", err))
 	}
-	defer sb.Close()
 	bt, err := builtin.New(sb, builtins...)
 	if err != nil {
 		if sbox.RequireIsolation {
@@ -480,7 +498,7 @@ func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.T
 		}
 		return nil, nil, append(probs, l.problem(field+".tools", "%v", err))
 	}
-	if w := sb.Capabilities().Warning; w != "" && slices.Contains(builtins, "bash") {
+	if w := sb.Capabilities().Warning; w != "" && slices.Contains(builtins, "bash") && !c.deferIsolation {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("agent %s: %s", a.Name, w))
 	}
 	// Each run gets its own sandbox on the same folder, so roots granted
@@ -498,6 +516,39 @@ func (c *Config) tools(l locator, field string, a Agent, extra map[string]tool.T
 		return sb, ts, nil
 	}
 	return append(bt, out...), workspace, probs
+}
+
+// loadSandbox opens the sandbox that checks a workspace and shapes the
+// tools' definitions at load, one for all the agents that share its
+// settings: hundreds of agents on one folder open it once.
+func (c *Config) loadSandbox(cfg local.Config) (*local.Sandbox, error) {
+	key := fmt.Sprintf("%q %q %v %v %v %v %q %q %q", cfg.Root, cfg.Isolation, cfg.DenyNetwork, cfg.RequireIsolation,
+		cfg.DisableExec, cfg.ReadOnly, cfg.ReadPaths, cfg.Env, cfg.ExtraEnv)
+	if b, ok := c.loadBoxes[key]; ok {
+		return b.sb, b.err
+	}
+	sb, err := local.New(cfg)
+	if c.loadBoxes == nil {
+		c.loadBoxes = map[string]loadBox{}
+	}
+	c.loadBoxes[key] = loadBox{sb, err}
+	return sb, err
+}
+
+// loadBox is one of the sandboxes Load opens: see loadSandbox.
+type loadBox struct {
+	sb  *local.Sandbox
+	err error
+}
+
+// closeLoadSandboxes closes the sandboxes Load opened.
+func (c *Config) closeLoadSandboxes() {
+	for _, b := range c.loadBoxes {
+		if b.sb != nil {
+			b.sb.Close()
+		}
+	}
+	c.loadBoxes = nil
 }
 
 // approvers builds an agent's approvers. A secret variable that is not

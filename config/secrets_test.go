@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,5 +182,40 @@ agents:
 	b, _ := os.ReadFile(calls)
 	if n := strings.Count(string(b), "started"); n != 1 {
 		t.Fatalf("bwrap started %d times for three loads of two agents with commands, want 1", n)
+	}
+}
+
+// A load that defers isolation starts no bwrap and refuses nothing for it:
+// the process only queues runs, and a run's own sandbox decides when it
+// starts. The same file without the option is refused on a host whose bwrap
+// does not work.
+func TestDeferIsolation(t *testing.T) {
+	// A bwrap of the test's own on PATH, which logs each start and fails:
+	// not parallel.
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	if err := os.WriteFile(filepath.Join(bin, "bwrap"), []byte("#!/bin/sh\necho started >> "+calls+"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var body strings.Builder
+	body.WriteString("models:\n  demo: {provider: scripted, script: script.yaml}\nsandbox:\n  require_isolation: true\nagents:\n")
+	for i := range 50 {
+		fmt.Fprintf(&body, "  - {name: agent%d, model: demo, tools: [read, write, edit, glob, bash], policy: allow_all}\n", i)
+	}
+	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": body.String()})
+	cfg, err := Load(path, Options{DeferIsolation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Close()
+	if len(cfg.Warnings) != 0 || len(cfg.Agents) != 50 {
+		t.Fatalf("warnings %q, %d agents", cfg.Warnings, len(cfg.Agents))
+	}
+	if b, _ := os.ReadFile(calls); len(b) != 0 {
+		t.Fatalf("a load deferring isolation started bwrap: %q", b)
+	}
+	if _, err := Load(path, Options{}); !IsProblem(err) || !strings.Contains(err.Error(), "isolation is required") {
+		t.Fatalf("without DeferIsolation: %v", err)
 	}
 }

@@ -187,7 +187,7 @@ func openRuntime(ctx context.Context, g *globals, create bool) (*env, error) {
 
 // openRuntimeConfig is openRuntime as o says.
 func openRuntimeConfig(ctx context.Context, g *globals, o runtimeOpts) (*env, error) {
-	cfg, err := loadConfig(g, config.Options{RequireIsolation: g.requireIsolation})
+	cfg, err := loadConfig(g, config.Options{RequireIsolation: g.requireIsolation, DeferIsolation: g.deferIsolation})
 	if err != nil {
 		return nil, err
 	}

@@ -118,6 +118,10 @@ type globals struct {
 	// requireIsolation is the sandbox's require_isolation when the config
 	// does not set it: hitch serve sets it.
 	requireIsolation bool
+	// deferIsolation loads the config without finding out whether its
+	// commands can be isolated: a command that only queues a run (run
+	// --detach) runs none (config.Options.DeferIsolation).
+	deferIsolation bool
 	// metrics is what a node command asks of hitch's own metrics
 	// (metrics.go).
 	metrics nodeMetrics

@@ -30,6 +30,7 @@ func newRun(g *globals) *cobra.Command {
 					return err
 				}
 			}
+			g.deferIsolation = detach // this process runs none of the run's commands
 			return checkPrompt(a[0])
 		},
 		RunE: withBackend(g, needNew, func(ctx context.Context, v *verb, a []string) error {

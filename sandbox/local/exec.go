@@ -64,7 +64,16 @@ func findBwrapIn(dirs string, view []string, denyNet bool) (string, error) {
 // empty.
 func lookBwrap(dirs string) (string, error) {
 	if dirs == "" {
-		return exec.LookPath("bwrap")
+		// Looked up once per PATH: a config of hundreds of agents opens a
+		// sandbox for each, and each lookup stats every directory of PATH.
+		pathEnv := os.Getenv("PATH")
+		if v, ok := lookups.Load(pathEnv); ok {
+			l := v.(lookup)
+			return l.path, l.err
+		}
+		path, err := exec.LookPath("bwrap")
+		lookups.Store(pathEnv, lookup{path, err})
+		return path, err
 	}
 	for _, d := range filepath.SplitList(dirs) {
 		p := filepath.Join(d, "bwrap")
@@ -74,6 +83,14 @@ func lookBwrap(dirs string) (string, error) {
 	}
 	return "", fmt.Errorf("bwrap: not found in %s", dirs)
 }
+
+// lookup is the answer of looking for bwrap in one PATH.
+type lookup struct {
+	path string
+	err  error
+}
+
+var lookups sync.Map // PATH → lookup
 
 // probe is one view's answer of findBwrap.
 type probe struct {
