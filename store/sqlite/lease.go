@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -95,24 +96,41 @@ func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams
 	if err := errors.Join(store.CheckRenewMany(p), store.CheckLease(p.TTL, 0)); err != nil {
 		return nil, fmt.Errorf("lease renew many: %w", err)
 	}
-	out := make([]store.LeaseRenewal, len(p.Leases))
-	err := s.writeUrgent(ctx, func(tx *wtx) error {
-		expires, now := micros(tx.now.Add(p.TTL)), micros(tx.now)
-		for i, l := range p.Leases {
-			var cancel bool
-			err := tx.renewHeld.QueryRow(expires, now, l.RunID, p.Owner, l.Token).Scan(&cancel)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				out[i] = store.LeaseRenewal{RunID: l.RunID}
-			case err != nil:
-				return err
-			default:
-				out[i] = store.LeaseRenewal{RunID: l.RunID, Renewed: true, CancelRequested: cancel}
-			}
+	held := make([][2]any, len(p.Leases))
+	for i, l := range p.Leases {
+		held[i] = [2]any{l.RunID, l.Token}
+	}
+	list, err := json.Marshal(held)
+	if err != nil {
+		return nil, fmt.Errorf("lease renew many: %w", err)
+	}
+	renewed := make(map[string]bool, len(p.Leases)) // run id → cancel requested
+	err = s.writeUrgent(ctx, func(tx *wtx) error {
+		clear(renewed)
+		rows, err := tx.renewHeld.Query(micros(tx.now.Add(p.TTL)), micros(tx.now), p.Owner, list)
+		if err != nil {
+			return err
 		}
-		return nil
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var cancel bool
+			if err := rows.Scan(&id, &cancel); err != nil {
+				return err
+			}
+			renewed[id] = cancel
+		}
+		return rows.Err()
 	})
-	return store.Result(out, err, "lease renew many", "")
+	if err != nil {
+		return nil, fmt.Errorf("lease renew many: %w", err)
+	}
+	out := make([]store.LeaseRenewal, len(p.Leases))
+	for i, l := range p.Leases {
+		cancel, ok := renewed[l.RunID]
+		out[i] = store.LeaseRenewal{RunID: l.RunID, Renewed: ok, CancelRequested: cancel}
+	}
+	return out, nil
 }
 
 // LeaseRelease gives a held lease back; the run keeps its status.

@@ -378,9 +378,15 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 			WHERE id = ?4 AND status IN ('queued', 'running', 'waiting') AND (lease_owner = '' OR lease_expires <= ?3)
 			RETURNING ` + runColumns},
 		{&w.renew, `UPDATE runs SET lease_expires = ?, updated_at = ? WHERE seq = ? RETURNING ` + runColumns},
+		// One statement for a batch of leases, given as a JSON list of
+		// [id, token]: a statement each would journal the pages it touches
+		// again each time. The unary + keeps the planner from scanning the
+		// runs by status instead of looking up each id.
 		{&w.renewHeld, `UPDATE runs SET lease_expires = ?1, updated_at = ?2
-			WHERE id = ?3 AND lease_owner = ?4 AND lease_token = ?5 AND status IN ('queued', 'running', 'waiting')
-			RETURNING cancel_requested`},
+			FROM (SELECT json_extract(value, '$[0]') AS rid, json_extract(value, '$[1]') AS tok FROM json_each(?4)) AS held
+			WHERE runs.id = held.rid AND runs.lease_token = held.tok AND runs.lease_owner = ?3
+				AND +runs.status IN ('queued', 'running', 'waiting')
+			RETURNING runs.id, runs.cancel_requested`},
 		{&w.cancel, `UPDATE runs SET wake_at = ?1, updated_at = ?2,
 				cancel_by = CASE WHEN cancel_requested = 1 THEN cancel_by ELSE ?3 END,
 				cancel_reason = CASE WHEN cancel_requested = 1 THEN cancel_reason ELSE ?4 END,
