@@ -1,43 +1,20 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/hitch-dev/hitch/internal/pgtest"
 )
 
 // TestCommandsOnPostgres runs the CLI unchanged on a PostgreSQL store: the
 // schema is migrated by hitch migrate, a run is started and read back, and
 // a read command refuses a schema that is behind instead of migrating it.
 func TestCommandsOnPostgres(t *testing.T) {
-	base := os.Getenv("HITCH_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("HITCH_TEST_POSTGRES is not set: set it to a postgres:// URL of a database the tests may create schemas in")
-	}
-	ctx := context.Background()
-	schema := fmt.Sprintf("cli_%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Error(err)
-		}
-	})
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	db := base + sep + "schema=" + schema
+	base := pgtest.URL(t)
+	schema := pgtest.Schema(t, "cli_")
+	db := pgtest.WithParam(base, "schema", schema)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "hitch.yaml")
 	files := map[string]string{

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/bench"
+	"github.com/hitch-dev/hitch/internal/pgtest"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
@@ -78,7 +79,7 @@ func BenchmarkNodes(b *testing.B) {
 }
 
 func benchWorkers(b *testing.B, workers int) {
-	url, schema := testURL(b), newSchema(b)
+	url, schema := pgtest.URL(b), newSchema(b)
 	ctx := context.Background()
 	st := openStore(b, url, schema)
 	agent, err := bench.Agent(benchSteps, false)

@@ -25,6 +25,7 @@ import (
 	"github.com/hitch-dev/hitch/bench"
 	"github.com/hitch-dev/hitch/chaos"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/pgtest"
 	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
@@ -187,7 +188,7 @@ func (c *cluster) startWith(i int, env ...string) {
 	defer logf.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	testproc.DieWithParent(cmd)
-	cmd.Env = append(os.Environ(), workerEnv+"=1", "HITCH_NODES_URL="+withParam(c.url, "application_name", c.appName),
+	cmd.Env = append(os.Environ(), workerEnv+"=1", "HITCH_NODES_URL="+pgtest.WithParam(c.url, "application_name", c.appName),
 		"HITCH_NODES_SCHEMA="+c.schema, "HITCH_NODES_EFFECTS="+c.effects, "HITCH_NODES_NAME="+name,
 		"HITCH_NODES_REQUESTS="+cmp.Or(c.requests, os.DevNull))
 	cmd.Env = append(cmd.Env, env...)
@@ -281,7 +282,7 @@ func TestNodesChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts, kills and pauses worker processes")
 	}
-	url, schema := testURL(t), newSchema(t)
+	url, schema := pgtest.URL(t), newSchema(t)
 	runs := envInt("HITCH_CHAOS_RUNS", 300)
 	messages, nsessions := envInt("HITCH_CHAOS_MESSAGES", 120), envInt("HITCH_CHAOS_SESSIONS", 6)
 	ctx, cancel := context.WithTimeout(context.Background(), envDuration("HITCH_CHAOS_TIMEOUT", 150*time.Second))

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/internal/pgtest"
 )
 
 // TestConnectionsCutUnderLoad: two nodes in this process work through runs
@@ -23,13 +24,13 @@ func TestConnectionsCutUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cuts database connections for some seconds")
 	}
-	url, schema := testURL(t), newSchema(t)
+	url, schema := pgtest.URL(t), newSchema(t)
 	const runs, cuts = 60, 6
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	effects := filepath.Join(t.TempDir(), "effects.log")
 	appName := "hitchcut_" + schema
-	nodeURL := withParam(url, "application_name", appName)
+	nodeURL := pgtest.WithParam(url, "application_name", appName)
 
 	var errs atomic.Int64
 	type node struct {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/internal/pgtest"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
@@ -57,7 +58,7 @@ func wakeSamples() int {
 // can explain a quick claim. It logs the time from the start on A to the
 // first model request on B.
 func TestStartOnOneNodeWakesAnother(t *testing.T) {
-	url, schema := testURL(t), newSchema(t)
+	url, schema := pgtest.URL(t), newSchema(t)
 	const poll = 10 * time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/pgtest"
 )
 
 // TestForkedFromMigrationBackfills upgrades a schema written before runs
@@ -19,7 +20,7 @@ import (
 // stmts in it, and returns its name: a store written by an older build.
 func oldSchema(t *testing.T, n int, stmts ...string) string {
 	t.Helper()
-	ctx, url, schema := t.Context(), testURL(t), newSchema(t)
+	ctx, url, schema := t.Context(), pgtest.URL(t), newSchema(t)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/pgtest"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/postgres"
 )
@@ -79,7 +80,7 @@ func TestWakeOnNotify(t *testing.T) {
 
 	// A listener whose connection dies reconnects, wakes (what was sent
 	// meanwhile is lost) and hears the next change.
-	conn, err := pgx.Connect(ctx, testURL(t))
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"regexp"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hitch-dev/hitch/internal/pgtest"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/storetest"
 )
@@ -84,27 +83,12 @@ func withTracer(tr pgx.QueryTracer) Option { return func(c *config) { c.tracer =
 // test ends.
 func openPlanStore(t *testing.T, url string, opts ...Option) *Store {
 	t.Helper()
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "hitch_plan_" + hex.EncodeToString(b)
+	schema := pgtest.Schema(t, "hitch_plan_")
 	s, err := Open(t.Context(), url, append([]Option{WithSchema(schema)}, opts...)...)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	t.Cleanup(func() {
-		s.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
+	t.Cleanup(func() { s.Close() }) // before the schema is dropped
 	return s
 }
 

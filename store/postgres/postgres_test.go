@@ -2,12 +2,9 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/pgtest"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/postgres"
 	"github.com/hitch-dev/hitch/store/storetest"
@@ -26,41 +24,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testURL is the database the tests use, from HITCH_TEST_POSTGRES; without
-// it the test is skipped.
-func testURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("HITCH_TEST_POSTGRES")
-	if u == "" {
-		t.Skip("HITCH_TEST_POSTGRES is not set: set it to a postgres:// URL of a database the tests may create schemas in")
-	}
-	return u
-}
-
-// newSchema returns the name of a schema of the test's own, which is
-// dropped with everything in it when the test ends. It is not created:
-// Open creates it.
-func newSchema(t testing.TB) string {
-	t.Helper()
-	url := testURL(t)
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "hitch_test_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	return name
-}
+// newSchema returns the name of a schema of the test's own (see
+// pgtest.Schema).
+func newSchema(t testing.TB) string { return pgtest.Schema(t, "hitch_test_") }
 
 // open opens a store in a fresh schema; the caller closes it.
 func open(t testing.TB, opts ...postgres.Option) *postgres.Store {
@@ -70,7 +36,7 @@ func open(t testing.TB, opts ...postgres.Option) *postgres.Store {
 
 func openIn(t testing.TB, schema string, opts ...postgres.Option) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), testURL(t), append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
+	s, err := postgres.Open(context.Background(), pgtest.URL(t), append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -97,7 +63,7 @@ func entry() []store.EntryInput {
 
 func TestMigrate(t *testing.T) {
 	t.Parallel()
-	ctx, url, schema := t.Context(), testURL(t), newSchema(t)
+	ctx, url, schema := t.Context(), pgtest.URL(t), newSchema(t)
 	ms, err := postgres.Migrate(ctx, url, true, postgres.WithSchema(schema))
 	if err != nil || len(ms) != postgres.SchemaVersion || ms[0].Version != 1 {
 		t.Fatalf("dry run: %v %+v, want all %d migrations", err, ms, postgres.SchemaVersion)
@@ -126,7 +92,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
-			s, err := postgres.Open(t.Context(), testURL(t), postgres.WithSchema(schema))
+			s, err := postgres.Open(t.Context(), pgtest.URL(t), postgres.WithSchema(schema))
 			if err == nil {
 				err = s.Close()
 			}
@@ -142,7 +108,7 @@ func TestMigrateConcurrently(t *testing.T) {
 
 func TestRefuseNewerSchema(t *testing.T) {
 	t.Parallel()
-	ctx, url, schema := t.Context(), testURL(t), newSchema(t)
+	ctx, url, schema := t.Context(), pgtest.URL(t), newSchema(t)
 	openIn(t, schema).Close()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -170,7 +136,7 @@ func TestRefuseNewerSchema(t *testing.T) {
 
 func TestRefuseOlderSchemaWithoutAutoMigrate(t *testing.T) {
 	t.Parallel()
-	ctx, url, schema := t.Context(), testURL(t), newSchema(t)
+	ctx, url, schema := t.Context(), pgtest.URL(t), newSchema(t)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +236,7 @@ func TestDatabaseClock(t *testing.T) {
 	t.Parallel()
 	s := open(t)
 	defer s.Close()
-	conn, err := pgx.Connect(t.Context(), testURL(t))
+	conn, err := pgx.Connect(t.Context(), pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +367,7 @@ func TestJournalGap(t *testing.T) {
 		{Kind: "k", Data: []byte(`4`)}, {Kind: "k", Data: []byte(`5`)}}}); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, testURL(t))
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
