@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hitch-dev/hitch/internal/pgtest"
 	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
@@ -115,23 +115,8 @@ func inputsCanary(t *testing.T, base, schema string) {
 	cfg := filepath.Join(dir, "hitch.yaml")
 	db := filepath.Join(dir, "hitch.db")
 	if base != "" {
-		sep := "?"
-		if strings.Contains(base, "?") {
-			sep = "&"
-		}
-		db = base + sep + "schema=" + schema
-		t.Cleanup(func() {
-			ctx := context.Background()
-			conn, err := pgx.Connect(ctx, base)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer conn.Close(ctx)
-			if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-				t.Error(err)
-			}
-		})
+		db = pgtest.WithParam(base, "schema", schema)
+		pgtest.DropAtEnd(t, base, schema)
 	}
 	const c = tokenCanary
 	const marker = "[secret:gh]"
@@ -544,19 +529,7 @@ func inputsCanary(t *testing.T, base, schema string) {
 			t.Errorf("the PostgreSQL dump holds %s", l)
 		}
 	} else {
-		files, _ := filepath.Glob(filepath.Join(dir, "hitch.db*"))
-		if len(files) == 0 {
-			t.Fatal("no store file")
-		}
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if l := leaked(string(b)); l != "" {
-				t.Errorf("%s holds %s", filepath.Base(f), l)
-			}
-		}
+		storeClean(t, dir)
 	}
 	seenMu.Lock()
 	defer seenMu.Unlock()

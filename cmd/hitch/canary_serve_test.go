@@ -42,13 +42,7 @@ func TestSecretCanaryOverServeAndSpans(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	t.Parallel()
-	paths := map[string]string{"isolation none": pathWithoutBwrap(t)}
-	if _, err := exec.LookPath("bwrap"); err == nil {
-		paths["bwrap"] = os.Getenv("PATH")
-	} else {
-		t.Log("bwrap is not installed: only the server without isolation is checked")
-	}
-	for name, path := range paths {
+	for name, path := range isolationPaths(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			serveCanary(t, path, name == "bwrap")

@@ -80,16 +80,7 @@ func TestChatInATerminal(t *testing.T) {
 	bin := binary(t)
 	dir := t.TempDir()
 	files := map[string]string{
-		"hitch.yaml": `store: chat.db
-models:
-  m: {provider: scripted, script: script.yaml}
-agents:
-  - name: talker
-    model: m
-    tools: [bash]
-    workspace: .
-    policy: allow_all
-`,
+		"hitch.yaml": bashAgent("chat.db", "talker") + "    policy: allow_all\n",
 		// The first turn of every submission runs a slow command; the
 		// second answers.
 		"script.yaml": `turns:
@@ -141,18 +132,7 @@ func TestChatAnswersApprovals(t *testing.T) {
 	bin := binary(t)
 	dir := t.TempDir()
 	files := map[string]string{
-		"hitch.yaml": `store: chat.db
-models:
-  m: {provider: scripted, script: script.yaml}
-agents:
-  - name: deployer
-    model: m
-    tools: [bash]
-    workspace: .
-    policy:
-      - {tools: [bash], verdict: approval, requirement: prod, reason: touches production}
-    approvers:
-      - {name: dave, secret: d-secret, requirements: ["*"]}
+		"hitch.yaml": bashAgent("chat.db", "deployer") + prodApprovals + `      - {name: dave, secret: d-secret, requirements: ["*"]}
 `,
 		"script.yaml": `turns:
   - calls:

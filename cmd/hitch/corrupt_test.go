@@ -14,8 +14,7 @@ import (
 func TestCorruptStoreIsReported(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
-			"agents:\n  - {name: ops, model: m, policy: allow_all}\n",
+		"hitch.yaml":  scriptedYAML("runs.db", "{name: ops, model: m, policy: allow_all}"),
 		"script.yaml": "turns:\n  - text: done\n",
 	})
 	cfg := filepath.Join(dir, "hitch.yaml")

@@ -67,18 +67,7 @@ func TestApprovalsFromTheCommandLine(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	files := map[string]string{
-		"hitch.yaml": `store: runs.db
-models:
-  m: {provider: scripted, script: script.yaml}
-agents:
-  - name: ops
-    model: m
-    tools: [bash]
-    workspace: .
-    policy:
-      - {tools: [bash], verdict: approval, requirement: prod, reason: touches production}
-    approvers:
-      - {name: carol, secret_env: HITCH_TEST_CAROL_SECRET_UNSET, requirements: [prod]}
+		"hitch.yaml": bashAgent("runs.db", "ops") + prodApprovals + `      - {name: carol, secret_env: HITCH_TEST_CAROL_SECRET_UNSET, requirements: [prod]}
       - {name: dave, secret: d-secret, requirements: ["*"]}
 `,
 		"script.yaml": "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo deployed >> effects.log\"}'}]\n  - text: done\n",
@@ -170,7 +159,7 @@ func TestKilledRunIsRecoveredAndReconciled(t *testing.T) {
 	dir := t.TempDir()
 	bin := binary(t)
 	files := map[string]string{
-		"hitch.yaml": bashOps + "    policy: allow_all\n",
+		"hitch.yaml": bashAgent("runs.db", "ops") + "    policy: allow_all\n",
 		"script.yaml": `turns:
   - calls: [{name: bash, args: '{"command": "echo charged >> effects.log; sleep 5"}'}]
   - text: finished
@@ -248,16 +237,24 @@ func writeFiles(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-// bashOps is a config of one agent, ops, that runs bash in its folder on a
-// scripted model (script.yaml); a test adds the agent's policy.
-const bashOps = `store: runs.db
-models:
-  m: {provider: scripted, script: script.yaml}
-agents:
-  - name: ops
-    model: m
-    tools: [bash]
-    workspace: .
+// scriptedYAML is a config of store with a scripted model, m, reading
+// script.yaml, and one agent, a YAML flow mapping.
+func scriptedYAML(store, agent string) string {
+	return "store: " + store + "\nmodels:\n  m: {provider: scripted, script: script.yaml}\nagents:\n  - " + agent + "\n"
+}
+
+// bashAgent is a config of store with one agent, name, that runs bash in
+// its folder on the scripted model m (script.yaml); a test adds the
+// agent's policy, indented as its keys are.
+func bashAgent(store, name string) string {
+	return scriptedYAML(store, "name: "+name+"\n    model: m\n    tools: [bash]\n    workspace: .")
+}
+
+// prodApprovals is an agent's policy (for bashAgent) that asks approval
+// "prod" for every bash call, and the head of its approvers list.
+const prodApprovals = `    policy:
+      - {tools: [bash], verdict: approval, requirement: prod, reason: touches production}
+    approvers:
 `
 
 // writeFilesIn writes each file, by name, into dir.
@@ -274,8 +271,7 @@ func writeFilesIn(t *testing.T, dir string, files map[string]string) {
 func scriptedConfig(t *testing.T, script string) (dir, cfg string) {
 	t.Helper()
 	dir = writeFiles(t, map[string]string{
-		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
-			"agents:\n  - {name: ops, model: m, tools: [read], policy: allow_all, workspace: .}\n",
+		"hitch.yaml":  scriptedYAML("runs.db", "{name: ops, model: m, tools: [read], policy: allow_all, workspace: .}"),
 		"script.yaml": script,
 	})
 	return dir, filepath.Join(dir, "hitch.yaml")
@@ -447,8 +443,7 @@ func TestMissingOrBrokenConfigIsAnError(t *testing.T) {
 func TestCompletionWithoutAnswerIsNotSuccess(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
-			"agents:\n  - {name: ops, model: m, tools: [read], policy: allow_all, workspace: ., limits: {model_attempts: 2}}\n",
+		"hitch.yaml":  scriptedYAML("runs.db", "{name: ops, model: m, tools: [read], policy: allow_all, workspace: ., limits: {model_attempts: 2}}"),
 		"script.yaml": "turns:\n  - calls: [{name: read, args: '{\"path\": \"script.yaml\"}'}]\nrepeat: true\n",
 	})
 	cfg := filepath.Join(dir, "hitch.yaml")
@@ -475,8 +470,7 @@ func TestHumanOutputEscapesControlCharacters(t *testing.T) {
 	t.Parallel()
 	answer := "first line\n\tindented " + evil
 	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
-			"agents:\n  - {name: ops, model: m, tools: [read], policy: allow_all, workspace: .}\n",
+		"hitch.yaml": scriptedYAML("runs.db", "{name: ops, model: m, tools: [read], policy: allow_all, workspace: .}"),
 		"script.yaml": "turns:\n  - text: " + strconv.Quote("look "+evil) + "\n    calls: [{name: read, args: '{\"path\": \"evil.txt\"}'}]\n" +
 			"  - text: " + strconv.Quote(answer) + "\n",
 		"evil.txt": "file says " + evil + " \xff\xfe bytes\n",

@@ -25,7 +25,7 @@ func TestMCPServesTheConfigsAgents(t *testing.T) {
 	dir := t.TempDir()
 	bin := binary(t)
 	files := map[string]string{
-		"hitch.yaml": bashOps + `    policy:
+		"hitch.yaml": bashAgent("runs.db", "ops") + `    policy:
       - {tools: [bash], verdict: approval, requirement: shell}
     approvers:
       - {name: ann, secret: ann-secret, requirements: [shell]}

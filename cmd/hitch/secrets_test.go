@@ -39,6 +39,39 @@ var canaries = func() *canary.Finder {
 // leaked reports the first spelling of a canary found in s, or "".
 func leaked(s string) string { return canaries.Find([]byte(s)) }
 
+// isolationPaths are the PATHs a canary test runs the binary with, by
+// name: one holding the tools the canary script uses and not bwrap, so
+// commands run without isolation, and the test's own when it has bwrap.
+func isolationPaths(t *testing.T) map[string]string {
+	t.Helper()
+	paths := map[string]string{"isolation none": pathWithoutBwrap(t)}
+	if _, err := exec.LookPath("bwrap"); err == nil {
+		paths["bwrap"] = os.Getenv("PATH")
+	} else {
+		t.Log("bwrap is not installed: only commands without isolation are checked")
+	}
+	return paths
+}
+
+// storeClean fails t when a file of the SQLite store in dir holds a
+// canary.
+func storeClean(t *testing.T, dir string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "hitch.db*"))
+	if len(files) == 0 {
+		t.Fatal("no store file")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := leaked(string(b)); l != "" {
+			t.Errorf("%s holds %q", filepath.Base(f), l)
+		}
+	}
+}
+
 // pathWithoutBwrap is a PATH holding the tools the canary script uses, and
 // not bwrap, so commands run without isolation.
 func pathWithoutBwrap(t *testing.T) string {
@@ -120,13 +153,7 @@ func TestSecretCanary(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	t.Parallel()
-	paths := map[string]string{"isolation none": pathWithoutBwrap(t)}
-	if _, err := exec.LookPath("bwrap"); err == nil {
-		paths["bwrap"] = os.Getenv("PATH")
-	} else {
-		t.Log("bwrap is not installed: only the run without isolation is checked")
-	}
-	for name, path := range paths {
+	for name, path := range isolationPaths(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			dir := canaryDir(t)
@@ -157,19 +184,7 @@ func TestSecretCanary(t *testing.T) {
 			if f := leaked(all.String()); f != "" {
 				t.Errorf("the CLI printed %q:\n%s", f, all.String())
 			}
-			files, _ := filepath.Glob(filepath.Join(dir, "hitch.db*"))
-			if len(files) == 0 {
-				t.Fatal("no store file")
-			}
-			for _, f := range files {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if l := leaked(string(b)); l != "" {
-					t.Errorf("%s holds %q", filepath.Base(f), l)
-				}
-			}
+			storeClean(t, dir)
 		})
 	}
 }

@@ -10,12 +10,7 @@ import (
 func TestTriggersFromTheCommandLine(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": `store: runs.db
-models:
-  m: {provider: scripted, script: script.yaml}
-agents:
-  - {name: ops, model: m, policy: allow_all, workspace: .}
-triggers:
+		"hitch.yaml": scriptedYAML("runs.db", "{name: ops, model: m, policy: allow_all, workspace: .}") + `triggers:
   - name: past
     at: 2020-01-01T00:00:00Z
     agent: ops

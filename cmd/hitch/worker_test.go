@@ -22,7 +22,7 @@ func workerSetup(t *testing.T) (bin, dir, cfg string) {
 	t.Helper()
 	bin, dir = binary(t), t.TempDir()
 	files := map[string]string{
-		"hitch.yaml": bashOps + "    policy: allow_all\n",
+		"hitch.yaml": bashAgent("runs.db", "ops") + "    policy: allow_all\n",
 		"script.yaml": `turns:
   - calls: [{name: bash, args: '{"command": "echo begun >> effects.log; while [ ! -e go ]; do sleep 0.02; done; echo done >> effects.log"}'}]
   - text: finished
@@ -216,7 +216,7 @@ func TestWorkersElectOneLeader(t *testing.T) {
 	bin, dir := binary(t), t.TempDir()
 	cfg := filepath.Join(dir, "hitch.yaml")
 	files := map[string]string{
-		"hitch.yaml":  "store: runs.db\nmodels:\n  m: {provider: scripted, script: script.yaml}\nagents:\n  - {name: a, model: m, policy: allow_all}\n",
+		"hitch.yaml":  scriptedYAML("runs.db", "{name: a, model: m, policy: allow_all}"),
 		"script.yaml": "turns:\n  - text: hi\n",
 	}
 	writeFilesIn(t, dir, files)
