@@ -5,65 +5,18 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/internal/otlptest"
 	"github.com/hitch-dev/hitch/internal/testproc"
-	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	"google.golang.org/protobuf/proto"
 )
-
-// metricReceiver is an OTLP/HTTP collector stand-in for metrics: it keeps
-// the last export of each metric (exports are cumulative).
-type metricReceiver struct {
-	mu   sync.Mutex
-	last map[string]*metricpb.Metric
-}
-
-func newMetricReceiver(t *testing.T) (*metricReceiver, *httptest.Server) {
-	r := &metricReceiver{last: map[string]*metricpb.Metric{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(req.Body, 16<<20))
-		if err != nil || req.URL.Path != "/v1/metrics" {
-			http.Error(w, "not a metrics export", 400)
-			return
-		}
-		var ex colmetric.ExportMetricsServiceRequest
-		if err := proto.Unmarshal(body, &ex); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		r.mu.Lock()
-		for _, rm := range ex.ResourceMetrics {
-			for _, sm := range rm.ScopeMetrics {
-				for _, m := range sm.Metrics {
-					r.last[m.Name] = m
-				}
-			}
-		}
-		r.mu.Unlock()
-		b, _ := proto.Marshal(&colmetric.ExportMetricsServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.Write(b)
-	}))
-	t.Cleanup(srv.Close)
-	return r, srv
-}
-
-func (r *metricReceiver) get(name string) *metricpb.Metric {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.last[name]
-}
 
 var listeningAt = regexp.MustCompile(`serve: listening on (http://\S+)`)
 
@@ -75,7 +28,7 @@ func TestServeExportsMetricsOverOTLP(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	t.Parallel()
-	rec, srv := newMetricReceiver(t)
+	rec, srv := otlptest.StartHTTP(t)
 	dir := t.TempDir()
 	files := map[string]string{
 		"hitch.yaml": "store: runs.db\nmodels:\n  m: {provider: scripted, script: s.yaml}\nagents:\n  - {name: a, model: m, policy: allow_all}\n",
@@ -153,7 +106,7 @@ func TestServeExportsMetricsOverOTLP(t *testing.T) {
 		t.Fatal("hitch serve did not stop")
 	}
 
-	runs := rec.get("hitch.runs")
+	runs := rec.Last("hitch.runs")
 	if runs == nil {
 		t.Fatal("no hitch.runs exported")
 	}
@@ -168,14 +121,14 @@ func TestServeExportsMetricsOverOTLP(t *testing.T) {
 	if completed != 1 {
 		t.Errorf("hitch.runs{completed} = %d, want 1", completed)
 	}
-	entries := rec.get("hitch.journal.append.entries")
+	entries := rec.Last("hitch.journal.append.entries")
 	if entries == nil || len(entries.GetHistogram().GetDataPoints()) != 1 {
 		t.Fatalf("hitch.journal.append.entries: %v", entries)
 	}
 	if got := entries.GetHistogram().GetDataPoints()[0].GetSum(); got != float64(run.Position-1) {
 		t.Errorf("appends carried %v entries; the journal holds %d after run.started", got, run.Position-1)
 	}
-	if rec.get("gen_ai.client.token.usage") == nil || rec.get("hitch.claim.duration") == nil {
+	if rec.Last("gen_ai.client.token.usage") == nil || rec.Last("hitch.claim.duration") == nil {
 		t.Error("token usage or claim latency not exported")
 	}
 }

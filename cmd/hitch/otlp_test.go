@@ -5,69 +5,18 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/internal/otlptest"
 	"github.com/hitch-dev/hitch/internal/testproc"
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 )
-
-// receiver is an OTLP/HTTP collector stand-in: it decodes the spans every
-// process exports to it.
-type receiver struct {
-	mu      sync.Mutex
-	spans   []*tracepb.Span
-	metrics int
-	raw     bytes.Buffer
-}
-
-func newReceiver(t *testing.T) (*receiver, *httptest.Server) {
-	r := &receiver{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(req.Body, 16<<20))
-		if err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.raw.Write(body)
-		switch req.URL.Path {
-		case "/v1/traces":
-			var ex coltrace.ExportTraceServiceRequest
-			if err := proto.Unmarshal(body, &ex); err != nil {
-				http.Error(w, err.Error(), 400)
-				return
-			}
-			for _, rs := range ex.ResourceSpans {
-				for _, ss := range rs.ScopeSpans {
-					r.spans = append(r.spans, ss.Spans...)
-				}
-			}
-			b, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
-			w.Header().Set("Content-Type", "application/x-protobuf")
-			w.Write(b)
-		case "/v1/metrics":
-			r.metrics++
-			w.Header().Set("Content-Type", "application/x-protobuf")
-		default:
-			http.NotFound(w, req)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return r, srv
-}
 
 // A family with a model retry, a denial, a sub-agent, an approval, and a
 // process killed mid-call then recovered and reconciled, driven by five
@@ -77,7 +26,7 @@ func TestOTLPTraceOfAFamilyAcrossProcesses(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	t.Parallel()
-	rec, srv := newReceiver(t)
+	rec, srv := otlptest.StartHTTP(t)
 	dir := t.TempDir()
 	files := map[string]string{
 		"hitch.yaml": `
@@ -168,14 +117,13 @@ agents:
 	// 4: a person reconciles it and the run completes.
 	step(exitOK, "reconcile", "fam", "t2c1", "--output", "it ran")
 
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.spans) == 0 {
+	spans := rec.Spans()
+	if len(spans) == 0 {
 		t.Fatal("no spans exported")
 	}
-	trace := rec.spans[0].TraceId
+	trace := spans[0].TraceId
 	byName := map[string][]*tracepb.Span{}
-	for _, s := range rec.spans {
+	for _, s := range spans {
 		byName[s.Name] = append(byName[s.Name], s)
 		if !bytes.Equal(s.TraceId, trace) {
 			t.Errorf("span %s is in trace %x, not %x", s.Name, s.TraceId, trace)
@@ -185,7 +133,7 @@ agents:
 		t.Helper()
 		if len(byName[name]) != 1 {
 			var names []string
-			for _, s := range rec.spans {
+			for _, s := range spans {
 				names = append(names, s.Name)
 			}
 			t.Fatalf("want one %q span, have: %s", name, strings.Join(names, ", "))
