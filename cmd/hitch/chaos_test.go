@@ -32,12 +32,7 @@ func runChaos(t *testing.T, bin, dir string, args ...string) (int, chaos.Result,
 	var errOut strings.Builder
 	cmd.Stderr = &errOut
 	out, err := cmd.Output()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("hitch chaos: %v", err)
-	}
+	code := exitCode(t, err)
 	var res chaos.Result
 	if code == exitOK || code == exitViolation {
 		if err := json.Unmarshal(out, &res); err != nil {

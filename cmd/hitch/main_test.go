@@ -376,14 +376,20 @@ func inDir(t *testing.T, dir string, args ...string) (int, string, string) {
 	cmd.Dir = dir
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
+	code := exitCode(t, cmd.Run())
+	return code, out.String(), errOut.String()
+}
+
+// exitCode is the exit code of a command that ran: 0, or its
+// *exec.ExitError's; any other error ends t.
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
 	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
+		return ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return code, out.String(), errOut.String()
+	return 0
 }
 
 func TestMissingOrBrokenConfigIsAnError(t *testing.T) {

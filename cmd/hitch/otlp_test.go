@@ -76,13 +76,7 @@ agents:
 		var out, errOut bytes.Buffer
 		cmd := hitchCmd(args...)
 		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		code := exitCode(t, cmd.Run())
 		logs.WriteString(errOut.String())
 		if code != want {
 			t.Fatalf("%v: exit %d, want %d\n%s\n%s", args, code, want, out.String(), errOut.String())
