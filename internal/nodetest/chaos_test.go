@@ -70,12 +70,8 @@ func chaosAgent(effects, node string) (*hitch.Agent, error) {
 		if err != nil {
 			return "", err
 		}
-		t := time.NewTimer(time.Duration(rand.IntN(200)) * time.Millisecond) // long enough to be killed inside, sometimes
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return "", ctx.Err()
+		if err := randomPause(ctx, 200*time.Millisecond); err != nil {
+			return "", err
 		}
 		return "ok", nil
 	})
@@ -627,4 +623,17 @@ func check(t *testing.T, ctx context.Context, st store.Store, effects string, ru
 		t.Errorf("the test ran out of time")
 	}
 	return rep
+}
+
+// randomPause waits a random time under max, long enough for a node to be
+// killed inside it sometimes, or until ctx ends.
+func randomPause(ctx context.Context, max time.Duration) error {
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(max))))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -71,12 +71,8 @@ func (m *recordingModel) Generate(ctx context.Context, req *model.Request) iter.
 // then answers "done".
 func sessionAgent(requests string) (*hitch.Agent, error) {
 	look, err := tool.New("look", "Looks, and may be repeated.", func(ctx context.Context, _ struct{}) (string, error) {
-		t := time.NewTimer(time.Duration(rand.IntN(100)) * time.Millisecond) // long enough to be killed inside, sometimes
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return "", ctx.Err()
+		if err := randomPause(ctx, 100*time.Millisecond); err != nil {
+			return "", err
 		}
 		return "seen", nil
 	}, tool.WithReplay(100))
