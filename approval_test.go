@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
@@ -310,24 +310,7 @@ func (c *aheadClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 func setupAhead(t *testing.T, agents ...*hitch.Agent) (*hitch.Runtime, store.Store, *aheadClock) {
 	t.Helper()
 	c := &aheadClock{}
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: agents, CancelPoll: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("close runtime: %v", err)
-		}
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
+	rt, st := hitchtest.New(t, hitch.Config{Agents: agents, CancelPoll: 20 * time.Millisecond}, sqlite.WithClock(c.now))
 	return rt, st, c
 }
 
@@ -469,22 +452,7 @@ func TestPendingApprovalsBeyondAThousand(t *testing.T) {
 	t.Parallel()
 	var charges atomic.Int64
 	a := payAgent(t, &charges, members(t), nil, hitch.Limits{})
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithSync(sqlite.SyncNormal))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Error(err)
-		}
-		st.Close()
-	}()
+	rt, _ := hitchtest.New(t, hitch.Config{Agents: []*hitch.Agent{a}}, sqlite.WithSync(sqlite.SyncNormal))
 	const n = 1005
 	ctx := context.Background()
 	ids := make(chan string, n)

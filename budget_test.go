@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -13,11 +12,11 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -111,17 +110,9 @@ func TestUSDBudgetAndCost(t *testing.T) {
 	t.Parallel()
 	m := scripted.New("priced", scripted.Script{Repeat: true, Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "add", Args: `{"a":1,"b":1}`}}}}})
 	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, nil)}, Budget: &hitch.Budget{USD: 0.002}, Limits: hitch.Limits{ModelAttempts: 100}})
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "usd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "usd.db"))
 	// $10 per million input and output tokens: each turn costs a few ten-thousandths of a dollar.
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Prices: model.Prices{"scripted/priced": {Input: 10, Output: 10, CachedInput: 10}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(context.Background())
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Prices: model.Prices{"scripted/priced": {Input: 10, Output: 10, CachedInput: 10}}})
 	run := runToRest(t, rt, a, "go")
 	if run.Status != hitchtype.StatusBudgetExhausted || run.Outcome.Reason != "usd" || run.Outcome.CostUSD == nil || *run.Outcome.CostUSD < 0.0015 {
 		t.Fatalf("%s %+v", run.Status, run.Outcome)
@@ -206,24 +197,9 @@ func chargesChild(db string) int {
 		select {}
 	}))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
-	st, err := sqlite.Open(ctx, db)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, LeaseTTL: crashLeaseTTL})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if _, err := rt.Start(ctx, a, "add 1 and 1", hitch.WithID("charged")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	select {}
+	return childStart(ctx, db, hitch.Config{LeaseTTL: crashLeaseTTL}, a, "add 1 and 1", hitch.WithID("charged"))
 }
 
 func chargesAgent(pol policy.Policy) (*hitch.Agent, error) {
@@ -255,19 +231,8 @@ func TestBudgetChargesFollowTheJournal(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st, err := sqlite.Open(ctx, db, sqlite.WithClock(func() time.Time { return time.Now().Add(time.Minute) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
-	if n, err := rt.Recover(ctx); n != 1 || err != nil {
-		t.Fatalf("recovered %d: %v", n, err)
-	}
+	rt, st := reopenAhead(t, db, time.Minute, a)
+	recoverOne(t, ctx, rt)
 	run, err := rt.Await(ctx, "charged")
 	if err != nil || run.Status != hitchtype.StatusCompleted {
 		t.Fatalf("%+v %v", run, err)

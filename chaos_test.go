@@ -88,32 +88,23 @@ func chaosChild(db, effects string) int {
 	defer stop()
 	a, err := chaosAgent(effects)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
-	st, err := sqlite.Open(ctx, db)
+	rt, err := childOpen(ctx, db, hitch.Config{Agents: []*hitch.Agent{a}, LeaseTTL: 150 * time.Millisecond})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, LeaseTTL: 150 * time.Millisecond})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	fmt.Println("READY")
 	for i := range chaosRuns {
 		if _, err := rt.Start(ctx, a, "go", hitch.WithID(fmt.Sprintf("chaos-%d", i)), hitch.Detached()); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return childFail(err)
 		}
 	}
 	_ = rt.Sweep(sigCtx, 10*time.Millisecond)
 	dctx, cancel := context.WithTimeout(ctx, hitch.DefaultDrainWindow)
 	defer cancel()
 	if err := rt.Close(dctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	return 0
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -66,13 +66,10 @@ func TestOneCommitPerStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"))
 			var mu sync.Mutex
 			var commits []string
-			rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, OnEvent: func(ev hitch.Event) {
+			rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}, OnEvent: func(ev hitch.Event) {
 				if ev.RunID != "steps" || len(ev.Entries) == 0 || ev.Entries[0].Kind == hitchtype.KindRunStarted {
 					return
 				}
@@ -80,13 +77,8 @@ func TestOneCommitPerStep(t *testing.T) {
 				defer mu.Unlock()
 				commits = append(commits, kinds(ev.Entries))
 			}})
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			defer st.Close()
-			defer rt.Close(ctx)
 			if _, err := rt.Start(ctx, a, "add", hitch.WithID("steps")); err != nil {
 				t.Fatal(err)
 			}

@@ -4,16 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -25,20 +23,7 @@ var costPrices = model.Prices{
 
 func openPriced(t *testing.T, agents ...*hitch.Agent) *hitch.Runtime {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cost.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: agents, Prices: costPrices})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = rt.Close(ctx)
-		_ = st.Close()
-	})
+	rt, _ := hitchtest.New(t, hitch.Config{Agents: agents, Prices: costPrices})
 	return rt
 }
 

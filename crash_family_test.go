@@ -13,7 +13,6 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -51,24 +50,9 @@ func familyChild(db, effects string) int {
 	ctx := context.Background()
 	boss, err := familyAgents(effects, true, func(s string) { fmt.Println(s) })
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
-	st, err := sqlite.Open(ctx, db)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{boss}, LeaseTTL: crashLeaseTTL})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if _, err := rt.Start(ctx, boss, "go", hitch.WithID("fam")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	select {}
+	return childStart(ctx, db, hitch.Config{LeaseTTL: crashLeaseTTL}, boss, "go", hitch.WithID("fam"))
 }
 
 // TestCrashInsideAChildRun kills the process while a sub-agent's tool body

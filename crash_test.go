@@ -1,28 +1,23 @@
 package hitch_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"iter"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
-	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 	"go.uber.org/goleak"
 )
@@ -164,15 +159,9 @@ func crashChild(mode, db, effects string) int {
 	}
 	a, err := crashAgentWith(effects, block, marker, pol, approvers)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
-	st, err := sqlite.Open(ctx, db)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cfg := hitch.Config{Store: st, Agents: []*hitch.Agent{a}, LeaseTTL: crashLeaseTTL}
+	cfg := hitch.Config{Agents: []*hitch.Agent{a}, LeaseTTL: crashLeaseTTL}
 	if mode == "between" {
 		// Stop each runner right after the append that records turn 2's
 		// model attempt, before it acts on it.
@@ -196,21 +185,18 @@ func crashChild(mode, db, effects string) int {
 			}
 		}
 	}
-	rt, err := hitch.Open(cfg)
+	rt, err := childOpen(ctx, db, cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	if mode == "approved" {
 		for i := range crashRuns {
 			id := fmt.Sprintf("crash-%d", i)
 			if _, err := rt.Start(ctx, a, "go", hitch.WithID(id)); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
+				return childFail(err)
 			}
 			if _, err := rt.Await(ctx, id); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
+				return childFail(err)
 			}
 			p, err := approvers.Check(ctx, approval.Credential{Name: "ops", Secret: "s"}, "ops")
 			if err == nil {
@@ -221,8 +207,7 @@ func crashChild(mode, db, effects string) int {
 	}
 	for i := range crashRuns {
 		if _, err := rt.Start(ctx, a, "go", hitch.WithID(fmt.Sprintf("crash-%d", i))); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return childFail(err)
 		}
 	}
 	select {}
@@ -337,41 +322,7 @@ func TestCrashRecovery(t *testing.T) {
 // SIGKILLs it.
 func killChildAt(t *testing.T, mode, marker, db, effects string, want int) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	testproc.DieWithParent(cmd)
-	cmd.Env = append(os.Environ(), "HITCH_CRASH_MODE="+mode, "HITCH_CRASH_DB="+db, "HITCH_CRASH_EFFECTS="+effects)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	seen := make(chan int, 1)
-	go func() {
-		n := 0
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == marker {
-				if n++; n == want {
-					seen <- n
-				}
-			}
-		}
-		close(seen)
-	}()
-	select {
-	case n, ok := <-seen:
-		if !ok {
-			t.Fatalf("child exited before every run reached %s (%d did)", marker, n)
-		}
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("child never reached %s", marker)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	cmd, lines := startChild(t, nil, "HITCH_CRASH_MODE="+mode, "HITCH_CRASH_DB="+db, "HITCH_CRASH_EFFECTS="+effects)
+	awaitLine(t, cmd, lines, marker, want, func(l string) bool { return l == marker })
+	killChild(t, cmd)
 }

@@ -1,12 +1,10 @@
 package hitch_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -17,10 +15,9 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
-	"github.com/hitch-dev/hitch/internal/testproc"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -83,29 +80,19 @@ func drainChild(db, effects string) int {
 	}
 	a, err := drainAgent(effects, release, marker)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
-	st, err := sqlite.Open(context.Background(), db)
+	rt, err := childOpen(context.Background(), db, hitch.Config{Agents: []*hitch.Agent{a}, LeaseTTL: drainLeaseTTL})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, LeaseTTL: drainLeaseTTL})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	for i := range drainRuns {
 		if _, err := rt.Start(context.Background(), a, "go", hitch.WithID(fmt.Sprintf("drain-%d", i)), hitch.Detached()); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return childFail(err)
 		}
 	}
 	if err := rt.Sweep(sigCtx, 10*time.Millisecond); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hitch.DefaultDrainWindow)
 	defer cancel()
@@ -114,8 +101,7 @@ func drainChild(db, effects string) int {
 	<-hitch.Closing(rt)
 	marker("DRAINING")
 	if err := <-closed; err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	return 0
 }
@@ -127,47 +113,15 @@ func TestGracefulStopDrainsAndReleases(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db, effects := filepath.Join(dir, "drain.db"), filepath.Join(dir, "effects.log")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	testproc.DieWithParent(cmd)
-	cmd.Env = append(os.Environ(), "HITCH_CRASH_MODE=drain", "HITCH_CRASH_DB="+db, "HITCH_CRASH_EFFECTS="+effects)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	stdin, release, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 16)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	defer stdin.Close()
+	cmd, lines := startChild(t, stdin, "HITCH_CRASH_MODE=drain", "HITCH_CRASH_DB="+db, "HITCH_CRASH_EFFECTS="+effects)
 	waitFor := func(marker string, n int) {
 		t.Helper()
-		timeout := time.NewTimer(20 * time.Second)
-		defer timeout.Stop()
-		for seen := 0; seen < n; {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("the worker exited before %s", marker)
-				}
-				if l == marker {
-					seen++
-				}
-			case <-timeout.C:
-				_ = cmd.Process.Kill()
-				t.Fatalf("the worker never printed %s", marker)
-			}
-		}
+		awaitLine(t, cmd, lines, marker, n, func(l string) bool { return l == marker })
 	}
 	waitFor("IN_BODY", drainRuns)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -175,7 +129,7 @@ func TestGracefulStopDrainsAndReleases(t *testing.T) {
 	}
 	waitFor("DRAINING", 1)
 	// The bodies finish only now, inside the drain window.
-	stdin.Close()
+	release.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the worker did not stop cleanly: %v", err)
 	}
@@ -186,24 +140,10 @@ func TestGracefulStopDrainsAndReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, LeaseTTL: drainLeaseTTL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := hitchtest.OpenStore(t, db)
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}, LeaseTTL: drainLeaseTTL})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Error(err)
-		}
-		st.Close()
-	})
 	n, err := rt.RecoverAll(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,10 +12,10 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -91,16 +90,7 @@ func TestParentsEndCancelsItsChildren(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{boss}, OnEvent: onEvent})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rt.Close(context.Background())
+			rt, st := hitchtest.New(t, hitch.Config{Agents: []*hitch.Agent{boss}, OnEvent: onEvent})
 			run := runToRest(t, rt, boss, "go")
 			if run.Status != tc.status || run.Outcome.Reason != tc.how {
 				t.Fatalf("parent: %s %+v", run.Status, run.Outcome)
@@ -137,15 +127,9 @@ func endedChild(db string) int {
 	parked, onEvent := kidParked()
 	boss, err := endingBoss("policy", parked)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
-	st, err := sqlite.Open(ctx, db)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{boss}, LeaseTTL: crashLeaseTTL,
+	return childStart(ctx, db, hitch.Config{LeaseTTL: crashLeaseTTL,
 		OnEvent: func(ev hitch.Event) {
 			onEvent(ev)
 			for _, e := range ev.Entries {
@@ -154,16 +138,7 @@ func endedChild(db string) int {
 					select {}
 				}
 			}
-		}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if _, err := rt.Start(ctx, boss, "go", hitch.WithID("boss")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	select {}
+		}}, boss, "go", hitch.WithID("boss"))
 }
 
 // TestCrashAfterTheParentsEnd: the process dies right after the parent's
@@ -182,16 +157,7 @@ func TestCrashAfterTheParentsEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	// This store's clock runs a minute ahead, past the dead process's leases.
-	st, err := sqlite.Open(ctx, db, sqlite.WithClock(func() time.Time { return time.Now().Add(time.Minute) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{boss}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
+	rt, st := reopenAhead(t, db, time.Minute, boss)
 	if r, err := st.RunGet(ctx, "boss"); err != nil || r.Status != hitchtype.StatusFailed {
 		t.Fatalf("parent: %+v %v", r, err)
 	}

@@ -13,11 +13,11 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -46,25 +46,8 @@ func setup(t *testing.T, agents ...*hitch.Agent) (*hitch.Runtime, store.Store) {
 // left) and a runtime for the given agents, closed when the test ends.
 func setupAt(t *testing.T, path string, agents ...*hitch.Agent) (*hitch.Runtime, store.Store) {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: agents, CancelPoll: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("close runtime: %v", err)
-		}
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	return rt, st
+	st := hitchtest.OpenStore(t, path)
+	return openOn(t, st, agents...), st
 }
 
 func build(t *testing.T, spec hitch.Spec) *hitch.Agent {
@@ -546,24 +529,16 @@ func TestDeltasStreamToObservers(t *testing.T) {
 	t.Parallel()
 	m := scripted.New("talk", scripted.Script{Turns: []scripted.Turn{{Text: "a longer answer, streamed in pieces"}}})
 	a := build(t, hitch.Spec{Model: m})
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "d.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "d.db"))
 	var mu sync.Mutex
 	var deltas []string
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, OnEvent: func(ev hitch.Event) {
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}, OnEvent: func(ev hitch.Event) {
 		if ev.Delta != "" {
 			mu.Lock()
 			deltas = append(deltas, ev.Delta)
 			mu.Unlock()
 		}
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(context.Background())
 	run := runToRest(t, rt, a, "talk")
 	mu.Lock()
 	defer mu.Unlock()

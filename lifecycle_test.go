@@ -7,7 +7,6 @@ import (
 	"iter"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
+	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
@@ -25,58 +26,18 @@ import (
 	"github.com/hitch-dev/hitch/tool"
 )
 
-// fakeClock is a store clock a test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Now().UTC()} }
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // setupClock opens a store on a fake clock and a runtime on it.
-func setupClock(t *testing.T, clock *fakeClock, agents ...*hitch.Agent) (*hitch.Runtime, store.Store) {
+func setupClock(t *testing.T, clock *testclock.Clock, agents ...*hitch.Agent) (*hitch.Runtime, store.Store) {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(clock.now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := openOn(t, st, agents...)
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	return rt, st
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(clock.Now))
+	return openOn(t, st, agents...), st
 }
 
 // openOn opens another runtime on st, closed when the test ends (before
 // the store).
 func openOn(t *testing.T, st store.Store, agents ...*hitch.Agent) *hitch.Runtime {
 	t.Helper()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: agents, CancelPoll: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("close runtime: %v", err)
-		}
-	})
-	return rt
+	return hitchtest.Open(t, hitch.Config{Store: st, Agents: agents, CancelPoll: 20 * time.Millisecond})
 }
 
 // leaseHeld reports whether a run's lease is live by the store's clock.
@@ -200,7 +161,7 @@ func TestReconcileUnderAnUnknownVersion(t *testing.T) {
 // clock — as `hitch run --id` does when it follows a run started before.
 func TestAwaitDrivesARunWhoseProcessDied(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := testclock.New(time.Now().UTC())
 	m := scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "over"}}})
 	a := build(t, hitch.Spec{Model: m})
 	rt, st := setupClock(t, clock, a)
@@ -214,7 +175,7 @@ func TestAwaitDrivesARunWhoseProcessDied(t *testing.T) {
 	if _, err := st.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "dead-node", TTL: time.Minute, RunID: res.Run.ID}); err != nil {
 		t.Fatal(err)
 	}
-	clock.add(2 * time.Minute)
+	clock.Add(2 * time.Minute)
 	again, err := rt.Start(ctx, a, "go", hitch.WithID("orphan"))
 	if err != nil || again.Created {
 		t.Fatalf("start again: %+v %v", again, err)
@@ -269,11 +230,7 @@ func TestSweepSurvivesStoreErrors(t *testing.T) {
 	t.Parallel()
 	m := scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "over"}}})
 	a := build(t, hitch.Spec{Model: m})
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"))
 	flaky := &flakyStore{Store: st}
 	flaky.failures.Store(3)
 	reported := make(chan error, 8)
@@ -343,7 +300,7 @@ func (g gatedModel) Generate(ctx context.Context, req *model.Request) iter.Seq2[
 // lease back, rather than leaving the run running with a dangling attempt.
 func TestLateApproveThenCloseLeavesTheRunMoving(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := testclock.New(time.Now().UTC())
 	entered, gate := make(chan struct{}, 4), make(chan struct{})
 	var charges atomic.Int64
 	approvers := members(t)
@@ -354,19 +311,11 @@ func TestLateApproveThenCloseLeavesTheRunMoving(t *testing.T) {
 	m := gatedModel{Model: scripted.New("pay", scripted.Script{Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "charge"}}}, {Text: "over"}}}),
 		entered: entered, gate: gate}
 	a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{charge}, Policy: payPolicy, Approvers: approvers, Limits: hitch.Limits{ApprovalExpiry: time.Second}})
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(clock.now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, st := hitchtest.New(t, hitch.Config{Agents: []*hitch.Agent{a}}, sqlite.WithClock(clock.Now))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	run := runToRest(t, rt, a, "pay")
-	clock.add(2 * time.Second)
+	clock.Add(2 * time.Second)
 	if err := rt.Approve(ctx, run.ID, "t1c1", proof(t, approvers, "alice", "a-secret", "payments")); !errors.Is(err, hitch.ErrApprovalExpired) {
 		t.Fatalf("late approve: %v", err)
 	}
@@ -401,18 +350,9 @@ func TestRecoverAllDrivesMoreRunsThanSlots(t *testing.T) {
 		turns = append(turns, scripted.Turn{Text: "over"})
 	}
 	a := build(t, hitch.Spec{Model: scripted.New("m", scripted.Script{Turns: turns})})
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, MaxRunners: slots})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, _ := hitchtest.New(t, hitch.Config{Agents: []*hitch.Agent{a}, MaxRunners: slots})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	defer rt.Close(ctx)
 	for i := range runs {
 		if _, err := rt.Start(ctx, a, "go", hitch.WithID(fmt.Sprintf("backlog-%d", i)), hitch.Detached()); err != nil {
 			t.Fatal(err)
@@ -436,12 +376,8 @@ func TestRecoverAllDrivesMoreRunsThanSlots(t *testing.T) {
 // and nothing panics.
 func TestOpenRefusesABadConfig(t *testing.T) {
 	t.Parallel()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	_, err = hitch.Open(hitch.Config{Store: st, MaxRunners: -1, CancelPoll: -time.Second, LeaseTTL: 48 * time.Hour,
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"))
+	_, err := hitch.Open(hitch.Config{Store: st, MaxRunners: -1, CancelPoll: -time.Second, LeaseTTL: 48 * time.Hour,
 		ForceSettleGrace: 2 * time.Hour, Agents: []*hitch.Agent{nil}})
 	if err == nil {
 		t.Fatal("a bad config was accepted")
@@ -496,15 +432,7 @@ func TestStartOnAFullNodeLeavesTheRunQueued(t *testing.T) {
 			m := gatedModel{Model: scripted.New("m", scripted.Script{Repeat: true, Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "add", Args: `{"a":1,"b":2}`}}}, {Text: "over"}}}),
 				entered: entered, gate: gate}
 			a := build(t, hitch.Spec{Model: m, Tools: []tool.Tool{addTool(t, nil)}})
-			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, MaxRunners: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rt, st := hitchtest.New(t, hitch.Config{Agents: []*hitch.Agent{a}, MaxRunners: 1})
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			defer rt.Close(ctx)

@@ -17,7 +17,6 @@ import (
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -78,32 +77,16 @@ func replayChild(db, requests string) int {
 	ctx := context.Background()
 	f, err := os.OpenFile(requests, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	m := &requestLog{Model: scripted.New("replay", replayScript),
 		w:     func(b []byte) { f.Write(append(b, '\n')); f.Sync() },
 		stall: func() { fmt.Println("IN_TURN3"); select {} }}
 	a, err := replayAgent(m)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
-	st, err := sqlite.Open(ctx, db)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, LeaseTTL: crashLeaseTTL})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if _, err := rt.Start(ctx, a, "add 1 and 2", hitch.WithID("replay"), hitch.WithInstructions("Answer with a number.")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	select {}
+	return childStart(ctx, db, hitch.Config{LeaseTTL: crashLeaseTTL}, a, "add 1 and 2", hitch.WithID("replay"), hitch.WithInstructions("Answer with a number."))
 }
 
 // TestRecoveryRebuildsTheSameRequest (invariant 7): a process is killed
@@ -137,19 +120,8 @@ func TestRecoveryRebuildsTheSameRequest(t *testing.T) {
 	defer cancel()
 	// This process's store clock runs a minute ahead, past the dead
 	// process's lease.
-	st, err := sqlite.Open(ctx, db, sqlite.WithClock(func() time.Time { return time.Now().Add(time.Minute) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
-	if n, err := rt.Recover(ctx); n != 1 || err != nil {
-		t.Fatalf("recovered %d runs: %v", n, err)
-	}
+	rt, _ := reopenAhead(t, db, time.Minute, a)
+	recoverOne(t, ctx, rt)
 	run, err := rt.Await(ctx, "replay")
 	if err != nil || run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "3" {
 		t.Fatalf("recovered run: %+v %v", run, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
@@ -19,18 +20,11 @@ import (
 func TestLeaderPrunesSettledRuns(t *testing.T) {
 	t.Parallel()
 	clk := &aheadClock{}
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(clk.now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(clk.now))
 	done := build(t, hitch.Spec{Name: "done", Model: scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}})})
 	parked := mustWaitAgent(t, scripted.Call{Name: "await_event", Args: `{"name":"later","timeout":"100h"}`})
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{done, parked}, PruneEvery: 10 * time.Millisecond,
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{done, parked}, PruneEvery: 10 * time.Millisecond,
 		Retention: 24 * time.Hour, LeaderTTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	old := runToRest(t, rt, done, "old")
 	wait := runToRest(t, rt, parked, "wait", hitch.WithID("parked"))

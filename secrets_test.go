@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/store"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -53,21 +53,13 @@ func TestSecretsNeverReachJournalContextOrDeltas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"))
 	var deltas strings.Builder
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Secrets: red, OnEvent: func(ev hitch.Event) {
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Secrets: red, OnEvent: func(ev hitch.Event) {
 		mu.Lock()
 		deltas.WriteString(ev.Delta)
 		mu.Unlock()
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(context.Background())
 	ctx := context.Background()
 	res, err := rt.Start(ctx, a, "use "+canary)
 	if err != nil {

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
 // BenchmarkSend measures durable admissions through Runtime.Send: into one
@@ -74,21 +74,7 @@ func buildB(b *testing.B, spec hitch.Spec) *hitch.Agent {
 
 func openB(b *testing.B, path string, agents ...*hitch.Agent) *hitch.Runtime {
 	b.Helper()
-	st, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: agents})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = rt.Close(ctx)
-		_ = st.Close()
-	})
-	return rt
+	return hitchtest.Open(b, hitch.Config{Store: hitchtest.OpenStore(b, path), Agents: agents})
 }
 
 // BenchmarkSendToFirstRequest measures the latency from Runtime.Send into

@@ -5,19 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
@@ -67,43 +66,6 @@ func init() {
 	}
 }
 
-// recordingModel appends every request it gets to a file, one JSON line
-// each, written in one call, and plays the script on the part of the
-// request since its last user message, so every submission (and every
-// steer) plays the script from its start whatever history precedes it.
-type recordingModel struct {
-	next model.Model
-	path string
-	mu   sync.Mutex
-}
-
-func (m *recordingModel) Name() string { return m.next.Name() }
-
-func (m *recordingModel) Generate(ctx context.Context, req *model.Request) iter.Seq2[*model.Chunk, error] {
-	b, err := json.Marshal(req)
-	if err == nil {
-		m.mu.Lock()
-		var f *os.File
-		if f, err = os.OpenFile(m.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			_, err = f.Write(append(b, '\n'))
-			f.Close()
-		}
-		m.mu.Unlock()
-	}
-	if err != nil {
-		return func(yield func(*model.Chunk, error) bool) { yield(nil, err) }
-	}
-	last := 0
-	for i, msg := range req.Messages {
-		if msg.Role == model.RoleUser {
-			last = i
-		}
-	}
-	r := *req
-	r.Messages = req.Messages[last:]
-	return m.next.Generate(ctx, &r)
-}
-
 // sessionChaosAgent: two turns of calls to a replayable tool that appends
 // to effects and takes a little while, then an answer.
 func sessionChaosAgent(effects, requests string) (*hitch.Agent, error) {
@@ -125,7 +87,7 @@ func sessionChaosAgent(effects, requests string) (*hitch.Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &recordingModel{path: requests, next: scripted.New("session-chaos", scripted.Script{Turns: []scripted.Turn{
+	m := &hitchtest.RecordingModel{Path: requests, Next: scripted.New("session-chaos", scripted.Script{Turns: []scripted.Turn{
 		{Calls: []scripted.Call{{Name: "effect", Args: `{}`}, {Name: "effect", Args: `{}`}}, Delay: 10 * time.Millisecond},
 		{Calls: []scripted.Call{{Name: "effect", Args: `{}`}}, Delay: 10 * time.Millisecond},
 		{Text: "done", Delay: 5 * time.Millisecond},
@@ -163,18 +125,15 @@ func sessionChaosRuntime(ctx context.Context, env sessionChaosEnv) (*hitch.Runti
 func sessionChaosChild(v string) int {
 	var env sessionChaosEnv
 	if err := json.Unmarshal([]byte(v), &env); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	ctx := context.Background()
 	rt, a, _, err := sessionChaosRuntime(ctx, env)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: sessionChaosSession}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	go func() { _ = rt.Sweep(ctx, 10*time.Millisecond) }()
 	fmt.Println("READY")
@@ -183,8 +142,7 @@ func sessionChaosChild(v string) int {
 		fmt.Printf("TRY %d\n", op.I)
 		res, err := rt.Send(ctx, sessionChaosSession, op.Text, hitch.SendOptions{Mode: hitch.SendMode(op.Mode), IdempotencyKey: op.Key})
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return childFail(err)
 		}
 		fmt.Printf("SENT %d %s %t\n", op.I, res.MessageID, res.Duplicate)
 		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond) // a random gap, not a synchronisation
@@ -555,7 +513,7 @@ func checkChaosSession(ctx context.Context, rt *hitch.Runtime, env sessionChaosE
 		if err := json.Unmarshal([]byte(line), &req); err != nil {
 			return fmt.Errorf("request %d: %w", i, err)
 		}
-		if err := transcriptError(&req); err != nil {
+		if err := hitchtest.TranscriptError(&req); err != nil {
 			return fmt.Errorf("request %d of %d: %w", i, len(lines), err)
 		}
 		last = req
@@ -570,32 +528,6 @@ func checkChaosSession(ctx context.Context, rt *hitch.Runtime, env sessionChaosE
 		if !seen[m.Text] {
 			return fmt.Errorf("the last request lacks %q (%s); it is %s", m.Text, m.Mode, lines[len(lines)-1])
 		}
-	}
-	return nil
-}
-
-// transcriptError says how a request breaks "every tool call has exactly
-// one result, in order, before any other message".
-func transcriptError(req *model.Request) error {
-	var pending []string
-	for i, m := range req.Messages {
-		switch m.Role {
-		case model.RoleTool:
-			if len(pending) == 0 || pending[0] != m.ToolCallID {
-				return fmt.Errorf("message %d: a result for %q, but the calls waiting for results are %v", i, m.ToolCallID, pending)
-			}
-			pending = pending[1:]
-		default:
-			if len(pending) > 0 {
-				return fmt.Errorf("message %d (%s) comes before the results of calls %v", i, m.Role, pending)
-			}
-			for _, c := range m.ToolCalls {
-				pending = append(pending, c.ID)
-			}
-		}
-	}
-	if len(pending) > 0 {
-		return fmt.Errorf("the request ends with calls %v without results", pending)
 	}
 	return nil
 }
@@ -640,7 +572,7 @@ func TestSessionJoinedSteerOfAnInterruptedSubmissionIsKept(t *testing.T) {
 	}
 	reqs := m.requests()
 	last := reqs[len(reqs)-1]
-	if err := transcriptError(last); err != nil {
+	if err := hitchtest.TranscriptError(last); err != nil {
 		t.Fatal(err)
 	}
 	var users []string

@@ -1,29 +1,25 @@
 package hitch_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
-	"github.com/hitch-dev/hitch/internal/testproc"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -226,26 +222,13 @@ func TestSessionBadInput(t *testing.T) {
 		return text("ok"), nil
 	}}
 	a := build(t, hitch.Spec{Name: "chat", Model: m})
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Sessions: hitch.SessionConfig{MaxMessageBytes: 64}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = rt.Close(ctx)
-		_ = st.Close()
-	})
+	rt, _ := hitchtest.New(t, hitch.Config{Agents: []*hitch.Agent{a}, Sessions: hitch.SessionConfig{MaxMessageBytes: 64}})
 	ctx := t.Context()
 	if _, err := rt.Send(ctx, "nope", "hi", hitch.SendOptions{}); !errors.Is(err, hitch.ErrSessionNotFound) {
 		t.Fatalf("send to an unknown session: %v", err)
 	}
 	s := openSession(t, rt, a, "bad")
-	_, err = rt.Send(ctx, s.ID, strings.Repeat("x", 65), hitch.SendOptions{})
+	_, err := rt.Send(ctx, s.ID, strings.Repeat("x", 65), hitch.SendOptions{})
 	if !errors.Is(err, hitch.ErrMessageTooLarge) || !strings.Contains(err.Error(), "MaxMessageBytes") {
 		t.Fatalf("oversize message: %v", err)
 	}
@@ -548,30 +531,21 @@ func init() {
 
 func sessionChild(db string) int {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, db)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	hang := &funcModel{fn: func(context.Context, *model.Request) (*model.Reply, error) { select {} }}
 	a, err := hitch.Build(hitch.Spec{Name: "chat", Model: hang, Policy: policy.AllowAll()})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
+	rt, err := childOpen(ctx, db, hitch.Config{Agents: []*hitch.Agent{a}})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: "crash"}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	res, err := rt.Send(ctx, "crash", "do it once", hitch.SendOptions{IdempotencyKey: "key-1"})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	fmt.Println("SENT " + res.MessageID)
 	select {} // the reply never reaches the caller
@@ -583,55 +557,12 @@ func sessionChild(db string) int {
 func TestSessionSendSurvivesAKillBeforeTheReply(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "hitch.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	testproc.DieWithParent(cmd)
-	cmd.Env = append(os.Environ(), "HITCH_SESSION_CHILD_DB="+db)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "SENT ") {
-				line <- strings.TrimPrefix(sc.Text(), "SENT ")
-			}
-		}
-		close(line)
-	}()
-	var first string
-	select {
-	case first = <-line:
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("the child never sent")
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	cmd, lines := startChild(t, nil, "HITCH_SESSION_CHILD_DB="+db)
+	first := strings.TrimPrefix(awaitLine(t, cmd, lines, "SENT", 1, func(l string) bool { return strings.HasPrefix(l, "SENT ") }), "SENT ")
+	killChild(t, cmd)
 	// This process's store clock runs an hour ahead, so the dead child's
 	// lease has run out without waiting; the key is kept for 24 hours.
-	st, err := sqlite.Open(t.Context(), db, sqlite.WithClock(func() time.Time { return time.Now().Add(time.Hour) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := build(t, hitch.Spec{Name: "chat", Model: echo()})
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = rt.Close(ctx)
-		_ = st.Close()
-	})
+	rt, _ := reopenAhead(t, db, time.Hour, build(t, hitch.Spec{Name: "chat", Model: echo()}))
 	res := send(t, rt, "crash", "do it once", hitch.SendOptions{IdempotencyKey: "key-1"})
 	if !res.Duplicate || res.MessageID != first {
 		t.Fatalf("retry: %+v, want a duplicate of %s", res, first)

@@ -11,10 +11,10 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/secret"
-	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
 // byteModel streams its one reply a few bytes at a time, as a provider
@@ -56,26 +56,20 @@ func TestSecretFormsNeverReachStreamedDeltas(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, size := range []int{1, 2, 3, 7} {
-		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"))
 		a, err := hitch.Build(hitch.Spec{Name: "a", Model: byteModel{text: text, size: size}, Policy: policy.AllowAll()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
 		var deltas []string
-		rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Secrets: red, OnEvent: func(ev hitch.Event) {
+		rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Secrets: red, OnEvent: func(ev hitch.Event) {
 			if ev.Delta != "" {
 				mu.Lock()
 				deltas = append(deltas, ev.Delta)
 				mu.Unlock()
 			}
 		}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		ctx := context.Background()
 		res, err := rt.Start(ctx, a, "go")
 		if err != nil {

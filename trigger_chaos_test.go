@@ -92,13 +92,11 @@ func triggerChaosChild(v string) int {
 	ctx := context.Background()
 	st, err := e.open(ctx)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	rt, err := triggerChaosRuntime(st, fmt.Sprintf("node-%d", os.Getpid()))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	fmt.Println("READY")
 	_ = rt.RunTriggers(ctx) // until killed

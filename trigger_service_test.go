@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
+	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
@@ -22,13 +24,10 @@ type pass struct {
 // its context.
 func TestRunTriggersService(t *testing.T) {
 	t.Parallel()
-	c := &manualClock{at: t0}
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.now))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testclock.New(t0)
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.Now))
 	events := make(chan error, 64)
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{triggerAgent(t)},
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{triggerAgent(t)},
 		Triggers: hitch.TriggerConfig{Poll: time.Minute}, // only a wake moves it on at once
 		OnEvent: func(ev hitch.Event) {
 			if ev.Err != nil {
@@ -38,10 +37,6 @@ func TestRunTriggersService(t *testing.T) {
 				}
 			}
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(context.Background())
 	passes := hitch.TriggerPasses(rt)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

@@ -6,34 +6,17 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
+	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
-
-// manualClock is a store clock that moves only when the test moves it.
-type manualClock struct {
-	mu sync.Mutex
-	at time.Time
-}
-
-func (c *manualClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.at
-}
-
-func (c *manualClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.at = t
-}
 
 func tickAgent() (*hitch.Agent, error) {
 	return hitch.Build(hitch.Spec{Name: "tick", Model: scripted.New("tick", scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}}),
@@ -52,7 +35,7 @@ func triggerAgent(t testing.TB) *hitch.Agent {
 type trigFixture struct {
 	t     *testing.T
 	ctx   context.Context
-	clock *manualClock
+	clock *testclock.Clock
 	st    *sqlite.Store
 	rt    *hitch.Runtime
 	agent *hitch.Agent
@@ -60,20 +43,10 @@ type trigFixture struct {
 
 func newTrigFixture(t *testing.T, start time.Time) *trigFixture {
 	t.Helper()
-	c := &manualClock{at: start}
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.now))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testclock.New(start)
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.Now))
 	a := triggerAgent(t)
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Triggers: hitch.TriggerConfig{ClaimTTL: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = rt.Close(context.Background())
-		_ = st.Close()
-	})
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Triggers: hitch.TriggerConfig{ClaimTTL: time.Minute}})
 	return &trigFixture{t: t, ctx: t.Context(), clock: c, st: st, rt: rt, agent: a}
 }
 
@@ -125,12 +98,12 @@ func TestTriggerFiresEachOccurrenceOnceNeverEarly(t *testing.T) {
 	for m := 1; m <= 60; m++ {
 		occ := t0.Add(time.Duration(m) * time.Minute)
 		// A microsecond before, nothing fires.
-		f.clock.set(occ.Add(-time.Microsecond))
+		f.clock.Set(occ.Add(-time.Microsecond))
 		f.drain()
 		if f.runExists(hitch.OccurrenceID("five", occ)) {
 			t.Fatalf("the occurrence of %v fired early", occ)
 		}
-		f.clock.set(occ)
+		f.clock.Set(occ)
 		f.drain()
 		f.drain()
 		if got, want := f.runExists(hitch.OccurrenceID("five", occ)), m%5 == 0; got != want {
@@ -170,12 +143,12 @@ func TestTriggerMissedPolicies(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Within the grace, a late occurrence is on time.
-			f.clock.set(t0.Add(time.Minute))
+			f.clock.Set(t0.Add(time.Minute))
 			f.drain()
 			if !f.runExists(hitch.OccurrenceID("m", t0)) {
 				t.Fatal("an occurrence 1m late (within the grace) did not fire")
 			}
-			f.clock.set(t0.Add(62 * time.Minute))
+			f.clock.Set(t0.Add(62 * time.Minute))
 			f.drain()
 			tr := f.trigger("m")
 			if tr.FireCount != 1+c.runs || tr.MissedCount != c.missed || !tr.NextFire.Equal(t0.Add(65*time.Minute)) {
@@ -206,7 +179,7 @@ func TestTriggerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	for m := 0; m <= 10; m++ {
-		f.clock.set(t0.Add(time.Duration(m) * time.Minute))
+		f.clock.Set(t0.Add(time.Duration(m) * time.Minute))
 		f.drain()
 	}
 	for _, c := range []struct {
@@ -250,7 +223,7 @@ func TestTriggerRedispatchAfterCrashIsNoOp(t *testing.T) {
 		hitch.TriggerOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.set(t0.Add(time.Second))
+	f.clock.Set(t0.Add(time.Second))
 	dead, _, err := f.st.TriggerClaim(f.ctx, store.TriggerClaimParams{Owner: "dead", TTL: time.Minute, Limit: 1})
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("the dead node's claim: %v %v", dead, err)
@@ -262,7 +235,7 @@ func TestTriggerRedispatchAfterCrashIsNoOp(t *testing.T) {
 	if n := f.drain(); n != 0 {
 		t.Fatalf("claimed %d while the dead node's claim was live", n)
 	}
-	f.clock.set(t0.Add(2 * time.Minute))
+	f.clock.Set(t0.Add(2 * time.Minute))
 	if n := f.drain(); n != 1 {
 		t.Fatalf("claimed %d after the dead node's claim ran out, want 1", n)
 	}
@@ -303,7 +276,7 @@ func TestTriggerFailedDispatchRetries(t *testing.T) {
 	if _, err := f.rt.OpenSession(f.ctx, f.agent, hitch.SessionOptions{ID: "missing"}); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.set(t0.Add(30 * time.Second)) // within the grace: still on time
+	f.clock.Set(t0.Add(30 * time.Second)) // within the grace: still on time
 	f.drain()
 	if tr := f.trigger("nosession"); tr.Failures != 0 || tr.FireCount != 1 || tr.LastError != "" {
 		t.Fatalf("after the retry: %+v", tr)
@@ -325,7 +298,7 @@ func TestTriggerDaylightSaving(t *testing.T) {
 		if tr := f.trigger("ny"); !tr.NextFire.Equal(at) {
 			t.Fatalf("next fire %v, want %v", tr.NextFire, at)
 		}
-		f.clock.set(at)
+		f.clock.Set(at)
 		f.drain()
 		if !f.runExists(hitch.OccurrenceID("ny", at)) {
 			t.Fatalf("nothing fired at %v", at)

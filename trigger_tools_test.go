@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
+	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store/sqlite"
@@ -19,11 +21,8 @@ import (
 // the session to rest.
 func schedulingSession(t *testing.T, calls []scripted.Call, pol policy.Policy, tc hitch.TriggerConfig) *trigFixture {
 	t.Helper()
-	c := &manualClock{at: t0}
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.now))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testclock.New(t0)
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.Now))
 	tools, err := builtin.ScheduleTools()
 	if err != nil {
 		t.Fatal(err)
@@ -33,14 +32,7 @@ func schedulingSession(t *testing.T, calls []scripted.Call, pol policy.Policy, t
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Triggers: tc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = rt.Close(context.Background())
-		_ = st.Close()
-	})
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Triggers: tc})
 	f := &trigFixture{t: t, ctx: t.Context(), clock: c, st: st, rt: rt, agent: a}
 	if _, err := rt.OpenSession(f.ctx, a, hitch.SessionOptions{ID: "s"}); err != nil {
 		t.Fatal(err)
@@ -74,11 +66,11 @@ func TestScheduleWakeWakesTheSession(t *testing.T) {
 	if len(trs) != 1 || trs[0].Spec.Session != "s" || !trs[0].NextFire.Equal(t0.Add(10*time.Minute)) || trs[0].SessionID != "s" {
 		t.Fatalf("bindings of the session: %+v", trs)
 	}
-	f.clock.set(t0.Add(10*time.Minute - time.Second))
+	f.clock.Set(t0.Add(10*time.Minute - time.Second))
 	if n := f.drain(); n != 0 {
 		t.Fatalf("dispatched %d before the wake", n)
 	}
-	f.clock.set(t0.Add(10 * time.Minute))
+	f.clock.Set(t0.Add(10 * time.Minute))
 	if n := f.drain(); n != 1 {
 		t.Fatalf("dispatched %d at the wake, want 1", n)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/store"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -352,30 +350,21 @@ func TestCompletionFieldsAreChecked(t *testing.T) {
 // and waits to be killed.
 func wakesChild(db string) int {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, db)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	await, err := waitAgent(scripted.Call{Name: "await_event", Args: awaitDeploy}, scripted.Call{Name: "ship", Args: `{}`})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{await}, LeaseTTL: crashLeaseTTL})
+	rt, err := childOpen(ctx, db, hitch.Config{Agents: []*hitch.Agent{await}, LeaseTTL: crashLeaseTTL})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return childFail(err)
 	}
 	go func() { _ = rt.Sweep(ctx, 10*time.Millisecond) }()
 	for _, id := range []string{"w1", "w2"} {
 		if _, err := rt.Start(ctx, await, "wait", hitch.WithID(id)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return childFail(err)
 		}
 		if run, err := rt.Await(ctx, id); err != nil || run.Status != hitchtype.StatusWaiting {
-			fmt.Fprintln(os.Stderr, "child:", run.Status, err)
-			return 1
+			return childFail("child:", run.Status, err)
 		}
 		fmt.Println("PARKED")
 	}

@@ -12,12 +12,12 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/sandbox"
 	"github.com/hitch-dev/hitch/sandbox/local"
 	"github.com/hitch-dev/hitch/store"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 	"github.com/hitch-dev/hitch/tool/builtin"
 )
@@ -58,15 +58,8 @@ func TestGrantedRootsAreJournaledAndSurviveRecovery(t *testing.T) {
 	}
 	a, approvers := readerAgent(t, ws, outside)
 	db := filepath.Join(t.TempDir(), "ws.db")
-	st, err := sqlite.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := hitchtest.OpenStore(t, db)
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
 	run := runToRest(t, rt, a, "read the data")
 	if err := rt.GrantRoot(ctx, run.ID, outside, "ops"); err != nil {
 		t.Fatal(err)
@@ -129,16 +122,7 @@ func TestGrantLeavesAQueuedRunQueued(t *testing.T) {
 	defer cancel()
 	ws, outside := t.TempDir(), t.TempDir()
 	a, _ := readerAgent(t, ws, outside)
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ws.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
+	rt, st := hitchtest.New(t, hitch.Config{Agents: []*hitch.Agent{a}})
 	res, err := rt.Start(ctx, a, "read the data", hitch.Detached())
 	if err != nil {
 		t.Fatal(err)

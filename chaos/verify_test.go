@@ -5,28 +5,15 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hitch-dev/hitch/chaos"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
-
-// fakeClock is the store's clock, moved by the test.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func entry(kind string, v any) store.EntryInput {
 	b, _ := json.Marshal(v)
@@ -42,7 +29,7 @@ type call struct {
 // names each broken promise once and passes the sound run.
 func TestVerifyNamesEachViolation(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "v.db"), sqlite.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +73,7 @@ func TestVerifyNamesEachViolation(t *testing.T) {
 	l = create("ended")
 	appendTo(l, 1, "", entry(hitchtype.KindRunEnded, map[string]string{}))
 	appendTo(l, 2, hitchtype.StatusCompleted, entry(hitchtype.KindRunEnded, map[string]string{}))
-	clock.add(2 * time.Second)
+	clock.Add(2 * time.Second)
 
 	effects := strings.Join([]string{
 		"sound t1c1 w1", "twice t1c1 w1", "twice t1c1 w2", "ahead t1c1 w1", "",

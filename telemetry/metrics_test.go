@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/route"
 	"github.com/hitch-dev/hitch/model/scripted"
@@ -43,19 +43,6 @@ type gaugeCounting struct {
 func (s *gaugeCounting) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
 	s.counts.Add(1)
 	return s.Store.RunCounts(ctx, tenant)
-}
-
-// clock is a settable store clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
 
 func entry(t testing.TB, kind string, v any) store.EntryInput {
@@ -119,8 +106,8 @@ type hidden struct{ store.Store }
 // serves collections for CacheFor. Through each driver's GaugeReader and
 // through the fallback of any store.
 func TestMetricsGauges(t *testing.T) {
-	open := map[string]func(t *testing.T, clk *clock) store.Store{
-		"sqlite": func(t *testing.T, clk *clock) store.Store {
+	open := map[string]func(t *testing.T, clk *testclock.Clock) store.Store{
+		"sqlite": func(t *testing.T, clk *testclock.Clock) store.Store {
 			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(clk.Now))
 			if err != nil {
 				t.Fatal(err)
@@ -128,7 +115,7 @@ func TestMetricsGauges(t *testing.T) {
 			t.Cleanup(func() { st.Close() })
 			return st
 		},
-		"fallback": func(t *testing.T, clk *clock) store.Store {
+		"fallback": func(t *testing.T, clk *testclock.Clock) store.Store {
 			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(clk.Now))
 			if err != nil {
 				t.Fatal(err)
@@ -136,7 +123,7 @@ func TestMetricsGauges(t *testing.T) {
 			t.Cleanup(func() { st.Close() })
 			return hidden{st}
 		},
-		"postgres": func(t *testing.T, clk *clock) store.Store {
+		"postgres": func(t *testing.T, clk *testclock.Clock) store.Store {
 			url := os.Getenv("HITCH_TEST_POSTGRES")
 			if url == "" {
 				t.Skip("HITCH_TEST_POSTGRES is not set")
@@ -161,7 +148,7 @@ func TestMetricsGauges(t *testing.T) {
 	}
 	for _, name := range []string{"sqlite", "fallback", "postgres"} {
 		t.Run(name, func(t *testing.T) {
-			clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 			st := open[name](t, clk)
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			testGauges(t, clk, st, name == "fallback")
@@ -169,7 +156,7 @@ func TestMetricsGauges(t *testing.T) {
 	}
 }
 
-func testGauges(t *testing.T, clk *clock, raw store.Store, fallback bool) {
+func testGauges(t *testing.T, clk *testclock.Clock, raw store.Store, fallback bool) {
 	ctx := context.Background()
 	st := &gaugeCounting{Store: raw}
 	started := []store.EntryInput{entry(t, hitchtype.KindRunStarted, hitchtype.RunStarted{Agent: "a"})}
@@ -223,7 +210,7 @@ func testGauges(t *testing.T, clk *clock, raw store.Store, fallback bool) {
 		}
 	}
 	// Past the children's backstop and the lease: two more are due.
-	clk.add(2 * time.Minute)
+	clk.Add(2 * time.Minute)
 	if got := gaugeValues(t, reader)["hitch.runs.due"][""]; got != 3 {
 		t.Errorf("after 2m hitch.runs.due = %d, want 3", got)
 	}
@@ -439,7 +426,7 @@ func TestFromEnvMetricReaders(t *testing.T) {
 // read from the route as they stand at each collection.
 func TestMetricsBreakers(t *testing.T) {
 	ctx := context.Background()
-	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	r, err := route.New(route.Config{Name: "main", Now: clk.Now, Members: []route.Member{
 		{Model: scripted.New("primary", scripted.Script{Turns: []scripted.Turn{{Text: "hi"}}})},
 		{Model: scripted.New("backup", scripted.Script{Turns: []scripted.Turn{{Text: "hi"}}})},
@@ -489,7 +476,7 @@ func TestMetricsBreakers(t *testing.T) {
 	if got := breakers(); !maps.Equal(got, want) {
 		t.Errorf("while cooling: %v, want %v", got, want)
 	}
-	clk.add(route.DefaultCoolDown)
+	clk.Add(route.DefaultCoolDown)
 	want["hitch.route.breaker.open route/main scripted/primary"] = 0
 	if got := breakers(); !maps.Equal(got, want) {
 		t.Errorf("after the cool-down: %v, want %v", got, want)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
@@ -76,29 +77,11 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// fakeClock is a store clock a test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // openClock opens a store on a fake clock.
-func openClock(t *testing.T) (*sqlite.Store, *fakeClock) {
+func openClock(t *testing.T) (*sqlite.Store, *testclock.Clock) {
 	t.Helper()
-	clock := &fakeClock{t: time.Now().UTC()}
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "engine.db"), sqlite.WithClock(clock.now))
+	clock := testclock.New(time.Now().UTC())
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "engine.db"), sqlite.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +117,7 @@ func TestStaleRunnerIsFenced(t *testing.T) {
 	}
 	<-entered
 	// A's lease lapses by the store's clock; B claims the run and ends it.
-	clock.add(2 * time.Minute)
+	clock.Add(2 * time.Minute)
 	if claimed, err := engB.Work(ctx); err != nil || claimed != 1 {
 		t.Fatalf("B claimed %d runs: %v", claimed, err)
 	}
@@ -209,7 +192,7 @@ func TestLeaseLostBeforeTheRunnerBeganIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock.add(2 * time.Minute)
+	clock.Add(2 * time.Minute)
 	engB := testEngine(st, "node-b", a, time.Minute, 20*time.Second)
 	if err := engB.Drive(ctx, "r1"); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func TestElectorOneLeaderOnAFakeClock(t *testing.T) {
 		e := testEngine(st, owner, a, time.Minute, 20*time.Second)
 		defer e.Close(ctx)
 		l := e.NewElector("maintenance", ttl, margin, nil, nil)
-		l.now = clock.now
+		l.now = clock.Now
 		nodes[owner] = l
 	}
 	A, B := nodes["A"], nodes["B"]
@@ -48,7 +48,7 @@ func TestElectorOneLeaderOnAFakeClock(t *testing.T) {
 
 	// Re-elected every third of the TTL, A keeps leading.
 	for range 5 {
-		clock.add(ttl / 3)
+		clock.Add(ttl / 3)
 		attempt(A, true)
 		attempt(B, false)
 		leaders(true, false)
@@ -56,14 +56,14 @@ func TestElectorOneLeaderOnAFakeClock(t *testing.T) {
 
 	// A stops attempting. Inside the margin it no longer trusts its
 	// leadership, while the store still refuses B.
-	clock.add(ttl - margin)
+	clock.Add(ttl - margin)
 	leaders(false, false)
 	attempt(B, false)
-	clock.add(margin - time.Second)
+	clock.Add(margin - time.Second)
 	attempt(B, false)
 	leaders(false, false)
 	// Once the leadership has run out, B takes it, and A cannot take it back.
-	clock.add(time.Second)
+	clock.Add(time.Second)
 	attempt(B, true)
 	attempt(A, false)
 	leaders(false, true)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
@@ -29,43 +29,6 @@ import (
 // (started by it, or joined to it), queued ones started in admission
 // order, and every request any node sent the model was a valid transcript.
 
-// recordingModel appends every request to a file, one JSON line written in
-// one call (several processes append to it), and plays its script on the
-// part of the request from its last user message on, so each submission
-// and each steer plays the script from its start.
-type recordingModel struct {
-	next model.Model
-	path string
-	mu   sync.Mutex
-}
-
-func (m *recordingModel) Name() string { return m.next.Name() }
-
-func (m *recordingModel) Generate(ctx context.Context, req *model.Request) iter.Seq2[*model.Chunk, error] {
-	b, err := json.Marshal(req)
-	if err == nil {
-		m.mu.Lock()
-		var f *os.File
-		if f, err = os.OpenFile(m.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			_, err = f.Write(append(b, '\n'))
-			f.Close()
-		}
-		m.mu.Unlock()
-	}
-	if err != nil {
-		return func(yield func(*model.Chunk, error) bool) { yield(nil, err) }
-	}
-	last := 0
-	for i, msg := range req.Messages {
-		if msg.Role == model.RoleUser {
-			last = i
-		}
-	}
-	r := *req
-	r.Messages = req.Messages[last:]
-	return m.next.Generate(ctx, &r)
-}
-
 // sessionAgent works a message in two turns of calls to a replayable tool
 // (a node killed inside one runs it again; the session must not park),
 // then answers "done".
@@ -79,7 +42,7 @@ func sessionAgent(requests string) (*hitch.Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &recordingModel{path: requests, next: scripted.New("sessions", scripted.Script{Turns: []scripted.Turn{
+	m := &hitchtest.RecordingModel{Path: requests, Next: scripted.New("sessions", scripted.Script{Turns: []scripted.Turn{
 		{Calls: []scripted.Call{{Name: "look", Args: `{}`}, {Name: "look", Args: `{}`}}, Delay: 200 * time.Millisecond},
 		{Calls: []scripted.Call{{Name: "look", Args: `{}`}}, Delay: 200 * time.Millisecond},
 		{Text: "done", Delay: 100 * time.Millisecond},
@@ -275,36 +238,10 @@ func checkSessions(t *testing.T, ctx context.Context, ss store.SessionStore, st 
 			t.Errorf("request %d: %v", i, err)
 			continue
 		}
-		if err := transcriptError(&req); err != nil {
+		if err := hitchtest.TranscriptError(&req); err != nil {
 			t.Errorf("request %d: %v", i, err)
 		}
 		rep.requests++
 	}
 	return rep
-}
-
-// transcriptError says how a request breaks "every tool call has exactly
-// one result, in order, before any other message".
-func transcriptError(req *model.Request) error {
-	var pending []string
-	for i, m := range req.Messages {
-		switch m.Role {
-		case model.RoleTool:
-			if len(pending) == 0 || pending[0] != m.ToolCallID {
-				return fmt.Errorf("message %d: a result for %q, but the calls waiting for results are %v", i, m.ToolCallID, pending)
-			}
-			pending = pending[1:]
-		default:
-			if len(pending) > 0 {
-				return fmt.Errorf("message %d (%s) comes before the results of calls %v", i, m.Role, pending)
-			}
-			for _, c := range m.ToolCalls {
-				pending = append(pending, c.ID)
-			}
-		}
-	}
-	if len(pending) > 0 {
-		return fmt.Errorf("the request ends with calls %v without results", pending)
-	}
-	return nil
 }

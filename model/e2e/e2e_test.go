@@ -21,6 +21,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/anthropic"
 	"github.com/hitch-dev/hitch/model/modeltest"
@@ -286,25 +287,7 @@ func fixture(t *testing.T, p provider, name string) modeltest.Exchange {
 // when the test ends.
 func open(t *testing.T, db string, a *hitch.Agent) *hitch.Runtime {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("close runtime: %v", err)
-		}
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	return rt
+	return hitchtest.Open(t, hitch.Config{Store: hitchtest.OpenStore(t, db), Agents: []*hitch.Agent{a}})
 }
 
 // requests returns what the server received, checking the count and the

@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/anthropic"
 	"github.com/hitch-dev/hitch/model/modeltest"
@@ -64,25 +64,8 @@ func routeAgent(primaryURL, backupURL string, o routeOpts, effects string) (*hit
 	return a, r, err
 }
 
-// clock is a fake breaker clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// newClock is a breaker clock that moves only when the test moves it.
+func newClock() *testclock.Clock { return testclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) }
 
 // attempts returns the journal's model.attempt entries.
 func attempts(t *testing.T, es []store.Entry) []hitchtype.ModelAttempt {
@@ -240,7 +223,7 @@ func TestRouteFamilyUSD(t *testing.T) {
 	addBody := fixture(t, claude, "add").Body
 	s1 := modeltest.NewServer(t, fixture(t, chat, "answer"))
 	s2 := modeltest.NewServer(t, modeltest.Exchange{Handler: func(w http.ResponseWriter, _ *http.Request) {
-		clk.Advance(route.DefaultCoolDown)
+		clk.Add(route.DefaultCoolDown)
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, addBody)
 	}})

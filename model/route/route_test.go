@@ -8,10 +8,10 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/anthropic"
 	"github.com/hitch-dev/hitch/model/modeltest"
@@ -21,25 +21,8 @@ import (
 
 const testKey = "sk-test-route-8Jd3Kq5Wz1"
 
-// clock is a fake breaker clock that moves only when told.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// newClock is a breaker clock that moves only when the test moves it.
+func newClock() *testclock.Clock { return testclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) }
 
 // The fixtures' models, as the providers name them in their replies.
 const (
@@ -90,7 +73,7 @@ func hello() *model.Request {
 	return &model.Request{Instructions: "Be brief.", Messages: []model.Message{{Role: model.RoleUser, Text: "Say hello."}}}
 }
 
-func newRoute(t *testing.T, clk *clock, members ...route.Member) *route.Route {
+func newRoute(t *testing.T, clk *testclock.Clock, members ...route.Member) *route.Route {
 	t.Helper()
 	r, err := route.New(route.Config{Name: "main", Members: members, CoolDown: time.Minute, Now: clk.Now})
 	if err != nil {
@@ -243,7 +226,7 @@ func TestBreaker(t *testing.T) {
 	}
 
 	ask(openaiReplyModel) // the first fails, the second answers
-	clk.Advance(59 * time.Second)
+	clk.Add(59 * time.Second)
 	c, err := r.Next(hello(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +245,7 @@ func TestBreaker(t *testing.T) {
 		t.Errorf("breaker while cooling: %+v", b[0])
 	}
 
-	clk.Advance(time.Second)
+	clk.Add(time.Second)
 	if b := r.Breakers(); b[0].Open {
 		t.Errorf("breaker after the cool-down: %+v, want closed", b[0])
 	}
