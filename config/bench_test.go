@@ -3,7 +3,6 @@ package config
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
-	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 )
 
 // BenchmarkLoad300Agents loads a file of 300 agents, half of them with a
@@ -53,18 +52,9 @@ agents:
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer cfg.Close()
-	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "runs.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	b.Cleanup(func() { cfg.Close() })
 	const workers = 64
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: cfg.Agents, MaxRunners: workers})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rt.Close(context.Background())
+	rt, _ := hitchtest.New(b, hitch.Config{Agents: cfg.Agents, MaxRunners: workers})
 	agent := cfg.Agents[0]
 	ctx := context.Background()
 	var next atomic.Int64

@@ -23,6 +23,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/hook"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
@@ -78,6 +79,19 @@ agents:
 	}
 }
 
+// bashOps is a hitch.yaml: the scripted demo model on script.yaml, the
+// top-level lines top (secrets, hooks), and one agent, ops, that runs bash
+// under allow_all with hooks (list items, six spaces in).
+func bashOps(top, hooks string) string {
+	return "\nmodels:\n  demo: {provider: scripted, script: script.yaml}\n" + top + `agents:
+  - name: ops
+    model: demo
+    tools: [bash]
+    policy: allow_all
+    hooks:
+` + hooks
+}
+
 // hookRun is a config with hooks, loaded, and a runtime on a real SQLite
 // file.
 type hookRun struct {
@@ -107,18 +121,8 @@ func openHooks(t *testing.T, files map[string]string, env map[string]string) *ho
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cfg.Close() })
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: cfg.Agents, Secrets: cfg.Secrets})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		rt.Close(context.Background())
-		st.Close()
-	})
+	st := hitchtest.OpenStore(t, filepath.Join(dir, "hitch.db"))
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: cfg.Agents, Secrets: cfg.Secrets})
 	return &hookRun{dir: dir, cfg: cfg, rt: rt, st: st}
 }
 
@@ -180,21 +184,12 @@ func TestHooksDenyRewriteOrder(t *testing.T) {
 		"rewrite.sh":  "#!/bin/sh\necho rewrite >> order.txt\necho '{\"arguments\": {\"command\": \"echo rewritten >> effects.txt\"}}'\n",
 		"check.sh":    "#!/bin/sh\necho check >> order.txt\ngrep -q rewritten && echo '{\"action\": \"run\", \"reason\": \"saw the rewrite\"}'\n",
 		"last.sh":     "#!/bin/sh\necho last >> order.txt\n",
-		"hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-hooks:
+		"hitch.yaml": bashOps(`hooks:
   - {name: last, point: pre_tool, command: [./last.sh], priority: 30}
-agents:
-  - name: ops
-    model: demo
-    tools: [bash]
-    policy: allow_all
-    hooks:
-      - {name: check, point: pre_tool, match: ["ba*"], command: [./check.sh], priority: 20}
+`, `      - {name: check, point: pre_tool, match: ["ba*"], command: [./check.sh], priority: 20}
       - {name: rewrite, point: pre_tool, command: [./rewrite.sh], priority: 10}
       - {name: never, point: pre_tool, match: [read], command: [./last.sh]}
-`}, nil)
+`)}, nil)
 	if run := h.run(t, "r1"); run.Status != hitchtype.StatusCompleted {
 		t.Fatalf("run: %+v", run)
 	}
@@ -226,17 +221,8 @@ agents:
 	d := openHooks(t, map[string]string{
 		"script.yaml": effectScript,
 		"deny.sh":     "#!/bin/sh\necho 'no shell today' >&2\nexit 2\n",
-		"hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
-  - name: ops
-    model: demo
-    tools: [bash]
-    policy: allow_all
-    hooks:
-      - {name: gate, point: pre_tool, command: [./deny.sh]}
-`}, nil)
+		"hitch.yaml": bashOps("", `      - {name: gate, point: pre_tool, command: [./deny.sh]}
+`)}, nil)
 	if run := d.run(t, "r1"); run.Status != hitchtype.StatusCompleted {
 		t.Fatalf("run: %+v", run)
 	}
@@ -264,16 +250,7 @@ func TestHookFailureModes(t *testing.T) {
 				h := openHooks(t, map[string]string{
 					"script.yaml": effectScript,
 					"bad.sh":      "#!/bin/sh\n" + body + "\n",
-					"hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
-  - name: ops
-    model: demo
-    tools: [bash]
-    policy: allow_all
-    hooks:
-      - {name: bad, point: pre_tool, command: [./bad.sh], timeout: 300ms, on_error: ` + mode + `}
+					"hitch.yaml": bashOps("", `      - {name: bad, point: pre_tool, command: [./bad.sh], timeout: 300ms, on_error: `) + mode + `}
 `}, nil)
 				if run := h.run(t, "r1"); run.Status != hitchtype.StatusCompleted {
 					t.Fatalf("run: %+v", run)
@@ -301,17 +278,8 @@ func TestHookHoldReleased(t *testing.T) {
 	h := openHooks(t, map[string]string{
 		"script.yaml": effectScript,
 		"hold.sh":     "#!/bin/sh\necho '{\"action\": \"hold\", \"reason\": \"the change board decides\"}'\n",
-		"hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
-  - name: ops
-    model: demo
-    tools: [bash]
-    policy: allow_all
-    hooks:
-      - {name: board, point: pre_tool, command: [./hold.sh]}
-`}, nil)
+		"hitch.yaml": bashOps("", `      - {name: board, point: pre_tool, command: [./hold.sh]}
+`)}, nil)
 	if run := h.run(t, "r1"); run.Status != hitchtype.StatusWaiting {
 		t.Fatalf("run: %+v", run)
 	}
@@ -482,18 +450,9 @@ func TestWebhookWrongSecret(t *testing.T) {
 	} {
 		h := openHooks(t, map[string]string{
 			"script.yaml": effectScript,
-			"hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-secrets:
+			"hitch.yaml": bashOps(`secrets:
   hook_key: {env: HOOK_KEY}
-agents:
-  - name: ops
-    model: demo
-    tools: [bash]
-    policy: allow_all
-    hooks:
-      - {name: remote, point: pre_tool, url: "` + srv.URL + `", secret: hook_key, timeout: 2s}
+`, `      - {name: remote, point: pre_tool, url: "`) + srv.URL + `", secret: hook_key, timeout: 2s}
 `}, map[string]string{"HOOK_KEY": tc.key})
 		if run := h.run(t, "r1"); run.Status != hitchtype.StatusCompleted {
 			t.Fatalf("run: %+v", run)
@@ -564,17 +523,8 @@ func TestHookReleaseSurvivesKill(t *testing.T) {
 	files := map[string]string{
 		"script.yaml": effectScript,
 		"hold.sh":     "#!/bin/sh\necho '{\"action\": \"hold\", \"reason\": \"the change board decides\"}'\n",
-		"hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
-  - name: ops
-    model: demo
-    tools: [bash]
-    policy: allow_all
-    hooks:
-      - {name: board, point: pre_tool, command: [./hold.sh]}
-`}
+		"hitch.yaml": bashOps("", `      - {name: board, point: pre_tool, command: [./hold.sh]}
+`)}
 	h := openHooks(t, files, nil)
 	if run := h.run(t, "r1"); run.Status != hitchtype.StatusWaiting {
 		t.Fatalf("run: %+v", run)

@@ -5,58 +5,24 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
-	"github.com/hitch-dev/hitch/model/scripted"
-	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/server"
-	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
 // newSessionServer is newServer with an admin token, which sessions need
 // to send: a real runtime, SQLite store, API and console in process.
 func newSessionServer(t *testing.T) (http.Handler, *hitch.Runtime) {
 	t.Helper()
-	ctx := context.Background()
-	agent, err := hitch.Build(hitch.Spec{
-		Name:   "quick",
-		Model:  scripted.New("quick", scripted.Script{Turns: []scripted.Turn{{Text: "done"}}, Repeat: true}),
-		Policy: policy.Rules{{Tools: []string{"*"}, Verdict: policy.Allow}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{agent}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Runtime: rt, Store: st, Agents: []*hitch.Agent{agent}, Tokens: []server.Token{
-		{Name: "admin", Tenant: "default", Role: api.RoleAdmin, Hash: server.HashToken(tokAdmin)},
-		{Name: "viewer", Tenant: "default", Role: api.RoleViewer, Hash: server.HashToken(tokB)},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Stop()
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = rt.Close(cctx)
-		_ = st.Close()
-	})
-	return srv, rt
+	return quickServer(t, true,
+		server.Token{Name: "admin", Tenant: "default", Role: api.RoleAdmin, Hash: server.HashToken(tokAdmin)},
+		server.Token{Name: "viewer", Tenant: "default", Role: api.RoleViewer, Hash: server.HashToken(tokB)})
 }
 
 var keyInput = regexp.MustCompile(`name="key" value="([^"]+)"`)

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,46 +17,39 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/server"
-	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
-// newServer is a real server (runtime, SQLite store, API and console) in
-// process, without a browser: for the console's cookie and form checks.
-func newServer(t *testing.T) http.Handler {
+// quickServer is a real server (runtime, SQLite store, API and console)
+// in process, without a browser, for one agent, quick, that answers "done"
+// (each time, with repeat), and the given tokens.
+func quickServer(t *testing.T, repeat bool, tokens ...server.Token) (*server.Server, *hitch.Runtime) {
 	t.Helper()
-	ctx := context.Background()
 	agent, err := hitch.Build(hitch.Spec{
 		Name:   "quick",
-		Model:  scripted.New("quick", scripted.Script{Turns: []scripted.Turn{{Text: "done"}}}),
+		Model:  scripted.New("quick", scripted.Script{Turns: []scripted.Turn{{Text: "done"}}, Repeat: repeat}),
 		Policy: policy.Rules{{Tools: []string{"*"}, Verdict: policy.Allow}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
+	rt, st := hitchtest.New(t, hitch.Config{Agents: []*hitch.Agent{agent}})
+	srv, err := server.New(server.Config{Runtime: rt, Store: st, Agents: []*hitch.Agent{agent}, Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{agent}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Runtime: rt, Store: st, Agents: []*hitch.Agent{agent}, Tokens: []server.Token{
-		{Name: "op", Tenant: "default", Role: api.RoleOperator, Hash: server.HashToken(tokAdmin)},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Stop()
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = rt.Close(cctx)
-		_ = st.Close()
-	})
+	t.Cleanup(srv.Stop)
+	return srv, rt
+}
+
+// newServer is a quick server for an operator, for the console's cookie
+// and form checks.
+func newServer(t *testing.T) http.Handler {
+	t.Helper()
+	srv, _ := quickServer(t, false, server.Token{Name: "op", Tenant: "default", Role: api.RoleOperator, Hash: server.HashToken(tokAdmin)})
 	return srv
 }
 
