@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -216,19 +215,8 @@ func startSlow(t *testing.T, c *Client) (int, <-chan error, net.Conn) {
 		_, err := slow.Call(context.Background(), json.RawMessage(`{"addr":"`+l.Addr().String()+`"}`))
 		done <- err
 	}()
-	conn, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid, conn := mcptest.AcceptSlow(t, l)
 	t.Cleanup(func() { conn.Close() })
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatal(err)
-	}
 	return pid, done, conn
 }
 
@@ -273,25 +261,13 @@ func TestReplayableRetriedAfterKill(t *testing.T) {
 		_, err := slow.Call(context.Background(), json.RawMessage(`{"addr":"`+l.Addr().String()+`"}`))
 		done <- err
 	}()
-	accept := func() (int, net.Conn) {
-		conn, err := l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(conn).ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(line))
-		return pid, conn
-	}
-	pid, conn := accept()
+	pid, conn := mcptest.AcceptSlow(t, l)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	conn.Close()
 	// The same call runs again in a new process; let it finish there.
-	pid2, conn2 := accept()
+	pid2, conn2 := mcptest.AcceptSlow(t, l)
 	if pid2 == pid {
 		t.Fatal("retried in the same process")
 	}

@@ -1,13 +1,10 @@
 package mcp_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,11 +12,11 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/internal/mcptest"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 	"github.com/hitch-dev/hitch/tool/mcp"
 )
@@ -59,38 +56,17 @@ func TestLostReplayableAttemptIsJournaled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(context.Background())
+	rt, st := hitchtest.New(t, hitch.Config{Agents: []*hitch.Agent{a}})
 	res, err := rt.Start(ctx, a, "go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	accept := func() (int, net.Conn) {
-		conn, err := l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(conn).ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(line))
-		return pid, conn
-	}
-	pid, conn := accept()
+	pid, conn := mcptest.AcceptSlow(t, l)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	conn.Close()
-	pid2, conn2 := accept() // the next attempt, on a new server process
+	pid2, conn2 := mcptest.AcceptSlow(t, l) // the next attempt, on a new server process
 	if pid2 == pid {
 		t.Fatal("run again in the dead process")
 	}
