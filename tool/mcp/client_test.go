@@ -199,22 +199,31 @@ func TestCollisionRefused(t *testing.T) {
 	}
 }
 
-// startSlow calls slow in the background and returns the server's process
-// id once the call runs there, and the call's result. Closing the returned
-// connection lets the tool return.
-func startSlow(t *testing.T, c *Client) (int, <-chan error, net.Conn) {
+// callSlow listens on loopback and calls slow in the background, telling
+// it to dial that listener (closed when the test ends); it returns the
+// listener and the call's result.
+func callSlow(t *testing.T, c *Client) (net.Listener, <-chan error) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	done := make(chan error, 1)
 	slow := find(t, c, "test__slow")
 	go func() {
 		_, err := slow.Call(context.Background(), json.RawMessage(`{"addr":"`+l.Addr().String()+`"}`))
 		done <- err
 	}()
+	return l, done
+}
+
+// startSlow calls slow in the background and returns the server's process
+// id once the call runs there, and the call's result. Closing the returned
+// connection lets the tool return.
+func startSlow(t *testing.T, c *Client) (int, <-chan error, net.Conn) {
+	t.Helper()
+	l, done := callSlow(t, c)
 	pid, conn := mcptest.AcceptSlow(t, l)
 	t.Cleanup(func() { conn.Close() })
 	return pid, done, conn
@@ -249,18 +258,7 @@ func TestReplayableRetriedAfterKill(t *testing.T) {
 	yes := true
 	s := stdioServer(t)
 	s.Tools = map[string]ToolOverride{"slow": {Replayable: &yes}}
-	c := connect(t, s)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	done := make(chan error, 1)
-	slow := find(t, c, "test__slow")
-	go func() {
-		_, err := slow.Call(context.Background(), json.RawMessage(`{"addr":"`+l.Addr().String()+`"}`))
-		done <- err
-	}()
+	l, done := callSlow(t, connect(t, s))
 	pid, conn := mcptest.AcceptSlow(t, l)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
