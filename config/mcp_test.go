@@ -195,6 +195,22 @@ func (r mcpRun) open(t *testing.T, cfg *Config, ahead time.Duration) (*hitch.Run
 	return rt, st
 }
 
+// start loads the config, opens the run's store and a runtime on it, and
+// starts run r1 of helper; the caller closes what it returns.
+func (r mcpRun) start(t *testing.T, ctx context.Context) (*Config, *hitch.Runtime, store.Store) {
+	t.Helper()
+	cfg := r.load(t)
+	rt, st := r.open(t, cfg, 0)
+	a, err := cfg.Agent("helper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Start(ctx, a, "go", hitch.WithID("r1")); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, rt, st
+}
+
 func journal(t *testing.T, st store.Store, runID string) []store.Entry {
 	t.Helper()
 	es, err := st.JournalRead(context.Background(), store.JournalReadParams{RunID: runID, Limit: 1000})
@@ -287,18 +303,10 @@ func TestMCPToolsInARun(t *testing.T) {
   - text: done
 `, ln.Addr().String()), "allow_all")
 
-	cfg := r.load(t)
+	cfg, rt, st := r.start(t, ctx)
 	defer cfg.Close()
-	rt, st := r.open(t, cfg, 0)
 	defer st.Close()
 	defer rt.Close(ctx)
-	a, err := cfg.Agent("helper")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rt.Start(ctx, a, "go", hitch.WithID("r1")); err != nil {
-		t.Fatal(err)
-	}
 	// slow holds turn 1 open until the server has listed the new tool.
 	conn, err := ln.Accept()
 	if err != nil {
@@ -414,18 +422,10 @@ func TestMCPDestructiveToolNeedsApproval(t *testing.T) {
         reason: the server says this tool may destroy data
       - tools: ["*"]
         verdict: allow`)
-	cfg := r.load(t)
+	cfg, rt, st := r.start(t, ctx)
 	defer cfg.Close()
-	rt, st := r.open(t, cfg, 0)
 	defer st.Close()
 	defer rt.Close(ctx)
-	a, err := cfg.Agent("helper")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rt.Start(ctx, a, "go", hitch.WithID("r1")); err != nil {
-		t.Fatal(err)
-	}
 	run, err := rt.Await(ctx, "r1")
 	if err != nil || run.Status != hitchtype.StatusWaiting {
 		t.Fatalf("run: %+v %v", run, err)
