@@ -30,9 +30,21 @@ func write(t testing.TB, files map[string]string) string {
 
 const script = "turns:\n  - text: hi\n"
 
+// load writes files (hitch.yaml among them) into a folder and loads the
+// config, closed when the test ends.
+func load(t testing.TB, files map[string]string) *Config {
+	t.Helper()
+	cfg, err := Load(write(t, files), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cfg.Close() })
+	return cfg
+}
+
 func TestLoadGoodConfig(t *testing.T) {
 	t.Parallel()
-	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
+	cfg := load(t, map[string]string{"script.yaml": script, "hitch.yaml": `
 models:
   demo: {provider: scripted, script: script.yaml}
 agents:
@@ -44,11 +56,6 @@ agents:
       tool_timeout: infinite
       model_attempts: 3
 `})
-	cfg, err := Load(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cfg.Close()
 	a, err := cfg.Agent("")
 	if err != nil || a.Name() != "helper" || a.Limits().ModelAttempts != 3 || a.Limits().ToolTimeout >= 0 {
 		t.Fatalf("agent %v limits %+v err %v", a, a.Limits(), err)
@@ -426,7 +433,7 @@ func TestDocPolicyExamplesCompile(t *testing.T) {
 func TestModelStreamFalse(t *testing.T) {
 	t.Parallel()
 	srv := modeltest.NewServer(t, modeltest.Exchange{ContentType: "application/json", Body: modeltest.Fixture(t, "../model/openai/testdata/chat_tool.json")})
-	path := write(t, map[string]string{"hitch.yaml": `
+	cfg := load(t, map[string]string{"hitch.yaml": `
 models:
   local:
     provider: openai
@@ -436,11 +443,6 @@ models:
 agents:
   - {name: a, model: local, policy: allow_all}
 `})
-	cfg, err := Load(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cfg.Close()
 	req := &model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "Weather in Paris?"}}}
 	reply, err := model.Collect(cfg.Models["local"].Generate(t.Context(), req), nil)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 
 func TestLoadTriggers(t *testing.T) {
 	t.Parallel()
-	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
+	cfg := load(t, map[string]string{"script.yaml": script, "hitch.yaml": `
 models:
   demo: {provider: scripted, script: script.yaml}
 agents:
@@ -36,11 +36,6 @@ triggers:
     grace: 5m
     paused: true
 `})
-	cfg, err := Load(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cfg.Close()
 	if len(cfg.Triggers) != 3 {
 		t.Fatalf("triggers: %+v", cfg.Triggers)
 	}
