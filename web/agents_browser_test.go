@@ -1,8 +1,6 @@
 package web_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,11 +37,7 @@ server:
 `,
 		"ops.yaml": "turns:\n  - calls: [{name: glob, args: '{\"pattern\": \"*.yaml\"}'}]\n  - text: ops done\n",
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, files)
 	base := serve(t, dir)
 	id := start(t, base, "ops", "look")
 	if r := await(t, base, id); r.Status != "completed" {

@@ -127,15 +127,21 @@ server:
 		// loop never answers: its run completes at its turn limit.
 		"loop.yaml": "repeat: true\nturns:\n  - calls: [{name: glob, args: '{\"pattern\": \"*\"}'}]\n",
 	}
+	writeFiles(t, dir, files)
+	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// writeFiles writes each file into dir, readable by the owner only.
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // gateCommand is the command the gate agent asks to run; gateYAML is it

@@ -1,8 +1,6 @@
 package web_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,11 +40,7 @@ server:
 		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}]\n  - text: boss done\n",
 		"kid.yaml":   "turns:\n  - text: kid done\n",
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, files)
 	return dir
 }
 
