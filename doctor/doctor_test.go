@@ -2,9 +2,7 @@ package doctor_test
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"net"
 	"os"
@@ -17,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hitch-dev/hitch/doctor"
+	"github.com/hitch-dev/hitch/internal/pgtest"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/postgres"
@@ -289,44 +288,14 @@ func TestBadConfigIsRefused(t *testing.T) {
 	}
 }
 
-// testURL is the PostgreSQL database of the tests; without it the test is
-// skipped.
-func testURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("HITCH_TEST_POSTGRES")
-	if u == "" {
-		t.Skip("HITCH_TEST_POSTGRES is not set: set it to a postgres:// URL of a database the tests may create schemas in")
-	}
-	return u
-}
-
 // openPostgres opens a store in a schema of the test's own, dropped when
-// the test ends; extra is added to the URL's query.
-func openPostgres(t *testing.T, extra string) (*postgres.Store, string) {
+// the test ends; a key and value given are added to the URL's query.
+func openPostgres(t *testing.T, key, value string) (*postgres.Store, string) {
 	t.Helper()
-	url := testURL(t)
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "hitch_test_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	if extra != "" {
-		sep := "?"
-		if strings.Contains(url, "?") {
-			sep = "&"
-		}
-		url += sep + extra
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, "hitch_test_")
+	if key != "" {
+		url = pgtest.WithParam(url, key, value)
 	}
 	s, err := postgres.Open(context.Background(), url, postgres.WithSchema(schema), postgres.WithPollOnly(true))
 	if err != nil {
@@ -340,7 +309,7 @@ func openPostgres(t *testing.T, extra string) (*postgres.Store, string) {
 func tables(t *testing.T, schema string) []string {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testURL(t))
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +327,7 @@ func tables(t *testing.T, schema string) []string {
 
 func TestHealthyPostgres(t *testing.T) {
 	t.Parallel()
-	s, schema := openPostgres(t, "")
+	s, schema := openPostgres(t, "", "")
 	before := tables(t, schema)
 	r := run(t, doctor.Config{Store: s, Commits: 20})
 	for _, name := range []string{"store", "schema", "durability", "commits", "clock", "nodes"} {
@@ -378,7 +347,7 @@ func TestPostgresSynchronousCommitOffWarns(t *testing.T) {
 	t.Parallel()
 	// Set for the store's sessions, as a role's or a database's setting
 	// would be.
-	s, _ := openPostgres(t, "synchronous_commit=off")
+	s, _ := openPostgres(t, "synchronous_commit", "off")
 	r := run(t, doctor.Config{Store: s, Commits: 5})
 	c := check(t, r, "durability")
 	if c.Verdict != doctor.Warning || !strings.Contains(c.Detail, "synchronous_commit=off") {
