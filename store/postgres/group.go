@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,11 +29,16 @@ const groupQueue = 4 * MaxGroupAppends
 // groupSQL appends for many runs in one statement. The requests come as
 // parallel arrays ($2–$7: run, token, position, count, status, wake); the
 // entries as parallel arrays too ($8–$11: run, its entry's place, kind,
-// data).
+// data). It first locks its runs in the order of their ids, as every
+// statement that locks many runs does (renewManySQL): in whatever order a
+// join met them, two such statements sharing runs could deadlock, and
+// PostgreSQL only breaks a deadlock after deadlock_timeout (a second).
 const groupSQL = `
 WITH q AS (
 	SELECT * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::text[], $7::timestamptz[])
 		AS q (id, token, after, n, status, wake)
+), l AS MATERIALIZED (
+	SELECT seq FROM hitch_runs WHERE id = ANY ($2::text[]) ORDER BY id FOR NO KEY UPDATE
 ), r AS (
 	UPDATE hitch_runs h SET
 		position = q.after + q.n,
@@ -47,8 +50,8 @@ WITH q AS (
 				THEN least(coalesce(q.wake, ` + nowSQL + `), ` + nowSQL + `)
 			WHEN q.status = 'waiting' THEN q.wake END,
 		updated_at = ` + nowSQL + `
-	FROM q
-	WHERE h.id = q.id AND h.lease_token = q.token AND h.position = q.after AND h.lease_owner <> ''
+	FROM q, l
+	WHERE h.seq = l.seq AND h.id = q.id AND h.lease_token = q.token AND h.position = q.after AND h.lease_owner <> ''
 		AND h.status IN ('queued', 'running', 'waiting')
 	RETURNING h.seq, h.id, h.position, h.status, h.lease_owner, h.cancel_requested, h.updated_at, q.after
 ), j AS (
@@ -167,9 +170,6 @@ func (s *Store) appendGroup(batch []*groupReq) {
 		r.done <- groupAns{out, err}
 		return
 	}
-	// Lock the rows in one order, so that two nodes' groups cannot
-	// deadlock on each other.
-	slices.SortFunc(live, func(a, b *groupReq) int { return strings.Compare(a.p.RunID, b.p.RunID) })
 	got := make(map[string]store.Appended, len(live))
 	err := s.retry(ctx, func() error {
 		clear(got)

@@ -146,11 +146,15 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 
 // renewManySQL renews the leases $3 (run ids) with tokens $4 held by $2,
 // by $5 microseconds, in one statement; a lease that is not current
-// matches nothing.
+// matches nothing. It locks the runs in the order of their ids first, as
+// groupSQL does, so that the two cannot deadlock.
 const renewManySQL = `
+WITH o AS MATERIALIZED (
+	SELECT seq FROM hitch_runs WHERE id = ANY ($3::text[]) AND lease_owner = $2 ORDER BY id FOR NO KEY UPDATE
+)
 UPDATE hitch_runs AS r SET lease_expires = ` + nowSQL + ` + $5 * interval '1 microsecond', updated_at = ` + nowSQL + `
-FROM unnest($3::text[], $4::bigint[]) AS l(id, token)
-WHERE r.id = l.id AND r.lease_token = l.token AND r.lease_owner = $2 AND r.status IN ('queued', 'running', 'waiting')
+FROM unnest($3::text[], $4::bigint[]) AS l(id, token), o
+WHERE r.seq = o.seq AND r.id = l.id AND r.lease_token = l.token AND r.lease_owner = $2 AND r.status IN ('queued', 'running', 'waiting')
 RETURNING r.id, r.cancel_requested`
 
 // LeaseRenewMany renews many leases of one owner in one statement.
