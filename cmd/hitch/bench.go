@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 func newBench(g *globals) *cobra.Command {
 	var runs, steps, maxRunners, nodes, parked, recoverN, wake, clients, secrets int
 	var wakeHere bool
-	var db, syncMode, tracing string
+	var db, syncMode, tracing, cpuProfile string
 	var latency, jitter, poll, lease time.Duration
 	var node bench.NodeParams
 	cmd := &cobra.Command{
@@ -147,6 +148,17 @@ func newBench(g *globals) *cobra.Command {
 			default:
 				return usageError{fmt.Errorf("--tracing %q: want off, noexport or otlp", tracing)}
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			res, err := bench.Run(cmd.Context(), p)
 			if err != nil {
 				return err
@@ -162,6 +174,7 @@ func newBench(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&syncMode, "sync", "FULL", "SQLite synchronous setting: FULL (power-loss safe) or NORMAL")
 	cmd.Flags().DurationVar(&latency, "model-latency", 0, "every model call takes this long, as a production model's would (0: it answers at once)")
 	cmd.Flags().DurationVar(&jitter, "jitter", 0, "model calls take --model-latency give or take up to this, drawn uniformly")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof reads it)")
 	cmd.Flags().IntVar(&maxRunners, "max-runners", 0, "runs in flight (0: as many as --runs; with --nodes, each node's default)")
 	cmd.Flags().IntVar(&nodes, "nodes", 0, "drive the runs with this many worker processes sharing one store (SQLite, or $HITCH_DATABASE_URL)")
 	cmd.Flags().DurationVar(&poll, "poll", 0, "with --nodes: how often each node looks for due runs (default 1s on PostgreSQL, which notifies the nodes; 50ms on SQLite, which does not)")
