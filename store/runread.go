@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -11,12 +12,18 @@ import (
 // The decisions of a run's reads that every driver makes alike; the drivers
 // keep the statements.
 
-// CheckCancelRequested checks the ids of a RunCancelRequested.
-func CheckCancelRequested(ids []string) error {
-	if len(ids) > MaxListLimit {
-		return fmt.Errorf("%d ids: at most %d at once", len(ids), MaxListLimit)
+// CheckCancelRequested checks the parameters of a RunCancelRequested and
+// returns its page's limit.
+func CheckCancelRequested(p RunCancelRequestedParams) (int, error) {
+	switch {
+	case p.Owner == "":
+		return 0, errors.New("owner is required")
+	case p.Limit < 0 || p.Limit > MaxListLimit:
+		return 0, fmt.Errorf("limit %d is outside 0..%d", p.Limit, MaxListLimit)
+	case p.Limit == 0:
+		return MaxListLimit, nil
 	}
-	return nil
+	return p.Limit, nil
 }
 
 // ListStatuses are the statuses a RunList or a count selects, sorted, each

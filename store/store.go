@@ -132,11 +132,13 @@ type Store interface {
 	// lease was renewed.
 	LeaseRenewMany(ctx context.Context, p LeaseRenewManyParams) ([]LeaseRenewal, error)
 
-	// RunCancelRequested returns which of the runs ids (at most
-	// MaxListLimit) have a cancel requested and have not ended, in no
-	// particular order: a node asks it for every run it drives at once.
-	// Ids of no run are left out.
-	RunCancelRequested(ctx context.Context, ids []string) ([]string, error)
+	// RunCancelRequested returns the ids of the runs leased to p.Owner
+	// that have a cancel requested and have not ended, in order of id,
+	// after p.After, at most p.Limit of them (MaxListLimit when 0): a node
+	// asks it once a poll for the runs it drives. The store answers from
+	// the few runs with a cancel pending, so a poll costs the same with
+	// ten or ten thousand runs in flight.
+	RunCancelRequested(ctx context.Context, p RunCancelRequestedParams) ([]string, error)
 
 	// LeaseRelease gives a lease back before it expires, so that another
 	// node claims the run at once instead of waiting out the TTL (a runner
@@ -578,6 +580,16 @@ type LeaseRenewManyParams struct {
 	Owner  string
 	TTL    time.Duration
 	Leases []LeaseHeld
+}
+
+// RunCancelRequestedParams are the parameters of RunCancelRequested.
+type RunCancelRequestedParams struct {
+	// Owner is the node whose leased runs are asked about; required.
+	Owner string
+	// After is the last id of the previous page; empty for the first.
+	After string
+	// Limit bounds the page: 0 means MaxListLimit.
+	Limit int
 }
 
 // LeaseHeld names a lease: a run and the token its claim gave.

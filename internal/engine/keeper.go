@@ -8,10 +8,11 @@ import (
 	"github.com/hitch-dev/hitch/store"
 )
 
-// The keeper renews the leases of every run an engine drives, and looks
-// for cancel requests made by other processes, a bounded batch of runs per
-// store call rather than one call per run: a node with thousands of runs
-// waiting on their models costs its store a few statements a period, and
+// The keeper renews the leases of every run an engine drives, a bounded
+// batch of runs per store call rather than one call per run, and asks the
+// store for the cancel requests made by other processes for this node's
+// runs: a node with thousands of runs waiting on their models costs its
+// store a few statements a period, and
 // a run in flight holds no goroutine of its own beyond its runner's. The
 // keeper runs while the engine drives at least one run (Engine.spawn
 // starts it, the last runner to return stops it), so an idle engine holds
@@ -62,9 +63,9 @@ func (e *Engine) keep(ctx context.Context) {
 	}
 }
 
-// held lists the runners whose leases the keeper looks after, in batches
-// of at most store.MaxListLimit.
-func (e *Engine) held(renewing bool) [][]*runner {
+// held lists the runners whose leases the keeper renews, in batches of at
+// most store.MaxListLimit.
+func (e *Engine) held() [][]*runner {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var all [][]*runner
@@ -73,11 +74,8 @@ func (e *Engine) held(renewing bool) [][]*runner {
 		if r.lost() {
 			continue
 		}
-		if at := r.cancelAt.Load(); renewing && at != 0 && time.Since(time.Unix(0, at)) > e.cfg.ForceSettleGrace {
+		if at := r.cancelAt.Load(); at != 0 && time.Since(time.Unix(0, at)) > e.cfg.ForceSettleGrace {
 			continue // cancelled long ago and still not settled: let the lease lapse
-		}
-		if !renewing && r.cancelled.Load() {
-			continue
 		}
 		if len(batch) == store.MaxListLimit {
 			all, batch = append(all, batch), nil
@@ -92,7 +90,7 @@ func (e *Engine) held(renewing bool) [][]*runner {
 
 // renewAll renews the lease of every runner, a batch at a time.
 func (e *Engine) renewAll(ctx context.Context) {
-	for _, batch := range e.held(true) {
+	for _, batch := range e.held() {
 		p := store.LeaseRenewManyParams{Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, Leases: make([]store.LeaseHeld, len(batch))}
 		for i, r := range batch {
 			p.Leases[i] = store.LeaseHeld{RunID: r.runID, Token: r.token}
@@ -131,23 +129,33 @@ func (e *Engine) renewAll(ctx context.Context) {
 	}
 }
 
-// pollCancels asks the store which runs have a cancel requested by
-// another process, a batch at a time, and tells their runners.
+// pollCancels asks the store which runs leased to this node have a cancel
+// requested by another process, a page at a time, and tells their runners.
+// The store answers from its runs with a cancel pending, so a poll costs
+// the same however many runs are in flight.
 func (e *Engine) pollCancels(ctx context.Context) {
-	for _, batch := range e.held(false) {
-		ids := make([]string, len(batch))
-		byID := make(map[string]*runner, len(batch))
-		for i, r := range batch {
-			ids[i], byID[r.runID] = r.runID, r
-		}
-		cctx, cancel := context.WithTimeout(ctx, e.cfg.CancelPoll)
-		got, err := e.cfg.Store.RunCancelRequested(cctx, ids)
-		cancel()
+	cctx, cancel := context.WithTimeout(ctx, e.cfg.CancelPoll)
+	defer cancel()
+	p := store.RunCancelRequestedParams{Owner: e.cfg.Owner}
+	for {
+		ids, err := e.cfg.Store.RunCancelRequested(cctx, p)
 		if err != nil {
-			continue // the next poll asks again
+			return // the next poll asks again
 		}
-		for _, id := range got {
-			byID[id].requestCancel()
+		var asked []*runner
+		e.mu.Lock()
+		for _, id := range ids {
+			if r := e.active[id]; r != nil && !r.lost() && !r.cancelled.Load() {
+				asked = append(asked, r)
+			}
 		}
+		e.mu.Unlock()
+		for _, r := range asked {
+			r.requestCancel()
+		}
+		if len(ids) < store.MaxListLimit {
+			return
+		}
+		p.After = ids[len(ids)-1]
 	}
 }

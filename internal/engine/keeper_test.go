@@ -17,10 +17,10 @@ import (
 type counting struct {
 	store.Store
 	mu        sync.Mutex
-	renew     int   // LeaseRenew calls
-	gets      int   // RunGet calls
-	many      []int // leases in each LeaseRenewMany call
-	cancels   []int // ids in each RunCancelRequested call
+	renew     int      // LeaseRenew calls
+	gets      int      // RunGet calls
+	many      []int    // leases in each LeaseRenewMany call
+	cancels   []string // the owner of each RunCancelRequested call
 	renewedAt chan int
 }
 
@@ -50,11 +50,11 @@ func (s *counting) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyPar
 	return got, err
 }
 
-func (s *counting) RunCancelRequested(ctx context.Context, ids []string) ([]string, error) {
+func (s *counting) RunCancelRequested(ctx context.Context, p store.RunCancelRequestedParams) ([]string, error) {
 	s.mu.Lock()
-	s.cancels = append(s.cancels, len(ids))
+	s.cancels = append(s.cancels, p.Owner)
 	s.mu.Unlock()
-	return s.Store.RunCancelRequested(ctx, ids)
+	return s.Store.RunCancelRequested(ctx, p)
 }
 
 // TestKeeperRenewsEveryLeaseInOneCall: a node driving many runs that wait
@@ -115,6 +115,11 @@ func TestKeeperRenewsEveryLeaseInOneCall(t *testing.T) {
 	for _, n := range st.many {
 		if n > runs {
 			t.Errorf("a renewal of %d leases, more than the %d runs", n, runs)
+		}
+	}
+	for _, owner := range st.cancels {
+		if owner != "node" {
+			t.Errorf("a cancel poll for the runs of %q, want this node's", owner)
 		}
 	}
 	if err := e.Close(ctx); err != nil {

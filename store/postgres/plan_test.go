@@ -71,7 +71,8 @@ func checkPlans(t *testing.T, url string, rec *recorder) {
 		FullScan: fullScans,
 		Want: []string{"UPDATE hitch_runs AS r SET status = 'running'", "INSERT INTO hitch_journal",
 			"FROM hitch_run_counts", "SELECT count(*) FROM (SELECT 1 FROM hitch_runs",
-			"WHERE parent_id = $2", "FROM hitch_runs WHERE id = $1", "ORDER BY created_at DESC, id DESC LIMIT"},
+			"WHERE parent_id = $2", "FROM hitch_runs WHERE id = $1", "ORDER BY created_at DESC, id DESC LIMIT",
+			"AND cancel_requested AND status IN"},
 	})
 }
 
@@ -153,11 +154,11 @@ func explain(ctx context.Context, conn *pgx.Conn, q string) (string, error) {
 var scanOf = regexp.MustCompile(`(Seq Scan|Index Only Scan|Index Scan|Bitmap Heap Scan)(?: Backward)?(?: using (\w+))? on (hitch_runs|hitch_journal)\b`)
 
 // keyIndexes select a run, a family or a journal by equality on a key;
-// workIndexes are partial indexes of the runs that are due or settled,
-// whose size is the work at hand, not the table.
+// workIndexes are partial indexes of the runs that are due, settled or have
+// a cancel pending, whose size is the work at hand, not the table.
 var (
 	keyIndexes  = []string{"hitch_runs_pkey", "hitch_runs_id_key", "hitch_journal_pkey", "hitch_runs_root", "hitch_runs_parent"}
-	workIndexes = []string{"hitch_runs_lease_due", "hitch_runs_wake_due", "hitch_runs_settled_roots"}
+	workIndexes = []string{"hitch_runs_lease_due", "hitch_runs_wake_due", "hitch_runs_settled_roots", "hitch_runs_cancel_pending"}
 )
 
 // fullScans names the first node of plan that reads runs or the journal in

@@ -189,17 +189,21 @@ func (s *Store) RunGet(ctx context.Context, id string) (store.Run, error) {
 	return store.Result(r.run, err, "run get", id)
 }
 
-// RunCancelRequested returns which of ids have a cancel requested and
-// have not ended, in one statement.
-func (s *Store) RunCancelRequested(ctx context.Context, ids []string) ([]string, error) {
-	if err := s.ready(store.CheckCancelRequested(ids), "run cancel requested", ""); err != nil || len(ids) == 0 {
+// RunCancelRequested returns the runs leased to p.Owner with a cancel
+// pending, a page in order of id, from the partial index that holds only
+// such runs.
+func (s *Store) RunCancelRequested(ctx context.Context, p store.RunCancelRequestedParams) ([]string, error) {
+	limit, err := store.CheckCancelRequested(p)
+	if err := s.ready(err, "run cancel requested", ""); err != nil {
 		return nil, err
 	}
 	var out []string
-	err := s.retry(ctx, func() error {
+	err = s.retry(ctx, func() error {
 		var err error
-		out, err = readAll(ctx, s.pool, scanID, `SELECT id FROM hitch_runs WHERE id = ANY($1::text[])
-			AND cancel_requested AND status IN ('queued', 'running', 'waiting')`, ids)
+		// The conditions repeat hitch_runs_cancel_pending's, so the planner uses it.
+		out, err = readAll(ctx, s.pool, scanID, `SELECT id FROM hitch_runs
+			WHERE lease_owner = $1 AND id > $2 AND cancel_requested AND status IN ('queued', 'running', 'waiting')
+			ORDER BY id LIMIT $3`, p.Owner, p.After, limit)
 		return err
 	})
 	return store.Result(out, err, "run cancel requested", "")

@@ -75,7 +75,7 @@ func checkPlans(t *testing.T, rec *recorder) {
 		FullScan: func(q, _ string) string { return fullScans(q, plans[q]) },
 		Want: []string{"UPDATE runs SET status = 'running'", "INSERT INTO journal", "FROM run_counts",
 			"SELECT count(*) FROM (SELECT 1 FROM runs", "WHERE parent_id = +?2", "FROM runs WHERE id = ?",
-			"ORDER BY created_at DESC, id DESC LIMIT"},
+			"ORDER BY created_at DESC, id DESC LIMIT", "AND cancel_requested = 1 AND status IN"},
 	})
 }
 
@@ -240,9 +240,10 @@ var access = regexp.MustCompile(`^(SCAN|SEARCH) (\w+)(?: USING (?:COVERING )?IND
 // journal: a step constrained on one reads only what belongs to it.
 var keyColumns = []string{"id", "seq", "rowid", "run_seq", "root_id", "parent_id"}
 
-// workIndexes are partial indexes that hold only the runs that are due or
-// settled: what they hold is the work at hand, not the table.
-var workIndexes = []string{"runs_lease_due", "runs_wake_due", "runs_settled_roots"}
+// workIndexes are partial indexes that hold only the runs that are due,
+// settled or have a cancel pending: what they hold is the work at hand,
+// not the table.
+var workIndexes = []string{"runs_lease_due", "runs_wake_due", "runs_settled_roots", "runs_cancel_pending"}
 
 // fullScans names the first step of plan that reads runs or the journal in
 // a way that grows with the table, or "". A step that reads by a key

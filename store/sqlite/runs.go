@@ -180,20 +180,18 @@ func (s *Store) RunGet(ctx context.Context, id string) (store.Run, error) {
 	return store.Result(r.run, err, "run get", id)
 }
 
-// RunCancelRequested returns which of ids have a cancel requested and
-// have not ended, in one statement.
-func (s *Store) RunCancelRequested(ctx context.Context, ids []string) ([]string, error) {
-	if err := s.ready(store.CheckCancelRequested(ids), "run cancel requested", ""); err != nil || len(ids) == 0 {
+// RunCancelRequested returns the runs leased to p.Owner with a cancel
+// pending, a page in order of id, from the partial index that holds only
+// such runs.
+func (s *Store) RunCancelRequested(ctx context.Context, p store.RunCancelRequestedParams) ([]string, error) {
+	limit, err := store.CheckCancelRequested(p)
+	if err := s.ready(err, "run cancel requested", ""); err != nil {
 		return nil, err
 	}
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return nil, fmt.Errorf("run cancel requested: %w", err)
-	}
-	// The unary plus keeps the planner on the id index: without
-	// statistics it would rather walk every live run by status.
-	out, err := readAll(ctx, s, scanID, `SELECT id FROM runs WHERE id IN (SELECT value FROM json_each(?))
-		AND cancel_requested = 1 AND +status IN ('queued', 'running', 'waiting')`, string(list))
+	// The conditions repeat runs_cancel_pending's, so the planner uses it.
+	out, err := readAll(ctx, s, scanID, `SELECT id FROM runs
+		WHERE lease_owner = ? AND id > ? AND cancel_requested = 1 AND status IN ('queued', 'running', 'waiting')
+		ORDER BY id LIMIT ?`, p.Owner, p.After, limit)
 	return store.Result(out, err, "run cancel requested", "")
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // testLeaseRenewMany checks the renewal of a node's leases in one call,
-// and the cancel requests read for many runs at once.
+// and the cancel requests a node reads for the runs it drives.
 func testLeaseRenewMany(t *testing.T, open opener) {
 	t.Run("Mixed", func(t *testing.T) {
 		t.Parallel()
@@ -59,26 +59,49 @@ func testLeaseRenewMany(t *testing.T, open opener) {
 	t.Run("CancelRequested", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		for _, id := range []string{"a", "b", "c"} {
+		for _, id := range []string{"a", "b", "c", "d", "e", "f", "g"} {
 			e.create(id)
 		}
-		for _, id := range []string{"a", "c"} {
+		leases := map[string]store.Lease{}
+		for _, id := range []string{"a", "b", "c", "f", "g"} {
+			leases[id] = e.claim(id, "me", longTTL)
+		}
+		e.claim("d", "other", longTTL)
+		for _, id := range []string{"a", "c", "d", "e", "f", "g"} {
 			if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: id}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		l := e.claim("c", "me", longTTL)
-		e.append(l, store.JournalAppendParams{After: 1, Entries: entries("end", 1), Status: hitchtype.StatusCancelled,
+		e.append(leases["c"], store.JournalAppendParams{After: 1, Entries: entries("end", 1), Status: hitchtype.StatusCancelled,
 			Outcome: json.RawMessage(`{"reason":"test"}`)})
-		got, err := e.s.RunCancelRequested(e.ctx, []string{"a", "b", "c", "missing"})
-		if err != nil {
-			t.Fatal(err)
+		ask := func(p store.RunCancelRequestedParams) []string {
+			t.Helper()
+			got, err := e.s.RunCancelRequested(e.ctx, p)
+			if err != nil {
+				t.Fatalf("cancel requested %+v: %v", p, err)
+			}
+			return got
 		}
-		if !slices.Equal(got, []string{"a"}) {
-			t.Fatalf("cancel requested: %v, want [a] (b has none, c has ended)", got)
+		// b has no cancel, c has ended, d is another node's, e nobody's.
+		if got := ask(store.RunCancelRequestedParams{Owner: "me"}); !slices.Equal(got, []string{"a", "f", "g"}) {
+			t.Fatalf("cancel requested: %v, want [a f g]", got)
 		}
-		if got, err := e.s.RunCancelRequested(e.ctx, nil); err != nil || len(got) != 0 {
-			t.Fatalf("no ids: %v %v", got, err)
+		if got := ask(store.RunCancelRequestedParams{Owner: "me", Limit: 2}); !slices.Equal(got, []string{"a", "f"}) {
+			t.Fatalf("first page of 2: %v, want [a f]", got)
+		}
+		if got := ask(store.RunCancelRequestedParams{Owner: "me", After: "f", Limit: 2}); !slices.Equal(got, []string{"g"}) {
+			t.Fatalf("page after f: %v, want [g]", got)
+		}
+		if got := ask(store.RunCancelRequestedParams{Owner: "other"}); !slices.Equal(got, []string{"d"}) {
+			t.Fatalf("the other node's: %v, want [d]", got)
+		}
+		if got := ask(store.RunCancelRequestedParams{Owner: "nobody"}); len(got) != 0 {
+			t.Fatalf("a node with no runs: %v", got)
+		}
+		for _, p := range []store.RunCancelRequestedParams{{}, {Owner: "me", Limit: -1}, {Owner: "me", Limit: store.MaxListLimit + 1}} {
+			if got, err := e.s.RunCancelRequested(e.ctx, p); err == nil {
+				t.Errorf("cancel requested %+v: %v, want an error", p, got)
+			}
 		}
 	})
 }
