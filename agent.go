@@ -135,8 +135,14 @@ func (a *Agent) engine() *engine.Agent {
 	return a.eng
 }
 
-// Name returns the agent's name.
-func (a *Agent) Name() string { return a.def.Name }
+// Name returns the agent's name; "" for a nil agent, which the commands
+// refuse.
+func (a *Agent) Name() string {
+	if a == nil {
+		return ""
+	}
+	return a.def.Name
+}
 
 // Version returns the agent's version.
 func (a *Agent) Version() int { return a.def.Version }

@@ -11,6 +11,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -139,14 +140,14 @@ func TestSessionTranscriptIsCompacted(t *testing.T) {
 	a := build(t, hitch.Spec{Model: m, Limits: hitch.Limits{ContextWindow: window, KeepTurns: 3}})
 	rt, _ := setup(t, a)
 	ctx := context.Background()
-	if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: "long"}); err != nil {
+	if _, _, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: "long"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range exchanges {
-		if _, err := rt.Send(ctx, "long", fmt.Sprintf("question %03d", i), hitch.SendOptions{}); err != nil {
+		if _, err := rt.Sessions().Send(ctx, "long", fmt.Sprintf("question %03d", i), sessions.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rt.AwaitSession(ctx, "long"); err != nil {
+		if _, err := rt.Sessions().Await(ctx, "long"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,7 +187,7 @@ func TestSessionTranscriptIsCompacted(t *testing.T) {
 		t.Errorf("the last request ends %q, want the latest exchanges verbatim, ending %q", got, want)
 	}
 	// Nothing is lost from the session journal.
-	st, err := rt.SessionStatus(ctx, "long")
+	st, err := rt.Sessions().Status(ctx, "long")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -105,13 +106,13 @@ func TestSessionCostSumsItsSubmissions(t *testing.T) {
 	a := build(t, hitch.Spec{Name: "chat", Model: scripted.New("chat", scripted.Script{Turns: []scripted.Turn{{Text: "noted"}}, Repeat: true})})
 	rt := openPriced(t, a)
 	s := openSession(t, rt, a, "costly")
-	send(t, rt, s.ID, "one", hitch.SendOptions{})
-	send(t, rt, s.ID, "two", hitch.SendOptions{})
+	send(t, rt, s.ID, "one", sessions.SendOptions{})
+	send(t, rt, s.ID, "two", sessions.SendOptions{})
 	st := awaitSession(t, rt, s.ID)
 	if len(st.Submissions) != 2 || st.CostUSD == nil {
 		t.Fatalf("status: %+v", st)
 	}
-	c, err := rt.SessionCost(context.Background(), s.ID)
+	c, err := rt.Sessions().Cost(context.Background(), s.ID)
 	if err != nil || c.Runs != 2 || c.Live != 0 || c.USD == nil || *c.USD == 0 || !near(*c.USD, *st.CostUSD) {
 		t.Fatalf("session cost %+v %v, want $%v", c, err, *st.CostUSD)
 	}

@@ -64,18 +64,6 @@ const (
 	MaxPruneBatches = 10
 )
 
-// Defaults of trigger bindings and their dispatcher (Config.Triggers,
-// TriggerSpec); see hitchtype.
-const (
-	DefaultTriggerPoll        = hitchtype.DefaultTriggerPoll
-	DefaultTriggerBatch       = hitchtype.DefaultTriggerBatch
-	DefaultTriggerClaimTTL    = hitchtype.DefaultTriggerClaimTTL
-	DefaultTriggersPerSession = hitchtype.DefaultTriggersPerSession
-	DefaultTriggerMinInterval = hitchtype.DefaultTriggerMinInterval
-	DefaultTriggerGrace       = hitchtype.DefaultTriggerGrace
-	DefaultTriggerMaxRetry    = hitchtype.DefaultTriggerMaxRetry
-)
-
 // Default is one row of the defaults table.
 type Default = defaults.Default
 

@@ -26,6 +26,7 @@ import (
 	"github.com/hitch-dev/hitch/telemetry"
 	"github.com/hitch-dev/hitch/tool/builtin"
 	"github.com/hitch-dev/hitch/tool/mcp"
+	"github.com/hitch-dev/hitch/triggers"
 	"github.com/hitch-dev/hitch/web"
 )
 
@@ -144,16 +145,16 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"doctor.Config.Commits", itoa(doctor.DefaultCommits)},
 		{"doctor.Config.Timeout", dur(doctor.DefaultCheckTimeout)},
 		{"client.MaxResponseBytes / MaxEventBytes", itoa(client.MaxResponseBytes>>20) + " MiB / " + itoa(client.MaxEventBytes>>20) + " MiB"},
-		{"Config.Triggers.Poll", dur(hitch.DefaultTriggerPoll)},
-		{"Config.Triggers.Batch", itoa(hitch.DefaultTriggerBatch)},
-		{"Config.Triggers.ClaimTTL", dur(hitch.DefaultTriggerClaimTTL)},
-		{"Config.Triggers.MaxPerSession", itoa(hitch.DefaultTriggersPerSession)},
-		{"Config.Triggers.MinInterval", strings.TrimSuffix(dur(hitch.DefaultTriggerMinInterval), "0s")},
-		{"TriggerSpec.Grace (config: grace)", strings.TrimSuffix(dur(hitch.DefaultTriggerGrace), "0s")},
-		{"DefaultTriggerMaxRetry", strings.TrimSuffix(dur(hitch.DefaultTriggerMaxRetry), "0s")},
-		{"TriggerSpec.ID (MaxTriggerIDBytes)", "1–" + itoa(hitch.MaxTriggerIDBytes) + " bytes"},
-		{"MaxTriggerTextBytes", itoa(hitch.MaxTriggerTextBytes>>10) + " KiB"},
-		{"MaxWakeAhead", itoa(int(hitch.MaxWakeAhead/(24*time.Hour))) + " days"},
+		{"Config.Triggers.Poll", dur(triggers.DefaultPoll)},
+		{"Config.Triggers.Batch", itoa(triggers.DefaultBatch)},
+		{"Config.Triggers.ClaimTTL", dur(triggers.DefaultClaimTTL)},
+		{"Config.Triggers.MaxPerSession", itoa(triggers.DefaultPerSession)},
+		{"Config.Triggers.MinInterval", strings.TrimSuffix(dur(triggers.DefaultMinInterval), "0s")},
+		{"TriggerSpec.Grace (config: grace)", strings.TrimSuffix(dur(triggers.DefaultGrace), "0s")},
+		{"DefaultTriggerMaxRetry", strings.TrimSuffix(dur(triggers.DefaultMaxRetry), "0s")},
+		{"TriggerSpec.ID (MaxTriggerIDBytes)", "1–" + itoa(triggers.MaxIDBytes) + " bytes"},
+		{"MaxTriggerTextBytes", itoa(triggers.MaxTextBytes>>10) + " KiB"},
+		{"MaxWakeAhead", itoa(int(triggers.MaxWakeAhead/(24*time.Hour))) + " days"},
 	}
 	for _, c := range checks {
 		if got := row(c.setting); got != c.want {

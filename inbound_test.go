@@ -22,9 +22,11 @@ import (
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/sandbox"
 	"github.com/hitch-dev/hitch/sandbox/local"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 // inboundCanary is a declared secret the tests below send in through every
@@ -104,10 +106,10 @@ func TestEditRedactsLikeSend(t *testing.T) {
 	rt, _, find, dir, closeAll := redactingSetup(t, a)
 	ctx := t.Context()
 	s := openSession(t, rt, a, "edit")
-	send(t, rt, s.ID, "task", hitch.SendOptions{})
+	send(t, rt, s.ID, "task", sessions.SendOptions{})
 	<-started
-	queued := send(t, rt, s.ID, "later", hitch.SendOptions{})
-	if err := rt.Edit(ctx, s.ID, queued.MessageID, "use "+inboundCanary+" now"); err != nil {
+	queued := send(t, rt, s.ID, "later", sessions.SendOptions{})
+	if err := rt.Sessions().Edit(ctx, s.ID, queued.MessageID, "use "+inboundCanary+" now"); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
@@ -337,27 +339,27 @@ func TestEveryInboundTextPassesTheRedactionPoint(t *testing.T) {
 		}
 	}
 
-	s, err := rt.OpenSession(ctx, chat, hitch.SessionOptions{ID: "ses", Metadata: map[string]any{"user": c}})
+	s, _, err := rt.Sessions().Open(ctx, chat, sessions.Options{ID: "ses", Metadata: map[string]any{"user": c}})
 	do("open session", err)
-	send(t, rt, s.ID, "task", hitch.SendOptions{})
+	send(t, rt, s.ID, "task", sessions.SendOptions{})
 	<-started
-	send(t, rt, s.ID, "steer "+c, hitch.SendOptions{Mode: hitch.ModeSteer})
-	queued := send(t, rt, s.ID, "queued "+c, hitch.SendOptions{})
-	do("edit", rt.Edit(ctx, s.ID, queued.MessageID, "edited "+c))
+	send(t, rt, s.ID, "steer "+c, sessions.SendOptions{Mode: sessions.ModeSteer})
+	queued := send(t, rt, s.ID, "queued "+c, sessions.SendOptions{})
+	do("edit", rt.Sessions().Edit(ctx, s.ID, queued.MessageID, "edited "+c))
 	close(release)
 	status := awaitSession(t, rt, s.ID)
 	for _, sub := range status.Submissions {
 		runs = append(runs, sub.RunID)
 	}
-	_, _, err = rt.CreateTrigger(ctx, hitch.TriggerSpec{ID: "later", At: time.Now().Add(24 * time.Hour), Agent: "chat", Input: "fire " + c},
-		hitch.TriggerOptions{})
+	_, _, err = rt.Triggers().Create(ctx, triggers.Spec{ID: "later", At: time.Now().Add(24 * time.Hour), Agent: "chat", Input: "fire " + c},
+		triggers.Options{})
 	do("create trigger", err)
 
 	var entries []store.Entry
 	for _, id := range runs {
 		entries = append(entries, journal(t, rt, id)...)
 	}
-	ses, err := rt.SessionJournal(ctx, s.ID, 0, 0)
+	ses, err := rt.Sessions().Journal(ctx, s.ID, 0, 0)
 	do("session journal", err)
 	for _, e := range ses {
 		entries = append(entries, store.Entry{Kind: e.Kind, Data: e.Data})

@@ -9,6 +9,7 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -95,7 +96,7 @@ func TestPreviewOfASessionsNextSubmission(t *testing.T) {
 	rt, _ := setup(t, a, other)
 	ses := openSession(t, rt, a, "chat")
 	for _, text := range []string{"add 1 and 2", "remember it"} {
-		if _, err := rt.Send(t.Context(), ses.ID, text, hitch.SendOptions{}); err != nil {
+		if _, err := rt.Sessions().Send(t.Context(), ses.ID, text, sessions.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		awaitSession(t, rt, ses.ID)
@@ -110,7 +111,7 @@ func TestPreviewOfASessionsNextSubmission(t *testing.T) {
 	if got := layersOf(pv); !reflect.DeepEqual(got, []string{hitchtype.LayerHistory, hitchtype.LayerInput, hitchtype.LayerTool}) {
 		t.Errorf("layers %v", got)
 	}
-	if _, err := rt.Send(t.Context(), ses.ID, "what was it?", hitch.SendOptions{}); err != nil {
+	if _, err := rt.Sessions().Send(t.Context(), ses.ID, "what was it?", sessions.SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	awaitSession(t, rt, ses.ID)
@@ -121,10 +122,10 @@ func TestPreviewOfASessionsNextSubmission(t *testing.T) {
 	}
 	samePreview(t, pv, m.reqs[before])
 
-	if _, err := rt.Preview(t.Context(), other, hitch.PreviewOptions{Session: ses.ID}); !errors.Is(err, hitch.ErrSessionAgent) {
+	if _, err := rt.Preview(t.Context(), other, hitch.PreviewOptions{Session: ses.ID}); !errors.Is(err, sessions.ErrAgent) {
 		t.Errorf("a session of another agent: %v", err)
 	}
-	if _, err := rt.Preview(t.Context(), a, hitch.PreviewOptions{Session: "nope"}); !errors.Is(err, hitch.ErrSessionNotFound) {
+	if _, err := rt.Preview(t.Context(), a, hitch.PreviewOptions{Session: "nope"}); !errors.Is(err, sessions.ErrNotFound) {
 		t.Errorf("no such session: %v", err)
 	}
 }

@@ -15,7 +15,9 @@ import (
 	"github.com/hitch-dev/hitch/internal/retention"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/secret"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 // Reconciliation settles an uncertain call from outside the run.
@@ -61,14 +63,6 @@ var (
 
 // PendingApproval is an approval request waiting for an answer.
 type PendingApproval = hitchtype.PendingApproval
-
-// TriggerConfig configures trigger bindings and their dispatcher
-// (RunTriggers); see hitchtype.TriggerConfig.
-type TriggerConfig = hitchtype.TriggerConfig
-
-// SessionConfig configures the sessions of a Runtime; see
-// hitchtype.SessionConfig.
-type SessionConfig = hitchtype.SessionConfig
 
 // Config configures a Runtime.
 type Config struct {
@@ -130,11 +124,11 @@ type Config struct {
 	// Prices override or add model prices (USD per million tokens) to the
 	// built-in list, for budgets and reported costs.
 	Prices model.Prices
-	// Sessions configures sessions (see OpenSession).
-	Sessions SessionConfig
+	// Sessions configures sessions (see Runtime.Sessions).
+	Sessions sessions.Config
 	// Triggers configures trigger bindings and their dispatcher (see
-	// CreateTrigger, RunTriggers).
-	Triggers TriggerConfig
+	// Runtime.Triggers, RunTriggers).
+	Triggers triggers.Config
 	// OnEvent, if set, sees progress as it happens: every batch of journal
 	// entries once durable, and model text deltas. It runs on the run's
 	// goroutine: keep it quick.

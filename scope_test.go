@@ -1,6 +1,7 @@
 package hitch_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/sessions"
 )
 
 // TestScopeRoleTable: every method of Scope has its row in the role table
@@ -25,16 +27,28 @@ func TestScopeRoleTable(t *testing.T) {
 	if typ.NumMethod() < 10 {
 		t.Fatalf("Scope has %d methods: the walk found nothing", typ.NumMethod())
 	}
+	// The sessions client's methods keep the rows of the Scope methods
+	// they were.
+	sessionRows := map[string]string{"Open": "OpenSession", "Get": "GetSession", "List": "Sessions",
+		"Journal": "SessionJournal", "Status": "SessionStatus", "Await": "AwaitSession", "Cost": "SessionCost"}
 	methods := map[string]bool{}
+	check := func(owner, name, row string) {
+		methods[row] = true
+		if _, ok := rows[row]; !ok {
+			t.Errorf("%s.%s has no row in the role table", owner, name)
+		}
+	}
 	for i := range typ.NumMethod() {
 		name := typ.Method(i).Name
-		if name == "Can" || name == "Principal" {
+		if name == "Can" || name == "Principal" || name == "Sessions" {
 			continue
 		}
-		methods[name] = true
-		if _, ok := rows[name]; !ok {
-			t.Errorf("Scope.%s has no row in the role table", name)
-		}
+		check("Scope", name, name)
+	}
+	ses := reflect.TypeFor[sessions.Client]()
+	for i := range ses.NumMethod() {
+		name := ses.Method(i).Name
+		check("Scope.Sessions()", name, cmp.Or(sessionRows[name], name))
 	}
 	for name, role := range rows {
 		if !methods[name] {
@@ -139,18 +153,18 @@ func TestScopeTenants(t *testing.T) {
 
 	// Sessions: the same id in two tenants.
 	for _, sc := range []*hitch.Scope{acme, globex} {
-		ses, created, err := sc.OpenSession(ctx, boss, hitch.SessionOptions{ID: "s1"})
+		ses, created, err := sc.Sessions().Open(ctx, boss, sessions.Options{ID: "s1"})
 		if err != nil || !created || ses.ID != "s1" {
 			t.Fatalf("open s1: %+v %v %v", ses, created, err)
 		}
-		if _, created, err := sc.OpenSession(ctx, boss, hitch.SessionOptions{ID: "s1"}); err != nil || created {
+		if _, created, err := sc.Sessions().Open(ctx, boss, sessions.Options{ID: "s1"}); err != nil || created {
 			t.Fatalf("open s1 again: created %v, %v", created, err)
 		}
 	}
-	if _, err := acme.Send(ctx, "s1", "hello", hitch.SendOptions{}); err != nil {
+	if _, err := acme.Sessions().Send(ctx, "s1", "hello", sessions.SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := acme.AwaitSession(ctx, "s1")
+	st, err := acme.Sessions().Await(ctx, "s1")
 	if err != nil || len(st.Submissions) != 1 || st.Session.ID != "s1" {
 		t.Fatalf("acme's s1: %+v, %v", st, err)
 	}
@@ -160,10 +174,10 @@ func TestScopeTenants(t *testing.T) {
 	if _, err := globex.Get(ctx, st.Submissions[0].RunID); !errors.Is(err, hitch.ErrNotFound) {
 		t.Fatalf("globex reading acme's submission run: %v", err)
 	}
-	if st, err := globex.SessionStatus(ctx, "s1"); err != nil || len(st.Submissions) != 0 {
+	if st, err := globex.Sessions().Status(ctx, "s1"); err != nil || len(st.Submissions) != 0 {
 		t.Fatalf("globex's s1: %+v, %v", st, err)
 	}
-	list, _, err := acme.Sessions(ctx, hitch.SessionsParams{})
+	list, _, err := acme.Sessions().List(ctx, sessions.ListParams{})
 	if err != nil || len(list) != 1 || list[0].ID != "s1" || list[0].Tenant != "acme" {
 		t.Fatalf("acme's sessions: %+v, %v", list, err)
 	}

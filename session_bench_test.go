@@ -13,16 +13,17 @@ import (
 	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/sessions"
 )
 
-// BenchmarkSend measures durable admissions through Runtime.Send: into one
+// BenchmarkSend measures durable admissions through Runtime.Sessions().Send: into one
 // session, and spread over 64. Each session's first message starts a
 // submission whose model call holds until the benchmark ends, so every
 // other send is an admission to the queue (one fenced SQLite commit,
 // synchronous=FULL).
 func BenchmarkSend(b *testing.B) {
-	for _, sessions := range []int{1, 64} {
-		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
+	for _, count := range []int{1, 64} {
+		b.Run(fmt.Sprintf("sessions=%d", count), func(b *testing.B) {
 			release := make(chan struct{})
 			m := &funcModel{fn: func(ctx context.Context, _ *model.Request) (*model.Reply, error) {
 				select {
@@ -34,12 +35,12 @@ func BenchmarkSend(b *testing.B) {
 			a := buildB(b, hitch.Spec{Name: "chat", Model: m})
 			rt := openB(b, filepath.Join(b.TempDir(), "hitch.db"), a)
 			ctx := context.Background()
-			for i := range sessions {
+			for i := range count {
 				id := fmt.Sprintf("s%d", i)
-				if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: id}); err != nil {
+				if _, _, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: id}); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := rt.Send(ctx, id, "start", hitch.SendOptions{}); err != nil {
+				if _, err := rt.Sessions().Send(ctx, id, "start", sessions.SendOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -49,7 +50,7 @@ func BenchmarkSend(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					i := n.Add(1)
-					if _, err := rt.Send(ctx, fmt.Sprintf("s%d", i%int64(sessions)), "a message to queue", hitch.SendOptions{}); err != nil {
+					if _, err := rt.Sessions().Send(ctx, fmt.Sprintf("s%d", i%int64(count)), "a message to queue", sessions.SendOptions{}); err != nil {
 						b.Error(err)
 						return
 					}
@@ -77,7 +78,7 @@ func openB(b *testing.B, path string, agents ...*hitch.Agent) *hitch.Runtime {
 	return hitchtest.Open(b, hitch.Config{Store: hitchtest.OpenStore(b, path), Agents: agents})
 }
 
-// BenchmarkSendToFirstRequest measures the latency from Runtime.Send into
+// BenchmarkSendToFirstRequest measures the latency from Runtime.Sessions().Send into
 // an idle session to its submission's first model request, on one node
 // (SQLite, synchronous=FULL): the admission's commit, the submission's
 // start (session row, run and first entry in one commit), the claim, the
@@ -98,18 +99,18 @@ func BenchmarkSendToFirstRequest(b *testing.B) {
 	lat := make([]time.Duration, 0, b.N)
 	for i := 0; b.Loop(); i++ {
 		id := fmt.Sprintf("s%d", i)
-		if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: id}); err != nil {
+		if _, _, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: id}); err != nil {
 			b.Fatal(err)
 		}
 		m.mu.Lock()
 		m.reqs = m.reqs[:0] // keep memory flat
 		m.mu.Unlock()
 		sent := time.Now()
-		if _, err := rt.Send(ctx, id, "hello", hitch.SendOptions{}); err != nil {
+		if _, err := rt.Sessions().Send(ctx, id, "hello", sessions.SendOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, (<-first).Sub(sent))
-		if _, err := rt.AwaitSession(ctx, id); err != nil {
+		if _, err := rt.Sessions().Await(ctx, id); err != nil {
 			b.Fatal(err)
 		}
 	}

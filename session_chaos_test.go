@@ -21,6 +21,7 @@ import (
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
@@ -132,7 +133,7 @@ func sessionChaosChild(v string) int {
 	if err != nil {
 		return childFail(err)
 	}
-	if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: sessionChaosSession}); err != nil {
+	if _, _, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: sessionChaosSession}); err != nil {
 		return childFail(err)
 	}
 	go func() { _ = rt.Sweep(ctx, 10*time.Millisecond) }()
@@ -140,7 +141,7 @@ func sessionChaosChild(v string) int {
 	rng := rand.New(rand.NewPCG(env.Seed, 1))
 	for _, op := range env.Ops {
 		fmt.Printf("TRY %d\n", op.I)
-		res, err := rt.Send(ctx, sessionChaosSession, op.Text, hitch.SendOptions{Mode: hitch.SendMode(op.Mode), IdempotencyKey: op.Key})
+		res, err := rt.Sessions().Send(ctx, sessionChaosSession, op.Text, sessions.SendOptions{Mode: sessions.Mode(op.Mode), IdempotencyKey: op.Key})
 		if err != nil {
 			return childFail(err)
 		}
@@ -162,12 +163,12 @@ func makeChaosSchedule(seed uint64) chaosSchedule {
 	var s chaosSchedule
 	n := 5 + rng.IntN(5)
 	for i := range n {
-		op := chaosOp{I: len(s.ops), Text: fmt.Sprintf("m%d", i), Mode: string(hitch.ModeQueue)}
+		op := chaosOp{I: len(s.ops), Text: fmt.Sprintf("m%d", i), Mode: string(sessions.ModeQueue)}
 		switch r := rng.IntN(8); {
 		case r < 2:
-			op.Mode = string(hitch.ModeSteer)
+			op.Mode = string(sessions.ModeSteer)
 		case r < 4:
-			op.Mode = string(hitch.ModeInterrupt)
+			op.Mode = string(sessions.ModeInterrupt)
 		}
 		if rng.IntN(2) == 0 {
 			op.Key = fmt.Sprintf("k%d", i)
@@ -258,7 +259,7 @@ func runChaosSchedule(t *testing.T, seed uint64, sched chaosSchedule) error {
 		return err
 	}
 	defer closeAll()
-	if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: sessionChaosSession}); err != nil {
+	if _, _, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: sessionChaosSession}); err != nil {
 		return err
 	}
 	sweepCtx, stop := context.WithCancel(ctx)
@@ -266,13 +267,13 @@ func runChaosSchedule(t *testing.T, seed uint64, sched chaosSchedule) error {
 	go func() { defer close(swept); _ = rt.Sweep(sweepCtx, 10*time.Millisecond) }()
 	defer func() { stop(); <-swept }()
 	for _, op := range pending {
-		res, err := rt.Send(ctx, sessionChaosSession, op.Text, hitch.SendOptions{Mode: hitch.SendMode(op.Mode), IdempotencyKey: op.Key})
+		res, err := rt.Sessions().Send(ctx, sessionChaosSession, op.Text, sessions.SendOptions{Mode: sessions.Mode(op.Mode), IdempotencyKey: op.Key})
 		if err != nil {
 			return fmt.Errorf("send %d: %w", op.I, err)
 		}
 		state[op.I] = sentOp{tried: true, acked: true, msgID: res.MessageID, dup: res.Duplicate}
 	}
-	st, err := rt.AwaitSession(ctx, sessionChaosSession)
+	st, err := rt.Sessions().Await(ctx, sessionChaosSession)
 	if err != nil {
 		return fmt.Errorf("await: %w", err)
 	}
@@ -282,7 +283,7 @@ func runChaosSchedule(t *testing.T, seed uint64, sched chaosSchedule) error {
 	err = checkChaosSession(ctx, rt, env, sched, state)
 	if err != nil {
 		// The session's story, for whoever reads the failure.
-		es, _ := rt.SessionJournal(ctx, sessionChaosSession, 0, 10000)
+		es, _ := rt.Sessions().Journal(ctx, sessionChaosSession, 0, 10000)
 		for _, e := range es {
 			t.Logf("session %d %s %s", e.Pos, e.Kind, e.Data)
 		}
@@ -341,7 +342,7 @@ func killSessionChild(env sessionChaosEnv, after time.Duration) ([]string, error
 // checkChaosSession checks the three properties from the session journal,
 // the run journals and the recorded requests.
 func checkChaosSession(ctx context.Context, rt *hitch.Runtime, env sessionChaosEnv, sched chaosSchedule, state []sentOp) error {
-	es, err := rt.SessionJournal(ctx, sessionChaosSession, 0, 10000)
+	es, err := rt.Sessions().Journal(ctx, sessionChaosSession, 0, 10000)
 	if err != nil {
 		return err
 	}
@@ -441,7 +442,7 @@ func checkChaosSession(ctx context.Context, rt *hitch.Runtime, env sessionChaosE
 	for _, id := range startedOrder {
 		m := admitted[id]
 		last := &lastQueued
-		if m.Mode == hitch.ModeInterrupt {
+		if m.Mode == sessions.ModeInterrupt {
 			last = &lastInterrupt
 		}
 		if m.pos < *last {
@@ -551,10 +552,10 @@ func TestSessionJoinedSteerOfAnInterruptedSubmissionIsKept(t *testing.T) {
 	a := build(t, hitch.Spec{Name: "chat", Model: m})
 	rt, st := setup(t, a)
 	s := openSession(t, rt, a, "lost-steer")
-	send(t, rt, s.ID, "task", hitch.SendOptions{})
+	send(t, rt, s.ID, "task", sessions.SendOptions{})
 	<-inModel
-	steer := send(t, rt, s.ID, "mind the steer", hitch.SendOptions{Mode: hitch.ModeSteer})
-	got, err := rt.GetSession(t.Context(), s.ID)
+	steer := send(t, rt, s.ID, "mind the steer", sessions.SendOptions{Mode: sessions.ModeSteer})
+	got, err := rt.Sessions().Get(t.Context(), s.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +566,7 @@ func TestSessionJoinedSteerOfAnInterruptedSubmissionIsKept(t *testing.T) {
 		After: store.AnyPosition, Kind: hitchtype.KindMessageJoined, Data: data}); err != nil {
 		t.Fatal(err)
 	}
-	send(t, rt, s.ID, "stop", hitch.SendOptions{Mode: hitch.ModeInterrupt})
+	send(t, rt, s.ID, "stop", sessions.SendOptions{Mode: sessions.ModeInterrupt})
 	status := awaitSession(t, rt, s.ID)
 	if len(status.Submissions) != 2 || status.Submissions[0].Outcome != hitchtype.SubmissionAborted {
 		t.Fatalf("submissions: %+v", status.Submissions)

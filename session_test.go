@@ -19,6 +19,7 @@ import (
 	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
@@ -98,29 +99,29 @@ func validTranscript(t *testing.T, req *model.Request) {
 	}
 }
 
-func awaitSession(t *testing.T, rt *hitch.Runtime, id string) hitch.SessionStatus {
+func awaitSession(t *testing.T, rt *hitch.Runtime, id string) sessions.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := rt.AwaitSession(ctx, id)
+	st, err := rt.Sessions().Await(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
 }
 
-func openSession(t *testing.T, rt *hitch.Runtime, a *hitch.Agent, id string) hitch.Session {
+func openSession(t *testing.T, rt *hitch.Runtime, a *hitch.Agent, id string) sessions.Session {
 	t.Helper()
-	s, err := rt.OpenSession(t.Context(), a, hitch.SessionOptions{ID: id, Metadata: map[string]any{"user": "ann"}})
+	s, _, err := rt.Sessions().Open(t.Context(), a, sessions.Options{ID: id, Metadata: map[string]any{"user": "ann"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func send(t *testing.T, rt *hitch.Runtime, sid, msg string, o hitch.SendOptions) hitch.SendResult {
+func send(t *testing.T, rt *hitch.Runtime, sid, msg string, o sessions.SendOptions) sessions.SendResult {
 	t.Helper()
-	res, err := rt.Send(t.Context(), sid, msg, o)
+	res, err := rt.Sessions().Send(t.Context(), sid, msg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func send(t *testing.T, rt *hitch.Runtime, sid, msg string, o hitch.SendOptions)
 
 func sessionKinds(t *testing.T, rt *hitch.Runtime, sid string) []string {
 	t.Helper()
-	es, err := rt.SessionJournal(t.Context(), sid, 0, 0)
+	es, err := rt.Sessions().Journal(t.Context(), sid, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestSessionQueueIsFIFOAndExactlyOnce(t *testing.T) {
 	s := openSession(t, rt, a, "fifo")
 	const n = 6
 	for i := range n {
-		send(t, rt, s.ID, fmt.Sprintf("m%d", i), hitch.SendOptions{})
+		send(t, rt, s.ID, fmt.Sprintf("m%d", i), sessions.SendOptions{})
 	}
 	st := awaitSession(t, rt, s.ID)
 	if len(st.Submissions) != n || len(st.Queue) != 0 || st.Session.ActiveRun != "" {
@@ -189,8 +190,8 @@ func TestSessionSendIsIdempotentByKey(t *testing.T) {
 	a := build(t, hitch.Spec{Name: "chat", Model: echo()})
 	rt, _ := setup(t, a)
 	s := openSession(t, rt, a, "idem")
-	first := send(t, rt, s.ID, "hello", hitch.SendOptions{IdempotencyKey: "k1"})
-	again := send(t, rt, s.ID, "hello", hitch.SendOptions{IdempotencyKey: "k1"})
+	first := send(t, rt, s.ID, "hello", sessions.SendOptions{IdempotencyKey: "k1"})
+	again := send(t, rt, s.ID, "hello", sessions.SendOptions{IdempotencyKey: "k1"})
 	if first.Duplicate || !again.Duplicate || again.MessageID != first.MessageID || again.Position != first.Position {
 		t.Fatalf("first %+v, again %+v", first, again)
 	}
@@ -199,13 +200,13 @@ func TestSessionSendIsIdempotentByKey(t *testing.T) {
 		t.Fatalf("%d submissions, want 1", len(st.Submissions))
 	}
 	// Reopening the session returns it; another agent is refused.
-	if _, err := rt.OpenSession(t.Context(), a, hitch.SessionOptions{ID: s.ID}); err != nil {
+	if _, _, err := rt.Sessions().Open(t.Context(), a, sessions.Options{ID: s.ID}); err != nil {
 		t.Fatal(err)
 	}
 	other := build(t, hitch.Spec{Name: "other", Model: echo()})
 	rt2, _ := setup(t, a, other)
 	openSession(t, rt2, a, "mine")
-	if _, err := rt2.OpenSession(t.Context(), other, hitch.SessionOptions{ID: "mine"}); !errors.Is(err, hitch.ErrSessionAgent) {
+	if _, _, err := rt2.Sessions().Open(t.Context(), other, sessions.Options{ID: "mine"}); !errors.Is(err, sessions.ErrAgent) {
 		t.Fatalf("open another agent's session: %v", err)
 	}
 }
@@ -222,45 +223,45 @@ func TestSessionBadInput(t *testing.T) {
 		return text("ok"), nil
 	}}
 	a := build(t, hitch.Spec{Name: "chat", Model: m})
-	rt, _ := hitchtest.New(t, hitch.Config{Agents: []*hitch.Agent{a}, Sessions: hitch.SessionConfig{MaxMessageBytes: 64}})
+	rt, _ := hitchtest.New(t, hitch.Config{Agents: []*hitch.Agent{a}, Sessions: sessions.Config{MaxMessageBytes: 64}})
 	ctx := t.Context()
-	if _, err := rt.Send(ctx, "nope", "hi", hitch.SendOptions{}); !errors.Is(err, hitch.ErrSessionNotFound) {
+	if _, err := rt.Sessions().Send(ctx, "nope", "hi", sessions.SendOptions{}); !errors.Is(err, sessions.ErrNotFound) {
 		t.Fatalf("send to an unknown session: %v", err)
 	}
 	s := openSession(t, rt, a, "bad")
-	_, err := rt.Send(ctx, s.ID, strings.Repeat("x", 65), hitch.SendOptions{})
-	if !errors.Is(err, hitch.ErrMessageTooLarge) || !strings.Contains(err.Error(), "MaxMessageBytes") {
+	_, err := rt.Sessions().Send(ctx, s.ID, strings.Repeat("x", 65), sessions.SendOptions{})
+	if !errors.Is(err, sessions.ErrMessageTooLarge) || !strings.Contains(err.Error(), "MaxMessageBytes") {
 		t.Fatalf("oversize message: %v", err)
 	}
-	if _, err := rt.Send(ctx, s.ID, "hi", hitch.SendOptions{Mode: "shout"}); err == nil || !strings.Contains(err.Error(), "SendOptions.Mode") {
+	if _, err := rt.Sessions().Send(ctx, s.ID, "hi", sessions.SendOptions{Mode: "shout"}); err == nil || !strings.Contains(err.Error(), "SendOptions.Mode") {
 		t.Fatalf("bad mode: %v", err)
 	}
-	if _, err := rt.Send(ctx, s.ID, "", hitch.SendOptions{}); err == nil {
+	if _, err := rt.Sessions().Send(ctx, s.ID, "", sessions.SendOptions{}); err == nil {
 		t.Fatal("an empty message was admitted")
 	}
-	if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: "has space"}); !errors.Is(err, hitch.ErrBadSessionID) {
+	if _, _, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: "has space"}); !errors.Is(err, sessions.ErrBadID) {
 		t.Fatalf("bad session id: %v", err)
 	}
-	first := send(t, rt, s.ID, "first", hitch.SendOptions{})
-	second := send(t, rt, s.ID, "second", hitch.SendOptions{})
-	third := send(t, rt, s.ID, "third", hitch.SendOptions{})
-	var mse *hitch.MessageStateError
-	if err := rt.Edit(ctx, s.ID, first.MessageID, "changed"); !errors.As(err, &mse) || mse.State != hitchtype.StateStarted {
+	first := send(t, rt, s.ID, "first", sessions.SendOptions{})
+	second := send(t, rt, s.ID, "second", sessions.SendOptions{})
+	third := send(t, rt, s.ID, "third", sessions.SendOptions{})
+	var mse *sessions.MessageStateError
+	if err := rt.Sessions().Edit(ctx, s.ID, first.MessageID, "changed"); !errors.As(err, &mse) || mse.State != hitchtype.StateStarted {
 		t.Fatalf("edit a started submission: %v", err)
 	}
-	if err := rt.Remove(ctx, s.ID, first.MessageID); !errors.As(err, &mse) {
+	if err := rt.Sessions().Remove(ctx, s.ID, first.MessageID); !errors.As(err, &mse) {
 		t.Fatalf("remove a started submission: %v", err)
 	}
-	if err := rt.Edit(ctx, s.ID, "msg_none", "x"); !errors.Is(err, hitch.ErrMessageNotFound) {
+	if err := rt.Sessions().Edit(ctx, s.ID, "msg_none", "x"); !errors.Is(err, sessions.ErrMessageNotFound) {
 		t.Fatalf("edit an unknown message: %v", err)
 	}
-	if err := rt.Edit(ctx, s.ID, second.MessageID, "second, edited"); err != nil {
+	if err := rt.Sessions().Edit(ctx, s.ID, second.MessageID, "second, edited"); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Remove(ctx, s.ID, third.MessageID); err != nil {
+	if err := rt.Sessions().Remove(ctx, s.ID, third.MessageID); err != nil {
 		t.Fatal(err)
 	}
-	q, err := rt.Queue(ctx, s.ID, 0)
+	q, err := rt.Sessions().Queue(ctx, s.ID, 0)
 	if err != nil || len(q) != 1 || q[0].Text != "second, edited" {
 		t.Fatalf("queue: %+v %v", q, err)
 	}
@@ -300,9 +301,9 @@ func TestSessionSteerJoinsAtTheTurnBoundary(t *testing.T) {
 	a := build(t, hitch.Spec{Name: "chat", Model: m, Tools: []tool.Tool{holdTool(t, "hold", started, release)}})
 	rt, _ := setup(t, a)
 	s := openSession(t, rt, a, "steer")
-	send(t, rt, s.ID, "task", hitch.SendOptions{})
+	send(t, rt, s.ID, "task", sessions.SendOptions{})
 	<-started
-	steer := send(t, rt, s.ID, "also check the logs", hitch.SendOptions{Mode: hitch.ModeSteer})
+	steer := send(t, rt, s.ID, "also check the logs", sessions.SendOptions{Mode: sessions.ModeSteer})
 	close(release)
 	st := awaitSession(t, rt, s.ID)
 	if len(st.Submissions) != 1 {
@@ -339,7 +340,7 @@ func TestSessionSteerJoinsAtTheTurnBoundary(t *testing.T) {
 		t.Fatalf("second request ends %+v", msgs[len(msgs)-2:])
 	}
 	// A steer into an idle session is a normal send.
-	send(t, rt, s.ID, "next", hitch.SendOptions{Mode: hitch.ModeSteer})
+	send(t, rt, s.ID, "next", sessions.SendOptions{Mode: sessions.ModeSteer})
 	if st := awaitSession(t, rt, s.ID); len(st.Submissions) != 2 || st.Submissions[1].Text != "next" || st.Submissions[1].Outcome != hitchtype.SubmissionCompleted {
 		t.Fatalf("idle steer: %+v", st.Submissions)
 	}
@@ -359,9 +360,9 @@ func TestSessionSteerAfterTheLastBoundaryIsQueued(t *testing.T) {
 	a := build(t, hitch.Spec{Name: "chat", Model: m})
 	rt, _ := setup(t, a)
 	s := openSession(t, rt, a, "late")
-	send(t, rt, s.ID, "task", hitch.SendOptions{})
+	send(t, rt, s.ID, "task", sessions.SendOptions{})
 	<-inModel // the final turn is in flight: no boundary is left
-	send(t, rt, s.ID, "late steer", hitch.SendOptions{Mode: hitch.ModeSteer})
+	send(t, rt, s.ID, "late steer", sessions.SendOptions{Mode: sessions.ModeSteer})
 	close(release)
 	st := awaitSession(t, rt, s.ID)
 	if len(st.Submissions) != 2 || st.Submissions[1].Text != "late steer" || st.Submissions[1].Answer != "re: late steer" {
@@ -389,10 +390,10 @@ func TestSessionInterruptLeavesAValidTranscript(t *testing.T) {
 	a := build(t, hitch.Spec{Name: "chat", Model: m, Tools: []tool.Tool{quick, holdTool(t, "hold", started, never)}})
 	rt, _ := setup(t, a)
 	s := openSession(t, rt, a, "intr")
-	send(t, rt, s.ID, "task", hitch.SendOptions{})
-	send(t, rt, s.ID, "queued behind", hitch.SendOptions{})
+	send(t, rt, s.ID, "task", sessions.SendOptions{})
+	send(t, rt, s.ID, "queued behind", sessions.SendOptions{})
 	<-started
-	send(t, rt, s.ID, "stop now", hitch.SendOptions{Mode: hitch.ModeInterrupt})
+	send(t, rt, s.ID, "stop now", sessions.SendOptions{Mode: sessions.ModeInterrupt})
 	st := awaitSession(t, rt, s.ID)
 	if len(st.Submissions) != 3 {
 		t.Fatalf("%d submissions: %+v", len(st.Submissions), st.Submissions)
@@ -462,7 +463,7 @@ func TestSessionTwoRuntimesOneSession(t *testing.T) {
 	rtA, _ := setupAt(t, path, a)
 	rtB, _ := setupAt(t, path, a)
 	openSession(t, rtA, a, "shared")
-	if _, err := rtB.OpenSession(t.Context(), a, hitch.SessionOptions{ID: "shared"}); err != nil {
+	if _, _, err := rtB.Sessions().Open(t.Context(), a, sessions.Options{ID: "shared"}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 16
@@ -476,7 +477,7 @@ func TestSessionTwoRuntimesOneSession(t *testing.T) {
 		// Sends are serialised so admission order is known; the runs
 		// race between the two runtimes.
 		mu.Lock()
-		send(t, rt, "shared", fmt.Sprintf("m%02d", i), hitch.SendOptions{})
+		send(t, rt, "shared", fmt.Sprintf("m%02d", i), sessions.SendOptions{})
 		order <- fmt.Sprintf("m%02d", i)
 		mu.Unlock()
 	}
@@ -540,10 +541,10 @@ func sessionChild(db string) int {
 	if err != nil {
 		return childFail(err)
 	}
-	if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: "crash"}); err != nil {
+	if _, _, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: "crash"}); err != nil {
 		return childFail(err)
 	}
-	res, err := rt.Send(ctx, "crash", "do it once", hitch.SendOptions{IdempotencyKey: "key-1"})
+	res, err := rt.Sessions().Send(ctx, "crash", "do it once", sessions.SendOptions{IdempotencyKey: "key-1"})
 	if err != nil {
 		return childFail(err)
 	}
@@ -563,7 +564,7 @@ func TestSessionSendSurvivesAKillBeforeTheReply(t *testing.T) {
 	// This process's store clock runs an hour ahead, so the dead child's
 	// lease has run out without waiting; the key is kept for 24 hours.
 	rt, _ := reopenAhead(t, db, time.Hour, build(t, hitch.Spec{Name: "chat", Model: echo()}))
-	res := send(t, rt, "crash", "do it once", hitch.SendOptions{IdempotencyKey: "key-1"})
+	res := send(t, rt, "crash", "do it once", sessions.SendOptions{IdempotencyKey: "key-1"})
 	if !res.Duplicate || res.MessageID != first {
 		t.Fatalf("retry: %+v, want a duplicate of %s", res, first)
 	}
@@ -604,7 +605,7 @@ func TestSessionInterruptRecordedButNotAppliedIsRecovered(t *testing.T) {
 	a := build(t, hitch.Spec{Name: "chat", Model: m, Tools: []tool.Tool{holdTool(t, "hold", started, never)}})
 	rt, st := setup(t, a)
 	s := openSession(t, rt, a, "lost-interrupt")
-	send(t, rt, s.ID, "task", hitch.SendOptions{})
+	send(t, rt, s.ID, "task", sessions.SendOptions{})
 	<-started
 	// What the dead process made durable: the interrupting message and the
 	// interrupt of the active run, but no cancel of the run.
@@ -614,7 +615,7 @@ func TestSessionInterruptRecordedButNotAppliedIsRecovered(t *testing.T) {
 	if err != nil || row.ActiveRun == "" {
 		t.Fatalf("session: %+v %v", row, err)
 	}
-	msg, _ := json.Marshal(hitchtype.MessageAdmitted{ID: "msg_urgent", Mode: hitch.ModeInterrupt, Text: "stop now"})
+	msg, _ := json.Marshal(hitchtype.MessageAdmitted{ID: "msg_urgent", Mode: sessions.ModeInterrupt, Text: "stop now"})
 	intr, _ := json.Marshal(hitchtype.SubmissionInterrupted{RunID: row.ActiveRun, MessageID: "msg_urgent"})
 	for _, e := range []store.SessionAppendParams{
 		{SessionID: s.ID, After: store.AnyPosition, Kind: hitchtype.KindMessageAdmitted, Data: msg},
@@ -629,7 +630,7 @@ func TestSessionInterruptRecordedButNotAppliedIsRecovered(t *testing.T) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	status, err := rt.AwaitSession(wctx, s.ID)
+	status, err := rt.Sessions().Await(wctx, s.ID)
 	if err != nil {
 		t.Fatalf("the session never came to rest: the recorded interrupt was not applied: %v", err)
 	}

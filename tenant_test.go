@@ -11,6 +11,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
+	"github.com/hitch-dev/hitch/sessions"
 )
 
 func TestTenantOfRunsAndSubAgents(t *testing.T) {
@@ -161,23 +162,23 @@ func TestSessionTenant(t *testing.T) {
 	a := build(t, hitch.Spec{Name: "echo", Model: echo()})
 	rt, _ := setup(t, a)
 	ctx := t.Context()
-	s, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: "s-acme", Tenant: "acme"})
+	s, _, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: "s-acme", Tenant: "acme"})
 	if err != nil || s.Tenant != "acme" {
 		t.Fatalf("open: tenant %q, %v", s.Tenant, err)
 	}
 	if d := openSession(t, rt, a, "s-default"); d.Tenant != hitchtype.DefaultTenant {
 		t.Fatalf("a session without a tenant has %q", d.Tenant)
 	}
-	if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: "s-acme", Tenant: "globex"}); !errors.Is(err, hitch.ErrSessionTenant) {
+	if _, _, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: "s-acme", Tenant: "globex"}); !errors.Is(err, sessions.ErrTenant) {
 		t.Fatalf("opening acme's session for globex: %v", err)
 	}
-	if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: "s-acme"}); !errors.Is(err, hitch.ErrSessionTenant) {
+	if _, _, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: "s-acme"}); !errors.Is(err, sessions.ErrTenant) {
 		t.Fatalf("opening acme's session for the default tenant: %v", err)
 	}
-	if _, err := rt.OpenSession(ctx, a, hitch.SessionOptions{ID: "s-bad", Tenant: "A B"}); err == nil {
+	if _, _, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: "s-bad", Tenant: "A B"}); err == nil {
 		t.Fatal("a bad tenant was accepted")
 	}
-	send(t, rt, "s-acme", "hello", hitch.SendOptions{})
+	send(t, rt, "s-acme", "hello", sessions.SendOptions{})
 	st := awaitSession(t, rt, "s-acme")
 	if len(st.Submissions) != 1 || st.Submissions[0].Status != hitchtype.StatusCompleted {
 		t.Fatalf("submissions %+v", st.Submissions)
@@ -187,7 +188,7 @@ func TestSessionTenant(t *testing.T) {
 		t.Fatalf("the submission's run has tenant %q (%v), want the session's", run.Tenant, err)
 	}
 	for tenant, want := range map[string][]string{"acme": {"s-acme"}, "": {"s-acme", "s-default"}, "globex": {}} {
-		list, err := rt.Sessions(ctx, hitch.SessionsParams{Tenant: tenant})
+		list, _, err := rt.Sessions().List(ctx, sessions.ListParams{Tenant: tenant})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/postgres"
 	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 // The trigger chaos test runs three dispatcher processes on one store
@@ -80,7 +81,7 @@ func triggerChaosRuntime(st store.Store, node string) (*hitch.Runtime, error) {
 		return nil, err
 	}
 	return hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Node: node,
-		Triggers: hitch.TriggerConfig{Poll: 2 * time.Millisecond, Batch: 16, ClaimTTL: chaosClaimTTL}})
+		Triggers: triggers.Config{Poll: 2 * time.Millisecond, Batch: 16, ClaimTTL: chaosClaimTTL}})
 }
 
 func triggerChaosChild(v string) int {
@@ -166,8 +167,8 @@ func runTriggerChaos(t *testing.T, e triggerChaosEnv) {
 	first := map[string]time.Time{}
 	for i := range bindings {
 		id := fmt.Sprintf("b%02d", i)
-		tr, _, err := rt.CreateTrigger(ctx, hitch.TriggerSpec{ID: id, Cron: "* * * * *", Zone: chaosZones[i%len(chaosZones)],
-			Agent: "tick", Input: id, MaxFires: int64(fires), Grace: chaosGrace}, hitch.TriggerOptions{})
+		tr, _, err := rt.Triggers().Create(ctx, triggers.Spec{ID: id, Cron: "* * * * *", Zone: chaosZones[i%len(chaosZones)],
+			Agent: "tick", Input: id, MaxFires: int64(fires), Grace: chaosGrace}, triggers.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +223,7 @@ func runTriggerChaos(t *testing.T, e triggerChaosEnv) {
 	// progress, or ten in all, fails.
 	deadline, stalled := time.Now().Add(10*time.Minute), time.Now().Add(time.Minute)
 	fired := func() (sum int64, done int) {
-		trs, err := rt.ListTriggers(ctx, hitch.TriggerListOptions{Limit: 1000})
+		trs, err := rt.Triggers().List(ctx, triggers.ListOptions{Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +262,7 @@ func runTriggerChaos(t *testing.T, e triggerChaosEnv) {
 
 	// Every binding counted each fire once and nothing missed.
 	for id, f := range first {
-		tr, err := rt.GetTrigger(ctx, id)
+		tr, err := rt.Triggers().Get(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,7 +277,7 @@ func runTriggerChaos(t *testing.T, e triggerChaosEnv) {
 	for id, f := range first {
 		for k := range fires {
 			occ := f.Add(time.Duration(k) * time.Minute)
-			want[hitch.OccurrenceID(id, occ)] = occ
+			want[triggers.OccurrenceID(id, occ)] = occ
 		}
 	}
 	for id, created := range runs {

@@ -12,6 +12,7 @@ import (
 	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 type pass struct {
@@ -28,7 +29,7 @@ func TestRunTriggersService(t *testing.T) {
 	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.Now))
 	events := make(chan error, 64)
 	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{triggerAgent(t)},
-		Triggers: hitch.TriggerConfig{Poll: time.Minute}, // only a wake moves it on at once
+		Triggers: triggers.Config{Poll: time.Minute}, // only a wake moves it on at once
 		OnEvent: func(ev hitch.Event) {
 			if ev.Err != nil {
 				select {
@@ -54,17 +55,17 @@ func TestRunTriggersService(t *testing.T) {
 	if p := next(); p.n != 0 || p.err != nil {
 		t.Fatalf("first pass: %+v", p)
 	}
-	if _, _, err := rt.CreateTrigger(t.Context(), hitch.TriggerSpec{ID: "now", At: t0, Agent: "tick"}, hitch.TriggerOptions{}); err != nil {
+	if _, _, err := rt.Triggers().Create(t.Context(), triggers.Spec{ID: "now", At: t0, Agent: "tick"}, triggers.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if p := next(); p.n != 1 || p.err != nil {
 		t.Fatalf("the pass after a create: %+v", p)
 	}
-	if _, err := st.RunGet(t.Context(), hitch.OccurrenceID("now", t0)); err != nil {
+	if _, err := st.RunGet(t.Context(), triggers.OccurrenceID("now", t0)); err != nil {
 		t.Fatalf("the binding's run: %v", err)
 	}
 	// A wake from another binding's change passes at once too.
-	if _, err := rt.PauseTrigger(t.Context(), "now"); err != nil {
+	if _, err := rt.Triggers().Pause(t.Context(), "now"); err != nil {
 		t.Fatal(err)
 	}
 	if p := next(); p.n != 0 || p.err != nil {

@@ -14,8 +14,10 @@ import (
 	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 func tickAgent() (*hitch.Agent, error) {
@@ -46,7 +48,7 @@ func newTrigFixture(t *testing.T, start time.Time) *trigFixture {
 	c := testclock.New(start)
 	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.Now))
 	a := triggerAgent(t)
-	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Triggers: hitch.TriggerConfig{ClaimTTL: time.Minute}})
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Triggers: triggers.Config{ClaimTTL: time.Minute}})
 	return &trigFixture{t: t, ctx: t.Context(), clock: c, st: st, rt: rt, agent: a}
 }
 
@@ -66,9 +68,9 @@ func (f *trigFixture) drain() int {
 	}
 }
 
-func (f *trigFixture) trigger(id string) hitch.Trigger {
+func (f *trigFixture) trigger(id string) triggers.Trigger {
 	f.t.Helper()
-	tr, err := f.rt.GetTrigger(f.ctx, id)
+	tr, err := f.rt.Triggers().Get(f.ctx, id)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -91,8 +93,8 @@ var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 func TestTriggerFiresEachOccurrenceOnceNeverEarly(t *testing.T) {
 	t.Parallel()
 	f := newTrigFixture(t, t0.Add(30*time.Second))
-	if _, created, err := f.rt.CreateTrigger(f.ctx, hitch.TriggerSpec{ID: "five", Cron: "*/5 * * * *", Agent: "tick", Input: "go"},
-		hitch.TriggerOptions{}); err != nil || !created {
+	if _, created, err := f.rt.Triggers().Create(f.ctx, triggers.Spec{ID: "five", Cron: "*/5 * * * *", Agent: "tick", Input: "go"},
+		triggers.Options{}); err != nil || !created {
 		t.Fatalf("create: %v %v", created, err)
 	}
 	for m := 1; m <= 60; m++ {
@@ -100,17 +102,17 @@ func TestTriggerFiresEachOccurrenceOnceNeverEarly(t *testing.T) {
 		// A microsecond before, nothing fires.
 		f.clock.Set(occ.Add(-time.Microsecond))
 		f.drain()
-		if f.runExists(hitch.OccurrenceID("five", occ)) {
+		if f.runExists(triggers.OccurrenceID("five", occ)) {
 			t.Fatalf("the occurrence of %v fired early", occ)
 		}
 		f.clock.Set(occ)
 		f.drain()
 		f.drain()
-		if got, want := f.runExists(hitch.OccurrenceID("five", occ)), m%5 == 0; got != want {
+		if got, want := f.runExists(triggers.OccurrenceID("five", occ)), m%5 == 0; got != want {
 			t.Fatalf("at %v: run exists = %v, want %v", occ, got, want)
 		}
 		if m%5 == 0 {
-			r, _ := f.st.RunGet(f.ctx, hitch.OccurrenceID("five", occ))
+			r, _ := f.st.RunGet(f.ctx, triggers.OccurrenceID("five", occ))
 			if r.CreatedAt.Before(occ) {
 				t.Fatalf("run created at %v, before its occurrence %v", r.CreatedAt, occ)
 			}
@@ -131,21 +133,21 @@ func TestTriggerMissedPolicies(t *testing.T) {
 		policy       string
 		runs, missed int64
 	}{
-		{hitch.MissedOnce, 1, 11},
-		{hitch.MissedSkip, 0, 12},
+		{triggers.MissedOnce, 1, 11},
+		{triggers.MissedSkip, 0, 12},
 	} {
 		t.Run(c.policy, func(t *testing.T) {
 			t.Parallel()
 			f := newTrigFixture(t, t0)
-			_, _, err := f.rt.CreateTrigger(f.ctx, hitch.TriggerSpec{ID: "m", Cron: "*/5 * * * *", Agent: "tick", Missed: c.policy},
-				hitch.TriggerOptions{})
+			_, _, err := f.rt.Triggers().Create(f.ctx, triggers.Spec{ID: "m", Cron: "*/5 * * * *", Agent: "tick", Missed: c.policy},
+				triggers.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Within the grace, a late occurrence is on time.
 			f.clock.Set(t0.Add(time.Minute))
 			f.drain()
-			if !f.runExists(hitch.OccurrenceID("m", t0)) {
+			if !f.runExists(triggers.OccurrenceID("m", t0)) {
 				t.Fatal("an occurrence 1m late (within the grace) did not fire")
 			}
 			f.clock.Set(t0.Add(62 * time.Minute))
@@ -154,7 +156,7 @@ func TestTriggerMissedPolicies(t *testing.T) {
 			if tr.FireCount != 1+c.runs || tr.MissedCount != c.missed || !tr.NextFire.Equal(t0.Add(65*time.Minute)) {
 				t.Fatalf("after an hour missed: %+v", tr)
 			}
-			if got := f.runExists(hitch.OccurrenceID("m", t0.Add(5*time.Minute))); got != (c.runs == 1) {
+			if got := f.runExists(triggers.OccurrenceID("m", t0.Add(5*time.Minute))); got != (c.runs == 1) {
 				t.Fatalf("the first missed occurrence fired: %v", got)
 			}
 		})
@@ -164,18 +166,18 @@ func TestTriggerMissedPolicies(t *testing.T) {
 func TestTriggerLifecycle(t *testing.T) {
 	t.Parallel()
 	f := newTrigFixture(t, t0)
-	specs := []hitch.TriggerSpec{
+	specs := []triggers.Spec{
 		{ID: "max", Cron: "* * * * *", Agent: "tick", MaxFires: 3},
 		{ID: "exp", Cron: "* * * * *", Agent: "tick", ExpiresAt: t0.Add(2*time.Minute + 30*time.Second)},
 		{ID: "at", At: t0.Add(90 * time.Second), Agent: "tick"},
 		{ID: "paused", Cron: "* * * * *", Agent: "tick"},
 	}
 	for _, s := range specs {
-		if _, _, err := f.rt.CreateTrigger(f.ctx, s, hitch.TriggerOptions{}); err != nil {
+		if _, _, err := f.rt.Triggers().Create(f.ctx, s, triggers.Options{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.rt.PauseTrigger(f.ctx, "paused"); err != nil {
+	if _, err := f.rt.Triggers().Pause(f.ctx, "paused"); err != nil {
 		t.Fatal(err)
 	}
 	for m := 0; m <= 10; m++ {
@@ -191,21 +193,21 @@ func TestTriggerLifecycle(t *testing.T) {
 			t.Errorf("%s: %d fires, %s; want %d, %s", c.id, tr.FireCount, tr.State, c.fires, c.state)
 		}
 	}
-	if !f.runExists(hitch.OccurrenceID("at", t0.Add(90*time.Second))) {
+	if !f.runExists(triggers.OccurrenceID("at", t0.Add(90*time.Second))) {
 		t.Error("the one-shot did not start its run")
 	}
 	// Resumed, the paused binding's missed minutes fire once.
-	if _, err := f.rt.ResumeTrigger(f.ctx, "paused"); err != nil {
+	if _, err := f.rt.Triggers().Resume(f.ctx, "paused"); err != nil {
 		t.Fatal(err)
 	}
 	f.drain()
 	if tr := f.trigger("paused"); tr.FireCount != 1 || tr.MissedCount != 10 || tr.State != "active" {
 		t.Fatalf("resumed: %+v", tr)
 	}
-	if removed, err := f.rt.RemoveTrigger(f.ctx, "paused"); err != nil || !removed {
+	if removed, err := f.rt.Triggers().Remove(f.ctx, "paused"); err != nil || !removed {
 		t.Fatalf("remove: %v %v", removed, err)
 	}
-	if _, err := f.rt.GetTrigger(f.ctx, "paused"); !errors.Is(err, hitch.ErrTriggerNotFound) {
+	if _, err := f.rt.Triggers().Get(f.ctx, "paused"); !errors.Is(err, triggers.ErrNotFound) {
 		t.Fatalf("get a removed binding: %v", err)
 	}
 }
@@ -216,11 +218,11 @@ func TestTriggerLifecycle(t *testing.T) {
 func TestTriggerRedispatchAfterCrashIsNoOp(t *testing.T) {
 	t.Parallel()
 	f := newTrigFixture(t, t0)
-	if _, err := f.rt.OpenSession(f.ctx, f.agent, hitch.SessionOptions{ID: "s"}); err != nil {
+	if _, _, err := f.rt.Sessions().Open(f.ctx, f.agent, sessions.Options{ID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.rt.CreateTrigger(f.ctx, hitch.TriggerSpec{ID: "ping", Cron: "@hourly", Session: "s", Text: "ping"},
-		hitch.TriggerOptions{}); err != nil {
+	if _, _, err := f.rt.Triggers().Create(f.ctx, triggers.Spec{ID: "ping", Cron: "@hourly", Session: "s", Text: "ping"},
+		triggers.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Set(t0.Add(time.Second))
@@ -228,7 +230,7 @@ func TestTriggerRedispatchAfterCrashIsNoOp(t *testing.T) {
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("the dead node's claim: %v %v", dead, err)
 	}
-	first, err := f.rt.Send(f.ctx, "s", "ping", hitch.SendOptions{IdempotencyKey: hitch.OccurrenceID("ping", t0)})
+	first, err := f.rt.Sessions().Send(f.ctx, "s", "ping", sessions.SendOptions{IdempotencyKey: triggers.OccurrenceID("ping", t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +241,7 @@ func TestTriggerRedispatchAfterCrashIsNoOp(t *testing.T) {
 	if n := f.drain(); n != 1 {
 		t.Fatalf("claimed %d after the dead node's claim ran out, want 1", n)
 	}
-	msgs, err := f.rt.SessionJournal(f.ctx, "s", 0, 100)
+	msgs, err := f.rt.Sessions().Journal(f.ctx, "s", 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,8 +263,8 @@ func TestTriggerRedispatchAfterCrashIsNoOp(t *testing.T) {
 func TestTriggerFailedDispatchRetries(t *testing.T) {
 	t.Parallel()
 	f := newTrigFixture(t, t0)
-	if _, _, err := f.rt.CreateTrigger(f.ctx, hitch.TriggerSpec{ID: "nosession", Cron: "@hourly", Session: "missing", Text: "x"},
-		hitch.TriggerOptions{}); err != nil {
+	if _, _, err := f.rt.Triggers().Create(f.ctx, triggers.Spec{ID: "nosession", Cron: "@hourly", Session: "missing", Text: "x"},
+		triggers.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	f.drain()
@@ -273,7 +275,7 @@ func TestTriggerFailedDispatchRetries(t *testing.T) {
 	if n := f.drain(); n != 0 {
 		t.Fatalf("retried before its time: %d", n)
 	}
-	if _, err := f.rt.OpenSession(f.ctx, f.agent, hitch.SessionOptions{ID: "missing"}); err != nil {
+	if _, _, err := f.rt.Sessions().Open(f.ctx, f.agent, sessions.Options{ID: "missing"}); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Set(t0.Add(30 * time.Second)) // within the grace: still on time
@@ -289,8 +291,8 @@ func TestTriggerDaylightSaving(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2027, 3, 13, 12, 0, 0, 0, time.UTC)
 	f := newTrigFixture(t, start)
-	if _, _, err := f.rt.CreateTrigger(f.ctx, hitch.TriggerSpec{ID: "ny", Cron: "30 2 * * *", Zone: "America/New_York", Agent: "tick"},
-		hitch.TriggerOptions{}); err != nil {
+	if _, _, err := f.rt.Triggers().Create(f.ctx, triggers.Spec{ID: "ny", Cron: "30 2 * * *", Zone: "America/New_York", Agent: "tick"},
+		triggers.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"2027-03-14T07:00:00Z", "2027-03-15T06:30:00Z"} {
@@ -300,7 +302,7 @@ func TestTriggerDaylightSaving(t *testing.T) {
 		}
 		f.clock.Set(at)
 		f.drain()
-		if !f.runExists(hitch.OccurrenceID("ny", at)) {
+		if !f.runExists(triggers.OccurrenceID("ny", at)) {
 			t.Fatalf("nothing fired at %v", at)
 		}
 	}
@@ -308,7 +310,7 @@ func TestTriggerDaylightSaving(t *testing.T) {
 
 func TestTriggerSpecErrorsNameFields(t *testing.T) {
 	t.Parallel()
-	err := hitch.TriggerSpec{ID: "bad id!", Cron: "61 * * * *", Agent: "a", Session: "s", Missed: "sometimes", Grace: time.Millisecond, MaxFires: -1}.Validate()
+	err := triggers.Spec{ID: "bad id!", Cron: "61 * * * *", Agent: "a", Session: "s", Missed: "sometimes", Grace: time.Millisecond, MaxFires: -1}.Validate()
 	if err == nil {
 		t.Fatal("accepted")
 	}
@@ -317,20 +319,20 @@ func TestTriggerSpecErrorsNameFields(t *testing.T) {
 			t.Errorf("%q does not name %s", err, want)
 		}
 	}
-	if err := (hitch.TriggerSpec{ID: "x", At: t0, Zone: "Europe/Berlin", Session: "s", Text: "t"}).Validate(); err == nil || !strings.Contains(err.Error(), "zone") {
+	if err := (triggers.Spec{ID: "x", At: t0, Zone: "Europe/Berlin", Session: "s", Text: "t"}).Validate(); err == nil || !strings.Contains(err.Error(), "zone") {
 		t.Errorf("a zone on a one-shot: %v", err)
 	}
 }
 
 func TestTriggerSpecJSON(t *testing.T) {
 	t.Parallel()
-	in := hitch.TriggerSpec{ID: "x", Cron: "@daily", Zone: "Europe/Berlin", Session: "s", Text: "hi", Grace: 90 * time.Second,
+	in := triggers.Spec{ID: "x", Cron: "@daily", Zone: "Europe/Berlin", Session: "s", Text: "hi", Grace: 90 * time.Second,
 		MaxFires: 3, ExpiresAt: t0}
 	b, err := json.Marshal(in)
 	if err != nil || !strings.Contains(string(b), `"grace":"1m30s"`) {
 		t.Fatalf("marshal: %s %v", b, err)
 	}
-	var out hitch.TriggerSpec
+	var out triggers.Spec
 	if err := json.Unmarshal(b, &out); err != nil || out != in {
 		t.Fatalf("round trip: %+v %v", out, err)
 	}

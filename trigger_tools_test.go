@@ -12,14 +12,16 @@ import (
 	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool/builtin"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 // schedulingSession opens a session whose agent plays calls (one turn of
 // tool calls, then a text) under pol, sends it one message and waits for
 // the session to rest.
-func schedulingSession(t *testing.T, calls []scripted.Call, pol policy.Policy, tc hitch.TriggerConfig) *trigFixture {
+func schedulingSession(t *testing.T, calls []scripted.Call, pol policy.Policy, tc triggers.Config) *trigFixture {
 	t.Helper()
 	c := testclock.New(t0)
 	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.Now))
@@ -34,21 +36,21 @@ func schedulingSession(t *testing.T, calls []scripted.Call, pol policy.Policy, t
 	}
 	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Triggers: tc})
 	f := &trigFixture{t: t, ctx: t.Context(), clock: c, st: st, rt: rt, agent: a}
-	if _, err := rt.OpenSession(f.ctx, a, hitch.SessionOptions{ID: "s"}); err != nil {
+	if _, _, err := rt.Sessions().Open(f.ctx, a, sessions.Options{ID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Send(f.ctx, "s", "remind me", hitch.SendOptions{}); err != nil {
+	if _, err := rt.Sessions().Send(f.ctx, "s", "remind me", sessions.SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.AwaitSession(f.ctx, "s"); err != nil {
+	if _, err := rt.Sessions().Await(f.ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
 	return f
 }
 
-func (f *trigFixture) sessionTriggers() []hitch.Trigger {
+func (f *trigFixture) sessionTriggers() []triggers.Trigger {
 	f.t.Helper()
-	trs, err := f.rt.ListTriggers(f.ctx, hitch.TriggerListOptions{SessionID: "s"})
+	trs, err := f.rt.Triggers().List(f.ctx, triggers.ListOptions{SessionID: "s"})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func (f *trigFixture) sessionTriggers() []hitch.Trigger {
 func TestScheduleWakeWakesTheSession(t *testing.T) {
 	t.Parallel()
 	f := schedulingSession(t, []scripted.Call{{Name: "schedule_wake", Args: `{"in":"10m","text":"check the deploy"}`}},
-		policy.AllowAll(), hitch.TriggerConfig{})
+		policy.AllowAll(), triggers.Config{})
 	trs := f.sessionTriggers()
 	if len(trs) != 1 || trs[0].Spec.Session != "s" || !trs[0].NextFire.Equal(t0.Add(10*time.Minute)) || trs[0].SessionID != "s" {
 		t.Fatalf("bindings of the session: %+v", trs)
@@ -74,7 +76,7 @@ func TestScheduleWakeWakesTheSession(t *testing.T) {
 	if n := f.drain(); n != 1 {
 		t.Fatalf("dispatched %d at the wake, want 1", n)
 	}
-	st, err := f.rt.AwaitSession(f.ctx, "s")
+	st, err := f.rt.Sessions().Await(f.ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestScheduleToolsAreDecidedByThePolicy(t *testing.T) {
 		return policy.Decision{Verdict: policy.Allow}, nil
 	})
 	f := schedulingSession(t, []scripted.Call{{Name: "schedule_wake", Args: `{"in":"10m"}`},
-		{Name: "schedule", Args: `{"cron":"@daily","text":"standup"}`}}, pol, hitch.TriggerConfig{})
+		{Name: "schedule", Args: `{"cron":"@daily","text":"standup"}`}}, pol, triggers.Config{})
 	if trs := f.sessionTriggers(); len(trs) != 0 {
 		t.Fatalf("denied calls scheduled %+v", trs)
 	}
@@ -112,7 +114,7 @@ func TestScheduleToolsAreBounded(t *testing.T) {
 		{Name: "schedule", Args: `{"cron":"0 9 * * mon-fri","zone":"Europe/Berlin","text":"standup"}`},
 		{Name: "schedule_wake", Args: `{"in":"1h"}`},
 		{Name: "schedule_wake", Args: `{"at":"2020-01-01T00:00:00Z"}`},
-	}, policy.AllowAll(), hitch.TriggerConfig{MaxPerSession: 1})
+	}, policy.AllowAll(), triggers.Config{MaxPerSession: 1})
 	// The calls of one turn run at once: the standup or the wake, whichever
 	// came first, takes the one place.
 	trs := f.sessionTriggers()
@@ -120,7 +122,7 @@ func TestScheduleToolsAreBounded(t *testing.T) {
 		t.Fatalf("bindings: %+v", trs)
 	}
 	// The model was told why each other call was refused.
-	st, err := f.rt.SessionStatus(f.ctx, "s")
+	st, err := f.rt.Sessions().Status(f.ctx, "s")
 	if err != nil || len(st.Submissions) != 1 {
 		t.Fatalf("status: %v %+v", err, st)
 	}

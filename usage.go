@@ -43,12 +43,6 @@ func (rt *Runtime) FamilyCost(ctx context.Context, rootID string) (RunningCost, 
 	return rt.n.Usage.FamilyCost(ctx, rootID)
 }
 
-// SessionCost sums what a session has cost so far: the family of every
-// submission's run, the one at work included.
-func (rt *Runtime) SessionCost(ctx context.Context, sessionID string) (RunningCost, error) {
-	return rt.n.SessionCost(ctx, sessionID)
-}
-
 // Budget returns the budget that bounds a run and what is left of it. The
 // run's own limits are listed only when the runtime knows the run's agent
 // version (Config.Agents).

@@ -380,7 +380,7 @@ func Load(path string, opts Options) (*Config, error) {
 			cfg.Agents = append(cfg.Agents, a)
 		}
 	}
-	trs, trp := triggers(l, f.Triggers, index)
+	trs, trp := checkTriggers(l, f.Triggers, index)
 	probs = append(probs, trp...)
 	cfg.Triggers = trs
 	probs = merge(decodeProbs, probs)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 // TestTriggerHooks: a config's pre_trigger command skips an occurrence it
@@ -43,7 +43,7 @@ esac
 	ctx := t.Context()
 	at := time.Now().UTC().Truncate(time.Second)
 	for id, input := range map[string]string{"rest": "the holiday check", "boom": "crash now", "work": "do the work"} {
-		if _, _, err := h.rt.CreateTrigger(ctx, hitch.TriggerSpec{ID: id, At: at, Agent: "ops", Input: input}, hitch.TriggerOptions{}); err != nil {
+		if _, _, err := h.rt.Triggers().Create(ctx, triggers.Spec{ID: id, At: at, Agent: "ops", Input: input}, triggers.Options{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,22 +57,22 @@ esac
 		}
 	}
 	for id, why := range map[string]string{"rest": "no work on holidays (hook gate)", "boom": "hook gate failed, so the occurrence was skipped"} {
-		tr, err := h.rt.GetTrigger(ctx, id)
+		tr, err := h.rt.Triggers().Get(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tr.SkipCount != 1 || tr.FireCount != 0 || !strings.Contains(tr.SkipReason, why) || !tr.LastSkip.Equal(at) || tr.State != "done" {
 			t.Errorf("%s: skipped %d fired %d at %v (%s): %q", id, tr.SkipCount, tr.FireCount, tr.LastSkip, tr.State, tr.SkipReason)
 		}
-		if _, err := h.st.RunGet(ctx, hitch.OccurrenceID(id, at)); err == nil {
+		if _, err := h.st.RunGet(ctx, triggers.OccurrenceID(id, at)); err == nil {
 			t.Errorf("%s: a skipped occurrence started a run", id)
 		}
 	}
-	tr, err := h.rt.GetTrigger(ctx, "work")
+	tr, err := h.rt.Triggers().Get(ctx, "work")
 	if err != nil || tr.FireCount != 1 || tr.SkipCount != 0 {
 		t.Fatalf("work: %v %+v", err, tr)
 	}
-	runID := hitch.OccurrenceID("work", at)
+	runID := triggers.OccurrenceID("work", at)
 	var started struct {
 		Input string `json:"input"`
 	}

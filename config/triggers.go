@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 // Trigger declares a trigger binding (see docs/triggers.md): a schedule,
@@ -46,12 +47,12 @@ type Trigger struct {
 
 // ConfiguredTrigger is a checked binding of the file.
 type ConfiguredTrigger struct {
-	Spec   hitch.TriggerSpec
+	Spec   triggers.Spec
 	Paused bool
 }
 
-// triggers checks the file's bindings; agents are the file's agent names.
-func triggers(l locator, list []Trigger, agents map[string]int) ([]ConfiguredTrigger, []Problem) {
+// checkTriggers checks the file's bindings; agents are the file's agent names.
+func checkTriggers(l locator, list []Trigger, agents map[string]int) ([]ConfiguredTrigger, []Problem) {
 	var (
 		probs []Problem
 		out   []ConfiguredTrigger
@@ -64,7 +65,7 @@ func triggers(l locator, list []Trigger, agents map[string]int) ([]ConfiguredTri
 			probs = append(probs, l.problem(field+".name", "%q is already the name of triggers[%d]", y.Name, j))
 		}
 		seen[y.Name] = i
-		spec := hitch.TriggerSpec{ID: y.Name, Cron: y.Cron, Zone: y.Zone, Agent: y.Agent, Version: y.Version, Input: y.Input,
+		spec := triggers.Spec{ID: y.Name, Cron: y.Cron, Zone: y.Zone, Agent: y.Agent, Version: y.Version, Input: y.Input,
 			Session: y.Session, Text: y.Text, MaxFires: y.MaxFires, Missed: y.Missed}
 		at := func(key, v string) time.Time {
 			if v == "" {

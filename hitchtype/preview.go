@@ -70,6 +70,6 @@ type PreviewOptions struct {
 	Instructions string
 	// Session, when set, previews the session's next submission: the
 	// session's transcript comes before Input. The session must be of
-	// the agent (hitch.ErrSessionAgent otherwise).
+	// the agent (sessions.ErrAgent otherwise).
 	Session string
 }

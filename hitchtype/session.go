@@ -180,14 +180,14 @@ func (c SessionConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// SessionOptions configure hitch.Runtime.OpenSession.
+// SessionOptions configure sessions.Client.Open.
 type SessionOptions struct {
 	// ID names the session; opening an existing id returns it. Default: a
 	// fresh random id. Letters, digits and . _ : -, at most 128 bytes.
 	ID string
 	// Tenant owns the session and the runs of its submissions (see
 	// CheckTenant). Default: DefaultTenant. Opening an
-	// existing session of another tenant is refused with hitch.ErrSessionTenant.
+	// existing session of another tenant is refused with sessions.ErrTenant.
 	Tenant string
 	// Metadata is stored with a new session, as a JSON object.
 	Metadata map[string]any
@@ -211,7 +211,7 @@ type Session struct {
 	UpdatedAt time.Time
 }
 
-// SessionsParams filter and page hitch.Runtime.Sessions.
+// SessionsParams filter and page sessions.Client.List.
 type SessionsParams struct {
 	// Tenant keeps one tenant's sessions; empty means every tenant.
 	Tenant string
@@ -222,7 +222,7 @@ type SessionsParams struct {
 	Limit int
 }
 
-// SendOptions configure hitch.Runtime.Send.
+// SendOptions configure sessions.Client.Send.
 type SendOptions struct {
 	// IdempotencyKey makes a retried send admit the message once: the same
 	// key within SessionConfig.IdempotencyTTL returns the first admission.
@@ -231,7 +231,7 @@ type SendOptions struct {
 	Mode SendMode
 }
 
-// SendResult tells what hitch.Runtime.Send did.
+// SendResult tells what sessions.Client.Send did.
 type SendResult struct {
 	MessageID string
 	// Position is the message's admission position in the session.

@@ -318,7 +318,7 @@ type Trigger struct {
 	UpdatedAt  time.Time
 }
 
-// TriggerOptions adjust hitch.Runtime.CreateTrigger.
+// TriggerOptions adjust triggers.Client.Create.
 type TriggerOptions struct {
 	// Replace replaces a binding of the same id whose definition differs
 	// (config reloads use it); its counts are kept. Without it, creating
@@ -328,7 +328,7 @@ type TriggerOptions struct {
 	Paused bool
 }
 
-// TriggerListOptions filter and page hitch.Runtime.ListTriggers.
+// TriggerListOptions filter and page triggers.Client.List.
 type TriggerListOptions struct {
 	After     string // the last id of the previous page
 	Limit     int    // 0 means 100; at most 1000

@@ -54,7 +54,7 @@ func (s *Server) registerContext() {
 	}, func(ctx context.Context, in *struct {
 		ID string `path:"id" maxLength:"128" doc:"The session's id."`
 	}) (*struct{ Body api.RunningCost }, error) {
-		c, err := s.scope(ctx).SessionCost(ctx, in.ID)
+		c, err := s.scope(ctx).Sessions().Cost(ctx, in.ID)
 		if err != nil {
 			return nil, s.fail("read session cost", err)
 		}

@@ -49,7 +49,7 @@ func TestRunContext(t *testing.T) {
 	// A session's cost: unpriced here, over its one submission's run.
 	createSession(t, c, "echo", "s1")
 	sendMsg(t, c, "s1", "hello", "", "")
-	if _, err := ip.rt.AwaitSession(context.Background(), "s1"); err != nil {
+	if _, err := ip.rt.Sessions().Await(context.Background(), "s1"); err != nil {
 		t.Fatal(err)
 	}
 	var sc api.RunningCost

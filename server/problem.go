@@ -13,6 +13,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/sessions"
 )
 
 func init() {
@@ -79,8 +80,8 @@ func invalid(loc, format string, args ...any) error {
 var problemTypes = map[error]struct{ typ, loc string }{
 	hitch.ErrNotFound:            {api.TypeNotFound, ""},
 	hitch.ErrUnknownCall:         {api.TypeNotFound, ""},
-	hitch.ErrSessionNotFound:     {api.TypeNotFound, ""},
-	hitch.ErrMessageNotFound:     {api.TypeNotFound, ""},
+	sessions.ErrNotFound:         {api.TypeNotFound, ""},
+	sessions.ErrMessageNotFound:  {api.TypeNotFound, ""},
 	hitch.ErrRunnerBusy:          {api.TypeBusy, ""},
 	hitch.ErrApprovalExpired:     {api.TypeExpired, ""},
 	hitch.ErrEnded:               {api.TypeEnded, ""},
@@ -89,10 +90,10 @@ var problemTypes = map[error]struct{ typ, loc string }{
 	approval.ErrNoApprovers:      {api.TypeBadCredential, ""},
 	approval.ErrOtherApprovers:   {api.TypeBadCredential, ""},
 	approval.ErrProofExpired:     {api.TypeBadCredential, ""},
-	hitch.ErrSessionAgent:        {api.TypeConflict, ""},
+	sessions.ErrAgent:            {api.TypeConflict, ""},
 	hitch.ErrBadRunID:            {api.TypeInvalid, "body.id"},
-	hitch.ErrBadSessionID:        {api.TypeInvalid, "body.id"},
-	hitch.ErrMessageTooLarge:     {api.TypeInvalid, "body.text"},
+	sessions.ErrBadID:            {api.TypeInvalid, "body.id"},
+	sessions.ErrMessageTooLarge:  {api.TypeInvalid, "body.text"},
 	hitch.ErrBadCursor:           {api.TypeInvalid, "query.after"},
 	hitch.ErrBadFork:             {api.TypeInvalid, "body.at"},
 }
@@ -107,7 +108,7 @@ func problemOf(err error, op string) error {
 	if errors.Is(err, errStopping) {
 		return api.NewProblem(api.TypeUnavailable, errStopping.Error())
 	}
-	var state *hitch.MessageStateError
+	var state *sessions.MessageStateError
 	if errors.As(err, &state) {
 		return api.NewProblem(api.TypeRefused, fmt.Sprintf("the message is %s, not queued", state.State))
 	}

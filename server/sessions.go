@@ -12,6 +12,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/sessions"
 )
 
 // The session routes: conversations with an agent, their message queues,
@@ -52,7 +53,7 @@ func (s *Server) registerSessions() {
 		OperationID: "get-session", Method: http.MethodGet, Path: "/v1/sessions/{id}", Tags: []string{"sessions"},
 		Summary: "Show one session", Errors: []int{http.StatusNotFound},
 	}, func(ctx context.Context, in *sessionIn) (*sessionOut, error) {
-		ses, err := s.scope(ctx).GetSession(ctx, in.ID)
+		ses, err := s.scope(ctx).Sessions().Get(ctx, in.ID)
 		if err != nil {
 			return nil, s.fail("get session", err)
 		}
@@ -79,11 +80,11 @@ func (s *Server) registerSessions() {
 		Errors:      []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict},
 	}, func(ctx context.Context, in *sessionIn) (*sessionOut, error) {
 		sc := s.scope(ctx)
-		if err := sc.Interrupt(ctx, in.ID); err != nil {
+		if err := sc.Sessions().Interrupt(ctx, in.ID); err != nil {
 			return nil, s.fail("interrupt", err)
 		}
 		s.hub.wake(sessionKey(in.ID))
-		ses, err := sc.GetSession(ctx, in.ID)
+		ses, err := sc.Sessions().Get(ctx, in.ID)
 		if err != nil {
 			return nil, s.fail("interrupt", err)
 		}
@@ -96,7 +97,7 @@ func (s *Server) registerSessions() {
 		ID    string `path:"id" maxLength:"128" doc:"The session's id."`
 		Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Messages at most."`
 	}) (*struct{ Body api.Queue }, error) {
-		q, err := s.scope(ctx).Queue(ctx, in.ID, in.Limit)
+		q, err := s.scope(ctx).Sessions().Queue(ctx, in.ID, in.Limit)
 		if err != nil {
 			return nil, s.fail("queue", err)
 		}
@@ -111,7 +112,7 @@ func (s *Server) registerSessions() {
 		Message string `path:"message" maxLength:"128" doc:"The queued message's id."`
 		Body    api.Edit
 	}) (*struct{ Body api.Queue }, error) {
-		if err := s.scope(ctx).Edit(ctx, in.ID, in.Message, in.Body.Text); err != nil {
+		if err := s.scope(ctx).Sessions().Edit(ctx, in.ID, in.Message, in.Body.Text); err != nil {
 			return nil, s.fail("edit", err)
 		}
 		s.hub.wake(sessionKey(in.ID))
@@ -125,7 +126,7 @@ func (s *Server) registerSessions() {
 		ID      string `path:"id" maxLength:"128" doc:"The session's id."`
 		Message string `path:"message" maxLength:"128" doc:"The queued message's id."`
 	}) (*struct{ Body api.Queue }, error) {
-		if err := s.scope(ctx).Remove(ctx, in.ID, in.Message); err != nil {
+		if err := s.scope(ctx).Sessions().Remove(ctx, in.ID, in.Message); err != nil {
 			return nil, s.fail("remove", err)
 		}
 		s.hub.wake(sessionKey(in.ID))
@@ -135,7 +136,7 @@ func (s *Server) registerSessions() {
 		OperationID: "session-status", Method: http.MethodGet, Path: "/v1/sessions/{id}/status", Tags: []string{"sessions"},
 		Summary: "A session's state: its queue, submissions and usage", Errors: []int{http.StatusNotFound},
 	}, func(ctx context.Context, in *sessionIn) (*struct{ Body api.SessionStatus }, error) {
-		st, err := s.scope(ctx).SessionStatus(ctx, in.ID)
+		st, err := s.scope(ctx).Sessions().Status(ctx, in.ID)
 		if err != nil {
 			return nil, s.fail("session status", err)
 		}
@@ -149,7 +150,7 @@ func (s *Server) registerSessions() {
 		After int64  `query:"after" minimum:"0" doc:"Entries after this position."`
 		Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Entries per page."`
 	}) (*struct{ Body api.SessionEntryPage }, error) {
-		es, err := s.scope(ctx).SessionJournal(ctx, in.ID, in.After, in.Limit)
+		es, err := s.scope(ctx).Sessions().Journal(ctx, in.ID, in.After, in.Limit)
 		if err != nil {
 			return nil, s.fail("session transcript", err)
 		}
@@ -179,7 +180,7 @@ func (s *Server) registerSessions() {
 		LastEventID string `header:"Last-Event-ID" maxLength:"32" doc:"Resume after this event id; ?after wins when both are given."`
 	}) (*huma.StreamResponse, error) {
 		sc := s.scope(ctx)
-		if _, err := sc.GetSession(ctx, in.ID); err != nil {
+		if _, err := sc.Sessions().Get(ctx, in.ID); err != nil {
 			return nil, s.fail("stream", err)
 		}
 		after, err := resumePosition(in.After, in.LastEventID, "session journal")
@@ -213,7 +214,7 @@ func (s *Server) createSession(ctx context.Context, in *struct {
 	if !ok {
 		return nil, invalid("body.agent", "is not an agent of this server (GET /v1/agents lists them)")
 	}
-	ses, created, err := s.scope(ctx).OpenSession(ctx, a, hitch.SessionOptions{ID: b.ID, Metadata: b.Metadata})
+	ses, created, err := s.scope(ctx).Sessions().Open(ctx, a, sessions.Options{ID: b.ID, Metadata: b.Metadata})
 	if err != nil {
 		return nil, s.fail("create session", err)
 	}
@@ -231,7 +232,7 @@ func (s *Server) listSessions(ctx context.Context, in *struct {
 	After string `query:"after" maxLength:"512" doc:"The cursor the previous page returned."`
 	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"50" doc:"Sessions per page."`
 }) (*struct{ Body api.SessionPage }, error) {
-	list, next, err := s.scope(ctx).Sessions(ctx, hitch.SessionsParams{After: in.After, Limit: in.Limit})
+	list, next, err := s.scope(ctx).Sessions().List(ctx, sessions.ListParams{After: in.After, Limit: in.Limit})
 	if err != nil {
 		return nil, s.fail("list sessions", err)
 	}
@@ -259,7 +260,7 @@ func (s *Server) send(ctx context.Context, in *struct {
 	if strings.TrimSpace(in.Body.Text) == "" {
 		return nil, invalid("body.text", "is blank")
 	}
-	res, err := s.scope(ctx).Send(ctx, in.ID, in.Body.Text, hitch.SendOptions{IdempotencyKey: in.Key, Mode: hitch.SendMode(in.Body.Mode)})
+	res, err := s.scope(ctx).Sessions().Send(ctx, in.ID, in.Body.Text, sessions.SendOptions{IdempotencyKey: in.Key, Mode: sessions.Mode(in.Body.Mode)})
 	if err != nil && res.MessageID == "" {
 		return nil, s.fail("send", err)
 	}
@@ -277,7 +278,7 @@ func (s *Server) send(ctx context.Context, in *struct {
 }
 
 func (s *Server) queueOut(ctx context.Context, id string) (*struct{ Body api.Queue }, error) {
-	q, err := s.scope(ctx).Queue(ctx, id, 0)
+	q, err := s.scope(ctx).Sessions().Queue(ctx, id, 0)
 	if err != nil {
 		return nil, s.fail("queue", err)
 	}
@@ -290,7 +291,7 @@ func (f *follower) sessionPass() (done, ok bool) {
 	page := DefaultJournalPage
 	key := sessionKey(f.session)
 	for {
-		es, err := f.sc.SessionJournal(f.ctx, f.session, f.after[key], page)
+		es, err := f.sc.Sessions().Journal(f.ctx, f.session, f.after[key], page)
 		if err != nil {
 			f.fail(err)
 			return false, false
@@ -313,12 +314,12 @@ func (f *follower) sessionPass() (done, ok bool) {
 	}
 }
 
-func wireSession(ses hitch.Session) api.Session {
+func wireSession(ses sessions.Session) api.Session {
 	return api.Session{ID: ses.ID, Tenant: ses.Tenant, Agent: ses.Agent, Version: ses.Version, Metadata: ses.Metadata,
 		ActiveRun: ses.ActiveRun, Position: ses.Position, Queued: ses.Queued, CreatedAt: ses.CreatedAt, UpdatedAt: ses.UpdatedAt}
 }
 
-func wireQueue(q []hitch.QueuedMessage) []api.QueuedMessage {
+func wireQueue(q []sessions.QueuedMessage) []api.QueuedMessage {
 	out := make([]api.QueuedMessage, 0, len(q))
 	for _, m := range q {
 		out = append(out, api.QueuedMessage{ID: m.ID, Position: m.Position, Mode: string(m.Mode), Text: m.Text})
@@ -330,7 +331,7 @@ func wireUsage(u hitch.Usage) api.Usage {
 	return api.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens, Generations: u.Generations}
 }
 
-func wireSessionStatus(st hitch.SessionStatus) api.SessionStatus {
+func wireSessionStatus(st sessions.Status) api.SessionStatus {
 	out := api.SessionStatus{Session: wireSession(st.Session), Queue: wireQueue(st.Queue), Submissions: []api.Submission{},
 		Usage: wireUsage(st.Usage), CostUSD: st.CostUSD}
 	for _, sub := range st.Submissions {
@@ -345,6 +346,6 @@ func wireSessionStatus(st hitch.SessionStatus) api.SessionStatus {
 	return out
 }
 
-func wireSessionEntry(e hitch.SessionEntry) api.SessionEntry {
+func wireSessionEntry(e sessions.Entry) api.SessionEntry {
 	return api.SessionEntry{SessionID: e.SessionID, Pos: e.Pos, Kind: e.Kind, At: e.At, Data: json.RawMessage(e.Data)}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/server"
 	"github.com/hitch-dev/hitch/server/mcpserver"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/telemetry"
 	"github.com/hitch-dev/hitch/tool"
@@ -349,17 +350,17 @@ func newSurfaceEnv(t *testing.T) *surfaceEnv {
 		if r, err := sc.Await(ctx, id); err != nil || r.Status != "waiting" {
 			t.Fatalf("%s: %+v %v", id, r, err)
 		}
-		ses, _, err := sc.OpenSession(ctx, gate, hitch.SessionOptions{ID: owner + "-ses"})
+		ses, _, err := sc.Sessions().Open(ctx, gate, sessions.Options{ID: owner + "-ses"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sc.Send(ctx, ses.ID, "first", hitch.SendOptions{}); err != nil {
+		if _, err := sc.Sessions().Send(ctx, ses.ID, "first", sessions.SendOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sc.AwaitSession(ctx, ses.ID); err != nil {
+		if _, err := sc.Sessions().Await(ctx, ses.ID); err != nil {
 			t.Fatal(err)
 		}
-		sent, err := sc.Send(ctx, ses.ID, "second", hitch.SendOptions{})
+		sent, err := sc.Sessions().Send(ctx, ses.ID, "second", sessions.SendOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

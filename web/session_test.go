@@ -64,7 +64,7 @@ func TestConsoleSessionForms(t *testing.T) {
 	if first.StatusCode != http.StatusSeeOther || again.StatusCode != http.StatusSeeOther || !strings.Contains(again.Header.Get("Location"), "sent+already") {
 		t.Fatalf("a form posted twice: %d %q, then %d %q", first.StatusCode, first.Header.Get("Location"), again.StatusCode, again.Header.Get("Location"))
 	}
-	es, err := rt.SessionJournal(context.Background(), "s1", 0, 100)
+	es, err := rt.Sessions().Journal(context.Background(), "s1", 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/doctor"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 // backend is what a command acts on: the runtime in this process
@@ -84,23 +86,23 @@ type backend interface {
 	Revoke(ctx context.Context, id, path, by string) error
 
 	// Sessions lists one page of sessions by id.
-	Sessions(ctx context.Context, p hitch.SessionsParams) ([]hitch.Session, error)
+	Sessions(ctx context.Context, p sessions.ListParams) ([]sessions.Session, error)
 	// Session returns one session.
-	Session(ctx context.Context, id string) (hitch.Session, error)
+	Session(ctx context.Context, id string) (sessions.Session, error)
 	// CreateSession creates a session of an agent (empty: the only one).
 	CreateSession(ctx context.Context, id, agent string) error
 	// Send admits a message.
-	Send(ctx context.Context, id, text string, o hitch.SendOptions) (hitch.SendResult, error)
+	Send(ctx context.Context, id, text string, o sessions.SendOptions) (sessions.SendResult, error)
 	// Interrupt interrupts the session's current submission.
 	Interrupt(ctx context.Context, id string) error
 	// Queue lists the queued messages in the order they will start.
-	Queue(ctx context.Context, id string) ([]hitch.QueuedMessage, error)
+	Queue(ctx context.Context, id string) ([]sessions.QueuedMessage, error)
 	// Edit and Remove change or drop a queued message.
 	Edit(ctx context.Context, id, message, text string) error
 	Remove(ctx context.Context, id, message string) error
 	// SessionStatus folds a session's journal; SessionCost is what it has
 	// cost so far.
-	SessionStatus(ctx context.Context, id string) (hitch.SessionStatus, error)
+	SessionStatus(ctx context.Context, id string) (sessions.Status, error)
 	SessionCost(ctx context.Context, id string) (hitch.RunningCost, error)
 	// AwaitSession returns once the session has no active submission and
 	// nothing queued.
@@ -112,10 +114,10 @@ type backend interface {
 
 	// Triggers, Trigger, PauseTrigger, ResumeTrigger and RemoveTrigger
 	// act on trigger bindings.
-	Triggers(ctx context.Context, o hitch.TriggerListOptions) ([]hitch.Trigger, error)
-	Trigger(ctx context.Context, id string) (hitch.Trigger, error)
-	PauseTrigger(ctx context.Context, id string) (hitch.Trigger, error)
-	ResumeTrigger(ctx context.Context, id string) (hitch.Trigger, error)
+	Triggers(ctx context.Context, o triggers.ListOptions) ([]triggers.Trigger, error)
+	Trigger(ctx context.Context, id string) (triggers.Trigger, error)
+	PauseTrigger(ctx context.Context, id string) (triggers.Trigger, error)
+	ResumeTrigger(ctx context.Context, id string) (triggers.Trigger, error)
 	RemoveTrigger(ctx context.Context, id string) (removed bool, err error)
 
 	// Doctor runs the checks of the deployment (package doctor): here,

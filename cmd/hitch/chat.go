@@ -17,6 +17,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -272,16 +273,16 @@ func (c *chat) loop(ctx context.Context, in io.Reader, sigs <-chan os.Signal) (r
 
 func (c *chat) command(ctx context.Context, line string) error {
 	verb, rest, _ := strings.Cut(line, " ")
-	send := func(text string, mode hitch.SendMode) error {
+	send := func(text string, mode sessions.Mode) error {
 		s, err := c.b.Session(ctx, c.sid)
 		if err != nil {
 			return err
 		}
-		res, err := c.b.Send(ctx, c.sid, text, hitch.SendOptions{Mode: mode})
+		res, err := c.b.Send(ctx, c.sid, text, sessions.SendOptions{Mode: mode})
 		if err != nil {
 			return err
 		}
-		if s.ActiveRun != "" && mode == hitch.ModeQueue {
+		if s.ActiveRun != "" && mode == sessions.ModeQueue {
 			c.say("  (queued as %s behind the current turn)", res.MessageID)
 		}
 		return nil
@@ -292,12 +293,12 @@ func (c *chat) command(ctx context.Context, line string) error {
 	case "/help":
 		c.say("%s", chatHelp)
 	case "/steer":
-		return send(rest, hitch.ModeSteer)
+		return send(rest, sessions.ModeSteer)
 	case "/interrupt":
 		if strings.TrimSpace(rest) == "" {
 			return c.b.Interrupt(ctx, c.sid)
 		}
-		return send(rest, hitch.ModeInterrupt)
+		return send(rest, sessions.ModeInterrupt)
 	case "/queue":
 		q, err := c.b.Queue(ctx, c.sid)
 		if err != nil {
@@ -339,7 +340,7 @@ func (c *chat) command(ctx context.Context, line string) error {
 		if strings.HasPrefix(verb, "/") {
 			return fmt.Errorf("unknown command %s; /help lists them", verb)
 		}
-		return send(line, hitch.ModeQueue)
+		return send(line, sessions.ModeQueue)
 	}
 	return nil
 }

@@ -8,7 +8,9 @@ import (
 	"github.com/hitch-dev/hitch/client"
 	"github.com/hitch-dev/hitch/config"
 	"github.com/hitch-dev/hitch/sandbox"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 // exitErrors gives the runtime's errors their exit codes: the one table a
@@ -20,9 +22,9 @@ var exitErrors = []struct {
 }{
 	{hitch.ErrNotFound, exitNotFound},
 	{hitch.ErrUnknownCall, exitNotFound},
-	{hitch.ErrSessionNotFound, exitNotFound},
-	{hitch.ErrMessageNotFound, exitNotFound},
-	{hitch.ErrTriggerNotFound, exitNotFound},
+	{sessions.ErrNotFound, exitNotFound},
+	{sessions.ErrMessageNotFound, exitNotFound},
+	{triggers.ErrNotFound, exitNotFound},
 
 	{hitch.ErrForbidden, exitRefused},
 	{hitch.ErrRunnerBusy, exitRefused},
@@ -42,8 +44,8 @@ var exitErrors = []struct {
 	{hitch.ErrCallCompleted, exitRefused},
 	{hitch.ErrCallTimedOut, exitRefused},
 	{hitch.ErrNotHeld, exitRefused},
-	{hitch.ErrSessionAgent, exitRefused},
-	{hitch.ErrSessionTenant, exitRefused},
+	{sessions.ErrAgent, exitRefused},
+	{sessions.ErrTenant, exitRefused},
 	{hitch.ErrUnknownAgent, exitRefused},
 	{approval.ErrBadCredential, exitRefused},
 	{approval.ErrOtherRequirement, exitRefused},
@@ -52,8 +54,8 @@ var exitErrors = []struct {
 	{approval.ErrProofExpired, exitRefused},
 
 	{hitch.ErrBadRunID, exitUsage},
-	{hitch.ErrBadSessionID, exitUsage},
-	{hitch.ErrMessageTooLarge, exitUsage},
+	{sessions.ErrBadID, exitUsage},
+	{sessions.ErrMessageTooLarge, exitUsage},
 	{hitch.ErrBadCursor, exitUsage},
 	{hitch.ErrBadFork, exitUsage},
 }
@@ -74,7 +76,7 @@ func exitOf(err error) int {
 	if sqlite.IsCorrupt(err) {
 		return exitCorrupt
 	}
-	var mse *hitch.MessageStateError
+	var mse *sessions.MessageStateError
 	if errors.As(err, &mse) {
 		return exitRefused
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/sandbox"
+	"github.com/hitch-dev/hitch/sessions"
 )
 
 // TestRefusalsGetTheirExitCodes: the runtime's refusals, wrapped as a
@@ -20,17 +21,17 @@ func TestRefusalsGetTheirExitCodes(t *testing.T) {
 	}{
 		{&hitch.ForbiddenError{Op: "Cancel", Principal: "eve", Role: hitch.RoleViewer, Need: hitch.RoleOperator}, exitRefused},
 		{hitch.ErrNotFound, exitNotFound},
-		{hitch.ErrSessionNotFound, exitNotFound},
-		{hitch.ErrMessageNotFound, exitNotFound},
+		{sessions.ErrNotFound, exitNotFound},
+		{sessions.ErrMessageNotFound, exitNotFound},
 		{hitch.ErrUnknownCall, exitNotFound},
 		{hitch.ErrRunnerBusy, exitRefused},
 		{hitch.ErrEnded, exitRefused},
-		{hitch.ErrSessionAgent, exitRefused},
+		{sessions.ErrAgent, exitRefused},
 		{approval.ErrBadCredential, exitRefused},
 		{sandbox.ErrNotGranted, exitRefused},
 		{hitch.ErrBadRunID, exitUsage},
-		{hitch.ErrBadSessionID, exitUsage},
-		{hitch.ErrMessageTooLarge, exitUsage},
+		{sessions.ErrBadID, exitUsage},
+		{sessions.ErrMessageTooLarge, exitUsage},
 		{hitch.ErrBadCursor, exitUsage},
 		{fmt.Errorf("disk on fire"), exitError},
 	} {

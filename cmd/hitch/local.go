@@ -15,7 +15,9 @@ import (
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/doctor"
 	"github.com/hitch-dev/hitch/server"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 // localBackend carries out commands with the runtime in this process, on
@@ -227,12 +229,13 @@ func (b *localBackend) Revoke(ctx context.Context, id, path, by string) error {
 	return b.e.rt.RevokeRoot(ctx, id, path, by)
 }
 
-func (b *localBackend) Sessions(ctx context.Context, p hitch.SessionsParams) ([]hitch.Session, error) {
-	return b.e.rt.Sessions(ctx, p)
+func (b *localBackend) Sessions(ctx context.Context, p sessions.ListParams) ([]sessions.Session, error) {
+	list, _, err := b.e.rt.Sessions().List(ctx, p)
+	return list, err
 }
 
-func (b *localBackend) Session(ctx context.Context, id string) (hitch.Session, error) {
-	return b.e.rt.GetSession(ctx, id)
+func (b *localBackend) Session(ctx context.Context, id string) (sessions.Session, error) {
+	return b.e.rt.Sessions().Get(ctx, id)
 }
 
 func (b *localBackend) CreateSession(ctx context.Context, id, agent string) error {
@@ -240,40 +243,40 @@ func (b *localBackend) CreateSession(ctx context.Context, id, agent string) erro
 	if err != nil {
 		return usageError{err}
 	}
-	_, err = b.e.rt.OpenSession(ctx, a, hitch.SessionOptions{ID: id})
+	_, _, err = b.e.rt.Sessions().Open(ctx, a, sessions.Options{ID: id})
 	return err
 }
 
-func (b *localBackend) Send(ctx context.Context, id, text string, o hitch.SendOptions) (hitch.SendResult, error) {
-	return b.e.rt.Send(ctx, id, text, o)
+func (b *localBackend) Send(ctx context.Context, id, text string, o sessions.SendOptions) (sessions.SendResult, error) {
+	return b.e.rt.Sessions().Send(ctx, id, text, o)
 }
 
 func (b *localBackend) Interrupt(ctx context.Context, id string) error {
-	return b.e.rt.Interrupt(ctx, id)
+	return b.e.rt.Sessions().Interrupt(ctx, id)
 }
 
-func (b *localBackend) Queue(ctx context.Context, id string) ([]hitch.QueuedMessage, error) {
-	return b.e.rt.Queue(ctx, id, 0)
+func (b *localBackend) Queue(ctx context.Context, id string) ([]sessions.QueuedMessage, error) {
+	return b.e.rt.Sessions().Queue(ctx, id, 0)
 }
 
 func (b *localBackend) Edit(ctx context.Context, id, message, text string) error {
-	return b.e.rt.Edit(ctx, id, message, text)
+	return b.e.rt.Sessions().Edit(ctx, id, message, text)
 }
 
 func (b *localBackend) Remove(ctx context.Context, id, message string) error {
-	return b.e.rt.Remove(ctx, id, message)
+	return b.e.rt.Sessions().Remove(ctx, id, message)
 }
 
-func (b *localBackend) SessionStatus(ctx context.Context, id string) (hitch.SessionStatus, error) {
-	return b.e.rt.SessionStatus(ctx, id)
+func (b *localBackend) SessionStatus(ctx context.Context, id string) (sessions.Status, error) {
+	return b.e.rt.Sessions().Status(ctx, id)
 }
 
 func (b *localBackend) SessionCost(ctx context.Context, id string) (hitch.RunningCost, error) {
-	return b.e.rt.SessionCost(ctx, id)
+	return b.e.rt.Sessions().Cost(ctx, id)
 }
 
 func (b *localBackend) AwaitSession(ctx context.Context, id string) error {
-	_, err := b.e.rt.AwaitSession(ctx, id)
+	_, err := b.e.rt.Sessions().Await(ctx, id)
 	return err
 }
 
@@ -294,24 +297,24 @@ func (b *localBackend) WatchSession(_ context.Context, _ string, see func(store.
 	}, nil
 }
 
-func (b *localBackend) Triggers(ctx context.Context, o hitch.TriggerListOptions) ([]hitch.Trigger, error) {
-	return b.e.rt.ListTriggers(ctx, o)
+func (b *localBackend) Triggers(ctx context.Context, o triggers.ListOptions) ([]triggers.Trigger, error) {
+	return b.e.rt.Triggers().List(ctx, o)
 }
 
-func (b *localBackend) Trigger(ctx context.Context, id string) (hitch.Trigger, error) {
-	return b.e.rt.GetTrigger(ctx, id)
+func (b *localBackend) Trigger(ctx context.Context, id string) (triggers.Trigger, error) {
+	return b.e.rt.Triggers().Get(ctx, id)
 }
 
-func (b *localBackend) PauseTrigger(ctx context.Context, id string) (hitch.Trigger, error) {
-	return b.e.rt.PauseTrigger(ctx, id)
+func (b *localBackend) PauseTrigger(ctx context.Context, id string) (triggers.Trigger, error) {
+	return b.e.rt.Triggers().Pause(ctx, id)
 }
 
-func (b *localBackend) ResumeTrigger(ctx context.Context, id string) (hitch.Trigger, error) {
-	return b.e.rt.ResumeTrigger(ctx, id)
+func (b *localBackend) ResumeTrigger(ctx context.Context, id string) (triggers.Trigger, error) {
+	return b.e.rt.Triggers().Resume(ctx, id)
 }
 
 func (b *localBackend) RemoveTrigger(ctx context.Context, id string) (bool, error) {
-	return b.e.rt.RemoveTrigger(ctx, id)
+	return b.e.rt.Triggers().Remove(ctx, id)
 }
 
 func (b *localBackend) Agents(context.Context) ([]api.Agent, error) {

@@ -15,7 +15,9 @@ import (
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/client"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 // With --server URL (or HITCH_SERVER), commands talk to a hitch serve
@@ -314,7 +316,7 @@ func (r *remoteBackend) Revoke(ctx context.Context, id, path, _ string) error {
 	return err
 }
 
-func (r *remoteBackend) Sessions(ctx context.Context, p hitch.SessionsParams) ([]hitch.Session, error) {
+func (r *remoteBackend) Sessions(ctx context.Context, p sessions.ListParams) ([]sessions.Session, error) {
 	if p.Tenant != "" {
 		return nil, usageError{errors.New("--tenant: with --server the token's tenant is the one listed")}
 	}
@@ -322,14 +324,14 @@ func (r *remoteBackend) Sessions(ctx context.Context, p hitch.SessionsParams) ([
 	if err != nil {
 		return nil, err
 	}
-	out := make([]hitch.Session, 0, len(page.Sessions))
+	out := make([]sessions.Session, 0, len(page.Sessions))
 	for _, s := range page.Sessions {
 		out = append(out, sessionOf(s))
 	}
 	return out, nil
 }
 
-func (r *remoteBackend) Session(ctx context.Context, id string) (hitch.Session, error) {
+func (r *remoteBackend) Session(ctx context.Context, id string) (sessions.Session, error) {
 	s, err := r.c.Session(ctx, id)
 	return sessionOf(s), err
 }
@@ -345,12 +347,12 @@ func (r *remoteBackend) CreateSession(ctx context.Context, id, agent string) err
 	return err
 }
 
-func (r *remoteBackend) Send(ctx context.Context, id, text string, o hitch.SendOptions) (hitch.SendResult, error) {
+func (r *remoteBackend) Send(ctx context.Context, id, text string, o sessions.SendOptions) (sessions.SendResult, error) {
 	res, err := r.c.Send(ctx, id, api.Send{Text: text, Mode: string(o.Mode)}, o.IdempotencyKey)
 	if err != nil {
-		return hitch.SendResult{}, err
+		return sessions.SendResult{}, err
 	}
-	return hitch.SendResult{MessageID: res.MessageID, Position: res.Position, Mode: hitch.SendMode(res.Mode), Duplicate: res.Duplicate}, nil
+	return sessions.SendResult{MessageID: res.MessageID, Position: res.Position, Mode: sessions.Mode(res.Mode), Duplicate: res.Duplicate}, nil
 }
 
 func (r *remoteBackend) Interrupt(ctx context.Context, id string) error {
@@ -358,7 +360,7 @@ func (r *remoteBackend) Interrupt(ctx context.Context, id string) error {
 	return err
 }
 
-func (r *remoteBackend) Queue(ctx context.Context, id string) ([]hitch.QueuedMessage, error) {
+func (r *remoteBackend) Queue(ctx context.Context, id string) ([]sessions.QueuedMessage, error) {
 	q, err := r.c.Queue(ctx, id)
 	return queueOf(q.Messages), err
 }
@@ -373,10 +375,10 @@ func (r *remoteBackend) Remove(ctx context.Context, id, message string) error {
 	return err
 }
 
-func (r *remoteBackend) SessionStatus(ctx context.Context, id string) (hitch.SessionStatus, error) {
+func (r *remoteBackend) SessionStatus(ctx context.Context, id string) (sessions.Status, error) {
 	st, err := r.c.SessionStatus(ctx, id)
 	if err != nil {
-		return hitch.SessionStatus{}, err
+		return sessions.Status{}, err
 	}
 	return sessionStatusOf(st), nil
 }
@@ -386,7 +388,7 @@ func (r *remoteBackend) SessionCost(ctx context.Context, id string) (hitch.Runni
 	return hitch.RunningCost{USD: c.USD, Runs: c.Runs, Live: c.Live}, err
 }
 
-// AwaitSession returns, as Runtime.AwaitSession does, once the session's
+// AwaitSession returns, as sessions.Client.Await does, once the session's
 // active submission has parked, or nothing is active or queued.
 func (r *remoteBackend) AwaitSession(ctx context.Context, id string) error {
 	for {
@@ -496,20 +498,20 @@ func (r *remoteBackend) WatchSession(ctx context.Context, id string, see func(st
 	}, nil
 }
 
-func (r *remoteBackend) Triggers(context.Context, hitch.TriggerListOptions) ([]hitch.Trigger, error) {
+func (r *remoteBackend) Triggers(context.Context, triggers.ListOptions) ([]triggers.Trigger, error) {
 	return nil, noRoute("hitch triggers list")
 }
 
-func (r *remoteBackend) Trigger(context.Context, string) (hitch.Trigger, error) {
-	return hitch.Trigger{}, noRoute("hitch triggers show")
+func (r *remoteBackend) Trigger(context.Context, string) (triggers.Trigger, error) {
+	return triggers.Trigger{}, noRoute("hitch triggers show")
 }
 
-func (r *remoteBackend) PauseTrigger(context.Context, string) (hitch.Trigger, error) {
-	return hitch.Trigger{}, noRoute("hitch triggers pause")
+func (r *remoteBackend) PauseTrigger(context.Context, string) (triggers.Trigger, error) {
+	return triggers.Trigger{}, noRoute("hitch triggers pause")
 }
 
-func (r *remoteBackend) ResumeTrigger(context.Context, string) (hitch.Trigger, error) {
-	return hitch.Trigger{}, noRoute("hitch triggers resume")
+func (r *remoteBackend) ResumeTrigger(context.Context, string) (triggers.Trigger, error) {
+	return triggers.Trigger{}, noRoute("hitch triggers resume")
 }
 
 func (r *remoteBackend) RemoveTrigger(context.Context, string) (bool, error) {
@@ -539,8 +541,8 @@ func approvalOf(p api.Approval) hitch.PendingApproval {
 		Arguments: p.Arguments, Requirement: p.Requirement, Reason: p.Reason, Rule: p.Rule, ExpiresAt: p.ExpiresAt, Input: p.Input}
 }
 
-func sessionOf(s api.Session) hitch.Session {
-	return hitch.Session{ID: s.ID, Tenant: s.Tenant, Agent: s.Agent, Version: s.Version, Metadata: s.Metadata, ActiveRun: s.ActiveRun,
+func sessionOf(s api.Session) sessions.Session {
+	return sessions.Session{ID: s.ID, Tenant: s.Tenant, Agent: s.Agent, Version: s.Version, Metadata: s.Metadata, ActiveRun: s.ActiveRun,
 		Position: s.Position, Queued: s.Queued, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 
@@ -548,18 +550,18 @@ func usageOf(u api.Usage) hitch.Usage {
 	return hitch.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens, Generations: u.Generations}
 }
 
-func queueOf(q []api.QueuedMessage) []hitch.QueuedMessage {
-	out := make([]hitch.QueuedMessage, 0, len(q))
+func queueOf(q []api.QueuedMessage) []sessions.QueuedMessage {
+	out := make([]sessions.QueuedMessage, 0, len(q))
 	for _, m := range q {
-		out = append(out, hitch.QueuedMessage{ID: m.ID, Position: m.Position, Mode: hitch.SendMode(m.Mode), Text: m.Text})
+		out = append(out, sessions.QueuedMessage{ID: m.ID, Position: m.Position, Mode: sessions.Mode(m.Mode), Text: m.Text})
 	}
 	return out
 }
 
-func sessionStatusOf(st api.SessionStatus) hitch.SessionStatus {
-	out := hitch.SessionStatus{Session: sessionOf(st.Session), Queue: queueOf(st.Queue), Usage: usageOf(st.Usage), CostUSD: st.CostUSD}
+func sessionStatusOf(st api.SessionStatus) sessions.Status {
+	out := sessions.Status{Session: sessionOf(st.Session), Queue: queueOf(st.Queue), Usage: usageOf(st.Usage), CostUSD: st.CostUSD}
 	for _, s := range st.Submissions {
-		sub := hitch.Submission{MessageID: s.MessageID, RunID: s.RunID, Text: s.Text, Joined: s.Joined,
+		sub := sessions.Submission{MessageID: s.MessageID, RunID: s.RunID, Text: s.Text, Joined: s.Joined,
 			Outcome: hitchtype.SubmissionOutcome(s.Outcome), Status: hitchtype.Status(s.Status), Reason: s.Reason,
 			Answer: s.Answer, Error: s.Error, CostUSD: s.CostUSD}
 		if s.Usage != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/sessions"
 )
 
 func newSessions(g *globals) *cobra.Command {
@@ -40,7 +41,7 @@ func newSessionsList(g *globals) *cobra.Command {
 			return checkLimit(limit)
 		},
 		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, _ []string) error {
-			list, err := v.b.Sessions(ctx, hitch.SessionsParams{Tenant: tenant, After: after, Limit: limit})
+			list, err := v.b.Sessions(ctx, sessions.ListParams{Tenant: tenant, After: after, Limit: limit})
 			if err != nil {
 				return err
 			}
@@ -78,7 +79,7 @@ type sessionLine struct {
 	UpdatedAt string          `json:"updated_at"`
 }
 
-func sessionJSON(s hitch.Session) sessionLine {
+func sessionJSON(s sessions.Session) sessionLine {
 	const ts = "2006-01-02T15:04:05.000000Z"
 	return sessionLine{ID: s.ID, Tenant: s.Tenant, Agent: s.Agent, Version: s.Version, Metadata: s.Metadata, ActiveRun: s.ActiveRun,
 		Position: s.Position, Queued: s.Queued, CreatedAt: s.CreatedAt.UTC().Format(ts), UpdatedAt: s.UpdatedAt.UTC().Format(ts)}
@@ -99,13 +100,13 @@ type submissionLine struct {
 }
 
 type queuedLine struct {
-	ID       string         `json:"id"`
-	Position int64          `json:"position"`
-	Mode     hitch.SendMode `json:"mode"`
-	Text     string         `json:"text"`
+	ID       string        `json:"id"`
+	Position int64         `json:"position"`
+	Mode     sessions.Mode `json:"mode"`
+	Text     string        `json:"text"`
 }
 
-func statusJSON(st hitch.SessionStatus, cost *hitch.RunningCost) any {
+func statusJSON(st sessions.Status, cost *hitch.RunningCost) any {
 	subs := make([]submissionLine, 0, len(st.Submissions))
 	for _, s := range st.Submissions {
 		subs = append(subs, submissionLine{s.MessageID, s.RunID, s.Text, s.Joined, s.Outcome, s.Status, s.Reason, s.Answer, s.Error, s.Usage, s.CostUSD})
@@ -124,11 +125,11 @@ func statusJSON(st hitch.SessionStatus, cost *hitch.RunningCost) any {
 	}{sessionJSON(st.Session), q, subs, st.Usage, st.CostUSD, costJSON(cost)}
 }
 
-func (v *verb) printStatus(st hitch.SessionStatus) { v.printStatusCost(st, nil) }
+func (v *verb) printStatus(st sessions.Status) { v.printStatusCost(st, nil) }
 
 // printStatusCost prints a session's status and, when cost is set, what
 // the session has cost so far.
-func (v *verb) printStatusCost(st hitch.SessionStatus, cost *hitch.RunningCost) {
+func (v *verb) printStatusCost(st sessions.Status, cost *hitch.RunningCost) {
 	if v.g.json {
 		v.printJSON(statusJSON(st, cost))
 		return
@@ -196,7 +197,7 @@ func ensureSession(ctx context.Context, b backend, id, agent string) error {
 }
 
 // sendModes are the modes a message is sent with.
-var sendModes = []hitch.SendMode{hitch.ModeQueue, hitch.ModeSteer, hitch.ModeInterrupt}
+var sendModes = []sessions.Mode{sessions.ModeQueue, sessions.ModeSteer, sessions.ModeInterrupt}
 
 func newSessionsSend(g *globals) *cobra.Command {
 	var key, mode, agent string
@@ -208,7 +209,7 @@ func newSessionsSend(g *globals) *cobra.Command {
 			"returns once the message is admitted and leaves the work to a worker (hitch worker).",
 		Args: args(2, "a session id and the text"),
 		PreRunE: func(_ *cobra.Command, a []string) error {
-			if !slices.Contains(sendModes, hitch.SendMode(mode)) {
+			if !slices.Contains(sendModes, sessions.Mode(mode)) {
 				return usageError{fmt.Errorf("--mode %q: want queue, steer or interrupt", mode)}
 			}
 			return checkMessage(a[1])
@@ -217,17 +218,17 @@ func newSessionsSend(g *globals) *cobra.Command {
 			if err := ensureSession(ctx, v.b, a[0], agent); err != nil {
 				return err
 			}
-			res, err := v.b.Send(ctx, a[0], a[1], hitch.SendOptions{IdempotencyKey: key, Mode: hitch.SendMode(mode)})
+			res, err := v.b.Send(ctx, a[0], a[1], sessions.SendOptions{IdempotencyKey: key, Mode: sessions.Mode(mode)})
 			if err != nil {
 				return err
 			}
 			if detach || g.json {
 				if g.json {
 					v.printJSON(struct {
-						MessageID string         `json:"message_id"`
-						Position  int64          `json:"position"`
-						Mode      hitch.SendMode `json:"mode"`
-						Duplicate bool           `json:"duplicate"`
+						MessageID string        `json:"message_id"`
+						Position  int64         `json:"position"`
+						Mode      sessions.Mode `json:"mode"`
+						Duplicate bool          `json:"duplicate"`
 					}{res.MessageID, res.Position, res.Mode, res.Duplicate})
 				} else {
 					fmt.Fprintf(g.stdout, "admitted %s at position %d (%s)\n", res.MessageID, res.Position, res.Mode)
@@ -326,7 +327,7 @@ func newSessionsInterrupt(g *globals) *cobra.Command {
 		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
 			var err error
 			if len(a) == 2 {
-				_, err = v.b.Send(ctx, a[0], a[1], hitch.SendOptions{Mode: hitch.ModeInterrupt})
+				_, err = v.b.Send(ctx, a[0], a[1], sessions.SendOptions{Mode: sessions.ModeInterrupt})
 			} else {
 				err = v.b.Interrupt(ctx, a[0])
 			}

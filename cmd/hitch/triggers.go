@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 func newTriggers(g *globals) *cobra.Command {
@@ -25,23 +25,23 @@ func newTriggers(g *globals) *cobra.Command {
 
 // triggerLine is a binding in --json output.
 type triggerLine struct {
-	ID          string            `json:"id"`
-	Tenant      string            `json:"tenant"`
-	SessionID   string            `json:"session_id,omitempty"`
-	State       string            `json:"state"`
-	Spec        hitch.TriggerSpec `json:"spec"`
-	FireCount   int64             `json:"fire_count"`
-	MissedCount int64             `json:"missed_count"`
-	SkipCount   int64             `json:"skip_count"`
-	LastSkip    string            `json:"last_skip,omitempty"`
-	SkipReason  string            `json:"skip_reason,omitempty"`
-	LastFire    string            `json:"last_fire,omitempty"`
-	NextFire    string            `json:"next_fire,omitempty"`
-	Failures    int               `json:"failures,omitempty"`
-	LastError   string            `json:"last_error,omitempty"`
-	ClaimOwner  string            `json:"claim_owner,omitempty"`
-	CreatedAt   string            `json:"created_at"`
-	UpdatedAt   string            `json:"updated_at"`
+	ID          string        `json:"id"`
+	Tenant      string        `json:"tenant"`
+	SessionID   string        `json:"session_id,omitempty"`
+	State       string        `json:"state"`
+	Spec        triggers.Spec `json:"spec"`
+	FireCount   int64         `json:"fire_count"`
+	MissedCount int64         `json:"missed_count"`
+	SkipCount   int64         `json:"skip_count"`
+	LastSkip    string        `json:"last_skip,omitempty"`
+	SkipReason  string        `json:"skip_reason,omitempty"`
+	LastFire    string        `json:"last_fire,omitempty"`
+	NextFire    string        `json:"next_fire,omitempty"`
+	Failures    int           `json:"failures,omitempty"`
+	LastError   string        `json:"last_error,omitempty"`
+	ClaimOwner  string        `json:"claim_owner,omitempty"`
+	CreatedAt   string        `json:"created_at"`
+	UpdatedAt   string        `json:"updated_at"`
 }
 
 func stamp(t time.Time) string {
@@ -51,14 +51,14 @@ func stamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
 }
 
-func triggerJSON(t hitch.Trigger) triggerLine {
+func triggerJSON(t triggers.Trigger) triggerLine {
 	return triggerLine{ID: t.Spec.ID, Tenant: t.Spec.Tenant, SessionID: t.SessionID, State: t.State, Spec: t.Spec,
 		FireCount: t.FireCount, MissedCount: t.MissedCount, SkipCount: t.SkipCount, LastSkip: stamp(t.LastSkip), SkipReason: t.SkipReason,
 		LastFire: stamp(t.LastFire), NextFire: stamp(t.NextFire),
 		Failures: t.Failures, LastError: t.LastError, ClaimOwner: t.ClaimOwner, CreatedAt: stamp(t.CreatedAt), UpdatedAt: stamp(t.UpdatedAt)}
 }
 
-func schedule(s hitch.TriggerSpec) string {
+func schedule(s triggers.Spec) string {
 	if s.Cron == "" {
 		return "at " + s.At.UTC().Format(time.RFC3339)
 	}
@@ -68,7 +68,7 @@ func schedule(s hitch.TriggerSpec) string {
 	return s.Cron
 }
 
-func target(s hitch.TriggerSpec) string {
+func target(s triggers.Spec) string {
 	if s.Session != "" {
 		return "send to session " + s.Session
 	}
@@ -98,7 +98,7 @@ func newTriggersList(g *globals) *cobra.Command {
 			return checkLimit(limit)
 		},
 		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, _ []string) error {
-			list, err := v.b.Triggers(ctx, hitch.TriggerListOptions{After: after, Limit: limit, SessionID: session, State: state})
+			list, err := v.b.Triggers(ctx, triggers.ListOptions{After: after, Limit: limit, SessionID: session, State: state})
 			if err != nil {
 				return err
 			}
@@ -124,7 +124,7 @@ func newTriggersList(g *globals) *cobra.Command {
 	return cmd
 }
 
-func (v *verb) printTrigger(t hitch.Trigger) {
+func (v *verb) printTrigger(t triggers.Trigger) {
 	if v.g.json {
 		v.printJSON(triggerJSON(t))
 		return
@@ -172,7 +172,7 @@ func newTriggersShow(g *globals) *cobra.Command {
 	}
 }
 
-func newTriggersSet(g *globals, name, short string, f func(backend, context.Context, string) (hitch.Trigger, error)) *cobra.Command {
+func newTriggersSet(g *globals, name, short string, f func(backend, context.Context, string) (triggers.Trigger, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   name + " TRIGGER",
 		Short: short,
@@ -207,7 +207,7 @@ func newTriggersRemove(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "removed trigger %s\n", a[0])
 			}
 			if !removed {
-				return withCode(exitNotFound, fmt.Errorf("remove trigger %s: %w", a[0], hitch.ErrTriggerNotFound))
+				return withCode(exitNotFound, fmt.Errorf("remove trigger %s: %w", a[0], triggers.ErrNotFound))
 			}
 			return nil
 		}),
@@ -218,7 +218,7 @@ func newTriggersRemove(g *globals) *cobra.Command {
 // definition changed.
 func syncTriggers(ctx context.Context, e *env) error {
 	for _, t := range e.cfg.Triggers {
-		if _, _, err := e.rt.CreateTrigger(ctx, t.Spec, hitch.TriggerOptions{Replace: true, Paused: t.Paused}); err != nil {
+		if _, _, err := e.rt.Triggers().Create(ctx, t.Spec, triggers.Options{Replace: true, Paused: t.Paused}); err != nil {
 			return fmt.Errorf("config trigger %s: %w", t.Spec.ID, err)
 		}
 	}

@@ -62,12 +62,12 @@ func (n *Node) Follows(ctx context.Context, id string, length int64, ended bool,
 
 // OpenSession opens a session of a; stored, when set, is the id it is
 // stored under.
-func (n *Node) OpenSession(ctx context.Context, a *engine.Agent, o hitchtype.SessionOptions, stored string) (hitchtype.Session, error) {
+func (n *Node) OpenSession(ctx context.Context, a *engine.Agent, o hitchtype.SessionOptions, stored string) (hitchtype.Session, bool, error) {
 	if a == nil {
-		return hitchtype.Session{}, errors.New("open session: agent is nil")
+		return hitchtype.Session{}, false, errors.New("open session: agent is nil")
 	}
 	if !n.Registered(a) {
-		return hitchtype.Session{}, fmt.Errorf("open session: %w: %s version %d (add it to Config.Agents)", engine.ErrUnknownAgent, a.Name, a.Version)
+		return hitchtype.Session{}, false, fmt.Errorf("open session: %w: %s version %d (add it to Config.Agents)", engine.ErrUnknownAgent, a.Name, a.Version)
 	}
 	return n.Sess.Open(ctx, a, o, stored)
 }

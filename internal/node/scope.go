@@ -339,7 +339,8 @@ func (s *Scope) OpenSession(ctx context.Context, a *engine.Agent, o hitchtype.Se
 		return hitchtype.Session{}, false, fmt.Errorf("open session: SessionOptions.ID: %w", err)
 	}
 	return scope.CreateSession(ctx, s.Gate, o.ID, func(stored string) (hitchtype.Session, error) {
-		return s.n.OpenSession(ctx, a, o, stored)
+		ses, _, err := s.n.OpenSession(ctx, a, o, stored)
+		return ses, err
 	}, session.ErrSessionTenant)
 }
 
@@ -352,8 +353,8 @@ func (s *Scope) GetSession(ctx context.Context, sessionID string) (hitchtype.Ses
 	return s.OutSession(ses), err
 }
 
-// Sessions lists a page of the tenant's sessions.
-func (s *Scope) Sessions(ctx context.Context, p hitchtype.SessionsParams) (page []hitchtype.Session, next string, err error) {
+// ListSessions lists a page of the tenant's sessions.
+func (s *Scope) ListSessions(ctx context.Context, p hitchtype.SessionsParams) (page []hitchtype.Session, next string, err error) {
 	if err := s.Allow("Sessions"); err != nil {
 		return nil, "", err
 	}

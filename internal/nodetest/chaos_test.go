@@ -29,6 +29,7 @@ import (
 	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/postgres"
 	"github.com/hitch-dev/hitch/tool"
@@ -311,7 +312,7 @@ func TestNodesChaos(t *testing.T) {
 	defer sendRT.Close(context.Background())
 	sender := &sessionSender{rt: sendRT, total: messages, acked: map[string][]string{}, texts: map[string]string{}, done: make(chan struct{})}
 	for i := range nsessions {
-		s, err := rt.OpenSession(ctx, sa, hitch.SessionOptions{ID: fmt.Sprintf("s%02d", i)})
+		s, _, err := rt.Sessions().Open(ctx, sa, sessions.Options{ID: fmt.Sprintf("s%02d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}

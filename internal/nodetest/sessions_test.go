@@ -17,6 +17,7 @@ import (
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool"
 )
@@ -72,17 +73,17 @@ func (s *sessionSender) run(ctx context.Context, t testing.TB) {
 	for i := range s.total {
 		sid := s.sessions[rand.IntN(len(s.sessions))]
 		text := fmt.Sprintf("%s m%04d", sid, i)
-		mode := hitch.ModeQueue
+		mode := sessions.ModeQueue
 		if rand.IntN(10) < 3 {
-			mode = hitch.ModeSteer
+			mode = sessions.ModeSteer
 		}
 		for {
-			res, err := s.rt.Send(ctx, sid, text, hitch.SendOptions{Mode: mode, IdempotencyKey: text})
+			res, err := s.rt.Sessions().Send(ctx, sid, text, sessions.SendOptions{Mode: mode, IdempotencyKey: text})
 			if err == nil {
 				s.mu.Lock()
 				s.acked[sid] = append(s.acked[sid], res.MessageID)
 				s.texts[res.MessageID] = text
-				if mode == hitch.ModeSteer {
+				if mode == sessions.ModeSteer {
 					s.steer++
 				}
 				s.mu.Unlock()

@@ -167,19 +167,19 @@ func (s *Service) OnCommit(runID string, es []store.Entry) {
 }
 
 // Open creates a session of agent, or returns the existing session with
-// o.ID; see hitch.Runtime.OpenSession. The agent is registered. stored,
+// o.ID (created false); see sessions.Client. The agent is registered. stored,
 // when set by a tenant's view, is the id the session is stored under: o.ID
 // in the tenant's namespace.
-func (s *Service) Open(ctx context.Context, agent *engine.Agent, o hitchtype.SessionOptions, stored string) (hitchtype.Session, error) {
+func (s *Service) Open(ctx context.Context, agent *engine.Agent, o hitchtype.SessionOptions, stored string) (ses hitchtype.Session, created bool, err error) {
 	ss, err := s.store("open session")
 	if err != nil {
-		return hitchtype.Session{}, err
+		return hitchtype.Session{}, false, err
 	}
 	if o.ID == "" {
 		o.ID = hitchtype.NewID("ses_", 10)
 	}
 	if err := hitchtype.CheckSessionID(o.ID); err != nil {
-		return hitchtype.Session{}, fmt.Errorf("open session: SessionOptions.ID: %w", err)
+		return hitchtype.Session{}, false, fmt.Errorf("open session: SessionOptions.ID: %w", err)
 	}
 	if stored != "" {
 		o.ID = stored
@@ -188,27 +188,27 @@ func (s *Service) Open(ctx context.Context, agent *engine.Agent, o hitchtype.Ses
 		o.Tenant = hitchtype.DefaultTenant
 	}
 	if err := hitchtype.CheckTenant(o.Tenant); err != nil {
-		return hitchtype.Session{}, fmt.Errorf("open session: SessionOptions.Tenant: %w", err)
+		return hitchtype.Session{}, false, fmt.Errorf("open session: SessionOptions.Tenant: %w", err)
 	}
 	var meta json.RawMessage
 	if o.Metadata != nil {
 		if meta, err = json.Marshal(o.Metadata); err != nil {
-			return hitchtype.Session{}, fmt.Errorf("open session: SessionOptions.Metadata: %w", err)
+			return hitchtype.Session{}, false, fmt.Errorf("open session: SessionOptions.Metadata: %w", err)
 		}
 		meta = s.cfg.Engine.Redact(meta)
 	}
-	row, _, err := ss.SessionCreate(ctx, store.SessionCreateParams{ID: o.ID, Tenant: o.Tenant, Agent: agent.Name,
+	row, created, err := ss.SessionCreate(ctx, store.SessionCreateParams{ID: o.ID, Tenant: o.Tenant, Agent: agent.Name,
 		Version: agent.Version, Metadata: meta})
 	if err != nil {
-		return hitchtype.Session{}, fmt.Errorf("open session: %w", err)
+		return hitchtype.Session{}, false, fmt.Errorf("open session: %w", err)
 	}
 	if row.Tenant != o.Tenant {
-		return hitchtype.Session{}, fmt.Errorf("open session %s: %w: it belongs to tenant %s", o.ID, ErrSessionTenant, row.Tenant)
+		return hitchtype.Session{}, false, fmt.Errorf("open session %s: %w: it belongs to tenant %s", o.ID, ErrSessionTenant, row.Tenant)
 	}
 	if row.Agent != agent.Name || row.Version != agent.Version {
-		return hitchtype.Session{}, fmt.Errorf("open session %s: %w: it belongs to %s version %d", o.ID, ErrSessionAgent, row.Agent, row.Version)
+		return hitchtype.Session{}, false, fmt.Errorf("open session %s: %w: it belongs to %s version %d", o.ID, ErrSessionAgent, row.Agent, row.Version)
 	}
-	return row, nil
+	return row, created, nil
 }
 
 // Get returns a session as it stands.
@@ -255,7 +255,7 @@ func (s *Service) List(ctx context.Context, p hitchtype.SessionsParams) ([]hitch
 	return list, nil
 }
 
-// Send admits a user message to a session; see hitch.Runtime.Send.
+// Send admits a user message to a session; see sessions.Client.Send.
 func (s *Service) Send(ctx context.Context, sessionID, text string, o hitchtype.SendOptions) (hitchtype.SendResult, error) {
 	ss, err := s.store("send")
 	if err != nil {
@@ -484,7 +484,7 @@ func sumUsage(us []hitchtype.Usage) hitchtype.Usage {
 }
 
 // Await waits, bounded by ctx, until a session is at rest; see
-// hitch.Runtime.AwaitSession.
+// sessions.Client.Await.
 func (s *Service) Await(ctx context.Context, sessionID string) (hitchtype.SessionStatus, error) {
 	ss, err := s.store("await session")
 	if err != nil {

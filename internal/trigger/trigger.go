@@ -105,7 +105,7 @@ func (s *Service) store(op string) (Store, error) {
 	return s.cfg.Store, nil
 }
 
-// Create stores a binding; see hitch.Runtime.CreateTrigger.
+// Create stores a binding; see triggers.Client.Create.
 func (s *Service) Create(ctx context.Context, spec hitchtype.TriggerSpec, o hitchtype.TriggerOptions) (hitchtype.Trigger, bool, error) {
 	return s.create(ctx, spec, o, "", 0)
 }
