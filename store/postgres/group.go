@@ -157,17 +157,8 @@ func (s *Store) appendGroup(batch []*groupReq) {
 	case 0:
 		return
 	case 1:
-		r := live[0]
-		var out store.Appended
-		err := s.retry(ctx, func() error {
-			a, err := scanAppended(s.pool.QueryRow(ctx, appendSQL, s.appendArgs(r.p)...))
-			if errors.Is(err, pgx.ErrNoRows) {
-				return s.refusal(ctx, s.pool, r.p)
-			}
-			out = a.out
-			return err
-		})
-		r.done <- groupAns{out, err}
+		out, err := s.appendOne(ctx, live[0].p)
+		live[0].done <- groupAns{out, err}
 		return
 	}
 	got := make(map[string]store.Appended, len(live))
@@ -207,11 +198,11 @@ func (s *Store) appendGroup(batch []*groupReq) {
 	}
 }
 
-// appendOne is one append in one statement.
+// appendOne is one append that charges nothing in one statement.
 func (s *Store) appendOne(ctx context.Context, p store.JournalAppendParams) (store.Appended, error) {
 	var out store.Appended
 	err := s.retry(ctx, func() error {
-		a, err := scanAppended(s.pool.QueryRow(ctx, appendSQL, s.appendArgs(p)...))
+		a, err := scanAppended(s.pool.QueryRow(ctx, appendQuery(p), s.appendArgs(p)...))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return s.refusal(ctx, s.pool, p)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -15,15 +14,16 @@ import (
 	"github.com/hitch-dev/hitch/store"
 )
 
-// appendSQL is an append in one statement: it moves the journal's length
-// and sets the status only when the token, a held lease and the position
-// are right, and inserts the entries from the same row, so a refused append
-// writes nothing. $5 is the new status or NULL.
+// appendWith is an append in one statement's common table expressions: it
+// moves the journal's length and sets the status only when the token, a
+// held lease and the position are right, and inserts the entries from the
+// same row, so a refused append writes nothing. $5 is the new status or
+// NULL.
 //
 // A concurrent append of the same position waits for the row lock, and
 // PostgreSQL then re-checks the conditions against the committed row, so
 // of two such appends exactly one matches.
-const appendSQL = `
+const appendWith = `
 WITH r AS (
 	UPDATE hitch_runs SET
 		position = $4 + cardinality($8::text[]),
@@ -39,30 +39,52 @@ WITH r AS (
 		updated_at = ` + nowSQL + `
 	WHERE id = $2 AND lease_token = $3 AND position = $4 AND lease_owner <> ''
 		AND status IN ('queued', 'running', 'waiting')
-	RETURNING ` + appendedCols + `
+	RETURNING seq, id, root_id, parent_id, position, status, lease_owner, cancel_requested, updated_at
 ), j AS (
 	INSERT INTO hitch_journal (run_seq, pos, kind, at, data)
 	SELECT r.seq, $4 + e.ord, e.kind, r.updated_at, e.data::json
 	FROM r, unnest($8::text[], $9::text[]) WITH ORDINALITY AS e (kind, data, ord)
+)`
+
+// appendSQL is an append that does not end its run.
+const appendSQL = appendWith + `
+SELECT ` + appendedCols + ` FROM r`
+
+// endSQL is an append that ends its run, carrying the end to its family in
+// the same statement: its live children are asked to cancel and a waiting
+// one made due at the end's time (the change a cancel request makes), its
+// waiting parent is made due then, unless it is due earlier. The run's row
+// is locked first, then its children's, then its parent's; a deadlock with
+// a child ending at the same moment is broken by PostgreSQL and the
+// statement tried again.
+const endSQL = appendWith + `, k AS (
+	UPDATE hitch_runs AS c SET cancel_requested = true,
+		wake_at = CASE WHEN c.status = 'waiting' AND (c.wake_at IS NULL OR c.wake_at > r.updated_at) THEN r.updated_at ELSE c.wake_at END,
+		updated_at = r.updated_at
+	FROM r
+	WHERE c.parent_id = r.id AND c.parent_id <> '' AND c.status IN ('queued', 'running', 'waiting')
+		AND (NOT c.cancel_requested OR (c.status = 'waiting' AND (c.wake_at IS NULL OR c.wake_at > r.updated_at)))
+), w AS (
+	UPDATE hitch_runs AS p SET wake_at = r.updated_at, updated_at = r.updated_at
+	FROM r
+	WHERE p.id = r.parent_id AND r.parent_id <> '' AND p.status = 'waiting' AND (p.wake_at IS NULL OR p.wake_at > r.updated_at)
 )
 SELECT ` + appendedCols + ` FROM r`
 
 // appendedCols are what an append reads back: what the runner needs, and
-// what the family's end and a charge need of the run.
-const appendedCols = `seq, id, root_id, parent_id, position, status, lease_owner, cancel_requested, updated_at`
+// the family's root for a charge.
+const appendedCols = `root_id, position, status, lease_owner, cancel_requested`
 
 // appendedRow is a row of appendedCols.
 type appendedRow struct {
-	seq                  int64
-	id, rootID, parentID string
-	out                  store.Appended
-	updatedAt            time.Time
+	rootID string
+	out    store.Appended
 }
 
 func scanAppended(sc pgx.Row) (appendedRow, error) {
 	var a appendedRow
 	var status string
-	err := sc.Scan(&a.seq, &a.id, &a.rootID, &a.parentID, &a.out.Position, &status, &a.out.LeaseOwner, &a.out.CancelRequested, &a.updatedAt)
+	err := sc.Scan(&a.rootID, &a.out.Position, &status, &a.out.LeaseOwner, &a.out.CancelRequested)
 	a.out.Status = hitchtype.Status(status)
 	return a, err
 }
@@ -76,18 +98,18 @@ func scanAppended(sc pgx.Row) (appendedRow, error) {
 //
 // Appends that charge no budget and do not end the run are committed
 // together with the other runners' appends of this store (see group.go);
-// the others run in a transaction of their own.
+// one that ends its run and charges nothing is one statement, and one that
+// charges a budget a transaction of its own.
 func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) (store.Appended, error) {
 	if err := store.CheckAppend(p); err != nil {
 		return store.Appended{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
 	}
 	var out store.Appended
 	var err error
-	if p.Charge == nil && !p.Status.Terminal() {
-		out, err = s.appendGrouped(ctx, p)
-	} else {
+	switch {
+	case p.Charge != nil:
 		err = s.inTx(ctx, func(tx pgx.Tx) error {
-			r, err := scanAppended(tx.QueryRow(ctx, appendSQL, s.appendArgs(p)...))
+			r, err := scanAppended(tx.QueryRow(ctx, appendQuery(p), s.appendArgs(p)...))
 			if errors.Is(err, pgx.ErrNoRows) {
 				return s.refusal(ctx, tx, p)
 			}
@@ -95,21 +117,25 @@ func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) 
 				return err
 			}
 			out = r.out
-			if p.Charge != nil {
-				if err := chargeAppend(ctx, tx, r.rootID, *p.Charge); err != nil {
-					return err
-				}
-			}
-			if p.Status.Terminal() {
-				return endFamily(ctx, tx, r.id, r.parentID, r.updatedAt)
-			}
-			return nil
+			return chargeAppend(ctx, tx, r.rootID, *p.Charge)
 		})
+	case p.Status.Terminal():
+		out, err = s.appendOne(ctx, p)
+	default:
+		out, err = s.appendGrouped(ctx, p)
 	}
 	if err != nil {
 		return store.Appended{}, fmt.Errorf("journal append %q: %w", p.RunID, err)
 	}
 	return out, nil
+}
+
+// appendQuery is the statement of p alone: endSQL when it ends its run.
+func appendQuery(p store.JournalAppendParams) string {
+	if p.Status.Terminal() {
+		return endSQL
+	}
+	return appendSQL
 }
 
 // appendArgs are appendSQL's arguments for p.
@@ -136,38 +162,6 @@ func chargeAppend(ctx context.Context, tx pgx.Tx, rootID string, c store.BudgetC
 	c.RootID = rootID
 	_, err := charge(ctx, tx, c)
 	return err
-}
-
-// endChildrenSQL asks every live direct child of an ending run to cancel
-// and makes a waiting one due now (the same change as a cancel request).
-// $1 is the end's time.
-const endChildrenSQL = `
-UPDATE hitch_runs SET cancel_requested = true,
-	wake_at = CASE WHEN status = 'waiting' AND (wake_at IS NULL OR wake_at > $1::timestamptz) THEN $1::timestamptz ELSE wake_at END,
-	updated_at = $1::timestamptz
-WHERE parent_id = $2 AND parent_id <> '' AND status IN ('queued', 'running', 'waiting')
-	AND (NOT cancel_requested OR (status = 'waiting' AND (wake_at IS NULL OR wake_at > $1::timestamptz)))`
-
-// wakeParentSQL makes a waiting parent due now, unless it is due earlier.
-const wakeParentSQL = `
-UPDATE hitch_runs SET wake_at = $1::timestamptz, updated_at = $1::timestamptz
-WHERE id = $2 AND status = 'waiting' AND (wake_at IS NULL OR wake_at > $1::timestamptz)`
-
-// endFamily carries a run's end to its family, in the append's
-// transaction: its live children are asked to cancel, its waiting parent
-// is woken. Rows are locked run first, then children, then parent; a
-// deadlock with a child ending at the same moment is broken by PostgreSQL
-// and the transaction is tried again.
-func endFamily(ctx context.Context, tx pgx.Tx, id, parentID string, at time.Time) error {
-	if _, err := tx.Exec(ctx, endChildrenSQL, at, id); err != nil {
-		return fmt.Errorf("cancel children: %w", err)
-	}
-	if parentID != "" {
-		if _, err := tx.Exec(ctx, wakeParentSQL, at, parentID); err != nil {
-			return fmt.Errorf("wake parent: %w", err)
-		}
-	}
-	return nil
 }
 
 // refusal reads a run to say why an append matched nothing.

@@ -71,7 +71,7 @@ func checkPlans(t *testing.T, url string, rec *recorder) {
 		FullScan: fullScans,
 		Want: []string{"UPDATE hitch_runs AS r SET status = 'running'", "INSERT INTO hitch_journal",
 			"FROM hitch_run_counts", "SELECT count(*) FROM (SELECT 1 FROM hitch_runs",
-			"WHERE parent_id = $2", "FROM hitch_runs WHERE id = $1", "ORDER BY created_at DESC, id DESC LIMIT",
+			"WHERE c.parent_id = r.id", "FROM hitch_runs WHERE id = $1", "ORDER BY created_at DESC, id DESC LIMIT",
 			"AND cancel_requested AND status IN"},
 	})
 }
