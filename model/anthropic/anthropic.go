@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,44 +114,15 @@ func New(cfg Config) (*Model, error) {
 // Name returns the model's label.
 func (m *Model) Name() string { return m.name }
 
-// errStopped reports that the consumer stopped reading the sequence.
-var errStopped = errors.New("stopped by consumer")
-
 // Generate sends req to the Messages API and streams the reply.
 func (m *Model) Generate(ctx context.Context, req *model.Request) iter.Seq2[*model.Chunk, error] {
-	return func(yield func(*model.Chunk, error) bool) {
-		if req == nil {
-			yield(nil, invalid("request is nil"))
-			return
-		}
-		reply, err := m.generate(ctx, req, func(d string) bool { return yield(&model.Chunk{Delta: d}, nil) })
-		switch {
-		case errors.Is(err, errStopped):
-		case err != nil:
-			yield(nil, err)
-		default:
-			yield(&model.Chunk{Reply: reply}, nil)
-		}
-	}
+	return apierr.Generate(provider, req, func(emit func(string) bool) (*model.Reply, error) {
+		return m.generate(ctx, req, emit)
+	})
 }
 
 func invalid(format string, args ...any) *model.Error {
-	return &model.Error{Kind: model.KindInvalidRequest, Provider: provider, Message: fmt.Sprintf(format, args...)}
-}
-
-// schemaOf decodes a JSON Schema, keeping numbers exact. An empty schema
-// stands for an object without properties.
-func schemaOf(raw json.RawMessage) (map[string]any, error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var s map[string]any
-	if err := dec.Decode(&s); err != nil || s == nil {
-		return nil, errors.New("schema is not a JSON object")
-	}
-	return s, nil
+	return apierr.Invalid(provider, format, args...)
 }
 
 // inputSchema spreads a schema over the SDK's input_schema type, which
@@ -280,7 +250,7 @@ func (m *Model) params(req *model.Request) (anthropic.MessageNewParams, string, 
 	}
 	names := map[string]bool{}
 	for _, t := range req.Tools {
-		s, err := schemaOf(t.Schema)
+		s, err := apierr.Schema(t.Schema)
 		if err != nil {
 			return p, "", invalid("tool %q: %v", t.Name, err)
 		}
@@ -293,7 +263,7 @@ func (m *Model) params(req *model.Request) (anthropic.MessageNewParams, string, 
 	}
 	answerTool := ""
 	if req.Answer != nil {
-		s, err := schemaOf(req.Answer.Schema)
+		s, err := apierr.Schema(req.Answer.Schema)
 		if err != nil {
 			return p, "", invalid("answer schema: %v", err)
 		}
@@ -362,7 +332,7 @@ func (m *Model) generate(ctx context.Context, req *model.Request, emit func(stri
 				if t := ev.ContentBlock.Text; t != "" {
 					b.text.WriteString(t)
 					if !emit(t) {
-						return nil, errStopped
+						return nil, apierr.ErrStopped
 					}
 				}
 			case "tool_use":
@@ -380,7 +350,7 @@ func (m *Model) generate(ctx context.Context, req *model.Request, emit func(stri
 				b.text.WriteString(ev.Delta.Text)
 				size += len(ev.Delta.Text)
 				if ev.Delta.Text != "" && !emit(ev.Delta.Text) {
-					return nil, errStopped
+					return nil, apierr.ErrStopped
 				}
 			case "input_json_delta":
 				b.args.WriteString(ev.Delta.PartialJSON)

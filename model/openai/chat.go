@@ -56,7 +56,7 @@ func (m *Model) chatParams(req *model.Request) (openai.ChatCompletionNewParams, 
 		}
 	}
 	for _, t := range req.Tools {
-		schema, err := schemaOf(t.Schema)
+		schema, err := apierr.Schema(t.Schema)
 		if err != nil {
 			return p, invalid("tool %q: %v", t.Name, err)
 		}
@@ -67,7 +67,7 @@ func (m *Model) chatParams(req *model.Request) (openai.ChatCompletionNewParams, 
 		p.Tools = append(p.Tools, openai.ChatCompletionToolUnionParam{OfFunction: &openai.ChatCompletionFunctionToolParam{Function: fn}})
 	}
 	if req.Answer != nil {
-		schema, err := schemaOf(req.Answer.Schema)
+		schema, err := apierr.Schema(req.Answer.Schema)
 		if err != nil {
 			return p, invalid("answer schema: %v", err)
 		}

@@ -1,10 +1,7 @@
 package openai
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -150,52 +147,17 @@ func (m *Model) Name() string { return m.name }
 
 // Generate sends req over the configured API and streams the reply.
 func (m *Model) Generate(ctx context.Context, req *model.Request) iter.Seq2[*model.Chunk, error] {
-	return func(yield func(*model.Chunk, error) bool) {
-		if req == nil {
-			yield(nil, &model.Error{Kind: model.KindInvalidRequest, Provider: provider, Message: "request is nil"})
-			return
-		}
-		emit := func(delta string) bool { return yield(&model.Chunk{Delta: delta}, nil) }
-		var reply *model.Reply
-		var err error
+	return apierr.Generate(provider, req, func(emit func(string) bool) (*model.Reply, error) {
 		if m.cfg.API == APIResponses {
-			reply, err = m.generateResponses(ctx, req, emit)
-		} else {
-			reply, err = m.generateChat(ctx, req, emit)
+			return m.generateResponses(ctx, req, emit)
 		}
-		switch {
-		case errors.Is(err, errStopped):
-			return
-		case err != nil:
-			yield(nil, err)
-		default:
-			yield(&model.Chunk{Reply: reply}, nil)
-		}
-	}
+		return m.generateChat(ctx, req, emit)
+	})
 }
-
-// errStopped reports that the consumer stopped reading the sequence.
-var errStopped = errors.New("stopped by consumer")
 
 // invalid builds the error for a request that cannot be sent.
 func invalid(format string, args ...any) *model.Error {
-	return &model.Error{Kind: model.KindInvalidRequest, Provider: provider, Message: fmt.Sprintf(format, args...)}
-}
-
-// schemaOf decodes a JSON Schema into the map the SDK sends. Numbers stay
-// json.Number so that large integer bounds are not rounded through float64.
-// An empty schema stands for an object without properties.
-func schemaOf(raw json.RawMessage) (map[string]any, error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil || m == nil {
-		return nil, errors.New("schema is not a JSON object")
-	}
-	return m, nil
+	return apierr.Invalid(provider, format, args...)
 }
 
 // strictable reports whether OpenAI's strict structured output accepts a
@@ -276,10 +238,10 @@ func (m *Model) streamError(ctx context.Context, err error) *model.Error {
 	return apierr.Transport(ctx, provider, err, m.scrub)
 }
 
-// mustStop turns a consumer's refusal into errStopped.
+// mustStop turns a consumer's refusal into apierr.ErrStopped.
 func mustStop(ok bool) error {
 	if !ok {
-		return errStopped
+		return apierr.ErrStopped
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func (m *Model) responsesParams(req *model.Request) (responses.ResponseNewParams
 	}
 	p.Input.OfInputItemList = input
 	for _, t := range req.Tools {
-		schema, err := schemaOf(t.Schema)
+		schema, err := apierr.Schema(t.Schema)
 		if err != nil {
 			return p, invalid("tool %q: %v", t.Name, err)
 		}
@@ -69,7 +69,7 @@ func (m *Model) responsesParams(req *model.Request) (responses.ResponseNewParams
 		p.Tools = append(p.Tools, responses.ToolUnionParam{OfFunction: fn})
 	}
 	if req.Answer != nil {
-		schema, err := schemaOf(req.Answer.Schema)
+		schema, err := apierr.Schema(req.Answer.Schema)
 		if err != nil {
 			return p, invalid("answer schema: %v", err)
 		}
