@@ -42,6 +42,24 @@ func load(t testing.TB, files map[string]string) *Config {
 	return cfg
 }
 
+// refused writes files (hitch.yaml among them) into a folder, loads the
+// config, which must fail, and reports each of want its error does not
+// name; it returns the config's path and the error.
+func refused(t *testing.T, files map[string]string, want ...string) (string, error) {
+	t.Helper()
+	path := write(t, files)
+	_, err := Load(path, Options{})
+	if err == nil {
+		t.Fatal("the config loaded")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
+	}
+	return path, err
+}
+
 func TestLoadGoodConfig(t *testing.T) {
 	t.Parallel()
 	cfg := load(t, map[string]string{"script.yaml": script, "hitch.yaml": `
@@ -165,21 +183,11 @@ agents:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			path := write(t, map[string]string{"script.yaml": script, "broken.yaml": "turns: [{text: 1, bogus: 2}]\n", "hitch.yaml": tc.yaml})
-			_, err := Load(path, Options{})
-			if err == nil {
-				t.Fatal("no error")
-			}
+			path, err := refused(t, map[string]string{"script.yaml": script, "broken.yaml": "turns: [{text: 1, bogus: 2}]\n", "hitch.yaml": tc.yaml}, tc.want...)
 			if !IsProblem(err) {
 				t.Fatalf("error is not a config problem: %v", err)
 			}
-			msg := err.Error()
-			for _, w := range tc.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error lacks %q:\n%s", w, msg)
-				}
-			}
-			if !strings.Contains(msg, path) {
+			if msg := err.Error(); !strings.Contains(msg, path) {
 				t.Errorf("error does not name the file %s:\n%s", path, msg)
 			}
 		})
@@ -232,7 +240,7 @@ agents:
 
 func TestSubAgentProblems(t *testing.T) {
 	t.Parallel()
-	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
+	refused(t, map[string]string{"script.yaml": script, "hitch.yaml": `
 models:
   demo: {provider: scripted, script: script.yaml}
 agents:
@@ -245,16 +253,7 @@ agents:
     policy: allow_all
     sub_agents: [a]
     budget: {tokens: -1, wall_time: soon}
-`})
-	_, err := Load(path, Options{})
-	if err == nil {
-		t.Fatal("no error")
-	}
-	for _, want := range []string{`agents[0].sub_agents[1]: "ghost" is not an agent`, "delegates to itself", "agents[1].budget.tokens", "agents[1].budget.wall_time"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error lacks %q:\n%v", want, err)
-		}
-	}
+`}, `agents[0].sub_agents[1]: "ghost" is not an agent`, "delegates to itself", "agents[1].budget.tokens", "agents[1].budget.wall_time")
 }
 
 func TestEveryProblemInOnePass(t *testing.T) {
@@ -316,17 +315,11 @@ agents:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": tc.yaml})
-			_, err := Load(path, Options{})
-			if err == nil || !IsProblem(err) {
+			path, err := refused(t, map[string]string{"script.yaml": script, "hitch.yaml": tc.yaml}, tc.want...)
+			if !IsProblem(err) {
 				t.Fatalf("err = %v", err)
 			}
 			msg := err.Error()
-			for _, w := range tc.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error lacks %q:\n%s", w, msg)
-				}
-			}
 			for _, bad := range []string{"Infinite", "0m0s", "Go struct", "Go value"} {
 				if strings.Contains(msg, bad) {
 					t.Errorf("error speaks %q, not the file's terms:\n%s", bad, msg)

@@ -2,7 +2,6 @@ package config
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -63,7 +62,7 @@ agents:
 // naming the file, the line and the field.
 func TestRouteProblems(t *testing.T) {
 	t.Parallel()
-	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
+	refused(t, map[string]string{"script.yaml": script, "hitch.yaml": `
 models:
   demo: {provider: scripted, script: script.yaml}
   main: {provider: scripted, script: script.yaml}
@@ -81,12 +80,7 @@ routes:
     cool_down: 0s
 agents:
   - {name: a, model: nowhere, policy: allow_all}
-`})
-	_, err := Load(path, Options{})
-	if err == nil {
-		t.Fatal("Load accepted a bad routes section")
-	}
-	for _, want := range []string{
+`},
 		`:7: routes.main: "main" is also the name of a model`,
 		`:9: routes.loop.models[1]: "demo" is already models[0]`,
 		`:9: routes.loop.models[2]: "other" is not declared under models`,
@@ -101,9 +95,5 @@ agents:
 		`:15: routes.empty.models: is empty`,
 		`:16: routes.empty.cool_down: "0s": want 1s to 24h, or off`,
 		`:18: agents[0].model: "nowhere" is not declared under models`,
-	} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("problems do not say %q:\n%v", want, err)
-		}
-	}
+	)
 }

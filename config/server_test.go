@@ -10,7 +10,7 @@ import (
 
 func TestServerTokenProblems(t *testing.T) {
 	t.Parallel()
-	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
+	_, err := refused(t, map[string]string{"script.yaml": script, "hitch.yaml": `
 models:
   demo: {provider: scripted, script: script.yaml}
 agents:
@@ -20,12 +20,7 @@ server:
     - {name: web, role: admin}
     - {name: web, role: root, env: A, file: b}
     - {name: "a b", tenant: "x/y", role: viewer, sha256: nothex}
-`})
-	_, err := Load(path, Options{})
-	if !IsProblem(err) {
-		t.Fatalf("err = %v, want problems", err)
-	}
-	for _, want := range []string{
+`},
 		`:8: server.tokens[0]: give exactly one of env, file and sha256`,
 		`:9: server.tokens[1].name: "web" is already the name of server.tokens[0]`,
 		`:9: server.tokens[1].role: "root": want admin, operator or viewer`,
@@ -33,10 +28,9 @@ server:
 		`:10: server.tokens[2].name: "a b": want`,
 		`:10: server.tokens[2].tenant: "x/y": want`,
 		`:10: server.tokens[2].sha256: want 64 hex digits`,
-	} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("missing %q in:\n%v", want, err)
-		}
+	)
+	if !IsProblem(err) {
+		t.Fatalf("err = %v, want problems", err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -53,7 +52,7 @@ triggers:
 
 func TestTriggerProblemsInOnePass(t *testing.T) {
 	t.Parallel()
-	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
+	refused(t, map[string]string{"script.yaml": script, "hitch.yaml": `
 models:
   demo: {provider: scripted, script: script.yaml}
 agents:
@@ -74,18 +73,9 @@ triggers:
     session: s1
     missed: sometimes
     grace: forever
-`})
-	_, err := Load(path, Options{})
-	if err == nil {
-		t.Fatal("loaded")
-	}
-	for _, want := range []string{
+`},
 		":9: triggers[0].name", ":10: triggers[0].cron", "want 0–59", ":11: triggers[0].agent", `"nobody" is not an agent`,
 		":13: triggers[1].at", "RFC 3339", "triggers[1].text", ":15: triggers[2].name", `already the name of triggers[1]`,
 		":17: triggers[2].zone", ":19: triggers[2].session", ":20: triggers[2].missed", ":21: triggers[2].grace",
-	} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the problems do not name %q:\n%v", want, err)
-		}
-	}
+	)
 }
