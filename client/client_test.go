@@ -154,7 +154,7 @@ func (c *cutter) budget() int {
 }
 
 func (c *cutter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasSuffix(r.URL.Path, "/events") {
+	if !strings.HasSuffix(r.URL.Path, "/events") && (r.URL.Path != "/v1/runs" || r.Header.Get("Accept") != "text/event-stream") {
 		c.next.ServeHTTP(w, r)
 		return
 	}
@@ -351,18 +351,7 @@ func TestFollowResumes(t *testing.T) {
 			}
 			got = append(got, e)
 		}
-		want := journal(t, c, id)
-		if len(got) != len(want) {
-			t.Fatalf("%s: followed %d entries, journal has %d", id, len(got), len(want))
-		}
-		for j := range want {
-			if got[j].Pos != want[j].Pos || got[j].Kind != want[j].Kind || string(got[j].Data) != string(want[j].Data) {
-				t.Fatalf("%s: entry %d: %+v, journal %+v", id, j, got[j], want[j])
-			}
-		}
-		if got[len(got)-1].Kind != "run.ended" {
-			t.Fatalf("%s: last entry %s", id, got[len(got)-1].Kind)
-		}
+		wholeJournal(t, c, id, got)
 	}
 	if f.cut.cuts.Load() < 4 {
 		t.Fatalf("only %d cuts: the test did not cut streams", f.cut.cuts.Load())
@@ -389,6 +378,77 @@ func TestFollowResumes(t *testing.T) {
 	// Stopping early ends the iteration and its connection.
 	for range c.Follow(ctx, "s1", 0) {
 		break
+	}
+}
+
+// wholeJournal fails unless got is run id's whole journal, to its end.
+func wholeJournal(t *testing.T, c *client.Client, id string, got []api.Entry) {
+	t.Helper()
+	want := journal(t, c, id)
+	if len(got) != len(want) {
+		t.Fatalf("%s: followed %d entries, journal has %d", id, len(got), len(want))
+	}
+	for j := range want {
+		if got[j].Pos != want[j].Pos || got[j].Kind != want[j].Kind || string(got[j].Data) != string(want[j].Data) {
+			t.Fatalf("%s: entry %d: %+v, journal %+v", id, j, got[j], want[j])
+		}
+	}
+	if got[len(got)-1].Kind != "run.ended" {
+		t.Fatalf("%s: last entry %s", id, got[len(got)-1].Kind)
+	}
+}
+
+// TestStartFollow starts runs answered with their streams, with streams
+// cut at random: each yields its whole journal once, in order, resuming
+// on the run's stream route.
+func TestStartFollow(t *testing.T) {
+	f := newFixture(t)
+	c := newClient(t, f.url)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f.cut.arm(11, 1500)
+	for i := range 4 {
+		in := api.StartRun{Agent: "slow", Input: "go"}
+		if i%2 == 0 {
+			in.ID = fmt.Sprintf("sf%d", i)
+		}
+		var got []api.Entry
+		for e, err := range c.StartFollow(ctx, in) {
+			if err != nil {
+				t.Fatalf("start and follow %d: %v", i, err)
+			}
+			got = append(got, e)
+		}
+		if len(got) == 0 || (in.ID != "" && got[0].RunID != in.ID) {
+			t.Fatalf("run %d: %d entries", i, len(got))
+		}
+		wholeJournal(t, c, got[0].RunID, got)
+	}
+	if f.cut.cuts.Load() < 4 {
+		t.Fatalf("only %d cuts: the test did not cut streams", f.cut.cuts.Load())
+	}
+	f.cut.arm(0, 0)
+	// The same id again streams the run it names; another input is a
+	// conflict, and an unknown agent is refused, before any stream.
+	n := 0
+	for _, err := range c.StartFollow(ctx, api.StartRun{Agent: "slow", Input: "go", ID: "sf0"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if want := len(journal(t, c, "sf0")); n != want {
+		t.Errorf("the same start again yielded %d entries, the journal has %d", n, want)
+	}
+	for _, err := range c.StartFollow(ctx, api.StartRun{Agent: "slow", Input: "other", ID: "sf0"}) {
+		if !errors.Is(err, client.ErrConflict) {
+			t.Errorf("another input: %v", err)
+		}
+	}
+	for _, err := range c.StartFollow(ctx, api.StartRun{Agent: "nope", Input: "go"}) {
+		if !errors.Is(err, client.ErrInvalid) {
+			t.Errorf("an unknown agent: %v", err)
+		}
 	}
 }
 

@@ -27,26 +27,31 @@ import (
 // more reconnects in a row than the client allows fail.
 func (c *Client) Follow(ctx context.Context, runID string, after int64) iter.Seq2[api.Entry, error] {
 	return func(yield func(api.Entry, error) bool) {
-		path := "/v1/runs/" + esc(runID) + "/events"
-		want := after
-		for ev, err := range c.stream(ctx, "follow "+runID, path, itoa(after)) {
-			if err != nil {
-				yield(api.Entry{}, err)
-				return
-			}
-			var e api.Entry
-			if err := json.Unmarshal(ev.data, &e); err != nil {
-				yield(api.Entry{}, fmt.Errorf("follow %s: event %s: %w", runID, ev.id, err))
-				return
-			}
-			if e.Pos != want+1 {
-				yield(api.Entry{}, fmt.Errorf("follow %s: entry %d after %d: the stream skipped or repeated", runID, e.Pos, want))
-				return
-			}
-			want = e.Pos
-			if !yield(e, nil) {
-				return
-			}
+		op := "follow " + runID
+		entries(op, c.stream(ctx, op, c.resume("/v1/runs/"+esc(runID)+"/events"), itoa(after)), after, yield)
+	}
+}
+
+// entries yields the entries of a run's stream of events, which follows
+// position after, checking that each is the next.
+func entries(op string, events iter.Seq2[event, error], after int64, yield func(api.Entry, error) bool) {
+	for ev, err := range events {
+		if err != nil {
+			yield(api.Entry{}, err)
+			return
+		}
+		var e api.Entry
+		if err := json.Unmarshal(ev.data, &e); err != nil {
+			yield(api.Entry{}, fmt.Errorf("%s: event %s: %w", op, ev.id, err))
+			return
+		}
+		if e.Pos != after+1 {
+			yield(api.Entry{}, fmt.Errorf("%s: entry %d after %d: the stream skipped or repeated", op, e.Pos, after))
+			return
+		}
+		after = e.Pos
+		if !yield(e, nil) {
+			return
 		}
 	}
 }
@@ -57,9 +62,8 @@ func (c *Client) Follow(ctx context.Context, runID string, after int64) iter.Seq
 // or the caller stops.
 func (c *Client) FollowSession(ctx context.Context, sessionID string, after int64) iter.Seq2[api.SessionEntry, error] {
 	return func(yield func(api.SessionEntry, error) bool) {
-		path := "/v1/sessions/" + esc(sessionID) + "/events"
 		want := after
-		for ev, err := range c.stream(ctx, "follow session "+sessionID, path, itoa(after)) {
+		for ev, err := range c.stream(ctx, "follow session "+sessionID, c.resume("/v1/sessions/"+esc(sessionID)+"/events"), itoa(after)) {
 			if err != nil {
 				yield(api.SessionEntry{}, err)
 				return
@@ -88,7 +92,7 @@ func (c *Client) FollowSession(ctx context.Context, sessionID string, after int6
 func (c *Client) FollowFamily(ctx context.Context, rootID, cursor string) iter.Seq2[FamilyEntry, error] {
 	return func(yield func(FamilyEntry, error) bool) {
 		path := "/v1/runs/" + esc(rootID) + "/family/events"
-		for ev, err := range c.stream(ctx, "follow the family of "+rootID, path, cursor) {
+		for ev, err := range c.stream(ctx, "follow the family of "+rootID, c.resume(path), cursor) {
 			if err != nil {
 				yield(FamilyEntry{}, err)
 				return
@@ -122,14 +126,79 @@ type event struct {
 // was cut, or the server stopped; the stream is resumed.
 var errEndless = errors.New("the stream ended before its end event")
 
+// opener makes the request of a stream's connection that resumes after
+// the cursor last ("" or "0": from the start).
+type opener func(ctx context.Context, last string) (*http.Request, error)
+
+// resume opens the stream at path, resuming with Last-Event-ID.
+func (c *Client) resume(path string) opener {
+	return func(ctx context.Context, last string) (*http.Request, error) {
+		var q url.Values
+		if last != "" && last != "0" {
+			q = url.Values{"after": {last}}
+		}
+		req, err := c.request(ctx, http.MethodGet, path, q, nil)
+		if err != nil {
+			return nil, err
+		}
+		if last != "" && last != "0" {
+			req.Header.Set("Last-Event-ID", last)
+		}
+		return req, nil
+	}
+}
+
+// StartFollow starts a run and yields its journal entries from the first,
+// as Follow does, in one request: the server answers the start with the
+// run's event stream (POST /v1/runs with Accept: text/event-stream). The
+// first entry's RunID names the run. With in.ID set, an id that exists
+// with the same agent and input starts nothing and yields that run's
+// journal; another input ends the sequence with an ErrConflict. A
+// connection cut after the server answered resumes on the run's stream
+// route from the last entry yielded; one cut before the answer is retried
+// only with in.ID set, since without an id a retry could start a second
+// run.
+func (c *Client) StartFollow(ctx context.Context, in api.StartRun) iter.Seq2[api.Entry, error] {
+	return func(yield func(api.Entry, error) bool) {
+		op := "start run"
+		var follow opener // the run's stream, once the start was answered
+		tries := 0
+		open := func(ctx context.Context, last string) (*http.Request, error) {
+			if follow != nil {
+				return follow(ctx, last)
+			}
+			if tries++; tries > 1 && in.ID == "" {
+				return nil, errors.New("the start got no answer, and without an id a retry could start a second run")
+			}
+			req, err := c.request(ctx, http.MethodPost, "/v1/runs", nil, in)
+			if err != nil {
+				return nil, err
+			}
+			return req, nil
+		}
+		answered := func(resp *http.Response) {
+			if loc := resp.Header.Get("Location"); follow == nil && strings.HasPrefix(loc, "/v1/runs/") {
+				follow = c.resume(loc + "/events")
+			}
+		}
+		entries(op, c.streamWith(ctx, op, open, answered, ""), 0, yield)
+	}
+}
+
 // stream yields the entry events of an event stream from the cursor last,
 // reconnecting after a cut from the id of the last event yielded.
-func (c *Client) stream(ctx context.Context, op, path, last string) iter.Seq2[event, error] {
+func (c *Client) stream(ctx context.Context, op string, open opener, last string) iter.Seq2[event, error] {
+	return c.streamWith(ctx, op, open, nil, last)
+}
+
+// streamWith is stream; answered, when set, sees each answer that opened
+// a stream, before its events.
+func (c *Client) streamWith(ctx context.Context, op string, open opener, answered func(*http.Response), last string) iter.Seq2[event, error] {
 	return func(yield func(event, error) bool) {
 		failures := 0
 		wait := c.retry.min
 		for {
-			got, ended, err := c.streamOnce(ctx, op, path, &last, yield)
+			got, ended, err := c.streamOnce(ctx, op, open, answered, &last, yield)
 			if ended || errors.Is(err, errStop) {
 				return
 			}
@@ -168,28 +237,24 @@ var errStop = errors.New("stopped")
 
 // streamOnce reads one connection's events. got: at least one entry event
 // was yielded; ended: the stream's end event came.
-func (c *Client) streamOnce(ctx context.Context, op, path string, last *string, yield func(event, error) bool) (got, ended bool, err error) {
+func (c *Client) streamOnce(ctx context.Context, op string, open opener, answered func(*http.Response), last *string, yield func(event, error) bool) (got, ended bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var q url.Values
-	if *last != "" && *last != "0" {
-		q = url.Values{"after": {*last}}
-	}
-	req, err := c.request(sctx, http.MethodGet, path, q, nil)
+	req, err := open(sctx, *last)
 	if err != nil {
 		return false, false, &Error{Op: op, Problem: *api.NewProblem(api.TypeInvalid, err.Error())}
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	if *last != "" && *last != "0" {
-		req.Header.Set("Last-Event-ID", *last)
-	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return false, false, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && (resp.StatusCode != http.StatusCreated || req.Method != http.MethodPost) {
 		return false, false, problemOf(op, resp)
+	}
+	if answered != nil {
+		answered(resp)
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		return false, false, &Error{Op: op, Problem: *api.NewProblem(api.TypeInternal, "the answer is "+ct+", not an event stream")}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,6 +97,9 @@ func (c *streamCounts) release(token string) {
 // isStream reports whether a request opens an event stream, which is
 // exempt from the request timeout.
 func isStream(r *http.Request) bool {
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/runs" {
+		return wantsStream(r.Header.Get("Accept")) // a start answered with its stream
+	}
 	return r.Method == http.MethodGet && (strings.HasPrefix(r.URL.Path, "/v1/runs/") || strings.HasPrefix(r.URL.Path, "/v1/sessions/")) &&
 		strings.HasSuffix(r.URL.Path, "/events")
 }
@@ -258,6 +262,9 @@ type follower struct {
 	w     io.Writer
 	rc    *http.ResponseController
 	wake  chan struct{}
+	// status is the stream's HTTP status: 200, or a start's (201 for a
+	// run it created).
+	status int
 
 	// session, for a session's stream, is its id; runs and after then
 	// hold its sessionKey alone (sessions.go).
@@ -443,7 +450,7 @@ func (f *follower) start(hctx huma.Context) {
 	hctx.SetHeader("Content-Type", "text/event-stream")
 	hctx.SetHeader("Cache-Control", "no-store")
 	hctx.SetHeader("X-Accel-Buffering", "no")
-	hctx.SetStatus(http.StatusOK)
+	hctx.SetStatus(cmp.Or(f.status, http.StatusOK))
 }
 
 // familyRuns lists a family's runs, root first, in a stable order.

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -208,6 +209,43 @@ func TestRoutes(t *testing.T) {
 		e.view.do("GET", "/v1/runs/s1/events", nil, "Last-Event-ID", "-3").want(t, 422, api.TypeInvalid)
 		e.view.do("GET", "/v1/runs/nope/events", nil).want(t, 404, api.TypeNotFound)
 	})
+	t.Run("start answered with the stream", func(t *testing.T) {
+		stream := func(body api.StartRun, status int) []api.Entry {
+			t.Helper()
+			raw, _ := json.Marshal(body)
+			req, _ := newRequest("POST", e.p.url+"/v1/runs", bytes.NewReader(raw), tokAdmin)
+			req.Header.Set("Accept", "text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != status || resp.Header.Get("Location") != "/v1/runs/"+body.ID {
+				t.Fatalf("start with its stream: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+			}
+			return readStream(t, e.view, resp, "/v1/runs/"+body.ID+"/events")
+		}
+		in := api.StartRun{Agent: "slow", Input: "go", ID: "s2"}
+		got := stream(in, http.StatusCreated)
+		want := journal(t, e.view, "s2")
+		sameEntries(t, got, want)
+		if want[0].Kind != "run.started" || want[len(want)-1].Kind != "run.ended" {
+			t.Fatalf("journal from %s to %s", want[0].Kind, want[len(want)-1].Kind)
+		}
+		// The same start again starts nothing and streams the run.
+		sameEntries(t, stream(in, http.StatusOK), want)
+		// Refusals come before any stream, as problems.
+		hdr := []string{"Accept", "text/event-stream"}
+		e.admin.do("POST", "/v1/runs", api.StartRun{Agent: "slow", Input: "other", ID: "s2"}, hdr...).want(t, 409, api.TypeConflict)
+		e.admin.do("POST", "/v1/runs", api.StartRun{Agent: "nope", Input: "x"}, hdr...).want(t, 422, api.TypeInvalid)
+		e.view.do("POST", "/v1/runs", api.StartRun{Agent: "slow", Input: "x"}, hdr...).want(t, 403, api.TypeForbidden)
+		// Without the Accept header a start answers the run, with its
+		// Location too.
+		a := e.admin.do("POST", "/v1/runs", api.StartRun{Agent: "quick", Input: "x", ID: "s3"}).want(t, 201, "")
+		if a.ct != "application/json" || a.header.Get("Location") != "/v1/runs/s3" {
+			t.Errorf("start: %s, Location %q", a.ct, a.header.Get("Location"))
+		}
+	})
 	t.Run("family stream", func(t *testing.T) {
 		b := start(t, e.admin, "boss", "go", "fam1")
 		got := follow(t, e.view, "/v1/runs/"+b.Run.ID+"/family/events", "")
@@ -387,14 +425,23 @@ func follow(t *testing.T, c *client, path, lastID string) []api.Entry {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("stream %s: %d %s", path, resp.StatusCode, resp.Header.Get("Content-Type"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("stream %s: %d", path, resp.StatusCode)
+	}
+	return readStream(t, c, resp, path)
+}
+
+// readStream is follow for a stream's answer (of path, or of a start).
+func readStream(t *testing.T, c *client, resp *http.Response, path string) []api.Entry {
+	t.Helper()
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream %s: %s", path, resp.Header.Get("Content-Type"))
 	}
 	entry := c.spec.resolve(t, map[string]any{"$ref": "#/components/schemas/Entry"})
 	run := c.spec.resolve(t, map[string]any{"$ref": "#/components/schemas/Run"})
 	var out []api.Entry
 	ended := false
-	err = readEvents(resp.Body, func(ev event) bool {
+	err := readEvents(resp.Body, func(ev event) bool {
 		var v any
 		if err := json.Unmarshal(ev.data, &v); err != nil {
 			t.Fatalf("event data %s: %v", ev.data, err)

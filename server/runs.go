@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"time"
@@ -27,15 +28,13 @@ func (s *Server) registerRuns() {
 		Summary: "Start a run (admin)",
 		Description: "Start a run of an agent on an input; this server drives it. With an id, the same id again " +
 			"starts nothing: 200 with created false when the input was the same, a conflict problem when it was not. " +
-			"A retry of a run still queued (the first start died before it was claimed) drives it.",
+			"A retry of a run still queued (the first start died before it was claimed) drives it. " +
+			"With Accept: text/event-stream the answer is the run's event stream, as GET /v1/runs/{id}/events sends it from " +
+			"the start: the same status and Location, then one entry event per journal entry and the end event. " +
+			"A stream cut short resumes on GET /v1/runs/{id}/events with Last-Event-ID.",
 		DefaultStatus: http.StatusCreated,
-		Responses: map[string]*huma.Response{"200": {
-			Description: "The id existed with the same agent and input: nothing was started.",
-			Content: map[string]*huma.MediaType{"application/json": {
-				Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(api.StartedRun{}), true, ""),
-			}},
-		}},
-		Errors: []int{http.StatusUnprocessableEntity, http.StatusConflict, http.StatusForbidden, http.StatusServiceUnavailable},
+		Responses:     s.startResponses(),
+		Errors:        []int{http.StatusUnprocessableEntity, http.StatusConflict, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}, s.startRun)
 	huma.Register(s.api, huma.Operation{
 		OperationID: "fork-run", Method: http.MethodPost, Path: "/v1/runs/{id}/fork", Tags: []string{"runs"},
@@ -174,12 +173,50 @@ func (s *Server) registerRuns() {
 	}, s.readJournal)
 }
 
-func (s *Server) startRun(ctx context.Context, in *struct {
-	Body api.StartRun
-}) (*struct {
-	Status int
-	Body   api.StartedRun
-}, error) {
+// startResponses documents a start's answers: the run as JSON, or with
+// Accept: text/event-stream its event stream, each with the run's
+// Location.
+func (s *Server) startResponses() map[string]*huma.Response {
+	started := s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(api.StartedRun{}), true, "")
+	answer := func(desc string) *huma.Response {
+		return &huma.Response{Description: desc,
+			Headers: map[string]*huma.Param{"Location": {Description: "The run's path: /v1/runs/{id}.", Schema: &huma.Schema{Type: "string"}}},
+			Content: map[string]*huma.MediaType{
+				"application/json":  {Schema: started},
+				"text/event-stream": sseResponses["200"].Content["text/event-stream"],
+			}}
+	}
+	return map[string]*huma.Response{
+		"201": answer("The run was created. With Accept: text/event-stream, its event stream from its first entry."),
+		"200": answer("The id existed with the same agent and input: nothing was started. With Accept: text/event-stream, that run's event stream from its first entry."),
+	}
+}
+
+// startIn is a start's request.
+type startIn struct {
+	Accept string `header:"Accept" maxLength:"1024" doc:"text/event-stream: answer with the run's event stream instead of the run."`
+	Body   api.StartRun
+}
+
+// startOut is a start's answer: the run's path, then the run as JSON or
+// its event stream.
+type startOut struct {
+	Location string `header:"Location"`
+	Body     func(huma.Context)
+}
+
+// wantsStream reports whether an Accept header asks for an event stream.
+func wantsStream(accept string) bool {
+	for part := range strings.SplitSeq(accept, ",") {
+		mt, _, _ := strings.Cut(part, ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) startRun(ctx context.Context, in *startIn) (*startOut, error) {
 	if err := s.can(ctx, "Start"); err != nil {
 		return nil, err
 	}
@@ -210,11 +247,39 @@ func (s *Server) startRun(ctx context.Context, in *struct {
 		}
 		opts = append(opts, hitch.WithMetadata(b.Metadata))
 	}
-	res, err := s.scope(ctx).Start(ctx, a, b.Input, opts...)
+	stream := wantsStream(in.Accept)
+	release := func() {}
+	if stream {
+		// Counted before the start: a refused stream starts nothing.
+		var err error
+		if release, err = s.openStream(ctx); err != nil {
+			return nil, err
+		}
+	}
+	sc := s.scope(ctx)
+	res, err := sc.Start(ctx, a, b.Input, opts...)
 	if err != nil {
+		release()
 		return nil, s.fail("start", err)
 	}
-	return started(res, "a run with this id exists with another agent or input")
+	out, err := started(res, "a run with this id exists with another agent or input")
+	if err != nil {
+		release()
+		return nil, err
+	}
+	loc := "/v1/runs/" + url.PathEscape(res.Run.ID)
+	if !stream {
+		return &startOut{Location: loc, Body: func(hctx huma.Context) {
+			hctx.SetHeader("Content-Type", "application/json")
+			hctx.SetStatus(out.Status)
+			_ = s.api.Marshal(hctx.BodyWriter(), "application/json", out.Body)
+		}}, nil
+	}
+	return &startOut{Location: loc, Body: func(hctx huma.Context) {
+		defer release()
+		f := &follower{s: s, sc: sc, ctx: hctx.Context(), status: out.Status}
+		f.follow(hctx, res.Run.ID, 0)
+	}}, nil
 }
 
 // started answers a start or a fork: 201 with the new run, 200 with the

@@ -61,6 +61,9 @@ type surface struct {
 	always string
 	// defaultTenant: the route serves tenant default only (/metrics).
 	defaultTenant bool
+	// accept is the request's Accept header, for a way into a route that
+	// it chooses (a start answered with the run's event stream).
+	accept string
 }
 
 // The classes of answer.
@@ -84,6 +87,7 @@ var routeRows = map[string]surface{
 	"GET /v1/openapi-3.0.json":      {need: "viewer", path: "/v1/openapi-3.0.json"},
 	"GET /v1/openapi-3.0.yaml":      {need: "viewer", path: "/v1/openapi-3.0.yaml"},
 	"POST /v1/runs":                 {need: "admin", path: "/v1/runs", body: api.StartRun{Agent: "quick", Input: "hi"}},
+	"POST /v1/runs (stream)":        {need: "admin", path: "/v1/runs", body: api.StartRun{Agent: "quick", Input: "hi"}, stream: true, accept: "text/event-stream"},
 	"GET /v1/runs":                  {need: "viewer", path: "/v1/runs"},
 	"GET /v1/runs/counts":           {need: "viewer", path: "/v1/runs/counts"},
 	"GET /v1/runs/{id}":             {need: "viewer", object: "run", path: "/v1/runs/{id}"},
@@ -437,6 +441,9 @@ func do(t *testing.T, base, key string, row surface, path, token string, ses *co
 	if key == "/mcp" {
 		req.Header.Set("Accept", "application/json, text/event-stream")
 	}
+	if row.accept != "" {
+		req.Header.Set("Accept", row.accept)
+	}
 	if console {
 		if ses != nil {
 			req.AddCookie(&http.Cookie{Name: "hitch_session", Value: ses.cookie})
@@ -458,7 +465,7 @@ func do(t *testing.T, base, key string, row surface, path, token string, ses *co
 	}
 	defer resp.Body.Close()
 	var raw []byte
-	if !row.stream || resp.StatusCode != http.StatusOK {
+	if !row.stream || resp.StatusCode >= 300 {
 		raw, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	}
 	return classOf(resp, raw)
@@ -497,6 +504,9 @@ func TestSurfaceMatrix(t *testing.T) {
 		seen[r] = true
 	}
 	for r := range routeRows {
+		if route, _, way := strings.Cut(r, " ("); way && seen[route] {
+			continue // another way into a route that has its own row
+		}
 		if !seen[r] {
 			t.Errorf("the surface matrix has a row for %q, which is no longer a route", r)
 		}
