@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,10 @@ import (
 // read tool on a small file, answered by a scripted model at once.
 type APIParams struct {
 	Clients, Runs, Steps int
+	// TwoRequests starts each run with a request of its own and then opens
+	// its stream with another, where by default one request does both
+	// (POST /v1/runs answered with the run's event stream).
+	TwoRequests bool
 	// DB is the SQLite file; it must not exist yet.
 	DB   string
 	Sync sqlite.Sync
@@ -41,8 +46,13 @@ type APIResult struct {
 	APIParams
 	Elapsed time.Duration
 	// FirstEvent is the time from sending a start to the stream's first
-	// entry; Reply, to the start's answer.
+	// entry; Reply, to the start's answer (its first byte, with one
+	// request: the stream's headers).
 	FirstEvent, Reply Quantiles
+	// The hops after the start's answer: Open, from it to the stream's
+	// answer (two requests only); Feed, from the stream's answer to its
+	// first entry.
+	Open, Feed Quantiles
 }
 
 // RunsPerSecond is the runs started, followed and ended a second.
@@ -50,9 +60,15 @@ func (r APIResult) RunsPerSecond() float64 { return float64(r.Runs) / r.Elapsed.
 
 // Line is the RESULT line of an API measurement.
 func (r APIResult) Line() string {
-	return fmt.Sprintf("RESULT peer=hitch mode=api-sqlite-%s clients=%d runs=%d steps=%d run_s=%.4f runs_per_s=%.0f first_event_ms_p50=%.1f p99=%.1f max=%.1f start_reply_ms_p50=%.1f p99=%.1f",
-		strings.ToLower(r.Sync.String()), r.Clients, r.Runs, r.Steps, r.Elapsed.Seconds(), r.RunsPerSecond(),
-		ms(r.FirstEvent.P50), ms(r.FirstEvent.P99), ms(r.FirstEvent.Max), ms(r.Reply.P50), ms(r.Reply.P99))
+	requests := 1
+	if r.TwoRequests {
+		requests = 2
+	}
+	return fmt.Sprintf("RESULT peer=hitch mode=api-sqlite-%s clients=%d runs=%d steps=%d requests=%d run_s=%.4f runs_per_s=%.0f "+
+		"first_event_ms_p50=%.1f p99=%.1f max=%.1f start_reply_ms_p50=%.1f p99=%.1f stream_open_ms_p50=%.1f p99=%.1f stream_first_ms_p50=%.1f p99=%.1f",
+		strings.ToLower(r.Sync.String()), r.Clients, r.Runs, r.Steps, requests, r.Elapsed.Seconds(), r.RunsPerSecond(),
+		ms(r.FirstEvent.P50), ms(r.FirstEvent.P99), ms(r.FirstEvent.Max), ms(r.Reply.P50), ms(r.Reply.P99),
+		ms(r.Open.P50), ms(r.Open.P99), ms(r.Feed.P50), ms(r.Feed.P99))
 }
 
 // RunAPI serves the API on loopback from this process and measures it
@@ -123,21 +139,19 @@ func RunAPI(ctx context.Context, p APIParams) (APIResult, error) {
 	}
 
 	var next atomic.Int64
-	firsts := make([][]time.Duration, p.Clients)
-	replies := make([][]time.Duration, p.Clients)
+	samples := make([][]apiSample, p.Clients)
 	errs := make([]error, p.Clients)
 	begin := time.Now()
 	var wg sync.WaitGroup
 	for k := range p.Clients {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(p.Runs); i = next.Add(1) - 1 {
-				first, reply, err := startAndFollow(ctx, c, fmt.Sprintf("api-%d", i))
+				sm, err := startAndFollow(ctx, c, fmt.Sprintf("api-%d", i), p.TwoRequests)
 				if err != nil {
 					errs[k] = err
 					return
 				}
-				firsts[k] = append(firsts[k], first)
-				replies[k] = append(replies[k], reply)
+				samples[k] = append(samples[k], sm)
 			}
 		})
 	}
@@ -146,32 +160,58 @@ func RunAPI(ctx context.Context, p APIParams) (APIResult, error) {
 	if err := errors.Join(errs...); err != nil {
 		return res, err
 	}
-	res.FirstEvent, res.Reply = quantiles(concat(firsts)), quantiles(concat(replies))
+	var firsts, replies, opens, feeds []time.Duration
+	for _, sm := range concat(samples) {
+		firsts, replies, feeds = append(firsts, sm.first), append(replies, sm.reply), append(feeds, sm.first-sm.opened)
+		if p.TwoRequests {
+			opens = append(opens, sm.opened-sm.reply)
+		}
+	}
+	res.FirstEvent, res.Reply, res.Open, res.Feed = quantiles(firsts), quantiles(replies), quantiles(opens), quantiles(feeds)
 	return res, nil
 }
 
-// startAndFollow starts a run and follows its stream to the end, and says
-// how long the first entry and the start's answer took.
-func startAndFollow(ctx context.Context, c *client.Client, id string) (first, reply time.Duration, err error) {
+// apiSample is one run's times from sending its start: to the start's
+// answer, to the stream's answer (the same with one request), and to the
+// stream's first entry.
+type apiSample struct{ reply, opened, first time.Duration }
+
+// startAndFollow starts a run and follows its stream to the end, in one
+// request or two, and times it.
+func startAndFollow(ctx context.Context, c *client.Client, id string, two bool) (apiSample, error) {
+	var sm apiSample
 	begin := time.Now()
-	if _, err := c.StartRun(ctx, api.StartRun{Agent: "reader", Input: "read the notes", ID: id}); err != nil {
-		return 0, 0, err
-	}
-	reply = time.Since(begin)
-	var last api.Entry
-	for e, err := range c.Follow(ctx, id, 0) {
-		if err != nil {
-			return 0, 0, err
+	// The time of the latest answer's first byte, read once the request
+	// that got it has returned.
+	var answered atomic.Int64
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { answered.Store(int64(time.Since(begin))) }})
+	in := api.StartRun{Agent: "reader", Input: "read the notes", ID: id}
+	entries := c.StartFollow(ctx, in)
+	if two {
+		if _, err := c.StartRun(ctx, in); err != nil {
+			return sm, err
 		}
-		if first == 0 {
-			first = time.Since(begin)
+		sm.reply = time.Since(begin)
+		entries = c.Follow(ctx, id, 0)
+	}
+	var last api.Entry
+	for e, err := range entries {
+		if err != nil {
+			return sm, err
+		}
+		if sm.first == 0 {
+			sm.first = time.Since(begin)
+			sm.opened = time.Duration(answered.Load())
+			if !two {
+				sm.reply = sm.opened
+			}
 		}
 		last = e
 	}
 	if last.Kind != hitchtype.KindRunEnded {
-		return 0, 0, fmt.Errorf("bench: the stream of %s ended at entry %d, %s", id, last.Pos, last.Kind)
+		return sm, fmt.Errorf("bench: the stream of %s ended at entry %d, %s", id, last.Pos, last.Kind)
 	}
-	return first, reply, nil
+	return sm, nil
 }
 
 func concat[T any](s [][]T) []T {

@@ -18,7 +18,7 @@ import (
 
 func newBench(g *globals) *cobra.Command {
 	var runs, steps, maxRunners, nodes, parked, recoverN, wake, clients, secrets int
-	var wakeHere bool
+	var wakeHere, twoRequests bool
 	var db, syncMode, tracing, cpuProfile string
 	var latency, jitter, poll, lease time.Duration
 	var node bench.NodeParams
@@ -66,7 +66,7 @@ func newBench(g *globals) *cobra.Command {
 				return benchWake(cmd, g, wake, steps, db, s, poll, wakeHere)
 			}
 			if cmd.Flags().Changed("clients") {
-				return benchAPI(cmd, g, clients, runs, steps, db, s)
+				return benchAPI(cmd, g, clients, runs, steps, twoRequests, db, s)
 			}
 			if node.Store != "" { // one node of a --nodes measurement
 				node.Sync, node.Steps, node.ModelLatency, node.ModelJitter, node.MaxRunners = s, steps, latency, jitter, maxRunners
@@ -191,7 +191,8 @@ func newBench(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&wakeHere, "wake-here", false, "with --wake: drive the runs with a sweeper in this process, not a worker process")
 	cmd.Flags().IntVar(&secrets, "secrets", 0, "declare this many secret values that the workload never sends (what redaction costs a step)")
 	cmd.Flags().IntVar(&clients, "clients", 0, "measure the HTTP API: this many clients on loopback each start runs and follow their event\n"+
-		"streams to the end, --runs in all, on a SQLite store")
+		"streams to the end, --runs in all, on a SQLite store; one request a run starts it and answers with its stream")
+	cmd.Flags().BoolVar(&twoRequests, "two-requests", false, "with --clients: start each run with one request and open its stream with a second")
 	for _, f := range []string{"node-store", "node-schema", "node-name", "node-lease", "node-in-flight", "node-firsts"} {
 		_ = cmd.Flags().MarkHidden(f)
 	}

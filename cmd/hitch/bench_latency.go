@@ -48,7 +48,7 @@ func benchWake(cmd *cobra.Command, g *globals, samples, steps int, db string, s 
 
 // benchAPI runs the HTTP API measurement (bench.RunAPI) and prints its
 // line.
-func benchAPI(cmd *cobra.Command, g *globals, clients, runs, steps int, db string, s sqlite.Sync) error {
+func benchAPI(cmd *cobra.Command, g *globals, clients, runs, steps int, twoRequests bool, db string, s sqlite.Sync) error {
 	if clients < 1 || clients > 1024 {
 		return usageError{fmt.Errorf("--clients %d: want 1–1024", clients)}
 	}
@@ -65,7 +65,7 @@ func benchAPI(cmd *cobra.Command, g *globals, clients, runs, steps int, db strin
 	} else if _, err := os.Stat(db); err == nil {
 		return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", db)}
 	}
-	res, err := bench.RunAPI(cmd.Context(), bench.APIParams{Clients: clients, Runs: runs, Steps: steps, DB: db, Sync: s})
+	res, err := bench.RunAPI(cmd.Context(), bench.APIParams{Clients: clients, Runs: runs, Steps: steps, TwoRequests: twoRequests, DB: db, Sync: s})
 	if err != nil {
 		return err
 	}
