@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hitch-dev/hitch/api"
@@ -259,7 +260,12 @@ func (c *Client) streamOnce(ctx context.Context, op string, open opener, answere
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		return false, false, &Error{Op: op, Problem: *api.NewProblem(api.TypeInternal, "the answer is "+ct+", not an event stream")}
 	}
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(resp.Body)
+	defer func() {
+		br.Reset(nil) // hold no connection
+		readers.Put(br)
+	}()
 	for {
 		ev, err := readEvent(br)
 		if err != nil {
@@ -288,6 +294,12 @@ func (c *Client) streamOnce(ctx context.Context, op string, open opener, answere
 		}
 	}
 }
+
+// readers keep the streams' read buffers, which are large enough for a
+// commit's events in one read, from one stream to the next: a stream is
+// often short (a run started and followed to its end), and allocating and
+// clearing a buffer for each costs more than the stream's events.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
 // readEvent reads one event; comments and unknown fields are skipped. An
 // event is complete only at its blank line: a cut in the middle of one
