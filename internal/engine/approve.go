@@ -45,40 +45,19 @@ type ApprovalAnswerParams struct {
 // decision, before a grant takes effect; a denial then is recorded (the
 // model is told) and returned as ErrDeniedAtAnswer.
 func (e *Engine) AnswerApproval(ctx context.Context, runID string, p ApprovalAnswerParams, wait time.Duration) error {
-	st, err := e.foldRun(ctx, runID)
-	if err != nil {
-		return err
-	}
-	now, err := e.cfg.Store.Now(ctx)
-	if err != nil {
-		return fmt.Errorf("read store clock: %w", err)
-	}
-	c, expired, err := checkApproval(st, p.Call, now)
-	if err != nil {
-		return err
-	}
-	if !expired && p.Verify != nil {
-		if err := p.Verify(c.decision.Requirement, now); err != nil {
-			return err
+	check := func(st *state, now time.Time) (*callState, bool, error) { return checkApproval(st, p.Call, now) }
+	verify := func(c *callState, now time.Time) error {
+		if p.Verify == nil {
+			return nil
 		}
+		return p.Verify(c.decision.Requirement, now)
 	}
-	return e.command(ctx, runID, wait, driveOn, func(r *runner) (reply, err error) {
-		now, err := e.cfg.Store.Now(r.ctx)
-		if err != nil {
-			return err, err
-		}
-		c, expired, err := checkApproval(r.st, p.Call, now)
+	return e.answerCall(ctx, runID, wait, check, verify, func(r *runner, c *callState, expired bool) (reply, err error) {
 		switch {
-		case err != nil:
-			return err, nil
 		case expired:
 			// Recording the lapse is the runner's own business; the
 			// answer is refused either way.
-			err := r.expireApprovals()
-			if err == nil {
-				err = r.commit()
-			}
-			return fmt.Errorf("%w: %s (deadline %s)", ErrApprovalExpired, p.Call, c.expires.UTC().Format(time.RFC3339)), err
+			return fmt.Errorf("%w: %s (deadline %s)", ErrApprovalExpired, p.Call, c.expires.UTC().Format(time.RFC3339)), r.lapse(r.expireApprovals)
 		case !p.Approve:
 			err := r.commit(entry(KindApprovalDeny, ApprovalAnswer{Call: c.key, By: p.By, Reason: p.Reason}))
 			return err, err
@@ -129,6 +108,66 @@ func checkApproval(st *state, call string, now time.Time) (c *callState, expired
 		return nil, false, fmt.Errorf("%w: the run has ended", store.ErrEnded)
 	}
 	return c, c.overdue(now), nil
+}
+
+// answerCall checks an answer to a waiting call on the folded journal
+// before it takes the lease, so a refusal costs no runner, then checks it
+// again under the lease and commits what act makes of it. check finds the
+// call and says whether its deadline has passed at now; verify, if given,
+// judges the answerer's proof before the lease is taken, for a call whose
+// deadline has not passed.
+func (e *Engine) answerCall(ctx context.Context, runID string, wait time.Duration,
+	check func(st *state, now time.Time) (*callState, bool, error),
+	verify func(c *callState, now time.Time) error,
+	act func(r *runner, c *callState, expired bool) (reply, err error),
+) error {
+	st, now, err := e.foldNow(ctx, runID)
+	if err != nil {
+		return err
+	}
+	c, expired, err := check(st, now)
+	if err != nil {
+		return err
+	}
+	if !expired && verify != nil {
+		if err := verify(c, now); err != nil {
+			return err
+		}
+	}
+	return e.command(ctx, runID, wait, driveOn, func(r *runner) (reply, err error) {
+		now, err := e.cfg.Store.Now(r.ctx)
+		if err != nil {
+			return err, err
+		}
+		c, expired, err := check(r.st, now)
+		if err != nil {
+			return err, nil
+		}
+		return act(r, c, expired)
+	})
+}
+
+// lapse journals the lapses expire finds, as a late answer does before
+// it is refused.
+func (r *runner) lapse(expire func() error) error {
+	if err := expire(); err != nil {
+		return err
+	}
+	return r.commit()
+}
+
+// foldNow folds a run's journal without taking the lease and reads the
+// store's clock.
+func (e *Engine) foldNow(ctx context.Context, runID string) (*state, time.Time, error) {
+	st, err := e.foldRun(ctx, runID)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	now, err := e.cfg.Store.Now(ctx)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("read store clock: %w", err)
+	}
+	return st, now, nil
 }
 
 // foldRun reads and folds a journal without taking the lease.
@@ -450,13 +489,9 @@ func (e *Engine) ApprovalRequest(ctx context.Context, runID, call string, wait t
 	if err != nil {
 		return PendingApproval{}, err
 	}
-	st, err := e.foldRun(ctx, runID)
+	st, now, err := e.foldNow(ctx, runID)
 	if err != nil {
 		return PendingApproval{}, err
-	}
-	now, err := e.cfg.Store.Now(ctx)
-	if err != nil {
-		return PendingApproval{}, fmt.Errorf("read store clock: %w", err)
 	}
 	c, expired, err := checkApproval(st, call, now)
 	switch {
@@ -476,10 +511,7 @@ func (e *Engine) ApprovalRequest(ctx context.Context, runID, call string, wait t
 // store opened for reading, leaves the lapse to the next toucher.
 func (e *Engine) recordLapse(ctx context.Context, runID string, wait time.Duration) {
 	_ = e.command(ctx, runID, wait, driveOn, func(r *runner) (reply, err error) {
-		err = r.expireApprovals()
-		if err == nil {
-			err = r.commit()
-		}
+		err = r.lapse(r.expireApprovals)
 		return err, err
 	})
 }

@@ -290,32 +290,10 @@ func (e *Engine) Wake(ctx context.Context, runID string, p WakeParams, wait time
 	if err := CheckWake(p); err != nil {
 		return err
 	}
-	st, err := e.foldRun(ctx, runID)
-	if err != nil {
-		return err
-	}
-	now, err := e.cfg.Store.Now(ctx)
-	if err != nil {
-		return fmt.Errorf("read store clock: %w", err)
-	}
-	if _, _, err := findWake(st, p.Event, now); err != nil {
-		return err
-	}
-	return e.command(ctx, runID, wait, driveOn, func(r *runner) (reply, err error) {
-		now, err := e.cfg.Store.Now(r.ctx)
-		if err != nil {
-			return err, err
-		}
-		c, expired, err := findWake(r.st, p.Event, now)
-		switch {
-		case err != nil:
-			return err, nil
-		case expired:
-			err := r.expireWaits()
-			if err == nil {
-				err = r.commit()
-			}
-			return fmt.Errorf("%w: %q (call %s, deadline %s)", ErrWakeExpired, p.Event, c.key, c.deadline.UTC().Format(time.RFC3339)), err
+	check := func(st *state, now time.Time) (*callState, bool, error) { return findWake(st, p.Event, now) }
+	return e.answerCall(ctx, runID, wait, check, nil, func(r *runner, c *callState, expired bool) (reply, err error) {
+		if expired {
+			return fmt.Errorf("%w: %q (call %s, deadline %s)", ErrWakeExpired, p.Event, c.key, c.deadline.UTC().Format(time.RFC3339)), r.lapse(r.expireWaits)
 		}
 		var data json.RawMessage
 		if len(p.Data) > 0 {
@@ -375,38 +353,13 @@ func (e *Engine) CompleteCall(ctx context.Context, runID string, p Completion, w
 	if p.Output != "" && p.Error != "" {
 		return errors.New("output, error: give one, not both")
 	}
-	st, err := e.foldRun(ctx, runID)
-	if err != nil {
-		return err
-	}
-	now, err := e.cfg.Store.Now(ctx)
-	if err != nil {
-		return fmt.Errorf("read store clock: %w", err)
-	}
-	if _, _, err := checkCompletion(st, p, now); err != nil {
-		return err
-	}
-	return e.command(ctx, runID, wait, driveOn, func(r *runner) (reply, err error) {
-		now, err := e.cfg.Store.Now(r.ctx)
-		if err != nil {
-			return err, err
-		}
-		c, expired, err := checkCompletion(r.st, p, now)
+	check := func(st *state, now time.Time) (*callState, bool, error) { return checkCompletion(st, p, now) }
+	return e.answerCall(ctx, runID, wait, check, nil, func(r *runner, c *callState, expired bool) (reply, err error) {
 		switch {
-		case err != nil:
-			return err, nil
 		case expired && c.held:
-			err := r.expireApprovals()
-			if err == nil {
-				err = r.commit()
-			}
-			return fmt.Errorf("%w: %s (deadline %s)", ErrApprovalExpired, p.Call, c.expires.UTC().Format(time.RFC3339)), err
+			return fmt.Errorf("%w: %s (deadline %s)", ErrApprovalExpired, p.Call, c.expires.UTC().Format(time.RFC3339)), r.lapse(r.expireApprovals)
 		case expired:
-			err := r.expireWaits()
-			if err == nil {
-				err = r.commit()
-			}
-			return fmt.Errorf("%w: %s (deadline %s)", ErrCallTimedOut, p.Call, c.deadline.UTC().Format(time.RFC3339)), err
+			return fmt.Errorf("%w: %s (deadline %s)", ErrCallTimedOut, p.Call, c.deadline.UTC().Format(time.RFC3339)), r.lapse(r.expireWaits)
 		}
 		if n := max(len(p.Output), len(p.Error)); n > r.agent.Limits.MaxToolResult {
 			return fmt.Errorf("output: %d bytes, over the largest kept tool result (%d bytes)", n, r.agent.Limits.MaxToolResult), nil
