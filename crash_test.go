@@ -1,7 +1,9 @@
 package hitch_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"os"
@@ -12,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
 	"github.com/hitch-dev/hitch/hitchtype"
@@ -19,7 +23,6 @@ import (
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/tool"
-	"go.uber.org/goleak"
 )
 
 // The crash tests run real runs in a child process (this test binary,
@@ -325,4 +328,217 @@ func killChildAt(t *testing.T, mode, marker, db, effects string, want int) {
 	cmd, lines := startChild(t, nil, "HITCH_CRASH_MODE="+mode, "HITCH_CRASH_DB="+db, "HITCH_CRASH_EFFECTS="+effects)
 	awaitLine(t, cmd, lines, marker, want, func(l string) bool { return l == marker })
 	killChild(t, cmd)
+}
+
+// familyAgents builds a boss that delegates to a kid whose one tool call
+// (not replayable) blocks in the child process when block is set.
+func familyAgents(effects string, block bool, marker func(string)) (*hitch.Agent, error) {
+	effect, err := tool.New("effect", "Acts once.", func(ctx context.Context, _ struct{}) (string, error) {
+		f, err := os.OpenFile(effects, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintln(f, "effect")
+		f.Close()
+		if block {
+			marker("IN_KID")
+			select {}
+		}
+		return "effect ok", nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	kid, err := hitch.Build(hitch.Spec{Name: "kid", Tools: []tool.Tool{effect}, Policy: policy.AllowAll(),
+		Model: scripted.New("kid", scripted.Script{Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "effect"}}}, {Text: "kid done"}}})})
+	if err != nil {
+		return nil, err
+	}
+	return hitch.Build(hitch.Spec{Name: "boss", SubAgents: []*hitch.Agent{kid}, Policy: policy.AllowAll(),
+		Budget: &hitch.Budget{ModelCalls: 10, ToolCalls: 10},
+		Model: scripted.New("boss", scripted.Script{Turns: []scripted.Turn{
+			{Calls: []scripted.Call{{Name: "kid", Args: `{"prompt": "act"}`}}}, {Text: "boss done"}}})})
+}
+
+func familyChild(db, effects string) int {
+	ctx := context.Background()
+	boss, err := familyAgents(effects, true, func(s string) { fmt.Println(s) })
+	if err != nil {
+		return childFail(err)
+	}
+	return childStart(ctx, db, hitch.Config{LeaseTTL: crashLeaseTTL}, boss, "go", hitch.WithID("fam"))
+}
+
+// TestCrashInsideAChildRun kills the process while a sub-agent's tool body
+// runs. The family recovers in another process: the child's interrupted
+// effect is uncertain, reconciling it lets the child and then its parent
+// complete, and the family's stored use is what its journals say was
+// charged.
+func TestCrashInsideAChildRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash tests start processes")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	db, effects := filepath.Join(dir, "fam.db"), filepath.Join(dir, "effects.log")
+	killChildAt(t, "family", "IN_KID", db, effects, 1)
+
+	boss, err := familyAgents(effects, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rt, st := setupAt(t, db, boss)
+	for {
+		if kid, _ := st.RunGet(ctx, "fam.t1c1"); kid.Status == hitchtype.StatusWaiting {
+			break
+		}
+		if _, err := rt.Recover(ctx); err != nil || ctx.Err() != nil {
+			t.Fatal("the child was never recovered", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(kinds(journal(t, rt, "fam.t1c1")), "call.uncertain") {
+		t.Fatalf("the child's interrupted effect is not uncertain: %s", kinds(journal(t, rt, "fam.t1c1")))
+	}
+	if err := rt.Reconcile(ctx, "fam.t1c1", hitch.Reconciliation{Call: "t1c1", Output: "effect ok", By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := rt.Await(ctx, "fam")
+	if err != nil || run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "boss done" {
+		t.Fatalf("root: %+v %v", run, err)
+	}
+	if b, _ := os.ReadFile(effects); strings.Count(string(b), "effect") != 1 {
+		t.Errorf("the effect ran %d times", strings.Count(string(b), "effect"))
+	}
+	// boss: 2 model calls, 1 sub-agent start; kid: 2 model calls, 1 body.
+	// The stored use is exactly what the family's journals say was charged.
+	_, used, _, err := rt.FamilyBudget(ctx, "fam")
+	want := journalCharged(t, rt, st, "fam")
+	used.WallTime = 0
+	if err != nil || used != want || used.ModelCalls != 4 || used.ToolCalls != 2 {
+		t.Errorf("family use %+v (%v); the journals say %+v, want 4 model calls and 2 tool calls", used, err, want)
+	}
+	for _, id := range []string{"fam", "fam.t1c1"} {
+		if n := strings.Count(kinds(journal(t, rt, id)), "run.ended"); n != 1 {
+			t.Errorf("%s: %d terminal entries", id, n)
+		}
+	}
+}
+
+// requestLog wraps a model and writes every request it is sent, as one
+// line of JSON, to w before the model sees it. From the third turn on it
+// calls stall (when set) instead of answering.
+type requestLog struct {
+	model.Model
+	mu    sync.Mutex
+	w     func([]byte)
+	stall func()
+}
+
+func (l *requestLog) Generate(ctx context.Context, req *model.Request) iter.Seq2[*model.Chunk, error] {
+	b, err := json.Marshal(req)
+	if err != nil {
+		panic(err)
+	}
+	l.mu.Lock()
+	l.w(b)
+	l.mu.Unlock()
+	if l.stall != nil && assistantTurns(req) >= 2 {
+		l.stall()
+	}
+	return l.Model.Generate(ctx, req)
+}
+
+func assistantTurns(req *model.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == model.RoleAssistant {
+			n++
+		}
+	}
+	return n
+}
+
+// replayAgent: two turns of tool calls (one rejected, one settled), then
+// an answer, under agent and caller instructions.
+func replayAgent(m model.Model) (*hitch.Agent, error) {
+	add, err := tool.New("add", "Adds two integers.", func(_ context.Context, in addArgs) (int, error) { return in.A + in.B, nil })
+	if err != nil {
+		return nil, err
+	}
+	return hitch.Build(hitch.Spec{Name: "replay", Model: m, Tools: []tool.Tool{add}, Policy: policy.AllowAll(),
+		Instructions: "Add carefully."})
+}
+
+var replayScript = scripted.Script{Turns: []scripted.Turn{
+	{Text: "adding", Calls: []scripted.Call{{Name: "add", Args: `{"a":1,"b":2}`}, {Name: "sub", Args: `{}`}}},
+	{Calls: []scripted.Call{{Name: "add", Args: `{"a":3,"b":"x"}`}}},
+	{Text: "3"},
+}}
+
+// replayChild runs one run until its third model request, which it logs
+// and then holds until the process is killed.
+func replayChild(db, requests string) int {
+	ctx := context.Background()
+	f, err := os.OpenFile(requests, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return childFail(err)
+	}
+	m := &requestLog{Model: scripted.New("replay", replayScript),
+		w:     func(b []byte) { f.Write(append(b, '\n')); f.Sync() },
+		stall: func() { fmt.Println("IN_TURN3"); select {} }}
+	a, err := replayAgent(m)
+	if err != nil {
+		return childFail(err)
+	}
+	return childStart(ctx, db, hitch.Config{LeaseTTL: crashLeaseTTL}, a, "add 1 and 2", hitch.WithID("replay"), hitch.WithInstructions("Answer with a number."))
+}
+
+// TestRecoveryRebuildsTheSameRequest (invariant 7): a process is killed
+// while its third model request is in flight; another process recovers
+// the run from the journal, and the request it sends is byte for byte the
+// one the first process sent.
+func TestRecoveryRebuildsTheSameRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash tests start processes")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	db, requests := filepath.Join(dir, "replay.db"), filepath.Join(dir, "requests.jsonl")
+	killChildAt(t, "replay", "IN_TURN3", db, requests, 1)
+	b, err := os.ReadFile(requests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(sent) != 3 {
+		t.Fatalf("the first process sent %d requests, want 3", len(sent))
+	}
+
+	var again [][]byte
+	m := &requestLog{Model: scripted.New("replay", replayScript), w: func(b []byte) { again = append(again, b) }}
+	a, err := replayAgent(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// This process's store clock runs a minute ahead, past the dead
+	// process's lease.
+	rt, _ := reopenAhead(t, db, time.Minute, a)
+	recoverOne(t, ctx, rt)
+	run, err := rt.Await(ctx, "replay")
+	if err != nil || run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "3" {
+		t.Fatalf("recovered run: %+v %v", run, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(again) != 1 {
+		t.Fatalf("the recovering process sent %d requests, want 1", len(again))
+	}
+	if !bytes.Equal(again[0], sent[2]) {
+		t.Errorf("the rebuilt request differs:\nbefore %s\nafter  %s", sent[2], again[0])
+	}
 }
