@@ -17,6 +17,7 @@ import (
 	"github.com/hitch-dev/hitch/sessions"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/tool/builtin"
 	"github.com/hitch-dev/hitch/triggers"
 )
 
@@ -338,5 +339,210 @@ func TestTriggerSpecJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"grace":"soon"}`), &out); err == nil || !strings.Contains(err.Error(), "grace") {
 		t.Fatalf("a bad grace: %v", err)
+	}
+}
+
+// schedulingSession opens a session whose agent plays calls (one turn of
+// tool calls, then a text) under pol, sends it one message and waits for
+// the session to rest.
+func schedulingSession(t *testing.T, calls []scripted.Call, pol policy.Policy, tc triggers.Config) *trigFixture {
+	t.Helper()
+	c := testclock.New(t0)
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.Now))
+	tools, err := builtin.ScheduleTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := hitch.Build(hitch.Spec{Name: "waker", Tools: tools, Policy: pol, Model: scripted.New("waker", scripted.Script{
+		Turns: []scripted.Turn{{Calls: calls}, {Text: "noted"}}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{a}, Triggers: tc})
+	f := &trigFixture{t: t, ctx: t.Context(), clock: c, st: st, rt: rt, agent: a}
+	if _, _, err := rt.Sessions().Open(f.ctx, a, sessions.Options{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Sessions().Send(f.ctx, "s", "remind me", sessions.SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Sessions().Await(f.ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *trigFixture) sessionTriggers() []triggers.Trigger {
+	f.t.Helper()
+	trs, err := f.rt.Triggers().List(f.ctx, triggers.ListOptions{SessionID: "s"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return trs
+}
+
+// The model asks to be woken in 10 minutes: the wake is a binding of its
+// session, and when the store clock gets there the session receives the
+// message and works it.
+func TestScheduleWakeWakesTheSession(t *testing.T) {
+	t.Parallel()
+	f := schedulingSession(t, []scripted.Call{{Name: "schedule_wake", Args: `{"in":"10m","text":"check the deploy"}`}},
+		policy.AllowAll(), triggers.Config{})
+	trs := f.sessionTriggers()
+	if len(trs) != 1 || trs[0].Spec.Session != "s" || !trs[0].NextFire.Equal(t0.Add(10*time.Minute)) || trs[0].SessionID != "s" {
+		t.Fatalf("bindings of the session: %+v", trs)
+	}
+	f.clock.Set(t0.Add(10*time.Minute - time.Second))
+	if n := f.drain(); n != 0 {
+		t.Fatalf("dispatched %d before the wake", n)
+	}
+	f.clock.Set(t0.Add(10 * time.Minute))
+	if n := f.drain(); n != 1 {
+		t.Fatalf("dispatched %d at the wake, want 1", n)
+	}
+	st, err := f.rt.Sessions().Await(f.ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Submissions) != 2 || st.Submissions[1].Text != "check the deploy" || st.Submissions[1].Outcome != "completed" {
+		t.Fatalf("submissions: %+v", st.Submissions)
+	}
+	if tr := f.trigger(trs[0].Spec.ID); tr.State != "done" || tr.FireCount != 1 {
+		t.Fatalf("after the wake: %+v", tr)
+	}
+}
+
+// The tools are decided by the policy like any other: denied, nothing is
+// scheduled.
+func TestScheduleToolsAreDecidedByThePolicy(t *testing.T) {
+	t.Parallel()
+	pol := policy.Func(func(_ context.Context, a policy.Action) (policy.Decision, error) {
+		if strings.HasPrefix(a.Tool, "schedule") {
+			return policy.Decision{Verdict: policy.Deny, Reason: "no timers here"}, nil
+		}
+		return policy.Decision{Verdict: policy.Allow}, nil
+	})
+	f := schedulingSession(t, []scripted.Call{{Name: "schedule_wake", Args: `{"in":"10m"}`},
+		{Name: "schedule", Args: `{"cron":"@daily","text":"standup"}`}}, pol, triggers.Config{})
+	if trs := f.sessionTriggers(); len(trs) != 0 {
+		t.Fatalf("denied calls scheduled %+v", trs)
+	}
+}
+
+// A session's bindings are bounded in number, and a recurring one in how
+// often it fires.
+func TestScheduleToolsAreBounded(t *testing.T) {
+	t.Parallel()
+	f := schedulingSession(t, []scripted.Call{
+		{Name: "schedule", Args: `{"cron":"*/2 * * * *","text":"too often"}`},
+		{Name: "schedule", Args: `{"cron":"0 9 * * mon-fri","zone":"Europe/Berlin","text":"standup"}`},
+		{Name: "schedule_wake", Args: `{"in":"1h"}`},
+		{Name: "schedule_wake", Args: `{"at":"2020-01-01T00:00:00Z"}`},
+	}, policy.AllowAll(), triggers.Config{MaxPerSession: 1})
+	// The calls of one turn run at once: the standup or the wake, whichever
+	// came first, takes the one place.
+	trs := f.sessionTriggers()
+	if len(trs) != 1 || (trs[0].Spec.Cron != "0 9 * * mon-fri" && !trs[0].NextFire.Equal(t0.Add(time.Hour))) {
+		t.Fatalf("bindings: %+v", trs)
+	}
+	// The model was told why each other call was refused.
+	st, err := f.rt.Sessions().Status(f.ctx, "s")
+	if err != nil || len(st.Submissions) != 1 {
+		t.Fatalf("status: %v %+v", err, st)
+	}
+	entries, err := f.rt.Journal(f.ctx, st.Submissions[0].RunID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, e := range entries {
+		all.Write(e.Data)
+	}
+	for _, want := range []string{"at least 5m0s apart", "its limit", "in the past"} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("the journal does not tell the model %q", want)
+		}
+	}
+}
+
+type pass struct {
+	n   int
+	err error
+}
+
+// The dispatcher passes at once when this runtime creates a binding,
+// dispatches it, survives store errors (reporting them), and stops with
+// its context.
+func TestRunTriggersService(t *testing.T) {
+	t.Parallel()
+	c := testclock.New(t0)
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(c.Now))
+	events := make(chan error, 64)
+	rt := hitchtest.Open(t, hitch.Config{Store: st, Agents: []*hitch.Agent{triggerAgent(t)},
+		Triggers: triggers.Config{Poll: time.Minute}, // only a wake moves it on at once
+		OnEvent: func(ev hitch.Event) {
+			if ev.Err != nil {
+				select {
+				case events <- ev.Err:
+				default:
+				}
+			}
+		}})
+	passes := hitch.TriggerPasses(rt)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- rt.RunTriggers(ctx) }()
+	next := func() pass {
+		t.Helper()
+		select {
+		case p := <-passes:
+			return pass{p.N, p.Err}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no pass within 10s")
+		}
+		return pass{}
+	}
+	if p := next(); p.n != 0 || p.err != nil {
+		t.Fatalf("first pass: %+v", p)
+	}
+	if _, _, err := rt.Triggers().Create(t.Context(), triggers.Spec{ID: "now", At: t0, Agent: "tick"}, triggers.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if p := next(); p.n != 1 || p.err != nil {
+		t.Fatalf("the pass after a create: %+v", p)
+	}
+	if _, err := st.RunGet(t.Context(), triggers.OccurrenceID("now", t0)); err != nil {
+		t.Fatalf("the binding's run: %v", err)
+	}
+	// A wake from another binding's change passes at once too.
+	if _, err := rt.Triggers().Pause(t.Context(), "now"); err != nil {
+		t.Fatal(err)
+	}
+	if p := next(); p.n != 0 || p.err != nil {
+		t.Fatalf("the pass after a pause: %+v", p)
+	}
+	// A store that fails does not stop the dispatcher; it says so. (The
+	// wake is sent before the store is closed, so the pass meets it closed
+	// or finds it so after its wait.)
+	hitch.PokeTriggers(rt)
+	st.Close()
+	p := next()
+	for ; p.err == nil; p = next() {
+		hitch.PokeTriggers(rt)
+	}
+	if !errors.Is(p.err, sqlite.ErrClosed) {
+		t.Fatalf("a pass on a closed store: %v", p.err)
+	}
+	select {
+	case err := <-events:
+		if !strings.Contains(err.Error(), "triggers:") {
+			t.Fatalf("event: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the store error was not reported")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("RunTriggers returned %v", err)
 	}
 }
