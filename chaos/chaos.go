@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"syscall"
 	"time"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/ident"
 	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/store"
 )
@@ -120,8 +120,6 @@ type Result struct {
 	Report  Report        `json:"report"`
 }
 
-var namespaceRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-
 // withDefaults fills p's zero values from the defaults table.
 func (p Params) withDefaults() Params {
 	if p.Runs == 0 {
@@ -155,7 +153,7 @@ func (p Params) Check() error {
 	if p.Store == "" {
 		errs = append(errs, errors.New("store: required"))
 	}
-	if p.Namespace != "" && !namespaceRE.MatchString(p.Namespace) {
+	if p.Namespace != "" && !ident.Schema(p.Namespace) {
 		errs = append(errs, fmt.Errorf("namespace %q: want 1 to 63 of a-z, 0-9 and _, not starting with a digit", p.Namespace))
 	}
 	if p.Runs < 0 || p.Runs > MaxRuns {

@@ -15,6 +15,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/hook/declared"
+	"github.com/hitch-dev/hitch/internal/ident"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/sandbox"
 	"github.com/hitch-dev/hitch/sandbox/local"
@@ -116,7 +117,7 @@ func (c *Config) hook(l locator, field string, y Hook, f *File, ws string, sbox 
 	h := declared.Hook{Name: y.Name, Point: declared.Point(y.Point), Priority: y.Priority, OnError: declared.OnError(y.OnError), Match: y.Match, Message: y.Message}
 	if h.Name == "" {
 		h.Name = field
-	} else if !namePattern.MatchString(h.Name) {
+	} else if !ident.Name(h.Name) {
 		bad("name", "%q: want 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit", h.Name)
 	}
 	point := declared.Point(y.Point)

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/internal/ident"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/anthropic"
 	"github.com/hitch-dev/hitch/model/openai"
@@ -122,10 +122,6 @@ func (c *Config) Close() error {
 	}
 	return first
 }
-
-// namePattern is the runtime's rule for agent names, checked here so that
-// a bad name is reported with the file's other problems.
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // providers build a model from its settings, by provider name.
 var providers = map[string]func(m Model, configPath string, getenv func(string) string) (model.Model, error){
@@ -256,7 +252,7 @@ func Load(path string, opts Options) (*Config, error) {
 		}
 		index[a.Name] = i
 		var np []Problem
-		if !namePattern.MatchString(a.Name) {
+		if !ident.Name(a.Name) {
 			np = append(np, l.problem(field+".name", "%q: want 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit", a.Name))
 		}
 		if a.Version < 0 {
@@ -733,7 +729,7 @@ func externalTools(l locator, decls []ExternalTool, taken map[string]tool.Tool) 
 	for i, d := range decls {
 		field := fmt.Sprintf("external_tools[%d]", i)
 		switch {
-		case !namePattern.MatchString(d.Name):
+		case !ident.Name(d.Name):
 			probs = append(probs, l.problem(field+".name", "%q: want 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit", d.Name))
 			continue
 		case seen[d.Name] || taken[d.Name] != nil || slices.Contains(builtin.Names(), d.Name) || d.Name == tool.AwaitEventName:

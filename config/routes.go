@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hitch-dev/hitch/internal/ident"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/route"
 )
@@ -67,7 +68,7 @@ func (c *Config) routes(l locator, f *File) []Problem {
 	for _, name := range sortedKeys(f.Routes) {
 		y, field := f.Routes[name], "routes."+name
 		n := len(probs)
-		if !namePattern.MatchString(name) {
+		if !ident.Name(name) {
 			probs = append(probs, l.problem(field, "%q: want 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit", name))
 		}
 		if _, clash := f.Models[name]; clash {

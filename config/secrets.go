@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
+	"github.com/hitch-dev/hitch/internal/ident"
 	"github.com/hitch-dev/hitch/secret"
 )
 
@@ -40,8 +40,6 @@ type Sandbox struct {
 // maxSecretFile bounds a secret file.
 const maxSecretFile = 64 << 10
 
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-
 // secrets reads the secrets section, adds the values of the model keys,
 // approver secrets and server tokens the file names by variable, and
 // builds the redactor. vars are the environment variables read for them:
@@ -51,7 +49,7 @@ func (c *Config) secrets(l locator, f *File, getenv func(string) string) (values
 	for _, name := range sortedKeys(f.Secrets) {
 		s := f.Secrets[name]
 		field := "secrets." + name
-		if !secretName.MatchString(name) {
+		if !ident.Secret(name) {
 			probs = append(probs, l.problem(field, "the name wants 1–64 letters, digits, '_', '.' or '-'"))
 			continue
 		}
@@ -68,7 +66,7 @@ func (c *Config) secrets(l locator, f *File, getenv func(string) string) (values
 		var v string
 		switch {
 		case s.Env != "":
-			if !envNamePattern.MatchString(s.Env) {
+			if !ident.Env(s.Env) {
 				probs = append(probs, l.problem(field+".env", "%q is not an environment variable name", s.Env))
 				continue
 			}
@@ -127,8 +125,6 @@ func (c *Config) secrets(l locator, f *File, getenv func(string) string) (values
 	return values, vars, probs
 }
 
-var secretName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
 func readSecretFile(path string) ([]byte, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -153,7 +149,7 @@ func agentEnv(l locator, field string, env map[string]string, values map[string]
 	for _, k := range sortedKeys(env) {
 		name := env[k]
 		switch {
-		case !envNamePattern.MatchString(k):
+		case !ident.Env(k):
 			probs = append(probs, l.problem(field+"."+k, "%q is not an environment variable name", k))
 		case !isDeclared(declared, name) && values[name] == "":
 			probs = append(probs, l.problem(field+"."+k, "%q is not declared under secrets", name))

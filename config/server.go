@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/hitch-dev/hitch/internal/ident"
 )
 
 // Server configures hitch serve.
@@ -45,13 +47,13 @@ func serverProblems(l locator, s *Server) []Problem {
 	names := map[string]int{}
 	for i, t := range s.Tokens {
 		f := fmt.Sprintf("server.tokens[%d]", i)
-		if !namePattern.MatchString(t.Name) {
+		if !ident.Name(t.Name) {
 			probs = append(probs, l.problem(f+".name", "%q: want 1–64 letters, digits, '.', '_' or '-'", t.Name))
 		} else if j, dup := names[t.Name]; dup {
 			probs = append(probs, l.problem(f+".name", "%q is already the name of server.tokens[%d]", t.Name, j))
 		}
 		names[t.Name] = i
-		if t.Tenant != "" && !namePattern.MatchString(t.Tenant) {
+		if t.Tenant != "" && !ident.Name(t.Tenant) {
 			probs = append(probs, l.problem(f+".tenant", "%q: want 1–64 letters, digits, '.', '_' or '-'", t.Tenant))
 		}
 		switch t.Role {

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hitch-dev/hitch/internal/ident"
 )
 
 // MinLen is the shortest value a Redactor accepts, in bytes.
@@ -31,8 +33,6 @@ const MaxValues = 1024
 
 // Marker returns the text that stands for the secret name.
 func Marker(name string) string { return "[secret:" + name + "]" }
-
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // Redactor replaces secret values in texts. The zero value and nil redact
 // nothing. It is safe for concurrent use once built.
@@ -71,7 +71,7 @@ func New(values map[string]string) (*Redactor, error) {
 	seen := map[string]bool{}
 	for _, n := range names {
 		v := values[n]
-		if !namePattern.MatchString(n) {
+		if !ident.Secret(n) {
 			errs = append(errs, fmt.Sprintf("secret %q: name wants 1–64 letters, digits, '_', '.' or '-'", n))
 			continue
 		}

@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/internal/ident"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
@@ -43,8 +43,6 @@ type Def struct {
 	AnswerErr error
 }
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
 // Build checks d and returns the engine's agent, its version and limits
 // with their defaults, or hitchtype.ConfigErrors naming every problem at
 // once.
@@ -53,7 +51,7 @@ func Build(d Def) (*engine.Agent, error) {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, hitchtype.ConfigError{Field: field, Problem: fmt.Sprintf(format, args...)})
 	}
-	if !namePattern.MatchString(d.Name) {
+	if !ident.Name(d.Name) {
 		bad("Name", "%q: want 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit", d.Name)
 	}
 	d.Version = cmp.Or(d.Version, 1)
