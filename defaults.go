@@ -3,7 +3,6 @@ package hitch
 import (
 	"time"
 
-	"github.com/hitch-dev/hitch/defaults"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
@@ -12,11 +11,10 @@ import (
 const Infinite = hitchtype.Infinite
 
 // Defaults of the Runtime's Config. The defaults of Limits are in
-// hitchtype; each is also a row of Defaults, which docs/defaults.md
+// hitchtype; each is also a row of defaults.Table, which docs/defaults.md
 // renders, and a test keeps the two in step.
 const (
 	DefaultLeaseTTL         = 30 * time.Second
-	DefaultLeaseRenew       = 10 * time.Second
 	DefaultForceSettleGrace = 60 * time.Second
 	DefaultCancelPoll       = time.Second
 	// DefaultMaxRunners is how many runs a node drives at once; see
@@ -63,13 +61,3 @@ const (
 	// pruning; what is left waits for the next pass.
 	MaxPruneBatches = 10
 )
-
-// Default is one row of the defaults table.
-type Default = defaults.Default
-
-// Defaults is the one table of hitch's limits and their defaults (package
-// defaults holds it).
-var Defaults = defaults.Table
-
-// DefaultsMarkdown renders Defaults as a markdown table.
-func DefaultsMarkdown() string { return defaults.Markdown() }

@@ -12,6 +12,7 @@ import (
 	"github.com/hitch-dev/hitch/chaos"
 	"github.com/hitch-dev/hitch/client"
 	"github.com/hitch-dev/hitch/cron"
+	"github.com/hitch-dev/hitch/defaults"
 	"github.com/hitch-dev/hitch/doctor"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/engine"
@@ -41,7 +42,7 @@ func TestDefaultsDocIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := hitch.DefaultsMarkdown()
+	table := defaults.Markdown()
 	doc := string(b)
 	if *updateDefaults {
 		i, j := strings.Index(doc, tableStart), strings.Index(doc, tableEnd)
@@ -62,7 +63,7 @@ func TestDefaultsDocIsCurrent(t *testing.T) {
 func TestDefaultsMatchCode(t *testing.T) {
 	l := hitch.Limits{}.WithDefaults()
 	row := func(setting string) string {
-		for _, d := range hitch.Defaults {
+		for _, d := range defaults.Table {
 			if d.Setting == setting {
 				return d.Value
 			}
@@ -150,11 +151,11 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"Config.Triggers.ClaimTTL", dur(triggers.DefaultClaimTTL)},
 		{"Config.Triggers.MaxPerSession", itoa(triggers.DefaultPerSession)},
 		{"Config.Triggers.MinInterval", strings.TrimSuffix(dur(triggers.DefaultMinInterval), "0s")},
-		{"TriggerSpec.Grace (config: grace)", strings.TrimSuffix(dur(triggers.DefaultGrace), "0s")},
-		{"DefaultTriggerMaxRetry", strings.TrimSuffix(dur(triggers.DefaultMaxRetry), "0s")},
-		{"TriggerSpec.ID (MaxTriggerIDBytes)", "1–" + itoa(triggers.MaxIDBytes) + " bytes"},
-		{"MaxTriggerTextBytes", itoa(triggers.MaxTextBytes>>10) + " KiB"},
-		{"MaxWakeAhead", itoa(int(triggers.MaxWakeAhead/(24*time.Hour))) + " days"},
+		{"triggers.Spec.Grace (config: grace)", strings.TrimSuffix(dur(triggers.DefaultGrace), "0s")},
+		{"triggers.DefaultMaxRetry", strings.TrimSuffix(dur(triggers.DefaultMaxRetry), "0s")},
+		{"triggers.Spec.ID (triggers.MaxIDBytes)", "1–" + itoa(triggers.MaxIDBytes) + " bytes"},
+		{"triggers.MaxTextBytes", itoa(triggers.MaxTextBytes>>10) + " KiB"},
+		{"triggers.MaxWakeAhead", itoa(int(triggers.MaxWakeAhead/(24*time.Hour))) + " days"},
 	}
 	for _, c := range checks {
 		if got := row(c.setting); got != c.want {

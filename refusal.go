@@ -7,5 +7,5 @@ import "github.com/hitch-dev/hitch/internal/node"
 // *ForbiddenError), whose text is fixed and repeats nothing the caller sent
 // — err's own text names ids and may hold secrets the caller typed. It
 // returns nil when err is none of them: an internal error, whose text
-// belongs in a log. A *MessageStateError is not among them: say its State.
+// belongs in a log. A *sessions.MessageStateError is not among them: say its State.
 func Refusal(err error) error { return node.Refusal(err) }

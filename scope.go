@@ -49,8 +49,8 @@ const AllTenants = hitchtype.AllTenants
 // The error is a *ForbiddenError.
 var ErrForbidden = hitchtype.ErrForbidden
 
-// RoleFor returns the role a method of Scope needs (RoleAdmin for a name
-// that is not a method).
+// RoleFor returns the role a method of Scope needs, a client's method by
+// the name it had (OpenSession, CreateTrigger …); RoleAdmin for any other.
 func RoleFor(method string) Role { return scope.RoleFor(method) }
 
 // Scope is one principal's view of a runtime: the one way the faces of
@@ -58,7 +58,7 @@ func RoleFor(method string) Role { return scope.RoleFor(method) }
 // reach runs, sessions, approvals, workspaces and journals. Each method
 // checks the principal's role (RoleFor) and looks ids up inside the
 // principal's tenant: another tenant's run or session is ErrNotFound or
-// ErrSessionNotFound, exactly as an id that does not exist, and a list
+// sessions.ErrNotFound, exactly as an id that does not exist, and a list
 // holds the tenant's own only.
 //
 // Ids are the tenant's own. A run or session a tenant creates with id x is

@@ -16,6 +16,7 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/sessions"
+	"github.com/hitch-dev/hitch/triggers"
 )
 
 // TestScopeRoleTable: every method of Scope has its row in the role table
@@ -29,8 +30,8 @@ func TestScopeRoleTable(t *testing.T) {
 	if typ.NumMethod() < 10 {
 		t.Fatalf("Scope has %d methods: the walk found nothing", typ.NumMethod())
 	}
-	// The sessions client's methods keep the rows of the Scope methods
-	// they were.
+	// The clients' methods keep the rows of the Scope methods they were
+	// (a trigger's: Runtime's).
 	sessionRows := map[string]string{"Open": "OpenSession", "Get": "GetSession", "List": "Sessions",
 		"Journal": "SessionJournal", "Status": "SessionStatus", "Await": "AwaitSession", "Cost": "SessionCost"}
 	methods := map[string]bool{}
@@ -42,7 +43,7 @@ func TestScopeRoleTable(t *testing.T) {
 	}
 	for i := range typ.NumMethod() {
 		name := typ.Method(i).Name
-		if name == "Can" || name == "Principal" || name == "Sessions" {
+		if name == "Can" || name == "Principal" || name == "Sessions" || name == "Triggers" {
 			continue
 		}
 		check("Scope", name, name)
@@ -51,6 +52,11 @@ func TestScopeRoleTable(t *testing.T) {
 	for i := range ses.NumMethod() {
 		name := ses.Method(i).Name
 		check("Scope.Sessions()", name, cmp.Or(sessionRows[name], name))
+	}
+	trs := reflect.TypeFor[triggers.Client]()
+	for i := range trs.NumMethod() {
+		name := trs.Method(i).Name
+		check("Scope.Triggers()", name, name+map[bool]string{true: "Triggers", false: "Trigger"}[name == "List"])
 	}
 	for name, role := range rows {
 		if !methods[name] {

@@ -211,6 +211,40 @@ func TestSessionSendIsIdempotentByKey(t *testing.T) {
 	}
 }
 
+// TestSessionsClientOpenAndList: the runtime's client says whether Open
+// created the session, and pages List with a cursor; a nil or unregistered
+// agent is refused as before.
+func TestSessionsClientOpenAndList(t *testing.T) {
+	t.Parallel()
+	a := build(t, hitch.Spec{Name: "chat", Model: echo()})
+	rt, _ := setup(t, a)
+	ctx := t.Context()
+	for i, want := range []bool{true, false} {
+		if s, created, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: "s1"}); err != nil || created != want || s.ID != "s1" {
+			t.Fatalf("open %d: %+v created=%v %v", i, s, created, err)
+		}
+	}
+	if _, _, err := rt.Sessions().Open(ctx, a, sessions.Options{ID: "s2"}); err != nil {
+		t.Fatal(err)
+	}
+	page, next, err := rt.Sessions().List(ctx, sessions.ListParams{Limit: 1})
+	if err != nil || len(page) != 1 || page[0].ID != "s1" || next != "s1" {
+		t.Fatalf("first page: %+v next=%q %v", page, next, err)
+	}
+	page, next, err = rt.Sessions().List(ctx, sessions.ListParams{After: next, Limit: 2})
+	if err != nil || len(page) != 1 || page[0].ID != "s2" || next != "" {
+		t.Fatalf("last page: %+v next=%q %v", page, next, err)
+	}
+	var none *hitch.Agent
+	if _, _, err := rt.Sessions().Open(ctx, none, sessions.Options{}); err == nil || !strings.Contains(err.Error(), "agent is nil") {
+		t.Fatalf("open with a nil agent: %v", err)
+	}
+	stranger := build(t, hitch.Spec{Name: "stranger", Model: echo()})
+	if _, _, err := rt.Sessions().Open(ctx, stranger, sessions.Options{}); !errors.Is(err, hitch.ErrUnknownAgent) {
+		t.Fatalf("open with an unregistered agent: %v", err)
+	}
+}
+
 func TestSessionBadInput(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})

@@ -546,3 +546,42 @@ func TestRunTriggersService(t *testing.T) {
 		t.Fatalf("RunTriggers returned %v", err)
 	}
 }
+
+// TestScopeTriggers: a Scope's triggers client checks the principal's
+// role, and serves principals of every tenant only, since a binding is not
+// spoken in a tenant's ids.
+func TestScopeTriggers(t *testing.T) {
+	t.Parallel()
+	f := newTrigFixture(t, t0.Add(30*time.Second))
+	spec := triggers.Spec{ID: "five", Cron: "*/5 * * * *", Agent: "tick", Input: "go"}
+	viewer := f.rt.As(hitch.Principal{Name: "v", Tenant: hitch.AllTenants, Role: hitch.RoleViewer}).Triggers()
+	if _, _, err := viewer.Create(f.ctx, spec, triggers.Options{}); !errors.Is(err, hitch.ErrForbidden) {
+		t.Fatalf("a viewer's create: %v, want ErrForbidden", err)
+	}
+	admin := f.rt.As(hitch.Principal{Name: "a", Tenant: hitch.AllTenants, Role: hitch.RoleAdmin}).Triggers()
+	if _, created, err := admin.Create(f.ctx, spec, triggers.Options{}); err != nil || !created {
+		t.Fatalf("an admin's create: %v %v", created, err)
+	}
+	if tr, err := viewer.Get(f.ctx, "five"); err != nil || tr.Spec.ID != "five" {
+		t.Fatalf("a viewer's get: %+v %v", tr, err)
+	}
+	if list, err := viewer.List(f.ctx, triggers.ListOptions{}); err != nil || len(list) != 1 {
+		t.Fatalf("a viewer's list: %+v %v", list, err)
+	}
+	if _, err := viewer.Pause(f.ctx, "five"); !errors.Is(err, hitch.ErrForbidden) {
+		t.Fatalf("a viewer's pause: %v, want ErrForbidden", err)
+	}
+	tenant := f.rt.As(hitch.Principal{Name: "t", Tenant: "acme", Role: hitch.RoleAdmin}).Triggers()
+	if _, err := tenant.Get(f.ctx, "five"); !errors.Is(err, hitch.ErrForbidden) {
+		t.Fatalf("a tenant's get: %v, want ErrForbidden", err)
+	}
+	if removed, err := tenant.Remove(f.ctx, "five"); !errors.Is(err, hitch.ErrForbidden) || removed {
+		t.Fatalf("a tenant's remove: %v %v, want ErrForbidden", removed, err)
+	}
+	if tr, err := admin.Pause(f.ctx, "five"); err != nil || tr.State != "paused" {
+		t.Fatalf("an admin's pause: %+v %v", tr, err)
+	}
+	if removed, err := admin.Remove(f.ctx, "five"); err != nil || !removed {
+		t.Fatalf("an admin's remove: %v %v", removed, err)
+	}
+}

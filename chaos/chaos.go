@@ -37,7 +37,7 @@ var (
 	ErrNamespaceExists = errors.New("the scratch namespace exists already")
 )
 
-// Defaults and bounds of a workload (each a row of hitch.Defaults): big
+// Defaults and bounds of a workload (each a row of defaults.Table): big
 // enough to land faults inside steps, bounded so that it ends in minutes.
 const (
 	DefaultRuns     = 300

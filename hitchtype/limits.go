@@ -5,7 +5,7 @@ import "time"
 // Infinite, as a timeout, leaves the wait unbounded.
 const Infinite time.Duration = -1
 
-// Defaults of Limits; hitch.Defaults lists each with its range.
+// Defaults of Limits; defaults.Table lists each with its range.
 const (
 	DefaultModelAttempts   = 8
 	DefaultAnswerAttempts  = 2
@@ -25,7 +25,7 @@ const (
 	DefaultCommandWait     = 5 * time.Second
 )
 
-// Limits bound one run. A zero field takes its default (see the defaults table, hitch.Defaults).
+// Limits bound one run. A zero field takes its default (see the defaults table, defaults.Table).
 type Limits struct {
 	// ModelAttempts counts model calls per run, the first and every retry.
 	// Default 8.

@@ -25,7 +25,7 @@ const (
 	KindSessionSteered      = "session.steered" // in a run's journal
 )
 
-// Defaults of sessions; hitch.Defaults lists them.
+// Defaults of sessions; defaults.Table lists them.
 const (
 	// DefaultMaxMessageBytes bounds the text of one session message.
 	DefaultMaxMessageBytes = 256 << 10

@@ -28,7 +28,7 @@ const (
 	KindCallTimedOut = "call.timed_out"
 )
 
-// Defaults of waits; hitch.Defaults lists them.
+// Defaults of waits; defaults.Table lists them.
 const (
 	// DefaultMaxWait bounds the deadline of an armed wake and of a pending
 	// call, from when it starts.

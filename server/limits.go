@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Defaults of hitch serve and of Limits; each is a row of hitch.Defaults.
+// Defaults of hitch serve and of Limits; each is a row of defaults.Table.
 const (
 	DefaultAddr               = "127.0.0.1:7077"
 	DefaultMaxBody            = 1 << 20

@@ -18,7 +18,10 @@ type Client interface {
 	// Open creates a session of agent, or returns the existing session
 	// with o.ID; created is false when it existed. The agent must be
 	// registered with the runtime (hitch.Config.Agents). An existing
-	// session of another agent or version is refused with ErrAgent.
+	// session of another agent or version is refused with ErrAgent. A
+	// Scope's o.ID is its tenant's own, and an id another tenant uses is
+	// as free as any; its o.Tenant may only name the scope's tenant (any,
+	// for hitch.AllTenants).
 	Open(ctx context.Context, agent Agent, o Options) (s Session, created bool, err error)
 	// Get returns a session as it stands.
 	Get(ctx context.Context, sessionID string) (Session, error)

@@ -145,3 +145,66 @@ func (c scopeSessions) Cost(ctx context.Context, id string) (hitchtype.RunningCo
 // Triggers returns the node's trigger bindings client: the bodies of
 // hitch.Runtime.Triggers.
 func (n *Node) Triggers() triggers.Client { return n.Trig }
+
+// Triggers returns the scope's trigger bindings client. A binding is not
+// spoken in a tenant's ids (its id, its session target and the ids of the
+// runs it starts are stored ids), so only a principal of AllTenants
+// reaches bindings; reads need RoleViewer, the rest RoleAdmin.
+func (s *Scope) Triggers() triggers.Client { return scopeTriggers{s} }
+
+// scopeTriggers acts for the scope's principal.
+type scopeTriggers struct{ s *Scope }
+
+// allow checks the principal's role for method and that it reaches every
+// tenant.
+func (c scopeTriggers) allow(method string) error {
+	if err := c.s.Allow(method); err != nil {
+		return err
+	}
+	if c.s.P.Tenant != hitchtype.AllTenants {
+		return c.s.Forbid(method, "trigger bindings are served to principals of every tenant only")
+	}
+	return nil
+}
+
+func (c scopeTriggers) Create(ctx context.Context, spec triggers.Spec, o triggers.Options) (triggers.Trigger, bool, error) {
+	if err := c.allow("CreateTrigger"); err != nil {
+		return triggers.Trigger{}, false, err
+	}
+	return c.s.n.Trig.Create(ctx, spec, o)
+}
+
+func (c scopeTriggers) Get(ctx context.Context, id string) (triggers.Trigger, error) {
+	if err := c.allow("GetTrigger"); err != nil {
+		return triggers.Trigger{}, err
+	}
+	return c.s.n.Trig.Get(ctx, id)
+}
+
+func (c scopeTriggers) List(ctx context.Context, o triggers.ListOptions) ([]triggers.Trigger, error) {
+	if err := c.allow("ListTriggers"); err != nil {
+		return nil, err
+	}
+	return c.s.n.Trig.List(ctx, o)
+}
+
+func (c scopeTriggers) Pause(ctx context.Context, id string) (triggers.Trigger, error) {
+	if err := c.allow("PauseTrigger"); err != nil {
+		return triggers.Trigger{}, err
+	}
+	return c.s.n.Trig.Pause(ctx, id)
+}
+
+func (c scopeTriggers) Resume(ctx context.Context, id string) (triggers.Trigger, error) {
+	if err := c.allow("ResumeTrigger"); err != nil {
+		return triggers.Trigger{}, err
+	}
+	return c.s.n.Trig.Resume(ctx, id)
+}
+
+func (c scopeTriggers) Remove(ctx context.Context, id string) (bool, error) {
+	if err := c.allow("RemoveTrigger"); err != nil {
+		return false, err
+	}
+	return c.s.n.Trig.Remove(ctx, id)
+}

@@ -29,14 +29,15 @@ var Roles = map[string]hitchtype.Role{
 	"FamilyCost": hitchtype.RoleViewer, "FamilyUsage": hitchtype.RoleViewer, "Preview": hitchtype.RoleViewer,
 	"GetSession": hitchtype.RoleViewer, "Sessions": hitchtype.RoleViewer, "Queue": hitchtype.RoleViewer,
 	"SessionJournal": hitchtype.RoleViewer, "SessionStatus": hitchtype.RoleViewer, "SessionCost": hitchtype.RoleViewer,
-	"AwaitSession": hitchtype.RoleViewer,
+	"AwaitSession": hitchtype.RoleViewer, "GetTrigger": hitchtype.RoleViewer, "ListTriggers": hitchtype.RoleViewer,
 	// Commands to what exists.
 	"Cancel": hitchtype.RoleOperator, "Reconcile": hitchtype.RoleOperator, "AnswerApproval": hitchtype.RoleOperator,
 	"GrantRoot": hitchtype.RoleOperator, "RevokeRoot": hitchtype.RoleOperator, "Wake": hitchtype.RoleOperator,
 	"CompleteCall": hitchtype.RoleOperator, "Interrupt": hitchtype.RoleOperator,
 	// What creates work or changes what a model will read.
 	"Start": hitchtype.RoleAdmin, "Fork": hitchtype.RoleAdmin, "OpenSession": hitchtype.RoleAdmin, "Send": hitchtype.RoleAdmin,
-	"Edit": hitchtype.RoleAdmin, "Remove": hitchtype.RoleAdmin,
+	"Edit": hitchtype.RoleAdmin, "Remove": hitchtype.RoleAdmin, "CreateTrigger": hitchtype.RoleAdmin,
+	"PauseTrigger": hitchtype.RoleAdmin, "ResumeTrigger": hitchtype.RoleAdmin, "RemoveTrigger": hitchtype.RoleAdmin,
 	// What reports on the whole deployment: its operator's.
 	"Doctor": hitchtype.RoleAdmin,
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/hitch-dev/hitch/tool"
 )
 
-// Defaults of a Server's settings. Each is a row of hitch.Defaults.
+// Defaults of a Server's settings. Each is a row of defaults.Table.
 const (
 	// DefaultConnectTimeout bounds starting a server and its handshake,
 	// including the first tool list.
