@@ -23,17 +23,18 @@ import (
 // driver) skips the check; SQLite's own errors still report damage it
 // meets (IsCorrupt).
 func checkPages(ctx context.Context, db *sql.DB) error {
-	conn, err := db.Conn(ctx)
+	// One read transaction and three statements: every page comes from one
+	// snapshot, SQLite takes its read lock once, and no statement is
+	// prepared per page (a query a page cost more than reading the pages).
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return corrupt(err)
 	}
-	defer conn.Close()
-	page := func(n int64) ([]byte, error) {
-		var b []byte
-		err := conn.QueryRowContext(ctx, "SELECT data FROM sqlite_dbpage WHERE pgno = ?", n).Scan(&b)
-		return b, err
-	}
-	first, err := page(1)
+	defer func() { _ = tx.Rollback() }()
+	var first []byte
+	var pages, vacuum int64
+	err = tx.QueryRowContext(ctx, `SELECT (SELECT data FROM sqlite_dbpage WHERE pgno = 1),
+		(SELECT page_count FROM pragma_page_count), (SELECT auto_vacuum FROM pragma_auto_vacuum)`).Scan(&first, &pages, &vacuum)
 	switch {
 	case err != nil && strings.Contains(err.Error(), "no such table"):
 		return nil
@@ -44,47 +45,32 @@ func checkPages(ctx context.Context, db *sql.DB) error {
 	}
 	size := int64(len(first))
 	usable := size - int64(first[20]) // less the bytes reserved at each page's end
-	var pages, vacuum int64
-	if err := conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
-		return corrupt(err)
-	}
-	if err := conn.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&vacuum); err != nil {
-		return corrupt(err)
-	}
-	rows, err := conn.QueryContext(ctx, "SELECT name, rootpage FROM sqlite_schema WHERE rootpage > 0 ORDER BY rootpage")
+	rows, err := tx.QueryContext(ctx, `SELECT s.name, s.rootpage, d.data FROM sqlite_schema AS s
+		LEFT JOIN sqlite_dbpage AS d ON d.pgno = s.rootpage
+		WHERE s.rootpage > 0 ORDER BY s.rootpage`)
 	if err != nil {
 		return corrupt(err)
 	}
-	type root struct {
-		name string
-		pgno int64
-	}
-	var roots []root
+	defer rows.Close()
 	for rows.Next() {
-		var r root
-		if err := rows.Scan(&r.name, &r.pgno); err != nil {
-			rows.Close()
+		var name string
+		var pgno int64
+		var b []byte
+		if err := rows.Scan(&name, &pgno, &b); err != nil {
 			return corrupt(err)
 		}
-		roots = append(roots, r)
-	}
-	if err := rows.Close(); err != nil {
-		return corrupt(err)
+		if pgno > pages {
+			return fmt.Errorf("%w: %s starts at page %d of %d", store.ErrCorrupt, name, pgno, pages)
+		}
+		if why := btreePage(b, usable); why != "" {
+			return fmt.Errorf("%w: page %d, the first of %s, %s", store.ErrCorrupt, pgno, name, why)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return corrupt(err)
 	}
-	for _, r := range roots {
-		if r.pgno > pages {
-			return fmt.Errorf("%w: %s starts at page %d of %d", store.ErrCorrupt, r.name, r.pgno, pages)
-		}
-		b, err := page(r.pgno)
-		if err != nil {
-			return corrupt(err)
-		}
-		if why := btreePage(b, usable); why != "" {
-			return fmt.Errorf("%w: page %d, the first of %s, %s", store.ErrCorrupt, r.pgno, r.name, why)
-		}
+	if err := rows.Close(); err != nil {
+		return corrupt(err)
 	}
 	if vacuum == 0 {
 		return nil
@@ -93,9 +79,14 @@ func checkPages(ctx context.Context, db *sql.DB) error {
 	// it describes, each entry 5 bytes, a type 1 to 5 and a page number.
 	per := usable / 5
 	lock := int64(0x40000000)/size + 1 // the page that holds the lock bytes is never used
+	page, err := tx.PrepareContext(ctx, "SELECT data FROM sqlite_dbpage WHERE pgno = ?")
+	if err != nil {
+		return corrupt(err)
+	}
+	defer page.Close()
 	for p := int64(2); p <= pages; p += per + 1 {
-		b, err := page(p)
-		if err != nil {
+		var b []byte
+		if err := page.QueryRowContext(ctx, p).Scan(&b); err != nil {
 			return corrupt(err)
 		}
 		for i := range per {
