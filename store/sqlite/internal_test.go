@@ -455,3 +455,37 @@ func TestJournalGap(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteStatementPreparedAtUse: the writer prepares a statement the first
+// time it runs, so one that cannot be prepared fails the write that uses it,
+// with the reason, writing nothing; other writes go on, and the statement is
+// tried again at its next use.
+func TestWriteStatementPreparedAtUse(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "s.db")
+	s := openT(t, path)
+	entry := []store.EntryInput{{Kind: "run.started", Data: []byte(`{}`)}}
+	if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: "plain", Agent: "a", Entries: entry}); err != nil {
+		t.Fatal(err)
+	}
+	rawExec(t, path, "ALTER TABLE budgets RENAME TO budgets_away")
+	withBudget := store.RunCreateParams{ID: "budgeted", Agent: "a", Entries: entry, Budget: &store.Budget{Tokens: 10}}
+	_, _, err := s.RunCreate(ctx, withBudget)
+	if err == nil || !strings.Contains(err.Error(), "prepare write statement") || !strings.Contains(err.Error(), "budgets") {
+		t.Fatalf("create with a budget and no budgets table: %v, want the statement's preparation failing", err)
+	}
+	if _, err := s.RunGet(ctx, "budgeted"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused create wrote its run: %v", err)
+	}
+	if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: "plain2", Agent: "a", Entries: entry}); err != nil {
+		t.Fatalf("a write that does not use the statement: %v", err)
+	}
+	rawExec(t, path, "ALTER TABLE budgets_away RENAME TO budgets")
+	if _, _, err := s.RunCreate(ctx, withBudget); err != nil {
+		t.Fatalf("create with a budget once the table is back: %v", err)
+	}
+	if _, _, ok, err := s.BudgetGet(ctx, "budgeted"); err != nil || !ok {
+		t.Fatalf("budget after the create: ok %v, %v", ok, err)
+	}
+}

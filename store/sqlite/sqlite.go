@@ -271,9 +271,7 @@ func (s *Store) open(ctx context.Context, uri string, unlock func()) error {
 		return err
 	}
 	unlock()
-	if s.stmts, err = prepareWrite(ctx, s.wconn); err != nil {
-		return err
-	}
+	s.stmts = newWriteStmts(s.wconn)
 
 	q.Add("_pragma", "query_only(1)")
 	if s.rdb, err = sql.Open(s.cfg.driver, uri+"?"+q.Encode()); err != nil {

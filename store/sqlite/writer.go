@@ -283,7 +283,8 @@ func answerAll(reqs []*request, err error) {
 	}
 }
 
-// writeStmts are the writer connection's prepared statements.
+// writeStmts are the writer connection's statements, each prepared the
+// first time it runs (see stmt).
 type writeStmts struct {
 	// args is insertEntries' argument buffer, reused: only the writer's
 	// goroutine runs statements.
@@ -291,42 +292,44 @@ type writeStmts struct {
 	// due is set by a write of the transaction that may have made a run
 	// due (wtx.mayBeDue); the commit then signals Wake.
 	due          bool
-	runByID      *sql.Stmt
-	insertRun    *sql.Stmt
-	appendRead   *sql.Stmt
-	appendRun    *sql.Stmt
-	claimDue     *sql.Stmt
-	claimOne     *sql.Stmt
-	renew        *sql.Stmt
-	renewHeld    *sql.Stmt
-	cancel       *sql.Stmt
-	releaseLease *sql.Stmt
+	runByID      *stmt
+	insertRun    *stmt
+	appendRead   *stmt
+	appendRun    *stmt
+	claimDue     *stmt
+	claimOne     *stmt
+	renew        *stmt
+	renewHeld    *stmt
+	cancel       *stmt
+	releaseLease *stmt
 	// cancelChildren and wakeParent carry a run's end to its family.
-	cancelChildren *sql.Stmt
-	wakeParent     *sql.Stmt
-	budgetGet      *sql.Stmt
-	budgetSet      *sql.Stmt
-	budgetNew      *sql.Stmt
+	cancelChildren *stmt
+	wakeParent     *stmt
+	budgetGet      *stmt
+	budgetSet      *stmt
+	budgetNew      *stmt
 	// appendFenced is the common append in one statement: it moves the
 	// journal's length only when the token, the owner and the position are
 	// right, so a refused append writes nothing and needs no savepoint.
-	appendFenced *sql.Stmt
+	appendFenced *stmt
 	// insertMany[n-1] inserts n entries at once.
-	insertMany [maxBatchInsert]*sql.Stmt
+	insertMany [maxBatchInsert]*stmt
 	// Transaction control, prepared once: parsing them per write costs as
 	// much as the writes.
-	begin, commit, savepoint, release, rollbackTo, rollback *sql.Stmt
-	all                                                     []*sql.Stmt
+	begin, commit, savepoint, release, rollbackTo, rollback *stmt
+	all                                                     []*stmt
 }
 
 // maxBatchInsert is the most entries one INSERT statement carries: a
 // step's commit holds about five.
 const maxBatchInsert = 8
 
-func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
+// newWriteStmts names the writer connection's statements; each is prepared
+// at its first use.
+func newWriteStmts(c *sql.Conn) *writeStmts {
 	w := &writeStmts{}
 	for _, p := range []struct {
-		dst **sql.Stmt
+		dst **stmt
 		sql string
 	}{
 		{&w.runByID, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
@@ -405,31 +408,85 @@ func prepareWrite(ctx context.Context, c *sql.Conn) (*writeStmts, error) {
 		{&w.wakeParent, `UPDATE runs SET wake_at = ?1, updated_at = ?1
 			WHERE id = ?2 AND status = 'waiting' AND (wake_at = 0 OR wake_at > ?1)`},
 	} {
-		st, err := c.PrepareContext(ctx, p.sql)
-		if err != nil {
-			_ = w.close()
-			return nil, fmt.Errorf("prepare write statements: %w", err)
-		}
-		*p.dst = st
-		w.all = append(w.all, st)
+		*p.dst = &stmt{conn: c, sql: p.sql}
+		w.all = append(w.all, *p.dst)
 	}
 	for n := 1; n <= maxBatchInsert; n++ {
 		q := `INSERT INTO journal (run_seq, pos, kind, at, data) VALUES (?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?)`, n-1)
-		st, err := c.PrepareContext(ctx, q)
-		if err != nil {
-			_ = w.close()
-			return nil, fmt.Errorf("prepare write statements: %w", err)
-		}
-		w.insertMany[n-1] = st
-		w.all = append(w.all, st)
+		w.insertMany[n-1] = &stmt{conn: c, sql: q}
+		w.all = append(w.all, w.insertMany[n-1])
 	}
-	return w, nil
+	return w
 }
 
 func (w *writeStmts) close() error {
 	var errs []error
 	for _, st := range w.all {
-		errs = append(errs, st.Close())
+		errs = append(errs, st.close())
 	}
 	return errors.Join(errs...)
+}
+
+// stmt is a statement of the writer's connection, prepared the first time
+// it runs and kept: a process that only starts a run (hitch run --detach)
+// runs four of the thirty, and preparing them all at open cost more than
+// its one commit. Only the writer's goroutine runs statements, so stmt
+// needs no lock. A statement that cannot be prepared fails where it runs,
+// with the error of its preparation, and is tried again the next time.
+type stmt struct {
+	conn *sql.Conn
+	sql  string
+	st   *sql.Stmt
+}
+
+func (s *stmt) prepared() (*sql.Stmt, error) {
+	if s.st == nil {
+		st, err := s.conn.PrepareContext(context.Background(), s.sql)
+		if err != nil {
+			return nil, fmt.Errorf("prepare write statement: %w", err)
+		}
+		s.st = st
+	}
+	return s.st, nil
+}
+
+// Exec runs the statement with args.
+func (s *stmt) Exec(args ...any) (sql.Result, error) {
+	return s.ExecContext(context.Background(), args...)
+}
+
+// ExecContext runs the statement with args.
+func (s *stmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	st, err := s.prepared()
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+// Query runs the statement with args and returns its rows.
+func (s *stmt) Query(args ...any) (*sql.Rows, error) {
+	st, err := s.prepared()
+	if err != nil {
+		return nil, err
+	}
+	return st.Query(args...)
+}
+
+// QueryRow runs the statement with args and returns its first row.
+func (s *stmt) QueryRow(args ...any) *sql.Row {
+	st, err := s.prepared()
+	if err != nil {
+		// Only database/sql makes a Row: the query unprepared fails the
+		// same way and carries the error to Scan.
+		return s.conn.QueryRowContext(context.Background(), s.sql, args...)
+	}
+	return st.QueryRow(args...)
+}
+
+func (s *stmt) close() error {
+	if s.st == nil {
+		return nil
+	}
+	return s.st.Close()
 }
