@@ -21,6 +21,7 @@ import (
 	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/client"
 	"github.com/hitch-dev/hitch/config"
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/server"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
@@ -72,11 +73,7 @@ agents:
 		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}, {name: kid, args: '{\"prompt\": \"again\"}'}]\n  - text: boss done\n",
 		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testproc.WriteFiles(t, dir, files)
 	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 // Secret values of the agent-details config: none may reach a client.
@@ -66,11 +67,7 @@ sandbox:
 		"quick.yaml": "turns:\n  - text: quick done\n",
 		"gate.sh":    "#!/bin/sh\n",
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testproc.WriteFiles(t, dir, files)
 	if err := os.Chmod(filepath.Join(dir, "gate.sh"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +84,8 @@ func TestAgentDetails(t *testing.T) {
 	t.Setenv("T_VIEW", tokView)
 	dir := detailConfig(t)
 	p := serve(t, dir)
-	s := loadSpec(t, p.url, tokView)
-	view := &client{t: t, url: p.url, token: tokView, spec: s}
+	s := loadSpec(t, p.URL, tokView)
+	view := &client{t: t, url: p.URL, token: tokView, spec: s}
 
 	list := view.do("GET", "/v1/agents", nil).want(t, 200, "")
 	var as api.Agents
@@ -134,7 +131,7 @@ func TestAgentDetails(t *testing.T) {
 	view.do("GET", "/v1/agents/nope", nil).want(t, 404, api.TypeNotFound)
 
 	// The console shows the same, through a signed-in browser's requests.
-	console := signIn(t, p.url, tokView)
+	console := signIn(t, p.URL, tokView)
 	listHTML := console.page(t, "/agents")
 	if !strings.Contains(listHTML, `href="/agents/billing"`) {
 		t.Errorf("the agents list does not link the agent page:\n%s", listHTML)
@@ -163,9 +160,9 @@ func TestRunBudget(t *testing.T) {
 	t.Setenv("T_VIEW", tokView)
 	t.Setenv("T_ADMIN", tokAdmin)
 	p := serve(t, detailConfig(t))
-	s := loadSpec(t, p.url, tokView)
-	admin := &client{t: t, url: p.url, token: tokAdmin, spec: s}
-	view := &client{t: t, url: p.url, token: tokView, spec: s}
+	s := loadSpec(t, p.URL, tokView)
+	admin := &client{t: t, url: p.URL, token: tokAdmin, spec: s}
+	view := &client{t: t, url: p.URL, token: tokView, spec: s}
 	start(t, admin, "quick", "go", "b1")
 	wait(t, view, "b1")
 	var b api.RunBudget

@@ -79,7 +79,7 @@ func TestIDsAndInputs(t *testing.T) {
 	// A body must be declared JSON.
 	body := `{"agent":"quick","input":"hi"}`
 	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded"} {
-		req, _ := http.NewRequest("POST", e.p.url+"/v1/runs", strings.NewReader(body))
+		req, _ := http.NewRequest("POST", e.p.URL+"/v1/runs", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+tokAdmin)
 		if ct != "" {
 			req.Header.Set("Content-Type", ct)
@@ -137,9 +137,9 @@ func TestIDsAndInputs(t *testing.T) {
 // pass. Each refusal is a problem.
 func TestOrigins(t *testing.T) {
 	p := serve(t, testConfig(t, false))
-	u, _ := url.Parse(p.url)
+	u, _ := url.Parse(p.URL)
 	port := u.Port()
-	c := &client{t: t, url: p.url}
+	c := &client{t: t, url: p.URL}
 	for _, host := range []string{"evil.example", "evil.example:" + port, "127.0.0.1.evil.example:" + port, "10.0.0.1:" + port} {
 		c.do("GET", "/v1/agents", nil, "Host", host).want(t, http.StatusForbidden, api.TypeForbidden)
 		c.do("GET", "/runs", nil, "Host", host).want(t, http.StatusForbidden, api.TypeForbidden)
@@ -161,9 +161,9 @@ func TestOrigins(t *testing.T) {
 	}
 	for _, hdr := range [][]string{
 		nil,
-		{"Origin", p.url},
+		{"Origin", p.URL},
 		{"Sec-Fetch-Site", "same-origin"},
-		{"Origin", p.url, "Sec-Fetch-Site", "same-origin"},
+		{"Origin", p.URL, "Sec-Fetch-Site", "same-origin"},
 	} {
 		c.do("POST", "/v1/runs", start, hdr...).want(t, http.StatusCreated, "")
 	}
@@ -179,7 +179,7 @@ var entryAt = regexp.MustCompile(`"at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z",
 func TestOneSpelling(t *testing.T) {
 	dir := testConfig(t, false)
 	p := serve(t, dir)
-	c := &client{t: t, url: p.url}
+	c := &client{t: t, url: p.URL}
 	start(t, c, "quick", "a <b> & \"c\" é\u2028", "one")
 	wait(t, c, "one")
 
@@ -204,7 +204,7 @@ func TestOneSpelling(t *testing.T) {
 		return ev.kind != api.EventEnd
 	})
 	resp.Body.Close()
-	cl, err := hitchclient.New(p.url)
+	cl, err := hitchclient.New(p.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

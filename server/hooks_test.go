@@ -45,10 +45,10 @@ server:
 		t.Fatal(err)
 	}
 	p := serve(t, dir)
-	s := loadSpec(t, p.url, tokAdmin)
-	admin := &client{t: t, url: p.url, token: tokAdmin, spec: s}
-	op := &client{t: t, url: p.url, token: tokOp, spec: s}
-	other := &client{t: t, url: p.url, token: tokB, spec: s}
+	s := loadSpec(t, p.URL, tokAdmin)
+	admin := &client{t: t, url: p.URL, token: tokAdmin, spec: s}
+	op := &client{t: t, url: p.URL, token: tokOp, spec: s}
+	other := &client{t: t, url: p.URL, token: tokB, spec: s}
 
 	start(t, admin, "held", "go", "h1")
 	if r := wait(t, admin, "h1"); r.Status != "waiting" {

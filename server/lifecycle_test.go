@@ -28,8 +28,8 @@ func TestGracefulStop(t *testing.T) {
 	defer resp.Body.Close()
 	got := 0
 	_ = readEvents(resp.Body, func(ev event) bool { got++; return got < 3 })
-	if code := e.p.stop(); code != 0 {
-		t.Fatalf("exit %d after SIGTERM:\n%s", code, e.p.stderr)
+	if code := e.p.Stop(); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, e.p.Log())
 	}
 	// The stream ended with the server, without an error event.
 	err = readEvents(resp.Body, func(ev event) bool {
@@ -41,12 +41,12 @@ func TestGracefulStop(t *testing.T) {
 	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("stream ended with %v", err)
 	}
-	if !strings.Contains(e.p.stderr.String(), "serve: drained; every lease given back") {
-		t.Errorf("no drain:\n%s", e.p.stderr)
+	if !strings.Contains(e.p.Log(), "serve: drained; every lease given back") {
+		t.Errorf("no drain:\n%s", e.p.Log())
 	}
 	// The waiting run is intact on the next server.
 	p2 := serve(t, e.dir)
-	view := &client{t: t, url: p2.url, token: tokView, spec: e.spec}
+	view := &client{t: t, url: p2.URL, token: tokView, spec: e.spec}
 	if r := wait(t, view, "w1"); r.Status != "waiting" {
 		t.Errorf("w1 after restart: %+v", r)
 	}
@@ -64,11 +64,11 @@ func TestAddressWithoutTokens(t *testing.T) {
 		t.Errorf("non-loopback without tokens: %v\n%s", err, out)
 	}
 	p := serve(t, dir)
-	if !strings.Contains(p.stderr.String(), "warning: no server.tokens") {
-		t.Errorf("no warning:\n%s", p.stderr)
+	if !strings.Contains(p.Log(), "warning: no server.tokens") {
+		t.Errorf("no warning:\n%s", p.Log())
 	}
-	s := loadSpec(t, p.url, "")
-	local := &client{t: t, url: p.url, spec: s}
+	s := loadSpec(t, p.URL, "")
+	local := &client{t: t, url: p.URL, spec: s}
 	var out2 api.StartedRun
 	local.do("POST", "/v1/runs", api.StartRun{Agent: "quick", Input: "hi"}).want(t, 201, "").decode(t, &out2)
 	if out2.Run.Tenant != "default" {

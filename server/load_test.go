@@ -25,7 +25,7 @@ func BenchmarkServeLoad(b *testing.B) {
 	const clients = 64
 	dir := testConfig(b, true)
 	p := serve(b, dir, "--streams-per-token", strconv.Itoa(2*clients))
-	admin := &client{t: b, url: p.url, token: tokAdmin}
+	admin := &client{t: b, url: p.URL, token: tokAdmin}
 	var next atomic.Int64
 	lat := make([][]time.Duration, clients)
 	replies := make([][]time.Duration, clients)
@@ -72,8 +72,8 @@ func BenchmarkServeLoad(b *testing.B) {
 	b.ReportMetric(pct(lat, 0.50), "p50_first_event_ms")
 	b.ReportMetric(pct(lat, 0.99), "p99_first_event_ms")
 	b.ReportMetric(pct(replies, 0.50), "p50_start_reply_ms")
-	b.ReportMetric(peakRSS(b, p.cmd.Process.Pid), "server_peak_rss_MiB")
-	b.ReportMetric(cpuSeconds(b, p.cmd.Process.Pid)*1000/float64(b.N), "server_cpu_ms/run")
+	b.ReportMetric(peakRSS(b, p.Pid()), "server_peak_rss_MiB")
+	b.ReportMetric(cpuSeconds(b, p.Pid())*1000/float64(b.N), "server_cpu_ms/run")
 	b.ReportMetric(0, "ns/op")
 }
 

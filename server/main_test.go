@@ -14,52 +14,24 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
-// hitchBin is the hitch command, built once, at the first black-box test
-// that needs it (fuzzing in-process needs none).
-var (
-	hitchBin  string
-	buildOnce sync.Once
-	buildErr  error
-	binDir    string
-)
+func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// bin returns the hitch command, building it the first time.
+// bin returns the hitch command, built at the first black-box test that
+// needs it (fuzzing in-process needs none), with the race detector when
+// these tests have it.
 func bin(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "hitch-serve-test")
-		if buildErr != nil {
-			return
-		}
-		hitchBin = filepath.Join(binDir, "hitch")
-		args := []string{"build", "-o", hitchBin}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		if out, err := exec.Command("go", append(args, "../cmd/hitch")...).CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build hitch: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if raceEnabled {
+		return testproc.Build(t, "../cmd/hitch", "-race")
 	}
-	return hitchBin
+	return testproc.Build(t, "../cmd/hitch")
 }
 
 // Tokens of the test config.
@@ -133,110 +105,21 @@ agents:
 `
 		files["view.token"] = tokView + "\n"
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testproc.WriteFiles(t, dir, files)
 	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
-// proc is a running hitch serve.
-type proc struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	url    string
-	stderr *syncBuffer
-	done   chan struct{}
-	err    error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-var listening = regexp.MustCompile(`serve: listening on (http://\S+)`)
-
 // serve starts hitch serve on a free loopback port and waits until it
 // listens.
-func serve(t testing.TB, dir string, extra ...string) *proc {
+func serve(t testing.TB, dir string, extra ...string) *testproc.Server {
 	t.Helper()
 	args := append([]string{"serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--lease-ttl", "500ms", "--poll", "100ms"}, extra...)
 	cmd := exec.Command(bin(t), args...)
-	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "T_ADMIN="+tokAdmin, "T_OP="+tokOp, "T_B="+tokB)
-	pr, pw := io.Pipe()
-	p := &proc{t: t, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = io.MultiWriter(p.stderr, pw)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		_ = pw.Close()
-		close(p.done)
-	}()
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	select {
-	case p.url = <-found:
-	case <-p.done:
-		t.Fatalf("hitch serve exited: %v\n%s", p.err, p.stderr)
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("hitch serve did not listen:\n%s", p.stderr)
-	}
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("hitch serve's log:\n%s", p.stderr)
-		}
-	})
-	return p
-}
-
-// kill ends the server with SIGKILL: nothing is drained.
-func (p *proc) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-// stop ends the server with SIGTERM and returns its exit code.
-func (p *proc) stop() int {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(60 * time.Second):
-		p.t.Fatalf("hitch serve did not stop on SIGTERM:\n%s", p.stderr)
-	}
-	return p.cmd.ProcessState.ExitCode()
+	return testproc.Serve(t, cmd)
 }
 
 // spec is the served OpenAPI document, for checking every answer.

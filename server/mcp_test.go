@@ -66,7 +66,7 @@ func TestMCPMount(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin := mcpSession(t, ctx, e.p.url, tokAdmin)
+	admin := mcpSession(t, ctx, e.p.URL, tokAdmin)
 	must := func(cs *mcp.ClientSession, name string, args map[string]any) map[string]any {
 		t.Helper()
 		out, refusal := callTool(t, ctx, cs, name, args)
@@ -87,7 +87,7 @@ func TestMCPMount(t *testing.T) {
 	if r := wait(t, e.view, "g1"); r.Status != "waiting" {
 		t.Fatalf("g1: %+v", r)
 	}
-	view := mcpSession(t, ctx, e.p.url, tokView)
+	view := mcpSession(t, ctx, e.p.URL, tokView)
 	if got := must(view, "run_status", map[string]any{"run_id": "m1"}); got["status"] != "completed" {
 		t.Errorf("a viewer's run_status: %v", got)
 	}
@@ -108,7 +108,7 @@ func TestMCPMount(t *testing.T) {
 	}
 	// Tenant b: every tool answers for a's run exactly as for a missing
 	// one, and lists hold nothing of a's.
-	other := mcpSession(t, ctx, e.p.url, tokB)
+	other := mcpSession(t, ctx, e.p.URL, tokB)
 	for _, c := range []struct {
 		name string
 		args map[string]any
@@ -146,6 +146,6 @@ func TestMCPMount(t *testing.T) {
 		t.Errorf("a's g1 after b's start: %+v", r)
 	}
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
-	anon := &client{t: t, url: e.p.url}
+	anon := &client{t: t, url: e.p.URL}
 	anon.do("POST", "/mcp", body, "Accept", "application/json, text/event-stream").want(t, 401, api.TypeUnauthorized)
 }

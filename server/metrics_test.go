@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 // scrape reads /metrics with a token and parses the exposition format.
@@ -114,17 +115,13 @@ func TestMetrics(t *testing.T) {
 		"hitch.yaml": cfg,
 		"risky.yaml": "turns:\n  - calls: [{name: bash, args: '{\"command\": \"touch acted; sleep 60\"}'}]\n  - text: risky done\n",
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testproc.WriteFiles(t, dir, files)
 	p := serve(t, dir, "--metrics-cache", "0")
-	s := loadSpec(t, p.url, tokView)
-	admin := &client{t: t, url: p.url, token: tokAdmin, spec: s}
+	s := loadSpec(t, p.URL, tokView)
+	admin := &client{t: t, url: p.URL, token: tokAdmin, spec: s}
 
 	// Without a token, and with another tenant's token, /metrics is refused.
-	resp, err := http.Get(p.url + "/metrics")
+	resp, err := http.Get(p.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +130,7 @@ func TestMetrics(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), api.TypeUnauthorized) {
 		t.Fatalf("unauthenticated /metrics: %d %s", resp.StatusCode, body)
 	}
-	req, _ := http.NewRequest(http.MethodGet, p.url+"/metrics", nil)
+	req, _ := http.NewRequest(http.MethodGet, p.URL+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+tokB)
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
@@ -161,7 +158,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("g1: %+v", r)
 	}
 
-	fams := scrape(t, p.url, tokView)
+	fams := scrape(t, p.URL, tokView)
 	runs := allRuns(t, admin)
 	byStatus := map[string]int{}
 	for _, r := range runs {
@@ -260,16 +257,16 @@ func TestMetrics(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the bash body never ran:\n%s", p.stderr)
+			t.Fatalf("the bash body never ran:\n%s", p.Log())
 		}
 	}
-	p.kill()
+	p.Kill()
 	p2 := serve(t, dir, "--metrics-cache", "0")
-	admin2 := &client{t: t, url: p2.url, token: tokAdmin, spec: s}
+	admin2 := &client{t: t, url: p2.URL, token: tokAdmin, spec: s}
 	if r := wait(t, admin2, "r1"); r.Status != "waiting" {
 		t.Fatalf("r1: %+v", r)
 	}
-	fams = scrape(t, p2.url, tokView)
+	fams = scrape(t, p2.URL, tokView)
 	if got := gauge(t, fams, "hitch_calls_uncertain"); got != 1 {
 		t.Errorf("hitch_calls_uncertain = %v, want 1", got)
 	}
@@ -282,7 +279,7 @@ func TestMetrics(t *testing.T) {
 	if got := gauge(t, fams, "hitch_runs", "hitch_run_status", "waiting"); got != 2 {
 		t.Errorf("hitch_runs{waiting} = %v, want 2", got)
 	}
-	p2.stop()
+	p2.Stop()
 }
 
 func names(fams map[string]*dto.MetricFamily) []string {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
@@ -21,7 +22,7 @@ type cluster struct {
 	t     *testing.T
 	dir   string
 	mu    sync.Mutex
-	p     *proc
+	p     *testproc.Server
 	ready chan struct{} // closed while a server is up
 	spec  *spec
 }
@@ -29,7 +30,7 @@ type cluster struct {
 func (c *cluster) current() (string, chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.p.url, c.ready
+	return c.p.URL, c.ready
 }
 
 // restart SIGKILLs the server and starts another on the same store.
@@ -38,7 +39,7 @@ func (c *cluster) restart() {
 	c.ready = make(chan struct{})
 	old := c.p
 	c.mu.Unlock()
-	old.kill()
+	old.Kill()
 	p := serve(c.t, c.dir)
 	c.mu.Lock()
 	c.p = p
@@ -64,8 +65,8 @@ func TestStreamResume(t *testing.T) {
 	p := serve(t, dir)
 	c := &cluster{t: t, dir: dir, p: p, ready: make(chan struct{})}
 	close(c.ready)
-	c.spec = loadSpec(t, p.url, tokView)
-	admin := &client{t: t, url: p.url, token: tokAdmin, spec: c.spec}
+	c.spec = loadSpec(t, p.URL, tokView)
+	admin := &client{t: t, url: p.URL, token: tokAdmin, spec: c.spec}
 	var paths []string
 	for i := range 6 {
 		id := fmt.Sprintf("cr%d", i)
@@ -224,12 +225,12 @@ func describeStream(t *testing.T, c *cluster, path string) string {
 	c.mu.Unlock()
 	var b strings.Builder
 	select {
-	case <-p.done:
-		fmt.Fprintf(&b, "  the server exited: %v\n%s\n", p.err, p.stderr)
+	case <-p.Exited():
+		fmt.Fprintf(&b, "  the server exited: %v\n%s\n", p.Err(), p.Log())
 		return b.String()
 	default:
 	}
-	view := &client{t: t, url: p.url, token: tokView}
+	view := &client{t: t, url: p.URL, token: tokView}
 	ids := []string{strings.Split(path, "/")[3]}
 	if strings.Contains(path, "/family/") {
 		var page api.RunPage
@@ -280,7 +281,7 @@ func TestIdempotentStartAfterKill(t *testing.T) {
 	p := serve(t, dir)
 	c := &cluster{t: t, dir: dir, p: p, ready: make(chan struct{})}
 	close(c.ready)
-	c.spec = loadSpec(t, p.url, tokView)
+	c.spec = loadSpec(t, p.URL, tokView)
 	for i := range 6 {
 		id := fmt.Sprintf("idem%d", i)
 		url, _ := c.current()

@@ -12,11 +12,12 @@ import (
 	"testing"
 
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 // env is one server with a client per token.
 type env struct {
-	p                      *proc
+	p                      *testproc.Server
 	spec                   *spec
 	admin, op, view, other *client
 	dir                    string
@@ -26,8 +27,8 @@ func newEnv(t *testing.T, extra ...string) *env {
 	t.Helper()
 	dir := testConfig(t, true)
 	p := serve(t, dir, extra...)
-	s := loadSpec(t, p.url, tokView)
-	mk := func(tok string) *client { return &client{t: t, url: p.url, token: tok, spec: s} }
+	s := loadSpec(t, p.URL, tokView)
+	mk := func(tok string) *client { return &client{t: t, url: p.URL, token: tok, spec: s} }
 	return &env{p: p, spec: s, admin: mk(tokAdmin), op: mk(tokOp), view: mk(tokView), other: mk(tokB), dir: dir}
 }
 
@@ -80,18 +81,18 @@ func TestRoutes(t *testing.T) {
 	e := newEnv(t, "--streams-per-token", "2")
 
 	t.Run("health", func(t *testing.T) {
-		anon := &client{t: t, url: e.p.url, spec: e.spec}
+		anon := &client{t: t, url: e.p.URL, spec: e.spec}
 		anon.do("GET", "/healthz", nil).want(t, 200, "")
 		anon.do("GET", "/readyz", nil).want(t, 200, "")
 	})
 	t.Run("auth", func(t *testing.T) {
-		anon := &client{t: t, url: e.p.url, spec: e.spec}
+		anon := &client{t: t, url: e.p.URL, spec: e.spec}
 		a := anon.do("GET", "/v1/runs", nil).want(t, 401, api.TypeUnauthorized)
 		if a.header.Get("WWW-Authenticate") == "" {
 			t.Error("401 without WWW-Authenticate")
 		}
 		anon.do("GET", "/v1/openapi.json", nil).want(t, 401, api.TypeUnauthorized)
-		bad := &client{t: t, url: e.p.url, token: "not-a-token", spec: e.spec}
+		bad := &client{t: t, url: e.p.URL, token: "not-a-token", spec: e.spec}
 		bad.do("GET", "/v1/runs/x", nil).want(t, 401, api.TypeUnauthorized)
 		bad.do("POST", "/v1/runs", api.StartRun{Agent: "quick", Input: "x"}).want(t, 401, api.TypeUnauthorized)
 	})
@@ -213,7 +214,7 @@ func TestRoutes(t *testing.T) {
 		stream := func(body api.StartRun, status int) []api.Entry {
 			t.Helper()
 			raw, _ := json.Marshal(body)
-			req, _ := newRequest("POST", e.p.url+"/v1/runs", bytes.NewReader(raw), tokAdmin)
+			req, _ := newRequest("POST", e.p.URL+"/v1/runs", bytes.NewReader(raw), tokAdmin)
 			req.Header.Set("Accept", "text/event-stream")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {

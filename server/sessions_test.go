@@ -331,14 +331,14 @@ func TestSessionQueue(t *testing.T) {
 func TestIdempotentSendAfterKill(t *testing.T) {
 	dir := testConfig(t, true)
 	p := serve(t, dir)
-	c := &client{t: t, url: p.url, token: tokAdmin}
+	c := &client{t: t, url: p.URL, token: tokAdmin}
 	createSession(t, c, "quick", "k")
 	for i := range 6 {
 		key := fmt.Sprintf("key%d", i)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			req, _ := http.NewRequest("POST", p.url+"/v1/sessions/k/messages", strings.NewReader(`{"text":"once"}`))
+			req, _ := http.NewRequest("POST", p.URL+"/v1/sessions/k/messages", strings.NewReader(`{"text":"once"}`))
 			req.Header.Set("Authorization", "Bearer "+tokAdmin)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Idempotency-Key", key)
@@ -347,10 +347,10 @@ func TestIdempotentSendAfterKill(t *testing.T) {
 			}
 		}()
 		time.Sleep(time.Duration(i) * 700 * time.Microsecond) // where the kill lands, not a synchronisation
-		p.kill()
+		p.Kill()
 		<-done
 		p = serve(t, dir)
-		c = &client{t: t, url: p.url, token: tokAdmin}
+		c = &client{t: t, url: p.URL, token: tokAdmin}
 		sendMsg(t, c, "k", "once", "", key)
 		followSession(t, c, "k", 0, 0, ended(i+1))
 		admitted := 0

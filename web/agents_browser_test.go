@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 // TestConsoleAgentAndBudget opens an agent's page from the agents list,
@@ -37,7 +39,7 @@ server:
 `,
 		"ops.yaml": "turns:\n  - calls: [{name: glob, args: '{\"pattern\": \"*.yaml\"}'}]\n  - text: ops done\n",
 	}
-	writeFiles(t, dir, files)
+	testproc.WriteFiles(t, dir, files)
 	base := serve(t, dir)
 	id := start(t, base, "ops", "look")
 	if r := await(t, base, id); r.Status != "completed" {

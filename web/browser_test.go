@@ -11,11 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,23 +26,7 @@ import (
 // a real hitch serve on loopback, with the scripted model. They skip when
 // no Chromium is installed (Debian: apt-get install -y chromium).
 
-var hitchBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hitch-console-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	hitchBin = filepath.Join(dir, "hitch")
-	if out, err := exec.Command("go", "build", "-o", hitchBin, "../cmd/hitch").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build hitch: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
 
 const (
 	tokAdmin = "admin-token-0123456789"
@@ -127,21 +108,11 @@ server:
 		// loop never answers: its run completes at its turn limit.
 		"loop.yaml": "repeat: true\nturns:\n  - calls: [{name: glob, args: '{\"pattern\": \"*\"}'}]\n",
 	}
-	writeFiles(t, dir, files)
+	testproc.WriteFiles(t, dir, files)
 	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// writeFiles writes each file into dir, readable by the owner only.
-func writeFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // gateCommand is the command the gate agent asks to run; gateYAML is it
@@ -150,25 +121,6 @@ const (
 	gateCommand = `echo "it's approved & logged" >> side && cat < side`
 	gateYAML    = `echo \"it''s approved & logged\" >> side && cat < side`
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-var listening = regexp.MustCompile(`serve: listening on (http://\S+)`)
 
 // serve starts hitch serve on a free loopback port and returns its URL.
 func serve(t testing.TB, dir string) string {
@@ -179,53 +131,10 @@ func serve(t testing.TB, dir string) string {
 // serveKill is serve, and a func that kills the server with SIGKILL.
 func serveKill(t testing.TB, dir string) (string, func()) {
 	t.Helper()
-	cmd := exec.Command(hitchBin, "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--poll", "100ms", "--lease-ttl", "500ms")
-	testproc.DieWithParent(cmd)
+	cmd := exec.Command(testproc.Build(t, "../cmd/hitch"), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--poll", "100ms", "--lease-ttl", "500ms")
 	cmd.Env = append(os.Environ(), "T_ADMIN="+tokAdmin, "T_B="+tokB, "T_VIEW="+tokView)
-	pr, pw := io.Pipe()
-	stderr := &syncBuffer{}
-	cmd.Stderr = io.MultiWriter(stderr, pw)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		_ = pw.Close()
-		close(done)
-	}()
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	kill := func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-	}
-	t.Cleanup(func() {
-		kill()
-		if t.Failed() {
-			t.Logf("hitch serve:\n%s", stderr)
-		}
-	})
-	select {
-	case u := <-found:
-		return u, kill
-	case <-done:
-		t.Fatalf("hitch serve exited:\n%s", stderr)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("hitch serve did not listen:\n%s", stderr)
-	}
-	return "", kill
+	s := testproc.Serve(t, cmd)
+	return s.URL, s.Kill
 }
 
 // awaitKind follows a run's event stream until an entry of the kind.

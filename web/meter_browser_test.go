@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 // writeMeterConfig writes a config whose models are priced: meter takes
@@ -40,7 +42,7 @@ server:
 		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}]\n  - text: boss done\n",
 		"kid.yaml":   "turns:\n  - text: kid done\n",
 	}
-	writeFiles(t, dir, files)
+	testproc.WriteFiles(t, dir, files)
 	return dir
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 // writeSessionConfig adds the agent the session tests talk to: its first
@@ -36,11 +37,7 @@ turns:
   - text: carried on, and said hi as you asked
   - calls: [{name: bash, args: '{"command": "while [ ! -e never ]; do sleep 0.05; done"}'}]
 `
-	for name, body := range map[string]string{"hitch.yaml": s, "waiter.yaml": script} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testproc.WriteFiles(t, dir, map[string]string{"hitch.yaml": s, "waiter.yaml": script})
 	return dir, filepath.Join(dir, "ws")
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -334,7 +333,7 @@ func inputsCanary(t *testing.T, base, schema string) {
 	testproc.DieWithParent(stdioCmd)
 	stdioCmd.Dir = dir
 	stdioCmd.Env = inputsCanaryEnv("HOME=" + dir)
-	stdioErr := &lockedBuffer{}
+	stdioErr := &testproc.Buffer{}
 	stdioCmd.Stderr = stdioErr
 	onStdio, err := mcp.NewClient(&mcp.Implementation{Name: "canary", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: stdioCmd}, nil)
 	if err != nil {
@@ -546,7 +545,7 @@ func inputsCanaryKillWorker(t *testing.T, dir, cfg, db string, n int) {
 	testproc.DieWithParent(cmd)
 	cmd.Dir = dir
 	cmd.Env = inputsCanaryEnv("HOME=" + dir)
-	out := &lockedBuffer{}
+	out := &testproc.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -576,57 +575,20 @@ func inputsCanaryKillWorker(t *testing.T, dir, cfg, db string, n int) {
 func inputsCanaryServe(t *testing.T, dir, cfg, db string, saw func(string, []byte)) (string, func()) {
 	t.Helper()
 	cmd := exec.Command(binary(t), "serve", "-c", cfg, "--db", db, "--addr", "127.0.0.1:0", "--poll", "50ms")
-	testproc.DieWithParent(cmd)
 	cmd.Dir = dir
 	cmd.Env = inputsCanaryEnv("HOME=" + dir)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	logs := &lockedBuffer{}
-	exited := make(chan error, 1)
-	found := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`serve: listening on (http://\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs.Write([]byte(sc.Text() + "\n"))
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-		exited <- cmd.Wait()
-	}()
+	s := testproc.Serve(t, cmd)
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case err := <-exited:
-				if err != nil {
-					t.Errorf("hitch serve on SIGTERM: %v", err)
-				}
-			case <-time.After(60 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-				t.Error("hitch serve did not stop on SIGTERM")
+			if code := s.Stop(); code != 0 {
+				t.Errorf("hitch serve on SIGTERM: exit %d", code)
 			}
-			saw("hitch serve's log", logs.Bytes())
+			saw("hitch serve's log", []byte(s.Log()))
 		})
 	}
 	t.Cleanup(stop)
-	select {
-	case url := <-found:
-		return url, stop
-	case err := <-exited:
-		t.Fatalf("hitch serve exited: %v\n%s", err, logs.Bytes())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("hitch serve did not listen\n%s", logs.Bytes())
-	}
-	return "", nil
+	return s.URL, stop
 }
 
 // bearer adds the server's token to each request of the MCP client.
@@ -639,23 +601,4 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
-}
-
-// lockedBuffer collects a process's output from another goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b...)
 }

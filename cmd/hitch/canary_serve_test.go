@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,10 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -67,51 +62,13 @@ func serveCanary(t *testing.T, path string, isolated bool) {
 	rcv := otlptest.StartGRPC(t)
 
 	cmd := exec.Command(binary(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--poll", "50ms")
-	testproc.DieWithParent(cmd)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + path, "HOME=" + dir, "HITCH_CANARY_KEY=" + keyCanary, "HITCH_CANARY_TOKEN=" + tokenCanary,
 		"HITCH_TOKEN_ADM=" + canaryAdmin, "HITCH_CREDENTIAL=ann:" + credentialCanary,
 		"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.Endpoint(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
 		"OTEL_METRICS_EXPORTER=none", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	var logMu sync.Mutex
-	exited := make(chan error, 1)
-	found := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`serve: listening on (http://\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logMu.Lock()
-			logs.WriteString(sc.Text() + "\n")
-			logMu.Unlock()
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	var url string
-	select {
-	case url = <-found:
-	case err := <-exited:
-		t.Fatalf("hitch serve exited: %v\n%s", err, logs.String())
-	case <-time.After(60 * time.Second):
-		t.Fatal("hitch serve did not listen")
-	}
+	serve := testproc.Serve(t, cmd)
+	url := serve.URL
 
 	var answers strings.Builder // every API answer, whole
 	client := &http.Client{Timeout: 70 * time.Second}
@@ -184,17 +141,8 @@ func serveCanary(t *testing.T, path string, isolated bool) {
 	}
 
 	// Spans are flushed when the server stops.
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		stopped = true
-		if err != nil {
-			t.Fatalf("hitch serve on SIGTERM: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("hitch serve did not stop")
+	if code := serve.Stop(); code != 0 {
+		t.Fatalf("hitch serve on SIGTERM: exit %d", code)
 	}
 	names := map[string]bool{}
 	for _, s := range rcv.Spans() {
@@ -211,9 +159,7 @@ func serveCanary(t *testing.T, path string, isolated bool) {
 	if l := leaked(raw); l != "" {
 		t.Errorf("the exported spans hold %q", l)
 	}
-	logMu.Lock()
-	defer logMu.Unlock()
-	if l := leaked(logs.String()); l != "" {
-		t.Errorf("the server logged %q:\n%s", l, logs.String())
+	if l := leaked(serve.Log()); l != "" {
+		t.Errorf("the server logged %q:\n%s", l, serve.Log())
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -100,13 +99,6 @@ func TestChaosPostgres(t *testing.T) {
 	}
 }
 
-var faultBuilt struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
 // TestChaosCatchesAnUnfencedAppend: built with the chaosfault tag, the
 // workers write through a store whose appends and renewals skip the
 // fencing check; a worker paused past its lease then goes on beside the
@@ -117,21 +109,8 @@ func TestChaosCatchesAnUnfencedAppend(t *testing.T) {
 		t.Skip("starts, kills and pauses worker processes")
 	}
 	t.Parallel()
-	faultBuilt.once.Do(func() {
-		dir, err := os.MkdirTemp("", "hitch-fault-")
-		if err != nil {
-			faultBuilt.err = err
-			return
-		}
-		faultBuilt.path = filepath.Join(dir, "hitch")
-		faultBuilt.out, faultBuilt.err = exec.Command("go", "build", "-tags", "chaosfault", "-o", faultBuilt.path, ".").CombinedOutput()
-	})
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(faultBuilt.path)) })
-	if faultBuilt.err != nil {
-		t.Fatalf("build: %v\n%s", faultBuilt.err, faultBuilt.out)
-	}
 	dir := t.TempDir()
-	code, res, errOut := runChaos(t, faultBuilt.path, dir, append(chaosArgs, "--db", filepath.Join(dir, "real.db"), "--duration", "60s")...)
+	code, res, errOut := runChaos(t, testproc.Build(t, ".", "-tags", "chaosfault"), dir, append(chaosArgs, "--db", filepath.Join(dir, "real.db"), "--duration", "60s")...)
 	if code != exitViolation || res.Report.Counts[chaos.DuplicateEffect] == 0 {
 		t.Fatalf("exit %d, violations %v: the fault went unseen\n%s", code, res.Report.Counts, errOut)
 	}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -332,38 +331,13 @@ func TestBadFlagsAndArgumentsExitTwo(t *testing.T) {
 	}
 }
 
-var built struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
 // binary builds the command once per test process and returns its path.
 func binary(t *testing.T) string {
 	t.Helper()
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "hitch-bin-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.path = filepath.Join(dir, "hitch")
-		built.out, built.err = exec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
-	})
-	if built.err != nil {
-		t.Fatalf("build: %v\n%s", built.err, built.out)
-	}
-	return built.path
+	return testproc.Build(t, ".")
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if built.path != "" {
-		os.RemoveAll(filepath.Dir(built.path))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
 
 // inDir runs the real binary with dir as its working directory.
 func inDir(t *testing.T, dir string, args ...string) (int, string, string) {

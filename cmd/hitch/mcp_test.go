@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 // TestMCPServesTheConfigsAgents drives the real binary's `hitch mcp` with

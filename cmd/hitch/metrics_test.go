@@ -1,24 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hitch-dev/hitch/internal/otlptest"
 	"github.com/hitch-dev/hitch/internal/testproc"
 )
-
-var listeningAt = regexp.MustCompile(`serve: listening on (http://\S+)`)
 
 // hitch serve pushes hitch's own metrics over OTLP when the OTEL_*
 // variables ask for metrics: the gauges read at its last export, and the
@@ -36,27 +29,9 @@ func TestServeExportsMetricsOverOTLP(t *testing.T) {
 	}
 	writeFilesIn(t, dir, files)
 	cmd := exec.Command(binary(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--metrics=false")
-	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="+srv.URL+"/v1/metrics", "OTEL_TRACES_EXPORTER=none")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(stderr)
-	url := ""
-	for url == "" && sc.Scan() {
-		if m := listeningAt.FindStringSubmatch(sc.Text()); m != nil {
-			url = m[1]
-		}
-	}
-	if url == "" {
-		t.Fatal("hitch serve did not listen")
-	}
-	go io.Copy(io.Discard, stderr)
+	serve := testproc.Serve(t, cmd)
+	url := serve.URL
 	resp, err := http.Post(url+"/v1/runs", "application/json", strings.NewReader(`{"agent": "a", "input": "go", "id": "r1"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -92,18 +67,8 @@ func TestServeExportsMetricsOverOTLP(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/metrics with --metrics=false: %d", resp.StatusCode)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("hitch serve: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("hitch serve did not stop")
+	if code := serve.Stop(); code != 0 {
+		t.Fatalf("hitch serve: exit %d\n%s", code, serve.Log())
 	}
 
 	runs := rec.Last("hitch.runs")

@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
 	"github.com/hitch-dev/hitch/internal/otlptest"
 	"github.com/hitch-dev/hitch/internal/testproc"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // A family with a model retry, a denial, a sub-agent, an approval, and a

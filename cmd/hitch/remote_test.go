@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/internal/testproc"
@@ -26,39 +23,8 @@ func serveFiles(t *testing.T, files map[string]string) (string, string) {
 	t.Helper()
 	dir := writeFiles(t, files)
 	cmd := exec.Command(binary(t), "serve", "-c", filepath.Join(dir, "hitch.yaml"), "--addr", "127.0.0.1:0", "--poll", "50ms")
-	testproc.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "T_REMOTE_ADMIN="+remoteAdmin, "T_REMOTE_VIEW="+remoteViewer, "HITCH_SERVER=")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
-	found := make(chan string, 1)
-	go func() {
-		defer close(done)
-		re := regexp.MustCompile(`serve: listening on (http://\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-		_ = cmd.Wait()
-	}()
-	select {
-	case url := <-found:
-		return url, dir
-	case <-time.After(60 * time.Second):
-		t.Fatal("hitch serve did not listen")
-	}
-	return "", ""
+	return testproc.Serve(t, cmd).URL, dir
 }
 
 // TestRemoteCommands covers what only --server has: the token decides

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/testclock"
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
@@ -59,24 +59,6 @@ func (g gated) Generate(ctx context.Context, req *model.Request) iter.Seq2[*mode
 	return g.Model.Generate(ctx, req)
 }
 
-// lockedBuffer keeps what a logger writes from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // openClock opens a store on a fake clock.
 func openClock(t *testing.T) (*sqlite.Store, *testclock.Clock) {
 	t.Helper()
@@ -102,7 +84,7 @@ func TestStaleRunnerIsFenced(t *testing.T) {
 	// A never renews, as if its process had paused.
 	engA := testEngine(st, "node-a", testAgent(slow), time.Minute, time.Hour)
 	engB := testEngine(st, "node-b", testAgent(fast), time.Minute, 20*time.Second)
-	var logs lockedBuffer
+	var logs testproc.Buffer
 	engA.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 
 	res, err := engA.Start(ctx, testAgent(slow), StartParams{ID: "r1", Input: "hi"})
@@ -227,7 +209,7 @@ func TestOwnEndIsNotFencing(t *testing.T) {
 	entered, gate := make(chan struct{}, 1), make(chan struct{})
 	slow := gated{Model: scripted.New("one", scripted.Script{Turns: []scripted.Turn{{Text: "done"}}}), entered: entered, gate: gate}
 	eng := testEngine(st, "node-a", testAgent(slow), time.Minute, time.Hour)
-	var logs lockedBuffer
+	var logs testproc.Buffer
 	eng.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	if _, err := eng.Start(ctx, testAgent(slow), StartParams{ID: "r2", Input: "hi"}); err != nil {
 		t.Fatal(err)
@@ -269,7 +251,7 @@ func TestOwnParkIsNotFencing(t *testing.T) {
 	}
 	eng := testEngine(st, "node-a", a, time.Minute, time.Hour)
 	defer eng.Close(ctx)
-	var logs lockedBuffer
+	var logs testproc.Buffer
 	eng.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	if _, err := eng.Start(ctx, a, StartParams{ID: "r3", Input: "hi"}); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/sandbox"
 	"github.com/hitch-dev/hitch/sandbox/local"
 )
@@ -23,7 +24,7 @@ func bwrapOrSkip(t *testing.T) {
 // run runs a shell script in sb and returns its combined output.
 func run(t *testing.T, sb *local.Sandbox, script string) string {
 	t.Helper()
-	var out syncBuffer
+	var out testproc.Buffer
 	if _, err := sb.Exec(context.Background(), sandbox.Cmd{Args: []string{"sh", "-c", script}, Stdout: &out}); err != nil {
 		t.Fatalf("%s: %v", script, err)
 	}

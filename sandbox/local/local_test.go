@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/sandbox"
 	"github.com/hitch-dev/hitch/sandbox/local"
 )
@@ -305,24 +306,6 @@ func TestReadOnly(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the pump goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestExec(t *testing.T) {
 	t.Parallel()
 	sb := open(t, local.Config{})
@@ -359,7 +342,7 @@ func TestExec(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var out syncBuffer
+			var out testproc.Buffer
 			tc.cmd.Stdout = &out
 			res, err := sb.Exec(ctx, tc.cmd)
 			if tc.wantErr != "" {
@@ -381,7 +364,7 @@ func TestExec(t *testing.T) {
 func TestExecSeparateStderr(t *testing.T) {
 	t.Parallel()
 	sb := open(t, local.Config{})
-	var out, errOut syncBuffer
+	var out, errOut testproc.Buffer
 	if _, err := sb.Exec(context.Background(), sandbox.Cmd{Args: []string{"sh", "-c", "echo o; echo e >&2"}, Stdout: &out, Stderr: &errOut}); err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +381,7 @@ func TestExecEnvKeepsHostSecretsOut(t *testing.T) {
 	}
 	for _, iso := range isos {
 		sb := open(t, local.Config{Isolation: iso})
-		var out syncBuffer
+		var out testproc.Buffer
 		if _, err := sb.Exec(context.Background(), sandbox.Cmd{Args: []string{"env"}, Stdout: &out}); err != nil {
 			t.Fatal(err)
 		}
@@ -464,7 +447,7 @@ func TestBwrapConfinesWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := fmt.Sprintf(`touch %[1]s/escaped /usr/escaped; echo inside > in.txt; echo g > %[2]s/g.txt; echo tmp > /tmp/private; ls /tmp`, outside, granted)
-	var out syncBuffer
+	var out testproc.Buffer
 	res, err := sb.Exec(context.Background(), sandbox.Cmd{Args: []string{"sh", "-c", script}, Stdout: &out})
 	if err != nil {
 		t.Fatal(err)
@@ -515,7 +498,7 @@ func TestBwrapDenyNetwork(t *testing.T) {
 	script := fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && echo connected", port)
 	for _, deny := range []bool{false, true} {
 		sb := open(t, local.Config{Isolation: sandbox.IsolationBwrap, DenyNetwork: deny})
-		var out syncBuffer
+		var out testproc.Buffer
 		if _, err := sb.Exec(context.Background(), sandbox.Cmd{Args: []string{"bash", "-c", script}, Stdout: &out}); err != nil {
 			t.Fatal(err)
 		}
