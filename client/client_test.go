@@ -41,12 +41,6 @@ const token = "test-token-0123456789"
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	var slow strings.Builder
-	slow.WriteString("turns:\n")
-	for range 30 {
-		slow.WriteString("  - delay: 5ms\n    calls: [{name: glob, args: '{\"pattern\": \"*\"}'}]\n")
-	}
-	slow.WriteString("  - text: slow done\n")
 	files := map[string]string{
 		"hitch.yaml": `models:
   quick: {provider: scripted, script: quick.yaml}
@@ -69,7 +63,7 @@ agents:
       - {name: alice, secret: alice-secret, requirements: [shell]}
 `,
 		"quick.yaml": "turns:\n  - text: quick done\n  - text: quick again\n",
-		"slow.yaml":  slow.String(),
+		"slow.yaml":  testproc.Script(30, "5ms", testproc.Glob, "slow done"),
 		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}, {name: kid, args: '{\"prompt\": \"again\"}'}]\n  - text: boss done\n",
 		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",
 	}

@@ -48,18 +48,6 @@ const (
 func testConfig(t testing.TB, tokens bool) string {
 	t.Helper()
 	dir := t.TempDir()
-	var slow strings.Builder
-	slow.WriteString("turns:\n")
-	for range 12 {
-		slow.WriteString("  - delay: 15ms\n    calls: [{name: glob, args: '{\"pattern\": \"*\"}'}]\n")
-	}
-	slow.WriteString("  - text: slow done\n")
-	var crawl strings.Builder
-	crawl.WriteString("turns:\n")
-	for range 30 {
-		crawl.WriteString("  - delay: 30ms\n    calls: [{name: glob, args: '{\"pattern\": \"*\"}'}]\n")
-	}
-	crawl.WriteString("  - text: crawl done\n")
 	files := map[string]string{
 		"hitch.yaml": `store: runs.db
 models:
@@ -90,8 +78,8 @@ agents:
 `,
 		"quick.yaml": "turns:\n  - text: quick done\n",
 		"ops.yaml":   "turns:\n  - calls: [{name: await_event, args: '{\"name\": \"paid\", \"timeout\": \"30m\"}'}, {name: ship, args: '{}'}]\n  - text: ops done\n",
-		"slow.yaml":  slow.String(),
-		"crawl.yaml": crawl.String(),
+		"slow.yaml":  testproc.Script(12, "15ms", testproc.Glob, "slow done"),
+		"crawl.yaml": testproc.Script(30, "30ms", testproc.Glob, "crawl done"),
 		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",
 		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}, {name: kid, args: '{\"prompt\": \"look again\"}'}]\n  - text: boss done\n",
 	}

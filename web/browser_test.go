@@ -42,12 +42,6 @@ const (
 func writeConfig(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	var slow strings.Builder
-	slow.WriteString("turns:\n")
-	for range 40 {
-		slow.WriteString("  - delay: 150ms\n    calls: [{name: glob, args: '{\"pattern\": \"*\"}'}]\n")
-	}
-	slow.WriteString("  - text: slow done\n")
 	var calls []string
 	for i := range 20 {
 		calls = append(calls, fmt.Sprintf(`{name: glob, args: '{"pattern": "x%d"}'}`, i))
@@ -97,7 +91,7 @@ server:
     - {name: other, tenant: b, role: admin, env: T_B}
     - {name: watcher, role: viewer, env: T_VIEW}
 `,
-		"slow.yaml": slow.String(),
+		"slow.yaml": testproc.Script(40, "150ms", testproc.Glob, "slow done"),
 		// The command holds what JSON escapes for HTML (>, <, &) and
 		// both quotes: the approver must read it as the tool will.
 		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"" + gateYAML + "\"}'}]\n  - text: gate done\n",

@@ -14,12 +14,6 @@ import (
 func writeMeterConfig(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	var turns strings.Builder
-	turns.WriteString("turns:\n")
-	for range 6 {
-		turns.WriteString("  - delay: 250ms\n    calls: [{name: nothing}]\n")
-	}
-	turns.WriteString("  - text: measured\n")
 	files := map[string]string{
 		"hitch.yaml": `store: runs.db
 prices:
@@ -38,7 +32,7 @@ server:
   tokens:
     - {name: admin, role: admin, env: T_ADMIN}
 `,
-		"meter.yaml": turns.String(),
+		"meter.yaml": testproc.Script(6, "250ms", "{name: nothing}", "measured"),
 		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}]\n  - text: boss done\n",
 		"kid.yaml":   "turns:\n  - text: kid done\n",
 	}

@@ -216,3 +216,19 @@ func WriteFiles(t testing.TB, dir string, files map[string]string) {
 		}
 	}
 }
+
+// Glob is a script's call that lists every file of the workspace.
+const Glob = `{name: glob, args: '{"pattern": "*"}'}`
+
+// Script is a scripted model's script: n turns, each after delay and
+// asking for call (a YAML flow mapping such as Glob), then one that
+// answers text.
+func Script(n int, delay, call, text string) string {
+	var b strings.Builder
+	b.WriteString("turns:\n")
+	for range n {
+		fmt.Fprintf(&b, "  - delay: %s\n    calls: [%s]\n", delay, call)
+	}
+	fmt.Fprintf(&b, "  - text: %s\n", text)
+	return b.String()
+}
