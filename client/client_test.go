@@ -53,15 +53,7 @@ agents:
   - {name: kid, model: kid, policy: allow_all, tools: [glob], workspace: ws}
   - {name: quick, model: quick, policy: allow_all}
   - {name: slow, model: slow, policy: allow_all, tools: [glob], workspace: ws}
-  - name: gate
-    model: gate
-    tools: [bash]
-    workspace: ws
-    policy:
-      - {tools: [bash], verdict: approval, requirement: shell}
-    approvers:
-      - {name: alice, secret: alice-secret, requirements: [shell]}
-`,
+` + testproc.GateAgent,
 		"quick.yaml": "turns:\n  - text: quick done\n  - text: quick again\n",
 		"slow.yaml":  testproc.Script(30, "5ms", testproc.Glob, "slow done"),
 		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}, {name: kid, args: '{\"prompt\": \"again\"}'}]\n  - text: boss done\n",

@@ -63,15 +63,7 @@ external_tools:
 agents:
   - {name: quick, model: quick, policy: allow_all}
   - {name: slow, model: slow, policy: allow_all, tools: [glob], workspace: ws}
-  - name: gate
-    model: gate
-    tools: [bash]
-    workspace: ws
-    policy:
-      - {tools: [bash], verdict: approval, requirement: shell}
-    approvers:
-      - {name: alice, secret: alice-secret, requirements: [shell]}
-  - {name: boss, model: boss, policy: allow_all, sub_agents: [kid]}
+` + testproc.GateAgent + `  - {name: boss, model: boss, policy: allow_all, sub_agents: [kid]}
   - {name: kid, model: kid, policy: allow_all, tools: [glob], workspace: ws}
   - {name: crawl, model: crawl, policy: allow_all, tools: [glob], workspace: ws}
   - {name: ops, model: ops, policy: allow_all, tools: [await_event, ship]}

@@ -72,15 +72,7 @@ models:
   loop: {provider: scripted, script: loop.yaml}
 agents:
   - {name: slow, model: slow, policy: allow_all, tools: [glob], workspace: ws, limits: {model_attempts: 45}}
-  - name: gate
-    model: gate
-    tools: [bash]
-    workspace: ws
-    policy:
-      - {tools: [bash], verdict: approval, requirement: shell}
-    approvers:
-      - {name: alice, secret: alice-secret, requirements: [shell]}
-  - {name: shaky, model: shaky, policy: allow_all, tools: [bash], workspace: ws}
+` + testproc.GateAgent + `  - {name: shaky, model: shaky, policy: allow_all, tools: [bash], workspace: ws}
   - {name: boss, model: boss, policy: allow_all, sub_agents: [kid]}
   - {name: kid, model: kid, policy: allow_all}
   - {name: long, model: long, policy: allow_all, tools: [glob], workspace: ws, limits: {model_attempts: 900, tool_concurrency: 20}}

@@ -232,3 +232,16 @@ func Script(n int, delay, call, text string) string {
 	fmt.Fprintf(&b, "  - text: %s\n", text)
 	return b.String()
 }
+
+// GateAgent is an item of a config's agents list: the agent gate, on the
+// model gate, runs bash in the folder ws, each call waiting for an
+// approval of requirement shell, which alice (secret alice-secret) gives.
+const GateAgent = `  - name: gate
+    model: gate
+    tools: [bash]
+    workspace: ws
+    policy:
+      - {tools: [bash], verdict: approval, requirement: shell}
+    approvers:
+      - {name: alice, secret: alice-secret, requirements: [shell]}
+`
