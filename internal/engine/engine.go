@@ -256,10 +256,10 @@ func InputHash(agent string, version int, input string) string {
 // nothing and reports whether the input matched.
 func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResult, error) {
 	hash := InputHash(a.Name, a.Version, p.Input+"\x00"+p.Instructions)
-	first := e.redact(entry(KindRunStarted, a.started(p)))
+	first, title, value := e.startedEntry(a.started(p))
 	cp := store.RunCreateParams{
 		ID: p.ID, Tenant: p.Tenant, Agent: a.Name, Version: a.Version, InputHash: hash, Budget: a.Budget,
-		Entries: []store.EntryInput{first}, Title: titleOf(first),
+		Entries: []store.EntryInput{first}, Title: title,
 	}
 	// A run this node drives at once is created leased to it, in the same
 	// write, sparing the claim that would follow. Without a free slot it is
@@ -291,7 +291,7 @@ func (e *Engine) Start(ctx context.Context, a *Agent, p StartParams) (StartResul
 	// On a closing engine spawn gives the lease back, leaving the run due
 	// for another node, and frees the slot.
 	_, _ = e.spawnGated(store.Lease{Run: run, Token: run.LeaseToken, ExpiresAt: run.LeaseExpires}, nil, true, nil,
-		&born{journal: journal, budget: a.Budget})
+		&born{journal: journal, budget: a.Budget, started: value})
 	return res, nil
 }
 
@@ -507,6 +507,7 @@ func (e *Engine) spawn(l store.Lease, prepare func(*runner) error, slot bool) (*
 type born struct {
 	journal []store.Entry
 	budget  *store.Budget
+	started any // what journal's run.started was encoded from, or nil
 }
 
 // spawnGated is spawn whose runner starts once gate is closed (at once

@@ -87,7 +87,7 @@ func (e *Engine) Fork(ctx context.Context, a *Agent, p ForkParams) (StartResult,
 	// started from, and leaves the session alone.
 	started.Session, started.SessionMessage, started.SessionPos = "", "", 0
 	started.ForkedFrom = &ForkedFrom{Run: src.ID, Pos: p.At, Replay: p.Replay, RunReplayable: p.RunReplayable}
-	first := e.redact(entry(KindRunStarted, started))
+	first, title, _ := e.startedEntry(started)
 	in := []store.EntryInput{first}
 	for _, en := range entries[1:] {
 		in = append(in, store.EntryInput{Kind: en.Kind, Data: en.Data})
@@ -123,7 +123,7 @@ func (e *Engine) Fork(ctx context.Context, a *Agent, p ForkParams) (StartResult,
 	hash := InputHash(a.Name, a.Version, "fork\x00"+string(opts))
 	run, created, err := e.cfg.Store.RunCreate(ctx, store.RunCreateParams{
 		ID: p.ID, Tenant: src.Tenant, Agent: a.Name, Version: a.Version, InputHash: hash, Budget: a.Budget,
-		Entries: in, Title: titleOf(first), ForkedFrom: started.ForkedFrom,
+		Entries: in, Title: title, ForkedFrom: started.ForkedFrom,
 	})
 	if err != nil {
 		return StartResult{}, fmt.Errorf("create run: %w", err)

@@ -55,8 +55,22 @@ func (e *Engine) AppendSession(ctx context.Context, ss store.SessionStore, p sto
 	return ss.SessionAppend(ctx, p)
 }
 
-// titleOf is the title of a run from its redacted run.started entry, so
-// that no secret reaches the runs table either.
+// startedEntry is a new run's run.started entry, through Redact, and the
+// run's title: its input as redacted, so that no secret reaches the runs
+// table either. When Redact hands back the bytes it was given (no secret
+// in them) the title is the input itself, nothing is decoded, and value
+// is rs, for the runner to fold without decoding the entry (see
+// state.applyValue); otherwise value is nil.
+func (e *Engine) startedEntry(rs RunStarted) (first store.EntryInput, title string, value any) {
+	in := entry(KindRunStarted, rs)
+	out := e.redact(in)
+	if len(out.Data) == len(in.Data) && &out.Data[0] == &in.Data[0] {
+		return out, rs.Input, rs
+	}
+	return out, titleOf(out), nil
+}
+
+// titleOf is the title of a run from its redacted run.started entry.
 func titleOf(started store.EntryInput) string {
 	var rs struct {
 		Input string `json:"input"`

@@ -126,15 +126,16 @@ func (r *runner) lost() bool { return r.ctx.Err() != nil }
 func (r *runner) run(prepare func(*runner) error) error {
 	defer r.end(nil)
 	var entries []store.Entry
+	var first any
 	if r.born != nil {
-		entries = r.born.journal
+		entries, first = r.born.journal, r.born.started
 	} else {
 		var err error
 		if entries, err = readAll(r.ctx, r.e.cfg.Store, r.runID); err != nil {
 			return fmt.Errorf("read journal: %w", err)
 		}
 	}
-	st, err := fold(entries)
+	st, err := foldFrom(entries, first)
 	if err != nil {
 		return fmt.Errorf("fold journal of %s: %w", r.runID, err)
 	}
@@ -384,7 +385,7 @@ func (r *runner) callModel() error {
 	instr := req.Instructions
 	switch {
 	case final && st.finalAt < 0:
-		r.stageDeferred(entry(KindContext, Context{Instructions: instr, Tools: []string{}, FinalTurn: true,
+		r.stageDeferred(r.entry(KindContext, Context{Instructions: instr, Tools: []string{}, FinalTurn: true,
 			Note: "This is your last turn: tools are no longer available. Give your final answer now from what you have, and say what is left undone."}))
 		req.Messages = r.st.messages() // the note just staged ends the transcript the model reads
 	case !final && (st.context == nil || st.context.Instructions != instr || !slices.Equal(st.context.Tools, names) || !sameSpecs(st.context.Specs, sourced)):
@@ -394,7 +395,7 @@ func (r *runner) callModel() error {
 				c.Isolation, c.SandboxWarning = string(caps.Isolation), caps.Warning
 			}
 		}
-		r.stageDeferred(entry(KindContext, c))
+		r.stageDeferred(r.entry(KindContext, c))
 	}
 	// The model is chosen first, so the transcript is compacted for its
 	// window; a summary may change the route's breakers, so the choice is
@@ -1115,7 +1116,7 @@ func (r *runner) finish(o Outcome) error {
 	// contract), so no crash after it can leave a child running or a
 	// parent asleep. Runners here are told at once.
 	kids := r.liveChildren()
-	e := entry(KindRunEnded, o)
+	e := r.entry(KindRunEnded, o)
 	if err := r.write(store.JournalAppendParams{Status: o.Status, Outcome: e.Data}, e); err != nil {
 		return err
 	}

@@ -161,11 +161,8 @@ func (s *state) findCall(key string) *callState {
 	return nil
 }
 
-// apply folds one durable entry into the state.
-func (s *state) apply(e store.Entry) error { return s.applyValue(e, nil) }
-
-// applyValue folds e like apply; value, when not nil, is the value e.Data
-// was encoded from (by this process, and unchanged by redaction), which
+// applyValue folds one entry into the state; value, when not nil, is the
+// value e.Data was encoded from (by this process, and unchanged by redaction), which
 // is taken instead of decoding the data again. A value of another type
 // than the kind's is decoded from the data as usual.
 func (s *state) applyValue(e store.Entry, value any) error {
@@ -567,10 +564,18 @@ const (
 )
 
 // fold replays entries into a fresh state.
-func fold(entries []store.Entry) (*state, error) {
+func fold(entries []store.Entry) (*state, error) { return foldFrom(entries, nil) }
+
+// foldFrom is fold where first, when not nil, is the value the first entry
+// was encoded from, folded without decoding it (as applyValue takes it).
+func foldFrom(entries []store.Entry, first any) (*state, error) {
 	s := &state{finalAt: -1}
-	for _, e := range entries {
-		if err := s.apply(e); err != nil {
+	for i, e := range entries {
+		var value any
+		if i == 0 {
+			value = first
+		}
+		if err := s.applyValue(e, value); err != nil {
 			return nil, err
 		}
 	}

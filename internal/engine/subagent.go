@@ -81,11 +81,11 @@ func (r *runner) startChild(c *callState) error {
 	_ = json.Unmarshal([]byte(c.call.Arguments), &in)
 	id := childID(r.runID, c.key)
 	left := min(child.Limits.MaxDepth, r.st.started.DepthLeft-1)
-	first := r.e.redact(entry(KindRunStarted, RunStarted{Agent: child.Name, Version: child.Version, Input: in.Prompt, DepthLeft: left}))
+	first, title, _ := r.e.startedEntry(RunStarted{Agent: child.Name, Version: child.Version, Input: in.Prompt, DepthLeft: left})
 	_, created, err := r.e.cfg.Store.RunCreate(r.ctx, store.RunCreateParams{
 		ID: id, RootID: r.row.RootID, ParentID: r.runID, Depth: r.row.Depth + 1, Tenant: r.row.Tenant,
 		Agent: child.Name, Version: child.Version, InputHash: InputHash(child.Name, child.Version, in.Prompt),
-		Entries: []store.EntryInput{first}, Title: titleOf(first),
+		Entries: []store.EntryInput{first}, Title: title,
 	})
 	if err != nil {
 		return fmt.Errorf("start sub-agent run %s: %w", id, err)
