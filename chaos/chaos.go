@@ -23,8 +23,8 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/childproc"
 	"github.com/hitch-dev/hitch/internal/ident"
-	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -601,7 +601,7 @@ func (c *cluster) start(ctx context.Context, i int) error {
 	args := append(slices.Clone(c.p.Command[1:]), "--node-store", loc, "--node-effects", c.ns.effects, "--node-name", name,
 		"--lease-ttl", c.p.LeaseTTL.String(), "--node-poll", nodePoll.String())
 	cmd := exec.Command(c.p.Command[0], args...)
-	testproc.DieWithParent(cmd)
+	childproc.DieWithParent(cmd)
 	logf, err := os.Create(filepath.Join(c.ns.dir, name+".log"))
 	if err != nil {
 		return err

@@ -1,10 +1,12 @@
 // Package testproc holds what tests that start hitch processes share.
 package testproc
 
-import "os/exec"
+import (
+	"os/exec"
 
-// DieWithParent arranges for cmd, not yet started, to be killed when the
-// process that starts it dies, so a test binary that times out or is
-// killed leaves no server, worker or child behind. Where the system
-// offers no such arrangement it does nothing.
-func DieWithParent(cmd *exec.Cmd) { dieWithParent(cmd) }
+	"github.com/hitch-dev/hitch/internal/childproc"
+)
+
+// DieWithParent is childproc.DieWithParent, named here so that tests
+// reach every process helper through one package.
+func DieWithParent(cmd *exec.Cmd) { childproc.DieWithParent(cmd) }

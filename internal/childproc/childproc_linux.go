@@ -1,4 +1,4 @@
-package testproc
+package childproc
 
 import (
 	"os/exec"

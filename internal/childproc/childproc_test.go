@@ -1,4 +1,4 @@
-package testproc_test
+package childproc_test
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hitch-dev/hitch/internal/testproc"
+	"github.com/hitch-dev/hitch/internal/childproc"
 )
 
 // TestChildDiesWithParent starts a middle process that starts a sleeping
@@ -21,9 +21,9 @@ func TestChildDiesWithParent(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("DieWithParent acts on Linux only")
 	}
-	if os.Getenv("TESTPROC_MIDDLE") == "1" {
+	if os.Getenv("CHILDPROC_MIDDLE") == "1" {
 		child := exec.Command("sleep", "60")
-		testproc.DieWithParent(child)
+		childproc.DieWithParent(child)
 		if err := child.Start(); err != nil {
 			os.Exit(3)
 		}
@@ -31,7 +31,7 @@ func TestChildDiesWithParent(t *testing.T) {
 		os.Exit(0)
 	}
 	middle := exec.Command(os.Args[0], "-test.run=^TestChildDiesWithParent$")
-	middle.Env = append(os.Environ(), "TESTPROC_MIDDLE=1")
+	middle.Env = append(os.Environ(), "CHILDPROC_MIDDLE=1")
 	out, err := middle.Output()
 	if err != nil {
 		t.Fatalf("middle process: %v", err)
