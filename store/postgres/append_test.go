@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"sync"
 	"testing"
@@ -66,6 +67,72 @@ func TestEndIsOneStatement(t *testing.T) {
 	parent, err := s.RunGet(ctx, "parent")
 	if err != nil || parent.WakeAt.IsZero() {
 		t.Errorf("parent: %+v %v, want it due", parent, err)
+	}
+}
+
+// TestJournalRowsHaveRuns checks what the journal's writers promise in
+// place of a foreign key: refused appends, grouped or alone, write no
+// entry, and retention leaves no entry of a run it deleted.
+func TestJournalRowsHaveRuns(t *testing.T) {
+	url := os.Getenv("HITCH_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("HITCH_TEST_POSTGRES is not set: set it to a postgres:// URL of a database the tests may create schemas in")
+	}
+	t.Parallel()
+	s := openPlanStore(t, url)
+	ctx := t.Context()
+	start := []store.EntryInput{{Kind: "run.started", Data: json.RawMessage(`{}`)}}
+	for _, id := range []string{"ended", "live", "queued"} {
+		if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: id, Agent: "x", Entries: start}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(id string) int64 {
+		ls, err := s.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "me", TTL: time.Hour, RunID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ls[0].Token
+	}
+	live := claim("live")
+	// Sent together, so that the refused ones can share a group with the
+	// one that is written.
+	appends := []struct {
+		p    store.JournalAppendParams
+		want error
+	}{
+		{store.JournalAppendParams{RunID: "live", Token: live, After: 1}, nil},
+		{store.JournalAppendParams{RunID: "missing", Token: 1, After: 1}, store.ErrNotFound},
+		{store.JournalAppendParams{RunID: "queued", Token: 1, After: 1}, store.ErrFenced},
+		{store.JournalAppendParams{RunID: "ended", Token: 1, After: 1}, store.ErrFenced},
+	}
+	var wg sync.WaitGroup
+	for _, a := range appends {
+		a.p.Entries = []store.EntryInput{{Kind: "test.a", Data: json.RawMessage(`{}`)}, {Kind: "test.b", Data: json.RawMessage(`{}`)}}
+		wg.Go(func() {
+			if _, err := s.JournalAppend(ctx, a.p); !errors.Is(err, a.want) {
+				t.Errorf("append to %s: %v, want %v", a.p.RunID, err, a.want)
+			}
+		})
+	}
+	wg.Wait()
+	ended := claim("ended")
+	if _, err := s.JournalAppend(ctx, store.JournalAppendParams{RunID: "ended", Token: ended, After: 1,
+		Status: hitchtype.StatusCompleted, Outcome: json.RawMessage(`{}`), Entries: start}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.RunPrune(ctx, store.RunPruneParams{Before: time.Now().Add(time.Hour)})
+	if err != nil || len(res.Roots) != 1 || res.Roots[0] != "ended" {
+		t.Fatalf("prune: %+v %v, want the ended run", res, err)
+	}
+	var entries, orphans int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE NOT EXISTS
+		(SELECT 1 FROM hitch_runs r WHERE r.seq = j.run_seq)) FROM hitch_journal j`).Scan(&entries, &orphans); err != nil {
+		t.Fatal(err)
+	}
+	// live: run.started and the two appended; queued: run.started.
+	if entries != 4 || orphans != 0 {
+		t.Errorf("the journal holds %d entries, %d of them of no run; want 4 and none", entries, orphans)
 	}
 }
 
