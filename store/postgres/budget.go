@@ -71,25 +71,28 @@ func charge(ctx context.Context, tx pgx.Tx, p store.BudgetChargeParams) (store.B
 	return next, nil
 }
 
+// budgetGetSQL reads a family's budget from its root's row: no row when
+// the root does not exist, NULL limits when it has no budget. One
+// statement, because a runner asks for its family's budget as it starts.
+const budgetGetSQL = `SELECT b.root_seq IS NOT NULL, ` + budgetCols + `
+FROM hitch_runs r LEFT JOIN hitch_budgets b ON b.root_seq = r.seq WHERE r.id = $1`
+
 // BudgetGet returns a family's limits and use.
 func (s *Store) BudgetGet(ctx context.Context, rootID string) (limits, used store.Budget, ok bool, err error) {
 	if s.closed.Load() {
 		return limits, used, false, ErrClosed
 	}
-	var exists bool
-	err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM hitch_runs WHERE id = $1)`, rootID).Scan(&exists)
-	if err == nil && exists {
-		limits, used, err = scanBudget(s.pool.QueryRow(ctx, `SELECT `+budgetCols+`
-			FROM hitch_budgets b JOIN hitch_runs r ON r.seq = b.root_seq WHERE r.id = $1`, rootID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.Budget{}, store.Budget{}, false, nil
-		}
-	}
+	var b [9]*int64
+	err = s.pool.QueryRow(ctx, budgetGetSQL, rootID).Scan(&ok, &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7], &b[8])
 	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return store.Budget{}, store.Budget{}, false, fmt.Errorf("budget get %q: %w", rootID, store.ErrNotFound)
 	case err != nil:
 		return store.Budget{}, store.Budget{}, false, fmt.Errorf("budget get %q: %w", rootID, err)
-	case !exists:
-		return store.Budget{}, store.Budget{}, false, fmt.Errorf("budget get %q: %w", rootID, store.ErrNotFound)
+	case !ok:
+		return store.Budget{}, store.Budget{}, false, nil
 	}
+	limits = store.Budget{Tokens: *b[0], MicroUSD: *b[1], ModelCalls: *b[2], ToolCalls: *b[3], WallMS: *b[4]}
+	used = store.Budget{Tokens: *b[5], MicroUSD: *b[6], ModelCalls: *b[7], ToolCalls: *b[8]}
 	return limits, used, true, nil
 }
