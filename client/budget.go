@@ -10,23 +10,17 @@ import (
 // Budget returns what bounds a run and what is left: its family's budget
 // and its own limits. An amount that is not known is nil, never 0.
 func (c *Client) Budget(ctx context.Context, runID string) (api.RunBudget, error) {
-	var out api.RunBudget
-	_, err := c.do(ctx, "budget of "+runID, http.MethodGet, "/v1/runs/"+esc(runID)+"/budget", nil, nil, &out)
-	return out, err
+	return doJSON[api.RunBudget](ctx, c, "budget of "+runID, http.MethodGet, "/v1/runs/"+esc(runID)+"/budget", nil, nil)
 }
 
 // FamilyUsage returns what the family of the root run rootID has used,
 // summed from its runs' outcomes. A counter that is not known is nil.
 func (c *Client) FamilyUsage(ctx context.Context, rootID string) (api.FamilyUsage, error) {
-	var out api.FamilyUsage
-	_, err := c.do(ctx, "family usage of "+rootID, http.MethodGet, "/v1/runs/"+esc(rootID)+"/family/usage", nil, nil, &out)
-	return out, err
+	return doJSON[api.FamilyUsage](ctx, c, "family usage of "+rootID, http.MethodGet, "/v1/runs/"+esc(rootID)+"/family/usage", nil, nil)
 }
 
 // Waits lists what a parked run waits on, and until when; empty for a run
 // that does not wait.
 func (c *Client) Waits(ctx context.Context, runID string) (api.RunWaits, error) {
-	var out api.RunWaits
-	_, err := c.do(ctx, "waits of "+runID, http.MethodGet, "/v1/runs/"+esc(runID)+"/waits", nil, nil, &out)
-	return out, err
+	return doJSON[api.RunWaits](ctx, c, "waits of "+runID, http.MethodGet, "/v1/runs/"+esc(runID)+"/waits", nil, nil)
 }

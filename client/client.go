@@ -166,6 +166,13 @@ func IsTransient(err error) bool {
 	return false
 }
 
+// doJSON sends one request and decodes its JSON answer into a T.
+func doJSON[T any](ctx context.Context, c *Client, op, method, path string, q url.Values, body any, hdr ...string) (T, error) {
+	var out T
+	_, err := c.do(ctx, op, method, path, q, body, &out, hdr...)
+	return out, err
+}
+
 // do sends one request and decodes a JSON answer into out (nil: none).
 // The status of a success is returned.
 func (c *Client) do(ctx context.Context, op, method, path string, q url.Values, body, out any, hdr ...string) (int, error) {

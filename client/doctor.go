@@ -15,7 +15,5 @@ func (c *Client) Doctor(ctx context.Context, network bool) (api.DoctorReport, er
 	if network {
 		q = url.Values{"network": {"true"}}
 	}
-	var out api.DoctorReport
-	_, err := c.do(ctx, "doctor", http.MethodGet, "/v1/doctor", q, nil, &out)
-	return out, err
+	return doJSON[api.DoctorReport](ctx, c, "doctor", http.MethodGet, "/v1/doctor", q, nil)
 }

@@ -14,24 +14,18 @@ import (
 // nothing: Created is false and SameInput says whether the input matched
 // (a different input is an ErrConflict).
 func (c *Client) StartRun(ctx context.Context, in api.StartRun) (api.StartedRun, error) {
-	var out api.StartedRun
-	_, err := c.do(ctx, "start run", http.MethodPost, "/v1/runs", nil, in, &out)
-	return out, err
+	return doJSON[api.StartedRun](ctx, c, "start run", http.MethodPost, "/v1/runs", nil, in)
 }
 
 // ForkRun creates a run whose history is run id's journal up to in.At, and
 // drives it on the server. The fork works on the workspace as it is now.
 func (c *Client) ForkRun(ctx context.Context, id string, in api.ForkRun) (api.StartedRun, error) {
-	var out api.StartedRun
-	_, err := c.do(ctx, "fork "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/fork", nil, in, &out)
-	return out, err
+	return doJSON[api.StartedRun](ctx, c, "fork "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/fork", nil, in)
 }
 
 // Run returns one run.
 func (c *Client) Run(ctx context.Context, id string) (api.Run, error) {
-	var out api.Run
-	_, err := c.do(ctx, "get run "+id, http.MethodGet, "/v1/runs/"+esc(id), nil, nil, &out)
-	return out, err
+	return doJSON[api.Run](ctx, c, "get run "+id, http.MethodGet, "/v1/runs/"+esc(id), nil, nil)
 }
 
 // RunFilter filters and pages Runs.
@@ -77,9 +71,7 @@ func (c *Client) Runs(ctx context.Context, f RunFilter) (api.RunPage, error) {
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	var out api.RunPage
-	_, err := c.do(ctx, "list runs", http.MethodGet, "/v1/runs", q, nil, &out)
-	return out, err
+	return doJSON[api.RunPage](ctx, c, "list runs", http.MethodGet, "/v1/runs", q, nil)
 }
 
 // RunCounts counts the token's tenant's runs by status, among those f's
@@ -87,9 +79,7 @@ func (c *Client) Runs(ctx context.Context, f RunFilter) (api.RunPage, error) {
 func (c *Client) RunCounts(ctx context.Context, f RunFilter) (api.RunCounts, error) {
 	q := url.Values{}
 	f.filters(q)
-	var out api.RunCounts
-	_, err := c.do(ctx, "count runs", http.MethodGet, "/v1/runs/counts", q, nil, &out)
-	return out, err
+	return doJSON[api.RunCounts](ctx, c, "count runs", http.MethodGet, "/v1/runs/counts", q, nil)
 }
 
 // WaitOnce long-polls a run: it answers once the run has ended or parked
@@ -97,9 +87,7 @@ func (c *Client) RunCounts(ctx context.Context, f RunFilter) (api.RunCounts, err
 // default).
 func (c *Client) WaitOnce(ctx context.Context, id string, timeout time.Duration) (api.Run, error) {
 	q := url.Values{"timeout": {strconv.Itoa(int(timeout / time.Second))}}
-	var out api.Run
-	_, err := c.do(ctx, "wait for run "+id, http.MethodGet, "/v1/runs/"+esc(id)+"/wait", q, nil, &out)
-	return out, err
+	return doJSON[api.Run](ctx, c, "wait for run "+id, http.MethodGet, "/v1/runs/"+esc(id)+"/wait", q, nil)
 }
 
 // Wait long-polls a run until it has ended or parked (status waiting), or
@@ -124,33 +112,25 @@ func (c *Client) Wait(ctx context.Context, id string) (api.Run, error) {
 
 // Cancel cancels a run durably; cancelling an ended run changes nothing.
 func (c *Client) Cancel(ctx context.Context, id string) (api.Run, error) {
-	var out api.Run
-	_, err := c.do(ctx, "cancel "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/cancel", nil, nil, &out)
-	return out, err
+	return doJSON[api.Run](ctx, c, "cancel "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/cancel", nil, nil)
 }
 
 // Reconcile settles an uncertain call of a run.
 func (c *Client) Reconcile(ctx context.Context, id string, in api.Reconcile) (api.Run, error) {
-	var out api.Run
-	_, err := c.do(ctx, "reconcile "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/reconcile", nil, in, &out)
-	return out, err
+	return doJSON[api.Run](ctx, c, "reconcile "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/reconcile", nil, in)
 }
 
 // Wake delivers an event to the wake a parked run armed for it, and
 // returns the run as it stands after.
 func (c *Client) Wake(ctx context.Context, id string, in api.Wake) (api.Run, error) {
-	var out api.Run
-	_, err := c.do(ctx, "wake "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/wake", nil, in, &out)
-	return out, err
+	return doJSON[api.Run](ctx, c, "wake "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/wake", nil, in)
 }
 
 // CompleteCall gives a pending external call its result (or a failure),
 // or releases a call held by a hook, and returns the run as it stands
 // after.
 func (c *Client) CompleteCall(ctx context.Context, id, call string, in api.CompleteCall) (api.Run, error) {
-	var out api.Run
-	_, err := c.do(ctx, "complete call "+call+" of "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/calls/"+esc(call)+"/complete", nil, in, &out)
-	return out, err
+	return doJSON[api.Run](ctx, c, "complete call "+call+" of "+id, http.MethodPost, "/v1/runs/"+esc(id)+"/calls/"+esc(call)+"/complete", nil, in)
 }
 
 // Journal reads a run's journal entries after position after, at most
@@ -160,9 +140,7 @@ func (c *Client) Journal(ctx context.Context, id string, after int64, limit int)
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out api.EntryPage
-	_, err := c.do(ctx, "read the journal of "+id, http.MethodGet, "/v1/runs/"+esc(id)+"/journal", q, nil, &out)
-	return out, err
+	return doJSON[api.EntryPage](ctx, c, "read the journal of "+id, http.MethodGet, "/v1/runs/"+esc(id)+"/journal", q, nil)
 }
 
 // Approvals lists approval requests waiting for an answer, of the tenant
@@ -174,68 +152,50 @@ func (c *Client) Approvals(ctx context.Context, rootID, after string, limit int)
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out api.ApprovalPage
-	_, err := c.do(ctx, "list approvals", http.MethodGet, "/v1/approvals", q, nil, &out)
-	return out, err
+	return doJSON[api.ApprovalPage](ctx, c, "list approvals", http.MethodGet, "/v1/approvals", q, nil)
 }
 
 // Approval returns one approval request while it waits.
 func (c *Client) Approval(ctx context.Context, runID, call string) (api.Approval, error) {
-	var out api.Approval
-	_, err := c.do(ctx, "show approval "+call, http.MethodGet, "/v1/runs/"+esc(runID)+"/approvals/"+esc(call), nil, nil, &out)
-	return out, err
+	return doJSON[api.Approval](ctx, c, "show approval "+call, http.MethodGet, "/v1/runs/"+esc(runID)+"/approvals/"+esc(call), nil, nil)
 }
 
 // Approve grants an approval request with an approver's credential.
 func (c *Client) Approve(ctx context.Context, runID, call string, cred api.Credential) (api.Run, error) {
-	var out api.Run
-	_, err := c.do(ctx, "approve "+call, http.MethodPost, "/v1/runs/"+esc(runID)+"/approvals/"+esc(call)+"/approve", nil,
-		api.Answer{Credential: cred}, &out)
-	return out, err
+	return doJSON[api.Run](ctx, c, "approve "+call, http.MethodPost, "/v1/runs/"+esc(runID)+"/approvals/"+esc(call)+"/approve", nil,
+		api.Answer{Credential: cred})
 }
 
 // Reject refuses an approval request; reason is shown to the model.
 func (c *Client) Reject(ctx context.Context, runID, call string, cred api.Credential, reason string) (api.Run, error) {
-	var out api.Run
-	_, err := c.do(ctx, "reject "+call, http.MethodPost, "/v1/runs/"+esc(runID)+"/approvals/"+esc(call)+"/reject", nil,
-		api.Answer{Credential: cred, Reason: reason}, &out)
-	return out, err
+	return doJSON[api.Run](ctx, c, "reject "+call, http.MethodPost, "/v1/runs/"+esc(runID)+"/approvals/"+esc(call)+"/reject", nil,
+		api.Answer{Credential: cred, Reason: reason})
 }
 
 // Workspace lists the roots granted to a run's workspace.
 func (c *Client) Workspace(ctx context.Context, runID string) (api.Roots, error) {
-	var out api.Roots
-	_, err := c.do(ctx, "workspace of "+runID, http.MethodGet, "/v1/runs/"+esc(runID)+"/workspace", nil, nil, &out)
-	return out, err
+	return doJSON[api.Roots](ctx, c, "workspace of "+runID, http.MethodGet, "/v1/runs/"+esc(runID)+"/workspace", nil, nil)
 }
 
 // Grant grants a root to a run's workspace.
 func (c *Client) Grant(ctx context.Context, runID, path string) (api.Roots, error) {
-	var out api.Roots
-	_, err := c.do(ctx, "grant "+path, http.MethodPost, "/v1/runs/"+esc(runID)+"/workspace/grant", nil, api.Root{Path: path}, &out)
-	return out, err
+	return doJSON[api.Roots](ctx, c, "grant "+path, http.MethodPost, "/v1/runs/"+esc(runID)+"/workspace/grant", nil, api.Root{Path: path})
 }
 
 // Revoke revokes a root of a run's workspace.
 func (c *Client) Revoke(ctx context.Context, runID, path string) (api.Roots, error) {
-	var out api.Roots
-	_, err := c.do(ctx, "revoke "+path, http.MethodPost, "/v1/runs/"+esc(runID)+"/workspace/revoke", nil, api.Root{Path: path}, &out)
-	return out, err
+	return doJSON[api.Roots](ctx, c, "revoke "+path, http.MethodPost, "/v1/runs/"+esc(runID)+"/workspace/revoke", nil, api.Root{Path: path})
 }
 
 // Agents lists the agents the server can start.
 func (c *Client) Agents(ctx context.Context) (api.Agents, error) {
-	var out api.Agents
-	_, err := c.do(ctx, "list agents", http.MethodGet, "/v1/agents", nil, nil, &out)
-	return out, err
+	return doJSON[api.Agents](ctx, c, "list agents", http.MethodGet, "/v1/agents", nil, nil)
 }
 
 // Agent returns one agent's definition: model, tools, policy, limits,
 // budget and approvers (never a secret).
 func (c *Client) Agent(ctx context.Context, name string) (api.AgentDetail, error) {
-	var out api.AgentDetail
-	_, err := c.do(ctx, "get agent "+name, http.MethodGet, "/v1/agents/"+esc(name), nil, nil, &out)
-	return out, err
+	return doJSON[api.AgentDetail](ctx, c, "get agent "+name, http.MethodGet, "/v1/agents/"+esc(name), nil, nil)
 }
 
 // PreviewParams say which run Client.Preview shows the first request of:
@@ -259,23 +219,17 @@ func (c *Client) Preview(ctx context.Context, name string, p PreviewParams) (api
 	if p.Session != "" {
 		q.Set("session", p.Session)
 	}
-	var out api.AgentPreview
-	_, err := c.do(ctx, "preview agent "+name, http.MethodGet, "/v1/agents/"+esc(name)+"/preview", q, nil, &out)
-	return out, err
+	return doJSON[api.AgentPreview](ctx, c, "preview agent "+name, http.MethodGet, "/v1/agents/"+esc(name)+"/preview", q, nil)
 }
 
 // CreateSession creates a session, or returns the existing one with in.ID.
 func (c *Client) CreateSession(ctx context.Context, in api.CreateSession) (api.CreatedSession, error) {
-	var out api.CreatedSession
-	_, err := c.do(ctx, "create session", http.MethodPost, "/v1/sessions", nil, in, &out)
-	return out, err
+	return doJSON[api.CreatedSession](ctx, c, "create session", http.MethodPost, "/v1/sessions", nil, in)
 }
 
 // Session returns one session.
 func (c *Client) Session(ctx context.Context, id string) (api.Session, error) {
-	var out api.Session
-	_, err := c.do(ctx, "get session "+id, http.MethodGet, "/v1/sessions/"+esc(id), nil, nil, &out)
-	return out, err
+	return doJSON[api.Session](ctx, c, "get session "+id, http.MethodGet, "/v1/sessions/"+esc(id), nil, nil)
 }
 
 // Sessions lists the tenant's sessions by id, after the cursor after.
@@ -285,55 +239,41 @@ func (c *Client) Sessions(ctx context.Context, after string, limit int) (api.Ses
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out api.SessionPage
-	_, err := c.do(ctx, "list sessions", http.MethodGet, "/v1/sessions", q, nil, &out)
-	return out, err
+	return doJSON[api.SessionPage](ctx, c, "list sessions", http.MethodGet, "/v1/sessions", q, nil)
 }
 
 // Send sends a user message to a session. With key set, a retried send
 // admits nothing new (Duplicate is set). When Send returns without error
 // the message is durable.
 func (c *Client) Send(ctx context.Context, sessionID string, in api.Send, key string) (api.Sent, error) {
-	var out api.Sent
-	_, err := c.do(ctx, "send to "+sessionID, http.MethodPost, "/v1/sessions/"+esc(sessionID)+"/messages", nil, in, &out,
+	return doJSON[api.Sent](ctx, c, "send to "+sessionID, http.MethodPost, "/v1/sessions/"+esc(sessionID)+"/messages", nil, in,
 		"Idempotency-Key", key)
-	return out, err
 }
 
 // Interrupt interrupts a session's running submission, if any.
 func (c *Client) Interrupt(ctx context.Context, sessionID string) (api.Session, error) {
-	var out api.Session
-	_, err := c.do(ctx, "interrupt "+sessionID, http.MethodPost, "/v1/sessions/"+esc(sessionID)+"/interrupt", nil, nil, &out)
-	return out, err
+	return doJSON[api.Session](ctx, c, "interrupt "+sessionID, http.MethodPost, "/v1/sessions/"+esc(sessionID)+"/interrupt", nil, nil)
 }
 
 // Queue lists a session's queued messages in the order they will start.
 func (c *Client) Queue(ctx context.Context, sessionID string) (api.Queue, error) {
-	var out api.Queue
-	_, err := c.do(ctx, "queue of "+sessionID, http.MethodGet, "/v1/sessions/"+esc(sessionID)+"/queue", nil, nil, &out)
-	return out, err
+	return doJSON[api.Queue](ctx, c, "queue of "+sessionID, http.MethodGet, "/v1/sessions/"+esc(sessionID)+"/queue", nil, nil)
 }
 
 // Edit replaces the text of a queued message.
 func (c *Client) Edit(ctx context.Context, sessionID, messageID, text string) (api.Queue, error) {
-	var out api.Queue
-	_, err := c.do(ctx, "edit "+messageID, http.MethodPost, "/v1/sessions/"+esc(sessionID)+"/queue/"+esc(messageID)+"/edit", nil,
-		api.Edit{Text: text}, &out)
-	return out, err
+	return doJSON[api.Queue](ctx, c, "edit "+messageID, http.MethodPost, "/v1/sessions/"+esc(sessionID)+"/queue/"+esc(messageID)+"/edit", nil,
+		api.Edit{Text: text})
 }
 
 // Remove takes a queued message out of the queue.
 func (c *Client) Remove(ctx context.Context, sessionID, messageID string) (api.Queue, error) {
-	var out api.Queue
-	_, err := c.do(ctx, "remove "+messageID, http.MethodPost, "/v1/sessions/"+esc(sessionID)+"/queue/"+esc(messageID)+"/remove", nil, nil, &out)
-	return out, err
+	return doJSON[api.Queue](ctx, c, "remove "+messageID, http.MethodPost, "/v1/sessions/"+esc(sessionID)+"/queue/"+esc(messageID)+"/remove", nil, nil)
 }
 
 // SessionStatus returns a session's queue, submissions and usage.
 func (c *Client) SessionStatus(ctx context.Context, sessionID string) (api.SessionStatus, error) {
-	var out api.SessionStatus
-	_, err := c.do(ctx, "status of "+sessionID, http.MethodGet, "/v1/sessions/"+esc(sessionID)+"/status", nil, nil, &out)
-	return out, err
+	return doJSON[api.SessionStatus](ctx, c, "status of "+sessionID, http.MethodGet, "/v1/sessions/"+esc(sessionID)+"/status", nil, nil)
 }
 
 // Transcript reads a session's journal after position after.
@@ -342,9 +282,7 @@ func (c *Client) Transcript(ctx context.Context, sessionID string, after int64, 
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out api.SessionEntryPage
-	_, err := c.do(ctx, "transcript of "+sessionID, http.MethodGet, "/v1/sessions/"+esc(sessionID)+"/transcript", q, nil, &out)
-	return out, err
+	return doJSON[api.SessionEntryPage](ctx, c, "transcript of "+sessionID, http.MethodGet, "/v1/sessions/"+esc(sessionID)+"/transcript", q, nil)
 }
 
 func set(q url.Values, k, v string) {

@@ -2,43 +2,31 @@ package server
 
 import (
 	"context"
-	"net/http"
 	"sort"
 	"time"
-
-	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
 )
 
-func (s *Server) registerAgents() {
-	huma.Register(s.api, huma.Operation{
-		OperationID: "list-agents", Method: http.MethodGet, Path: "/v1/agents", Tags: []string{"agents"},
-		Summary: "List the agents this server can start",
-	}, func(ctx context.Context, _ *struct{}) (*struct{ Body api.Agents }, error) {
-		out := api.Agents{Agents: []api.Agent{}}
-		for _, a := range s.agents {
-			d := a.Describe()
-			out.Agents = append(out.Agents, api.Agent{Name: d.Name, Version: d.Version, Model: d.Model, Description: d.Description})
-		}
-		sort.Slice(out.Agents, func(i, j int) bool { return out.Agents[i].Name < out.Agents[j].Name })
-		return &struct{ Body api.Agents }{out}, nil
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "get-agent", Method: http.MethodGet, Path: "/v1/agents/{name}", Tags: []string{"agents"},
-		Summary:     "Show one agent's definition",
-		Description: "The agent's model, tools, policy rules, limits, family budget and approvers. It never holds a secret: no model credentials or variables, no approver secrets.",
-		Errors:      []int{http.StatusNotFound},
-	}, func(ctx context.Context, in *struct {
-		Name string `path:"name" maxLength:"64"`
-	}) (*struct{ Body api.AgentDetail }, error) {
-		a, ok := s.agents[in.Name]
-		if !ok {
-			return nil, api.NewProblem(api.TypeNotFound, "no such agent")
-		}
-		return &struct{ Body api.AgentDetail }{AgentDetail(a.Describe())}, nil
-	})
+func (s *Server) listAgents(ctx context.Context, _ *struct{}) (*body[api.Agents], error) {
+	out := api.Agents{Agents: []api.Agent{}}
+	for _, a := range s.agents {
+		d := a.Describe()
+		out.Agents = append(out.Agents, api.Agent{Name: d.Name, Version: d.Version, Model: d.Model, Description: d.Description})
+	}
+	sort.Slice(out.Agents, func(i, j int) bool { return out.Agents[i].Name < out.Agents[j].Name })
+	return &body[api.Agents]{out}, nil
+}
+
+func (s *Server) getAgent(ctx context.Context, in *struct {
+	Name string `path:"name" maxLength:"64"`
+}) (*body[api.AgentDetail], error) {
+	a, ok := s.agents[in.Name]
+	if !ok {
+		return nil, api.NewProblem(api.TypeNotFound, "no such agent")
+	}
+	return &body[api.AgentDetail]{AgentDetail(a.Describe())}, nil
 }
 
 // AgentDetail speaks an agent's description as GET /v1/agents/{name}
@@ -102,25 +90,13 @@ type previewInput struct {
 	Session      string `query:"session" maxLength:"128" doc:"Preview the session's next submission: its transcript comes first. The session must be of the agent."`
 }
 
-func (s *Server) registerPreview() {
-	huma.Register(s.api, huma.Operation{
-		OperationID: "preview-agent", Method: http.MethodGet, Path: "/v1/agents/{name}/preview", Tags: []string{"agents"},
-		Summary: "Preview the first model request a run of the agent would send",
-		Description: "The request built as a run builds it — instructions by layer, the session's history and the input, the tools, " +
-			"the answer schema — each part with its estimated tokens against the model's window. No model is called, no hook runs " +
-			"and nothing is written.",
-		Errors: []int{http.StatusNotFound, http.StatusConflict},
-	}, func(ctx context.Context, in *previewInput) (*struct{ Body api.AgentPreview }, error) {
-		a, ok := s.agents[in.Name]
-		if !ok {
-			return nil, api.NewProblem(api.TypeNotFound, "no such agent")
-		}
-		pv, err := s.scope(ctx).Preview(ctx, a, hitch.PreviewOptions{Input: in.Input, Instructions: in.Instructions, Session: in.Session})
-		if err != nil {
-			return nil, s.fail("preview", err)
-		}
-		return &struct{ Body api.AgentPreview }{AgentPreview(pv)}, nil
-	})
+func (s *Server) previewAgent(ctx context.Context, in *previewInput) (*body[api.AgentPreview], error) {
+	a, ok := s.agents[in.Name]
+	if !ok {
+		return nil, api.NewProblem(api.TypeNotFound, "no such agent")
+	}
+	pv, err := s.scope(ctx).Preview(ctx, a, hitch.PreviewOptions{Input: in.Input, Instructions: in.Instructions, Session: in.Session})
+	return reply(s, "preview", pv, err, AgentPreview)
 }
 
 // AgentPreview speaks a preview as GET /v1/agents/{name}/preview does, so

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/danielgtaylor/huma/v2"
-
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
 )
@@ -39,15 +37,9 @@ func principalOf(ctx context.Context) hitch.Principal {
 	return p
 }
 
-func (s *Server) registerMe() {
-	huma.Register(s.api, huma.Operation{
-		OperationID: "get-me", Method: http.MethodGet, Path: "/v1/me", Tags: []string{"auth"},
-		Summary:     "Who the token speaks for: its name, tenant and role",
-		Description: "Lets a client offer only what the role may do; the server refuses the rest whatever a client shows.",
-	}, func(ctx context.Context, _ *struct{}) (*struct{ Body api.Me }, error) {
-		p := s.scope(ctx).Principal()
-		return &struct{ Body api.Me }{api.Me{Name: p.Name, Tenant: p.Tenant, Role: string(p.Role)}}, nil
-	})
+func (s *Server) me(ctx context.Context, _ *struct{}) (*body[api.Me], error) {
+	p := s.scope(ctx).Principal()
+	return &body[api.Me]{api.Me{Name: p.Name, Tenant: p.Tenant, Role: string(p.Role)}}, nil
 }
 
 // scope is the one way a handler reaches the runtime: the view of it the

@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"net/http"
 
-	"github.com/danielgtaylor/huma/v2"
-
+	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/hitchtype"
 )
@@ -14,52 +12,37 @@ import (
 // answers with (its limit); the latest are kept.
 const MaxContextRequests = 100
 
-func (s *Server) registerContext() {
-	huma.Register(s.api, huma.Operation{
-		OperationID: "run-context", Method: http.MethodGet, Path: "/v1/runs/{id}/context", Tags: []string{"runs"},
-		Summary: "Read where a run's model requests put their tokens, and what its family has cost so far",
-		Description: "Each model request's context account (the instruction layers, tool definitions, the transcript by role, " +
-			"the compaction summary and the answer schema, estimated; the window it was fitted into; the estimator), " +
-			"with the provider's exact usage once the reply came. The same account is data.context of the journal's model.attempt entries.",
-		Errors: []int{http.StatusNotFound},
-	}, func(ctx context.Context, in *struct {
-		ID    string `path:"id" maxLength:"128" doc:"The run's id."`
-		Limit int    `query:"limit" minimum:"1" maximum:"100" default:"100" doc:"How many of the latest requests to list. The journal is read backwards from its end until they are found, so a small limit is cheap on a long journal."`
-	}) (*struct{ Body api.RunContext }, error) {
-		sc := s.scope(ctx)
-		run, err := sc.Get(ctx, in.ID)
-		if err != nil {
-			return nil, s.fail("read context", err)
-		}
-		reqs, more, err := sc.LatestContextRequests(ctx, run.ID, min(max(in.Limit, 1), MaxContextRequests))
-		if err != nil {
-			return nil, s.fail("read context", err)
-		}
-		cost, err := sc.FamilyCost(ctx, run.RootID)
-		if err != nil {
-			return nil, s.fail("read family cost", err)
-		}
-		out := api.RunContext{Run: run.ID, Requests: []api.ContextRequest{}, More: more,
-			FamilyCost: api.RunningCost{USD: cost.USD, Runs: cost.Runs, Live: cost.Live}}
-		for _, r := range reqs {
-			out.Requests = append(out.Requests, wireContextRequest(r))
-		}
-		return &struct{ Body api.RunContext }{out}, nil
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "session-cost", Method: http.MethodGet, Path: "/v1/sessions/{id}/cost", Tags: []string{"sessions"},
-		Summary:     "Read what a session has cost so far",
-		Description: "Every submission's run and its sub-agents, the one at work included, summed in USD; usd is null when not priced.",
-		Errors:      []int{http.StatusNotFound},
-	}, func(ctx context.Context, in *struct {
-		ID string `path:"id" maxLength:"128" doc:"The session's id."`
-	}) (*struct{ Body api.RunningCost }, error) {
-		c, err := s.scope(ctx).Sessions().Cost(ctx, in.ID)
-		if err != nil {
-			return nil, s.fail("read session cost", err)
-		}
-		return &struct{ Body api.RunningCost }{api.RunningCost{USD: c.USD, Runs: c.Runs, Live: c.Live}}, nil
-	})
+func (s *Server) runContext(ctx context.Context, in *struct {
+	ID    string `path:"id" maxLength:"128" doc:"The run's id."`
+	Limit int    `query:"limit" minimum:"1" maximum:"100" default:"100" doc:"How many of the latest requests to list. The journal is read backwards from its end until they are found, so a small limit is cheap on a long journal."`
+}) (*body[api.RunContext], error) {
+	sc := s.scope(ctx)
+	run, err := sc.Get(ctx, in.ID)
+	if err != nil {
+		return nil, s.fail("read context", err)
+	}
+	reqs, more, err := sc.LatestContextRequests(ctx, run.ID, min(max(in.Limit, 1), MaxContextRequests))
+	if err != nil {
+		return nil, s.fail("read context", err)
+	}
+	cost, err := sc.FamilyCost(ctx, run.RootID)
+	if err != nil {
+		return nil, s.fail("read family cost", err)
+	}
+	out := api.RunContext{Run: run.ID, Requests: []api.ContextRequest{}, More: more, FamilyCost: wireCost(cost)}
+	for _, r := range reqs {
+		out.Requests = append(out.Requests, wireContextRequest(r))
+	}
+	return &body[api.RunContext]{out}, nil
+}
+
+func (s *Server) sessionCost(ctx context.Context, in *sessionIn) (*body[api.RunningCost], error) {
+	c, err := s.scope(ctx).Sessions().Cost(ctx, in.ID)
+	return reply(s, "read session cost", c, err, wireCost)
+}
+
+func wireCost(c hitch.RunningCost) api.RunningCost {
+	return api.RunningCost{USD: c.USD, Runs: c.Runs, Live: c.Live}
 }
 
 func wireContextRequest(r hitchtype.ContextRequest) api.ContextRequest {

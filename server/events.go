@@ -119,65 +119,49 @@ var sseResponses = map[string]*huma.Response{
 	},
 }
 
-func (s *Server) registerEvents() {
-	huma.Register(s.api, huma.Operation{
-		OperationID: "stream-run", Method: http.MethodGet, Path: "/v1/runs/{id}/events", Tags: []string{"runs"},
-		Summary: "Follow a run's journal as server-sent events",
-		Description: "One `entry` event per journal entry, its id the entry's position. Last-Event-ID (or ?after=N) " +
-			"resumes exactly after that position. The stream ends after the run's terminal entry with an `end` event.",
-		Responses: sseResponses,
-		Errors:    []int{http.StatusNotFound, http.StatusTooManyRequests, http.StatusUnprocessableEntity},
-	}, func(ctx context.Context, in *streamIn) (*huma.StreamResponse, error) {
-		sc := s.scope(ctx)
-		if _, err := sc.Get(ctx, in.ID); err != nil {
-			return nil, s.fail("stream", err)
-		}
-		after, err := resumePosition(in.After, in.LastEventID, "journal")
-		if err != nil {
-			return nil, err
-		}
-		release, err := s.openStream(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &huma.StreamResponse{Body: func(hctx huma.Context) {
-			defer release()
-			f := &follower{s: s, sc: sc, ctx: hctx.Context(), after: map[string]int64{in.ID: after}, runs: []string{in.ID}}
-			f.follow(hctx, in.ID, after)
-		}}, nil
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "stream-family", Method: http.MethodGet, Path: "/v1/runs/{id}/family/events", Tags: []string{"runs"},
-		Summary: "Follow a whole family's journals (a root run and its sub-agents) as server-sent events",
-		Description: "Like a run's stream, over every run of the family of the root run {id}; each event's data names its run. " +
-			"The event id is the family cursor: the position reached in each run, as RUN=POS pairs joined by commas. " +
-			"Resuming with it continues exactly after every entry already sent. The stream ends when every run of the family has ended.",
-		Responses: sseResponses,
-		Errors:    []int{http.StatusNotFound, http.StatusTooManyRequests, http.StatusUnprocessableEntity},
-	}, func(ctx context.Context, in *streamIn) (*huma.StreamResponse, error) {
-		sc := s.scope(ctx)
-		root, err := sc.Get(ctx, in.ID)
-		if err != nil {
-			return nil, s.fail("stream", err)
-		}
-		if root.RootID != root.ID {
-			return nil, invalid("path.id", "is not a root run: follow the family of its root_id")
-		}
-		cur, loc := resumeCursor(in.After, in.LastEventID)
-		after, err := parseFamilyCursor(cur, s.cfg.Limits.FamilyStreamRuns)
-		if err != nil {
-			return nil, invalid(loc, "%v", err)
-		}
-		release, err := s.openStream(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &huma.StreamResponse{Body: func(hctx huma.Context) {
-			defer release()
-			f := &follower{s: s, sc: sc, ctx: hctx.Context(), root: root.ID, after: after}
-			f.serve(hctx, true)
-		}}, nil
-	})
+func (s *Server) streamRun(ctx context.Context, in *streamIn) (*huma.StreamResponse, error) {
+	sc := s.scope(ctx)
+	if _, err := sc.Get(ctx, in.ID); err != nil {
+		return nil, s.fail("stream", err)
+	}
+	after, err := resumePosition(in.After, in.LastEventID, "journal")
+	if err != nil {
+		return nil, err
+	}
+	release, err := s.openStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &huma.StreamResponse{Body: func(hctx huma.Context) {
+		defer release()
+		f := &follower{s: s, sc: sc, ctx: hctx.Context(), after: map[string]int64{in.ID: after}, runs: []string{in.ID}}
+		f.follow(hctx, in.ID, after)
+	}}, nil
+}
+
+func (s *Server) streamFamily(ctx context.Context, in *streamIn) (*huma.StreamResponse, error) {
+	sc := s.scope(ctx)
+	root, err := sc.Get(ctx, in.ID)
+	if err != nil {
+		return nil, s.fail("stream", err)
+	}
+	if root.RootID != root.ID {
+		return nil, invalid("path.id", "is not a root run: follow the family of its root_id")
+	}
+	cur, loc := resumeCursor(in.After, in.LastEventID)
+	after, err := parseFamilyCursor(cur, s.cfg.Limits.FamilyStreamRuns)
+	if err != nil {
+		return nil, invalid(loc, "%v", err)
+	}
+	release, err := s.openStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &huma.StreamResponse{Body: func(hctx huma.Context) {
+		defer release()
+		f := &follower{s: s, sc: sc, ctx: hctx.Context(), root: root.ID, after: after}
+		f.serve(hctx, true)
+	}}, nil
 }
 
 // resumeCursor is where a stream resumes: ?after when given, else the

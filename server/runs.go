@@ -18,159 +18,84 @@ import (
 	"github.com/hitch-dev/hitch/model"
 )
 
-type runOut struct {
-	Body api.Run
+func (s *Server) getRun(ctx context.Context, in *runPath) (*body[api.Run], error) {
+	run, err := s.scope(ctx).Get(ctx, in.ID)
+	if err != nil {
+		return nil, s.fail("get run", err)
+	}
+	return &body[api.Run]{s.withWaiting(ctx, wireRun(run))}, nil
 }
 
-func (s *Server) registerRuns() {
-	huma.Register(s.api, huma.Operation{
-		OperationID: "start-run", Method: http.MethodPost, Path: "/v1/runs", Tags: []string{"runs"},
-		Summary: "Start a run (admin)",
-		Description: "Start a run of an agent on an input; this server drives it. With an id, the same id again " +
-			"starts nothing: 200 with created false when the input was the same, a conflict problem when it was not. " +
-			"A retry of a run still queued (the first start died before it was claimed) drives it. " +
-			"With Accept: text/event-stream the answer is the run's event stream, as GET /v1/runs/{id}/events sends it from " +
-			"the start: the same status and Location, then one entry event per journal entry and the end event. " +
-			"A stream cut short resumes on GET /v1/runs/{id}/events with Last-Event-ID.",
-		DefaultStatus: http.StatusCreated,
-		Responses:     s.startResponses(),
-		Errors:        []int{http.StatusUnprocessableEntity, http.StatusConflict, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable},
-	}, s.startRun)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "fork-run", Method: http.MethodPost, Path: "/v1/runs/{id}/fork", Tags: []string{"runs"},
-		Summary: "Fork a run at a journal position (admin)",
-		Description: "Creates a run whose history is the run's journal up to at, and drives it. Recorded results are never run " +
-			"again; a call started and not settled at at is uncertain in the fork. The fork works on the workspace as it is " +
-			"now, not as it was at at. With an id, the same id again creates nothing: 200 with created false for the same " +
-			"fork, a conflict problem for another.",
-		DefaultStatus: http.StatusCreated,
-		Errors:        []int{http.StatusNotFound, http.StatusUnprocessableEntity, http.StatusConflict, http.StatusForbidden, http.StatusServiceUnavailable},
-	}, s.forkRun)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "list-runs", Method: http.MethodGet, Path: "/v1/runs", Tags: []string{"runs"},
-		Summary: "List the tenant's runs, newest first",
-	}, s.listRunsOp)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "get-run", Method: http.MethodGet, Path: "/v1/runs/{id}", Tags: []string{"runs"},
-		Summary: "Read a run", Errors: []int{http.StatusNotFound},
-	}, func(ctx context.Context, in *struct {
-		ID string `path:"id" maxLength:"128" doc:"The run's id."`
-	}) (*runOut, error) {
-		run, err := s.scope(ctx).Get(ctx, in.ID)
-		if err != nil {
-			return nil, s.fail("get run", err)
-		}
-		return &runOut{s.withWaiting(ctx, wireRun(run))}, nil
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "wait-run", Method: http.MethodGet, Path: "/v1/runs/{id}/wait", Tags: []string{"runs"},
-		Summary:     "Wait until a run ends or parks (long poll)",
-		Description: "Answers the run once it has ended or waits (for an approval or a reconciliation), or as it stands when timeout passes (at most the server's MaxWait).",
-		Errors:      []int{http.StatusNotFound},
-	}, s.waitRun)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "cancel-run", Method: http.MethodPost, Path: "/v1/runs/{id}/cancel", Tags: []string{"runs"},
-		Summary: "Cancel a run and its sub-agents (operator)",
-		Description: "Records a durable cancel request and waits (at most the agent's command wait) for the run to end. Cancelling an ended run changes nothing. " +
-			"An optional body says why; the run's outcome journals it with who asked (the first request's, when several came).",
-		Errors: []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity},
-	}, func(ctx context.Context, in *struct {
-		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
-		Body *api.Cancel
-	}) (*runOut, error) {
-		var b api.Cancel
-		if in.Body != nil {
-			b = *in.Body
-		}
-		opts := []hitch.CancelOption{hitch.CancelReason(strings.TrimSpace(b.Reason))}
-		if b.By != "" {
-			opts = append(opts, hitch.CancelBy(b.By))
-		}
-		run, err := s.scope(ctx).Cancel(ctx, in.ID, opts...)
-		if err != nil {
-			return nil, s.fail("cancel", err)
-		}
-		return &runOut{wireRun(run)}, nil
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "reconcile-run", Method: http.MethodPost, Path: "/v1/runs/{id}/reconcile", Tags: []string{"runs"},
-		Summary:     "Settle an uncertain call (operator)",
-		Description: "Settles an uncertain call with its confirmed output, or as unconfirmed, and drives the run on.",
-		Errors:      []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity},
-	}, func(ctx context.Context, in *struct {
-		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
-		Body api.Reconcile
-	}) (*runOut, error) {
-		if err := s.can(ctx, "Reconcile"); err != nil {
-			return nil, err
-		}
-		if given := btoi(in.Body.Output != "") + btoi(in.Body.Error != "") + btoi(in.Body.Unconfirmed); given != 1 {
-			return nil, invalid("body.output", "give one of output, error or unconfirmed: true")
-		}
-		rec := hitch.Reconciliation{Call: in.Body.Call, Output: in.Body.Output, Unconfirmed: in.Body.Unconfirmed, Error: in.Body.Error, By: in.Body.By}
-		if err := s.scope(ctx).Reconcile(ctx, in.ID, rec); err != nil {
-			return nil, s.fail("reconcile", err)
-		}
-		return s.runAfter(ctx, in.ID)
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "wake-run", Method: http.MethodPost, Path: "/v1/runs/{id}/wake", Tags: []string{"runs"},
-		Summary:     "Deliver an event to a run's armed wake (operator)",
-		Description: "Delivers an event, with optional JSON data, to the wake the run armed for it, and drives the run on. A late, repeated or unawaited event is refused and changes nothing.",
-		Errors:      []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity},
-	}, func(ctx context.Context, in *struct {
-		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
-		Body api.Wake
-	}) (*runOut, error) {
-		if err := s.scope(ctx).Wake(ctx, in.ID, in.Body.Event, in.Body.Data, in.Body.By); err != nil {
-			return nil, s.fail("wake", err)
-		}
-		return s.runAfter(ctx, in.ID)
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "complete-call", Method: http.MethodPost, Path: "/v1/runs/{id}/calls/{call}/complete", Tags: []string{"runs"},
-		Summary:     "Complete an external call, or release a held one (operator)",
-		Description: "Gives a pending external call its result or error, or releases a call held by a hook (execute), and drives the run on. A second completion, or one after the call timed out, is refused and changes nothing.",
-		Errors:      []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity},
-	}, func(ctx context.Context, in *struct {
-		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
-		Call string `path:"call" maxLength:"128" doc:"The call's id."`
-		Body api.CompleteCall
-	}) (*runOut, error) {
-		if err := s.can(ctx, "CompleteCall"); err != nil {
-			return nil, err
-		}
-		if in.Body.Output != "" && in.Body.Error != "" {
-			return nil, invalid("body.error", "give output or error, not both")
-		}
-		if !in.Body.Execute && in.Body.Output == "" && in.Body.Error == "" {
-			return nil, invalid("body.output", "give output, error or execute: true")
-		}
-		c := hitch.Completion{Call: in.Call, Output: in.Body.Output, Error: in.Body.Error, Execute: in.Body.Execute, By: in.Body.By}
-		if err := s.scope(ctx).CompleteCall(ctx, in.ID, c); err != nil {
-			return nil, s.fail("complete call", err)
-		}
-		return s.runAfter(ctx, in.ID)
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "get-call", Method: http.MethodGet, Path: "/v1/runs/{id}/calls/{call}", Tags: []string{"runs"},
-		Summary:     "One tool call's lifecycle, from the journal",
-		Description: "The tool and its arguments, the decision and an approval's answer, when the body started and on which node, and how it ended. The journal is read backwards from its end to the reply that asked for the call.",
-		Errors:      []int{http.StatusNotFound},
-	}, func(ctx context.Context, in *struct {
-		ID   string `path:"id" maxLength:"128" doc:"The run's id."`
-		Call string `path:"call" maxLength:"256" doc:"The call's id: t<turn>c<n>."`
-	}) (*struct{ Body api.Call }, error) {
-		c, err := s.scope(ctx).Call(ctx, in.ID, in.Call)
-		if err != nil {
-			return nil, s.fail("read call", err)
-		}
-		return &struct{ Body api.Call }{wireCall(c)}, nil
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "read-journal", Method: http.MethodGet, Path: "/v1/runs/{id}/journal", Tags: []string{"runs"},
-		Summary: "Read a run's journal by position, a page at a time", Errors: []int{http.StatusNotFound},
-	}, s.readJournal)
+func (s *Server) cancelRun(ctx context.Context, in *struct {
+	ID   string `path:"id" maxLength:"128" doc:"The run's id."`
+	Body *api.Cancel
+}) (*body[api.Run], error) {
+	var b api.Cancel
+	if in.Body != nil {
+		b = *in.Body
+	}
+	opts := []hitch.CancelOption{hitch.CancelReason(strings.TrimSpace(b.Reason))}
+	if b.By != "" {
+		opts = append(opts, hitch.CancelBy(b.By))
+	}
+	run, err := s.scope(ctx).Cancel(ctx, in.ID, opts...)
+	return reply(s, "cancel", run, err, wireRun)
+}
+
+func (s *Server) reconcileRun(ctx context.Context, in *struct {
+	ID   string `path:"id" maxLength:"128" doc:"The run's id."`
+	Body api.Reconcile
+}) (*body[api.Run], error) {
+	if err := s.can(ctx, "Reconcile"); err != nil {
+		return nil, err
+	}
+	if given := btoi(in.Body.Output != "") + btoi(in.Body.Error != "") + btoi(in.Body.Unconfirmed); given != 1 {
+		return nil, invalid("body.output", "give one of output, error or unconfirmed: true")
+	}
+	rec := hitch.Reconciliation{Call: in.Body.Call, Output: in.Body.Output, Unconfirmed: in.Body.Unconfirmed, Error: in.Body.Error, By: in.Body.By}
+	if err := s.scope(ctx).Reconcile(ctx, in.ID, rec); err != nil {
+		return nil, s.fail("reconcile", err)
+	}
+	return s.runAfter(ctx, in.ID)
+}
+
+func (s *Server) wakeRun(ctx context.Context, in *struct {
+	ID   string `path:"id" maxLength:"128" doc:"The run's id."`
+	Body api.Wake
+}) (*body[api.Run], error) {
+	if err := s.scope(ctx).Wake(ctx, in.ID, in.Body.Event, in.Body.Data, in.Body.By); err != nil {
+		return nil, s.fail("wake", err)
+	}
+	return s.runAfter(ctx, in.ID)
+}
+
+func (s *Server) completeCall(ctx context.Context, in *struct {
+	ID   string `path:"id" maxLength:"128" doc:"The run's id."`
+	Call string `path:"call" maxLength:"128" doc:"The call's id."`
+	Body api.CompleteCall
+}) (*body[api.Run], error) {
+	if err := s.can(ctx, "CompleteCall"); err != nil {
+		return nil, err
+	}
+	if in.Body.Output != "" && in.Body.Error != "" {
+		return nil, invalid("body.error", "give output or error, not both")
+	}
+	if !in.Body.Execute && in.Body.Output == "" && in.Body.Error == "" {
+		return nil, invalid("body.output", "give output, error or execute: true")
+	}
+	c := hitch.Completion{Call: in.Call, Output: in.Body.Output, Error: in.Body.Error, Execute: in.Body.Execute, By: in.Body.By}
+	if err := s.scope(ctx).CompleteCall(ctx, in.ID, c); err != nil {
+		return nil, s.fail("complete call", err)
+	}
+	return s.runAfter(ctx, in.ID)
+}
+
+func (s *Server) getCall(ctx context.Context, in *struct {
+	ID   string `path:"id" maxLength:"128" doc:"The run's id."`
+	Call string `path:"call" maxLength:"256" doc:"The call's id: t<turn>c<n>."`
+}) (*body[api.Call], error) {
+	c, err := s.scope(ctx).Call(ctx, in.ID, in.Call)
+	return reply(s, "read call", c, err, wireCall)
 }
 
 // startResponses documents a start's answers: the run as JSON, or with
@@ -347,7 +272,7 @@ type listRunsIn struct {
 	Reason        []string  `query:"reason" maxItems:"16" doc:"Only runs whose outcome's reason is one of these, comma-separated (max_turns, cancelled, ...); none stands for a run without one (completed with its answer, or not ended)."`
 }
 
-func (s *Server) listRunsOp(ctx context.Context, in *listRunsIn) (*struct{ Body api.RunPage }, error) {
+func (s *Server) listRunsOp(ctx context.Context, in *listRunsIn) (*body[api.RunPage], error) {
 	rp := hitch.RunsParams{Agent: in.Agent, ParentID: in.ParentID, RootID: in.RootID, After: in.After, Limit: in.Limit}
 	if err := applyFilters(&rp, in.CreatedAfter, in.CreatedBefore, in.Q); err != nil {
 		return nil, err
@@ -364,13 +289,13 @@ func (s *Server) listRunsOp(ctx context.Context, in *listRunsIn) (*struct{ Body 
 	for _, r := range runs {
 		page.Runs = append(page.Runs, s.withWaiting(ctx, wireRun(r)))
 	}
-	return &struct{ Body api.RunPage }{page}, nil
+	return &body[api.RunPage]{page}, nil
 }
 
 func (s *Server) waitRun(ctx context.Context, in *struct {
 	ID      string `path:"id" maxLength:"128" doc:"The run's id."`
 	Timeout int    `query:"timeout" minimum:"0" maximum:"3600" default:"30" doc:"Seconds to wait at most; the server bounds it by its MaxWait."`
-}) (*runOut, error) {
+}) (*body[api.Run], error) {
 	sc := s.scope(ctx)
 	if _, err := sc.Get(ctx, in.ID); err != nil {
 		return nil, s.fail("wait", err)
@@ -387,14 +312,14 @@ func (s *Server) waitRun(ctx context.Context, in *struct {
 			return nil, s.fail("wait", err)
 		}
 	}
-	return &runOut{wireRun(run)}, nil
+	return &body[api.Run]{wireRun(run)}, nil
 }
 
 func (s *Server) readJournal(ctx context.Context, in *struct {
 	ID    string `path:"id" maxLength:"128" doc:"The run's id."`
 	After int64  `query:"after" minimum:"0" doc:"Entries after this position."`
 	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Entries per page."`
-}) (*struct{ Body api.EntryPage }, error) {
+}) (*body[api.EntryPage], error) {
 	es, err := s.scope(ctx).Journal(ctx, in.ID, in.After, in.Limit)
 	if err != nil {
 		return nil, s.fail("read journal", err)
@@ -407,7 +332,7 @@ func (s *Server) readJournal(ctx context.Context, in *struct {
 		next := es[len(es)-1].Pos
 		page.Next = &next
 	}
-	return &struct{ Body api.EntryPage }{page}, nil
+	return &body[api.EntryPage]{page}, nil
 }
 
 func wireRun(r hitch.Run) api.Run {
@@ -419,8 +344,7 @@ func wireRun(r hitch.Run) api.Run {
 	if o := r.Outcome; o != nil {
 		out.Outcome = &api.Outcome{Status: string(o.Status), Answer: o.Answer, Raw: o.Raw, Reason: o.Reason, Error: o.Error,
 			Uncertain: o.Uncertain, CancelledBy: o.CancelledBy, CancelReason: o.CancelReason, Turns: o.Turns, Attempts: o.Attempts, CostUSD: o.CostUSD,
-			Usage: api.Usage{InputTokens: o.Usage.InputTokens, OutputTokens: o.Usage.OutputTokens,
-				CachedInputTokens: o.Usage.CachedInputTokens, Generations: o.Usage.Generations}}
+			Usage: wireUsage(o.Usage)}
 	}
 	return out
 }
@@ -484,10 +408,7 @@ func (s *Server) withWaiting(ctx context.Context, r api.Run) api.Run {
 }
 
 // runAfter answers a command with the run as it stands after it.
-func (s *Server) runAfter(ctx context.Context, id string) (*runOut, error) {
+func (s *Server) runAfter(ctx context.Context, id string) (*body[api.Run], error) {
 	run, err := s.scope(ctx).Get(ctx, id)
-	if err != nil {
-		return nil, s.fail("get run", err)
-	}
-	return &runOut{wireRun(run)}, nil
+	return reply(s, "get run", run, err, wireRun)
 }

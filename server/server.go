@@ -136,20 +136,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	hc.Security = []map[string][]string{{"bearer": {}}}
 	s.api = humago.New(mux, hc)
-	s.registerHealth()
-	s.registerMe()
-	s.registerRuns()
-	s.registerRunCounts()
-	s.registerEvents()
-	s.registerApprovals()
-	s.registerWorkspaces()
-	s.registerAgents()
-	s.registerPreview()
-	s.registerBudget()
-	s.registerWaits()
-	s.registerSessions()
-	s.registerContext()
-	s.registerDoctor()
+	for _, r := range s.routes() {
+		r.register(s.api, r.Operation)
+	}
 	s.documentCommonErrors()
 	if err := s.mountMCP(mux); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
@@ -314,26 +303,18 @@ func (s *Server) Stop() {
 	})
 }
 
-func (s *Server) registerHealth() {
-	huma.Register(s.api, huma.Operation{
-		OperationID: "healthz", Method: http.MethodGet, Path: "/healthz", Tags: []string{"health"},
-		Summary: "Liveness: the process serves", Security: []map[string][]string{},
-	}, func(ctx context.Context, _ *struct{}) (*struct{ Body api.Health }, error) {
-		return &struct{ Body api.Health }{api.Health{Status: "ok"}}, nil
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "readyz", Method: http.MethodGet, Path: "/readyz", Tags: []string{"health"},
-		Summary: "Readiness: the store answers and the server is not stopping", Security: []map[string][]string{},
-		Errors: []int{http.StatusServiceUnavailable},
-	}, func(ctx context.Context, _ *struct{}) (*struct{ Body api.Health }, error) {
-		if s.stopping.Load() {
-			return nil, api.NewProblem(api.TypeUnavailable, "the server is stopping")
-		}
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		if _, err := s.cfg.Store.Now(cctx); err != nil {
-			return nil, api.NewProblem(api.TypeUnavailable, "the store does not answer")
-		}
-		return &struct{ Body api.Health }{api.Health{Status: "ok"}}, nil
-	})
+func (s *Server) healthz(context.Context, *struct{}) (*body[api.Health], error) {
+	return &body[api.Health]{api.Health{Status: "ok"}}, nil
+}
+
+func (s *Server) readyz(ctx context.Context, _ *struct{}) (*body[api.Health], error) {
+	if s.stopping.Load() {
+		return nil, api.NewProblem(api.TypeUnavailable, "the server is stopping")
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := s.cfg.Store.Now(cctx); err != nil {
+		return nil, api.NewProblem(api.TypeUnavailable, "the store does not answer")
+	}
+	return &body[api.Health]{api.Health{Status: "ok"}}, nil
 }

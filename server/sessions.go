@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -27,177 +26,103 @@ type sessionIn struct {
 	ID string `path:"id" maxLength:"128" doc:"The session's id."`
 }
 
-type sessionOut struct {
-	Body api.Session
+func (s *Server) getSession(ctx context.Context, in *sessionIn) (*body[api.Session], error) {
+	ses, err := s.scope(ctx).Sessions().Get(ctx, in.ID)
+	return reply(s, "get session", ses, err, wireSession)
 }
 
-func (s *Server) registerSessions() {
-	huma.Register(s.api, huma.Operation{
-		OperationID: "create-session", Method: http.MethodPost, Path: "/v1/sessions", Tags: []string{"sessions"},
-		Summary:       "Create a session, or return the existing one with the id (admin)",
-		Description:   "Idempotent by id: the same id again returns the session as it stands (200, created false). 201 when created.",
-		DefaultStatus: http.StatusCreated,
-		Responses: map[string]*huma.Response{"200": {
-			Description: "The id existed: the session is returned as it stands.",
-			Content: map[string]*huma.MediaType{"application/json": {
-				Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(api.CreatedSession{}), true, ""),
-			}},
-		}},
-		Errors: []int{http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity},
-	}, s.createSession)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "list-sessions", Method: http.MethodGet, Path: "/v1/sessions", Tags: []string{"sessions"},
-		Summary: "List the tenant's sessions by id, a page at a time",
-	}, s.listSessions)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "get-session", Method: http.MethodGet, Path: "/v1/sessions/{id}", Tags: []string{"sessions"},
-		Summary: "Show one session", Errors: []int{http.StatusNotFound},
-	}, func(ctx context.Context, in *sessionIn) (*sessionOut, error) {
-		ses, err := s.scope(ctx).Sessions().Get(ctx, in.ID)
-		if err != nil {
-			return nil, s.fail("get session", err)
-		}
-		return &sessionOut{wireSession(ses)}, nil
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "send-message", Method: http.MethodPost, Path: "/v1/sessions/{id}/messages", Tags: []string{"sessions"},
-		Summary: "Send a user message to a session (admin)",
-		Description: "The message is durable when the answer is sent. With an Idempotency-Key header, a retried send " +
-			"admits nothing new and answers the first admission with duplicate true (200; 201 for a new admission).",
-		DefaultStatus: http.StatusCreated,
-		Responses: map[string]*huma.Response{"200": {
-			Description: "The Idempotency-Key matched an earlier send: nothing new was admitted.",
-			Content: map[string]*huma.MediaType{"application/json": {
-				Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(api.Sent{}), true, ""),
-			}},
-		}},
-		Errors: []int{http.StatusNotFound, http.StatusForbidden, http.StatusUnprocessableEntity},
-	}, s.send)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "interrupt-session", Method: http.MethodPost, Path: "/v1/sessions/{id}/interrupt", Tags: []string{"sessions"},
-		Summary:     "Interrupt the running submission, if any (operator)",
-		Description: "A durable cancel of the running submission's run: it ends aborted and the next queued message starts. Idempotent; an idle session is left as it is.",
-		Errors:      []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict},
-	}, func(ctx context.Context, in *sessionIn) (*sessionOut, error) {
-		sc := s.scope(ctx)
-		if err := sc.Sessions().Interrupt(ctx, in.ID); err != nil {
-			return nil, s.fail("interrupt", err)
-		}
-		s.hub.wake(sessionKey(in.ID))
-		ses, err := sc.Sessions().Get(ctx, in.ID)
-		if err != nil {
-			return nil, s.fail("interrupt", err)
-		}
-		return &sessionOut{wireSession(ses)}, nil
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "list-queue", Method: http.MethodGet, Path: "/v1/sessions/{id}/queue", Tags: []string{"sessions"},
-		Summary: "List the queued messages in the order they will start", Errors: []int{http.StatusNotFound},
-	}, func(ctx context.Context, in *struct {
-		ID    string `path:"id" maxLength:"128" doc:"The session's id."`
-		Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Messages at most."`
-	}) (*struct{ Body api.Queue }, error) {
-		q, err := s.scope(ctx).Sessions().Queue(ctx, in.ID, in.Limit)
-		if err != nil {
-			return nil, s.fail("queue", err)
-		}
-		return &struct{ Body api.Queue }{api.Queue{Messages: wireQueue(q)}}, nil
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "edit-message", Method: http.MethodPost, Path: "/v1/sessions/{id}/queue/{message}/edit", Tags: []string{"sessions"},
-		Summary: "Replace the text of a queued message; it keeps its place (admin)",
-		Errors:  []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict, http.StatusUnprocessableEntity},
-	}, func(ctx context.Context, in *struct {
-		ID      string `path:"id" maxLength:"128" doc:"The session's id."`
-		Message string `path:"message" maxLength:"128" doc:"The queued message's id."`
-		Body    api.Edit
-	}) (*struct{ Body api.Queue }, error) {
-		if err := s.scope(ctx).Sessions().Edit(ctx, in.ID, in.Message, in.Body.Text); err != nil {
-			return nil, s.fail("edit", err)
-		}
-		s.hub.wake(sessionKey(in.ID))
-		return s.queueOut(ctx, in.ID)
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "remove-message", Method: http.MethodPost, Path: "/v1/sessions/{id}/queue/{message}/remove", Tags: []string{"sessions"},
-		Summary: "Take a queued message out of the queue (admin)",
-		Errors:  []int{http.StatusNotFound, http.StatusForbidden, http.StatusConflict},
-	}, func(ctx context.Context, in *struct {
-		ID      string `path:"id" maxLength:"128" doc:"The session's id."`
-		Message string `path:"message" maxLength:"128" doc:"The queued message's id."`
-	}) (*struct{ Body api.Queue }, error) {
-		if err := s.scope(ctx).Sessions().Remove(ctx, in.ID, in.Message); err != nil {
-			return nil, s.fail("remove", err)
-		}
-		s.hub.wake(sessionKey(in.ID))
-		return s.queueOut(ctx, in.ID)
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "session-status", Method: http.MethodGet, Path: "/v1/sessions/{id}/status", Tags: []string{"sessions"},
-		Summary: "A session's state: its queue, submissions and usage", Errors: []int{http.StatusNotFound},
-	}, func(ctx context.Context, in *sessionIn) (*struct{ Body api.SessionStatus }, error) {
-		st, err := s.scope(ctx).Sessions().Status(ctx, in.ID)
-		if err != nil {
-			return nil, s.fail("session status", err)
-		}
-		return &struct{ Body api.SessionStatus }{wireSessionStatus(st)}, nil
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "session-transcript", Method: http.MethodGet, Path: "/v1/sessions/{id}/transcript", Tags: []string{"sessions"},
-		Summary: "Read a session's journal by position, a page at a time", Errors: []int{http.StatusNotFound},
-	}, func(ctx context.Context, in *struct {
-		ID    string `path:"id" maxLength:"128" doc:"The session's id."`
-		After int64  `query:"after" minimum:"0" doc:"Entries after this position."`
-		Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Entries per page."`
-	}) (*struct{ Body api.SessionEntryPage }, error) {
-		es, err := s.scope(ctx).Sessions().Journal(ctx, in.ID, in.After, in.Limit)
-		if err != nil {
-			return nil, s.fail("session transcript", err)
-		}
-		page := api.SessionEntryPage{Entries: make([]api.SessionEntry, 0, len(es))}
-		for _, e := range es {
-			page.Entries = append(page.Entries, wireSessionEntry(e))
-		}
-		if len(es) == in.Limit {
-			next := es[len(es)-1].Pos
-			page.Next = &next
-		}
-		return &struct{ Body api.SessionEntryPage }{page}, nil
-	})
-	huma.Register(s.api, huma.Operation{
-		OperationID: "stream-session", Method: http.MethodGet, Path: "/v1/sessions/{id}/events", Tags: []string{"sessions"},
-		Summary: "Follow a session's journal as server-sent events",
-		Description: "One `entry` event per session journal entry (data: a SessionEntry), its id the entry's position. " +
-			"Last-Event-ID (or ?after=N) resumes exactly after that position. A session does not end: the stream stays open, with heartbeats, until the client leaves.",
-		Responses: map[string]*huma.Response{"200": {
-			Description: "A text/event-stream: one `entry` event per session journal entry (data: a SessionEntry) and heartbeat comments.",
-			Content:     map[string]*huma.MediaType{"text/event-stream": {Schema: &huma.Schema{Type: "string", Description: "Server-sent events; see docs/api.md."}}},
-		}},
-		Errors: []int{http.StatusNotFound, http.StatusTooManyRequests, http.StatusUnprocessableEntity},
-	}, func(ctx context.Context, in *struct {
-		ID          string `path:"id" maxLength:"128" doc:"The session's id."`
-		After       string `query:"after" maxLength:"32" doc:"Resume after this event id (as Last-Event-ID)."`
-		LastEventID string `header:"Last-Event-ID" maxLength:"32" doc:"Resume after this event id; ?after wins when both are given."`
-	}) (*huma.StreamResponse, error) {
-		sc := s.scope(ctx)
-		if _, err := sc.Sessions().Get(ctx, in.ID); err != nil {
-			return nil, s.fail("stream", err)
-		}
-		after, err := resumePosition(in.After, in.LastEventID, "session journal")
-		if err != nil {
-			return nil, err
-		}
-		release, err := s.openStream(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &huma.StreamResponse{Body: func(hctx huma.Context) {
-			defer release()
-			key := sessionKey(in.ID)
-			f := &follower{s: s, sc: sc, ctx: hctx.Context(), session: in.ID, after: map[string]int64{key: after}, runs: []string{key}}
-			f.serve(hctx, false)
-		}}, nil
-	})
+func (s *Server) interruptSession(ctx context.Context, in *sessionIn) (*body[api.Session], error) {
+	sc := s.scope(ctx)
+	if err := sc.Sessions().Interrupt(ctx, in.ID); err != nil {
+		return nil, s.fail("interrupt", err)
+	}
+	s.hub.wake(sessionKey(in.ID))
+	ses, err := sc.Sessions().Get(ctx, in.ID)
+	return reply(s, "interrupt", ses, err, wireSession)
+}
+
+func (s *Server) listQueue(ctx context.Context, in *struct {
+	ID    string `path:"id" maxLength:"128" doc:"The session's id."`
+	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Messages at most."`
+}) (*body[api.Queue], error) {
+	q, err := s.scope(ctx).Sessions().Queue(ctx, in.ID, in.Limit)
+	return reply(s, "queue", q, err, wireQueueAnswer)
+}
+
+// messagePath names a queued message of a session.
+type messagePath struct {
+	ID      string `path:"id" maxLength:"128" doc:"The session's id."`
+	Message string `path:"message" maxLength:"128" doc:"The queued message's id."`
+}
+
+func (s *Server) editMessage(ctx context.Context, in *struct {
+	ID      string `path:"id" maxLength:"128" doc:"The session's id."`
+	Message string `path:"message" maxLength:"128" doc:"The queued message's id."`
+	Body    api.Edit
+}) (*body[api.Queue], error) {
+	if err := s.scope(ctx).Sessions().Edit(ctx, in.ID, in.Message, in.Body.Text); err != nil {
+		return nil, s.fail("edit", err)
+	}
+	s.hub.wake(sessionKey(in.ID))
+	return s.queueOut(ctx, in.ID)
+}
+
+func (s *Server) removeMessage(ctx context.Context, in *messagePath) (*body[api.Queue], error) {
+	if err := s.scope(ctx).Sessions().Remove(ctx, in.ID, in.Message); err != nil {
+		return nil, s.fail("remove", err)
+	}
+	s.hub.wake(sessionKey(in.ID))
+	return s.queueOut(ctx, in.ID)
+}
+
+func (s *Server) sessionStatus(ctx context.Context, in *sessionIn) (*body[api.SessionStatus], error) {
+	st, err := s.scope(ctx).Sessions().Status(ctx, in.ID)
+	return reply(s, "session status", st, err, wireSessionStatus)
+}
+
+func (s *Server) sessionTranscript(ctx context.Context, in *struct {
+	ID    string `path:"id" maxLength:"128" doc:"The session's id."`
+	After int64  `query:"after" minimum:"0" doc:"Entries after this position."`
+	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Entries per page."`
+}) (*body[api.SessionEntryPage], error) {
+	es, err := s.scope(ctx).Sessions().Journal(ctx, in.ID, in.After, in.Limit)
+	if err != nil {
+		return nil, s.fail("session transcript", err)
+	}
+	page := api.SessionEntryPage{Entries: make([]api.SessionEntry, 0, len(es))}
+	for _, e := range es {
+		page.Entries = append(page.Entries, wireSessionEntry(e))
+	}
+	if len(es) == in.Limit {
+		next := es[len(es)-1].Pos
+		page.Next = &next
+	}
+	return &body[api.SessionEntryPage]{page}, nil
+}
+
+func (s *Server) streamSession(ctx context.Context, in *struct {
+	ID          string `path:"id" maxLength:"128" doc:"The session's id."`
+	After       string `query:"after" maxLength:"32" doc:"Resume after this event id (as Last-Event-ID)."`
+	LastEventID string `header:"Last-Event-ID" maxLength:"32" doc:"Resume after this event id; ?after wins when both are given."`
+}) (*huma.StreamResponse, error) {
+	sc := s.scope(ctx)
+	if _, err := sc.Sessions().Get(ctx, in.ID); err != nil {
+		return nil, s.fail("stream", err)
+	}
+	after, err := resumePosition(in.After, in.LastEventID, "session journal")
+	if err != nil {
+		return nil, err
+	}
+	release, err := s.openStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &huma.StreamResponse{Body: func(hctx huma.Context) {
+		defer release()
+		key := sessionKey(in.ID)
+		f := &follower{s: s, sc: sc, ctx: hctx.Context(), session: in.ID, after: map[string]int64{key: after}, runs: []string{key}}
+		f.serve(hctx, false)
+	}}, nil
 }
 
 func (s *Server) createSession(ctx context.Context, in *struct {
@@ -231,7 +156,7 @@ func (s *Server) createSession(ctx context.Context, in *struct {
 func (s *Server) listSessions(ctx context.Context, in *struct {
 	After string `query:"after" maxLength:"512" doc:"The cursor the previous page returned."`
 	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"50" doc:"Sessions per page."`
-}) (*struct{ Body api.SessionPage }, error) {
+}) (*body[api.SessionPage], error) {
 	list, next, err := s.scope(ctx).Sessions().List(ctx, sessions.ListParams{After: in.After, Limit: in.Limit})
 	if err != nil {
 		return nil, s.fail("list sessions", err)
@@ -240,7 +165,7 @@ func (s *Server) listSessions(ctx context.Context, in *struct {
 	for _, ses := range list {
 		page.Sessions = append(page.Sessions, wireSession(ses))
 	}
-	return &struct{ Body api.SessionPage }{page}, nil
+	return &body[api.SessionPage]{page}, nil
 }
 
 func (s *Server) send(ctx context.Context, in *struct {
@@ -277,12 +202,9 @@ func (s *Server) send(ctx context.Context, in *struct {
 	}{status, api.Sent{MessageID: res.MessageID, Position: res.Position, Mode: string(res.Mode), Duplicate: res.Duplicate}}, nil
 }
 
-func (s *Server) queueOut(ctx context.Context, id string) (*struct{ Body api.Queue }, error) {
+func (s *Server) queueOut(ctx context.Context, id string) (*body[api.Queue], error) {
 	q, err := s.scope(ctx).Sessions().Queue(ctx, id, 0)
-	if err != nil {
-		return nil, s.fail("queue", err)
-	}
-	return &struct{ Body api.Queue }{api.Queue{Messages: wireQueue(q)}}, nil
+	return reply(s, "queue", q, err, wireQueueAnswer)
 }
 
 // sessionPass sends the session's journal entries past the cursor, a page
@@ -326,6 +248,8 @@ func wireQueue(q []sessions.QueuedMessage) []api.QueuedMessage {
 	}
 	return out
 }
+
+func wireQueueAnswer(q []sessions.QueuedMessage) api.Queue { return api.Queue{Messages: wireQueue(q)} }
 
 func wireUsage(u hitch.Usage) api.Usage {
 	return api.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens, Generations: u.Generations}
