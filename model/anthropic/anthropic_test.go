@@ -1,9 +1,7 @@
 package anthropic_test
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -265,72 +263,48 @@ func errorBody(typ, msg string) string {
 	return string(b)
 }
 
-func TestRetryableThenSuccess(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		fail  modeltest.Exchange
-		kind  model.Kind
-		after time.Duration
-	}{
-		{"429", modeltest.Exchange{Status: 429, Header: map[string]string{"Retry-After": "7"},
+// provider is this package's model for the contract every provider keeps.
+var provider = modeltest.Provider{
+	Name: "anthropic",
+	Key:  testKey,
+	New: func(t *testing.T, exchanges ...modeltest.Exchange) (model.Model, *modeltest.Server) {
+		return newModel(t, anthropic.Config{AnswerTool: true}, exchanges...)
+	},
+	Closed: func() (model.Model, error) {
+		return anthropic.New(anthropic.Config{Model: "claude-haiku-4-5", BaseURL: "http://127.0.0.1:1", APIKey: testKey})
+	},
+	CheckRequests: func(t *testing.T, srv *modeltest.Server, n int) { checkRequests(t, srv, n) },
+	Fixtures:      "testdata/",
+	NoUsageText:   "OK",
+	CutAt:         `"text":" the`,
+	// Ends cleanly after message_delta, without message_stop.
+	ShortThrough: `"stop_reason":"end_turn"`,
+	Retryable: []modeltest.RetryCase{
+		{Name: "429", Fail: modeltest.Exchange{Status: 429, Header: map[string]string{"Retry-After": "7"},
 			Body: errorBody("rate_limit_error", "This request would exceed the rate limit for your organization of 50 input tokens per minute.")},
-			model.KindRateLimited, 7 * time.Second},
-		{"429-date", modeltest.Exchange{Status: 429, Header: map[string]string{"Retry-After": time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)},
+			Kind: model.KindRateLimited, After: 7 * time.Second},
+		{Name: "429-date", Fail: modeltest.Exchange{Status: 429, Header: map[string]string{"Retry-After": time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)},
 			Body: errorBody("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit")},
-			model.KindRateLimited, 59 * time.Minute},
-		{"500", modeltest.Exchange{Status: 500, Body: errorBody("api_error", "Internal server error")}, model.KindOverloaded, 0},
-		{"529", modeltest.Exchange{Status: 529, Body: errorBody("overloaded_error", "Overloaded")}, model.KindOverloaded, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			m, srv := newModel(t, anthropic.Config{}, tc.fail, fixture(t, "text.sse"))
-			_, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
-			me := modeltest.AsError(t, err)
-			if me.Kind != tc.kind || !me.Kind.Retryable() || me.Status != tc.fail.Status || me.Message == "" || me.Provider != "anthropic" {
-				t.Errorf("error %+v", me)
-			}
-			// An HTTP date is read against the clock: allow the seconds the test took.
-			if me.RetryAfter < tc.after || me.RetryAfter > tc.after+time.Minute+time.Second {
-				t.Errorf("retry after %v, want about %v", me.RetryAfter, tc.after)
-			}
-			if tc.after == 0 && me.RetryAfter != 0 {
-				t.Errorf("retry after %v, want none", me.RetryAfter)
-			}
-			_, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
-			if err != nil || reply.Text != "Hello there!" {
-				t.Fatalf("second call: %v %+v", err, reply)
-			}
-			checkRequests(t, srv, 2)
-		})
-	}
+			Kind: model.KindRateLimited, After: 59 * time.Minute, Slack: time.Minute + time.Second},
+		{Name: "500", Fail: modeltest.Exchange{Status: 500, Body: errorBody("api_error", "Internal server error")}, Kind: model.KindOverloaded},
+		{Name: "529", Fail: modeltest.Exchange{Status: 529, Body: errorBody("overloaded_error", "Overloaded")}, Kind: model.KindOverloaded},
+	},
+	Permanent: []modeltest.PermanentCase{
+		{Name: "400", Status: 400, Body: errorBody("invalid_request_error", "messages.1.content.0: tool_use ids must be unique"), Kind: model.KindInvalidRequest, Msg: "must be unique"},
+		{Name: "404", Status: 404, Body: errorBody("not_found_error", "model: claude-9"), Kind: model.KindInvalidRequest, Msg: "claude-9"},
+		{Name: "413", Status: 413, Body: errorBody("request_too_large", "Request exceeds the maximum allowed number of bytes."), Kind: model.KindInvalidRequest, Msg: "maximum"},
+		{Name: "403", Status: 403, Body: errorBody("permission_error", "Your API key does not have permission to use the specified resource."), Kind: model.KindUnauthorized, Msg: "permission"},
+	},
+	Invalid: []*model.Request{
+		nil,
+		{Messages: []model.Message{{Role: "system", Text: "x"}}},
+		{Messages: []model.Message{{Role: model.RoleTool, Text: "x"}}},
+		{Tools: []model.ToolSpec{{Name: "t", Schema: json.RawMessage(`true`)}}},
+		{Answer: &model.AnswerSpec{Name: "lookup", Schema: json.RawMessage(`{}`)}, Tools: []model.ToolSpec{{Name: "lookup"}}},
+	},
 }
 
-func TestPermanentErrors(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		status int
-		body   string
-		kind   model.Kind
-		msg    string
-	}{
-		{400, errorBody("invalid_request_error", "messages.1.content.0: tool_use ids must be unique"), model.KindInvalidRequest, "must be unique"},
-		{404, errorBody("not_found_error", "model: claude-9"), model.KindInvalidRequest, "claude-9"},
-		{413, errorBody("request_too_large", "Request exceeds the maximum allowed number of bytes."), model.KindInvalidRequest, "maximum"},
-		{403, errorBody("permission_error", "Your API key does not have permission to use the specified resource."), model.KindUnauthorized, "permission"},
-	} {
-		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
-			t.Parallel()
-			m, srv := newModel(t, anthropic.Config{}, modeltest.Exchange{Status: tc.status, Body: tc.body})
-			_, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
-			me := modeltest.AsError(t, err)
-			if me.Kind != tc.kind || me.Kind.Retryable() || me.Status != tc.status || !strings.Contains(me.Message, tc.msg) {
-				t.Errorf("error %+v", me)
-			}
-			checkRequests(t, srv, 1)
-		})
-	}
-}
+func TestContract(t *testing.T) { modeltest.Contract(t, provider) }
 
 func TestKeyNeverInErrors(t *testing.T) {
 	t.Parallel()
@@ -351,34 +325,8 @@ func TestKeyNeverInErrors(t *testing.T) {
 		if me.Kind != model.KindUnauthorized || me.Status != want || !strings.Contains(me.Message, "[redacted]") {
 			t.Errorf("call %d: error %+v", i, me)
 		}
-		for e := error(me); e != nil; e = errors.Unwrap(e) {
-			for _, s := range []string{e.Error(), fmt.Sprintf("%+v", e), fmt.Sprintf("%#v", e)} {
-				if strings.Contains(s, testKey) {
-					t.Fatalf("call %d: key leaked: %s", i, s)
-				}
-			}
-		}
+		modeltest.NoKey(t, me, testKey)
 	}
-}
-
-func TestStreamCut(t *testing.T) {
-	t.Parallel()
-	body := modeltest.Fixture(t, "testdata/text.sse")
-	cut := modeltest.Exchange{Body: body, CutAfter: modeltest.Cut(t, body, `"text":" the`)}
-	// Ends cleanly after message_delta, without message_stop.
-	short := modeltest.Exchange{Body: modeltest.ThroughEvent(t, body, `"stop_reason":"end_turn"`)}
-	m, srv := newModel(t, anthropic.Config{}, cut, short)
-	for _, name := range []string{"dropped", "short"} {
-		deltas, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
-		me := modeltest.AsError(t, err)
-		if me.Kind != model.KindUnreachable || !me.Kind.Retryable() {
-			t.Errorf("%s: error %+v", name, me)
-		}
-		if len(deltas) == 0 || deltas[0] != "Hello" {
-			t.Errorf("%s: deltas %q", name, deltas)
-		}
-	}
-	checkRequests(t, srv, 2)
 }
 
 func TestErrorInsideStream(t *testing.T) {
@@ -390,40 +338,6 @@ func TestErrorInsideStream(t *testing.T) {
 		t.Errorf("error %+v deltas %q", me, deltas)
 	}
 	checkRequests(t, srv, 1)
-}
-
-func TestNoUsage(t *testing.T) {
-	t.Parallel()
-	m, _ := newModel(t, anthropic.Config{}, fixture(t, "no_usage.sse"))
-	_, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if reply.Usage != nil || reply.Text != "OK" {
-		t.Errorf("reply %+v usage %+v", reply, reply.Usage)
-	}
-}
-
-func TestCancelMidStream(t *testing.T) {
-	t.Parallel()
-	body := modeltest.Fixture(t, "testdata/text.sse")
-	m, _ := newModel(t, anthropic.Config{}, modeltest.Exchange{Body: modeltest.ThroughEvent(t, body, `"Hello"`), Hold: true})
-	err := modeltest.CancelMidStream(t, m, modeltest.Hello(), "Hello")
-	if me := modeltest.AsError(t, err); me.Kind != model.KindCancelled || !errors.Is(err, context.Canceled) {
-		t.Errorf("error %+v", me)
-	}
-}
-
-func TestUnreachable(t *testing.T) {
-	t.Parallel()
-	m, err := anthropic.New(anthropic.Config{Model: "claude-haiku-4-5", BaseURL: "http://127.0.0.1:1", APIKey: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = modeltest.Run(t.Context(), m, modeltest.Hello())
-	if me := modeltest.AsError(t, err); me.Kind != model.KindUnreachable || strings.Contains(me.Error(), testKey) {
-		t.Errorf("error %+v", me)
-	}
 }
 
 // The environment's key must never be picked up, and a base URL written
@@ -445,26 +359,6 @@ func TestNoAmbientKey(t *testing.T) {
 	}
 	if m.Name() != "anthropic/claude-haiku-4-5" {
 		t.Errorf("name %q", m.Name())
-	}
-}
-
-func TestBadRequests(t *testing.T) {
-	t.Parallel()
-	m, srv := newModel(t, anthropic.Config{AnswerTool: true})
-	for _, req := range []*model.Request{
-		nil,
-		{Messages: []model.Message{{Role: "system", Text: "x"}}},
-		{Messages: []model.Message{{Role: model.RoleTool, Text: "x"}}},
-		{Tools: []model.ToolSpec{{Name: "t", Schema: json.RawMessage(`true`)}}},
-		{Answer: &model.AnswerSpec{Name: "lookup", Schema: json.RawMessage(`{}`)}, Tools: []model.ToolSpec{{Name: "lookup"}}},
-	} {
-		_, _, err := modeltest.Run(t.Context(), m, req)
-		if me := modeltest.AsError(t, err); me.Kind != model.KindInvalidRequest {
-			t.Errorf("request %+v: error %+v", req, me)
-		}
-	}
-	if n := len(srv.Requests()); n != 0 {
-		t.Errorf("%d requests sent for invalid input", n)
 	}
 }
 

@@ -3,7 +3,6 @@ package openai_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -316,78 +315,63 @@ func errorBody(typ, code, msg string) string {
 	return string(b)
 }
 
-func TestRetryableThenSuccess(t *testing.T) {
-	t.Parallel()
-	for _, a := range apis {
-		for _, tc := range []struct {
-			name  string
-			fail  modeltest.Exchange
-			kind  model.Kind
-			after time.Duration
-		}{
-			{"429", modeltest.Exchange{Status: 429, Header: map[string]string{"Retry-After": "2"},
+// provider is a wire protocol's model for the contract every provider
+// keeps.
+func provider(api, path, prefix, text string) modeltest.Provider {
+	return modeltest.Provider{
+		Name: "openai",
+		Key:  testKey,
+		New: func(t *testing.T, exchanges ...modeltest.Exchange) (model.Model, *modeltest.Server) {
+			return newModel(t, api, exchanges...)
+		},
+		Closed: func() (model.Model, error) {
+			return openai.New(openai.Config{Model: "llama3.2", BaseURL: "http://127.0.0.1:1/v1", APIKey: testKey, API: api})
+		},
+		CheckRequests: func(t *testing.T, srv *modeltest.Server, n int) { checkRequests(t, srv, path, n) },
+		Fixtures:      "testdata/" + prefix,
+		NoUsageText:   text,
+		// Dropped in the middle of the second delta's event.
+		CutAt: `" there!"`,
+		// A clean end of the body before the provider said it was done.
+		ShortThrough: `"Hello"`,
+		Retryable: []modeltest.RetryCase{
+			{Name: "429", Fail: modeltest.Exchange{Status: 429, Header: map[string]string{"Retry-After": "2"},
 				Body: errorBody("tokens", "rate_limit_exceeded", "Rate limit reached for gpt-4o-mini on tokens per min (TPM): Limit 200000, Used 199800, Requested 900.")},
-				model.KindRateLimited, 2 * time.Second},
-			{"429-ms", modeltest.Exchange{Status: 429, Header: map[string]string{"Retry-After-Ms": "1500", "Retry-After": "2"},
+				Kind: model.KindRateLimited, After: 2 * time.Second},
+			{Name: "429-ms", Fail: modeltest.Exchange{Status: 429, Header: map[string]string{"Retry-After-Ms": "1500", "Retry-After": "2"},
 				Body: errorBody("requests", "rate_limit_exceeded", "Rate limit reached for requests")},
-				model.KindRateLimited, 1500 * time.Millisecond},
-			{"500", modeltest.Exchange{Status: 500,
+				Kind: model.KindRateLimited, After: 1500 * time.Millisecond},
+			{Name: "500", Fail: modeltest.Exchange{Status: 500,
 				Body: errorBody("server_error", "", "The server had an error while processing your request. Sorry about that!")},
-				model.KindOverloaded, 0},
-			{"503", modeltest.Exchange{Status: 503, ContentType: "text/html", Body: "<html><body>upstream connect error</body></html>"},
-				model.KindOverloaded, 0},
-		} {
-			t.Run(a.api+"/"+tc.name, func(t *testing.T) {
-				t.Parallel()
-				m, srv := newModel(t, a.api, tc.fail, fixture(t, a.prefix+"text.sse"))
-				_, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
-				me := modeltest.AsError(t, err)
-				if me.Kind != tc.kind || !me.Kind.Retryable() || me.RetryAfter != tc.after || me.Status != tc.fail.Status {
-					t.Errorf("error %+v", me)
-				}
-				if me.Message == "" {
-					t.Errorf("no provider message in %v", me)
-				}
-				// The engine tries again; the second attempt succeeds.
-				_, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
-				if err != nil || reply.Text != "Hello there!" {
-					t.Fatalf("second call: %v %+v", err, reply)
-				}
-				checkRequests(t, srv, a.path, 2)
-			})
-		}
+				Kind: model.KindOverloaded},
+			{Name: "503", Fail: modeltest.Exchange{Status: 503, ContentType: "text/html", Body: "<html><body>upstream connect error</body></html>"},
+				Kind: model.KindOverloaded},
+		},
+		Permanent: []modeltest.PermanentCase{
+			{Name: "400", Status: 400, Body: errorBody("invalid_request_error", "", "Invalid schema for response_format 'answer': 'required' is required."), Kind: model.KindInvalidRequest, Msg: "Invalid schema"},
+			{Name: "404", Status: 404, Body: errorBody("invalid_request_error", "model_not_found", "The model `gpt-9` does not exist or you do not have access to it."), Kind: model.KindInvalidRequest, Msg: "does not exist"},
+			{Name: "422", Status: 422, Body: `{"detail":"Input should be a valid list"}`, Kind: model.KindInvalidRequest, Msg: "valid list"},
+			{Name: "ollama-404", Status: 404, Body: `{"error":"model \"llama9\" not found, try pulling it first"}`, Kind: model.KindInvalidRequest, Msg: "try pulling"},
+			{Name: "403", Status: 403, Body: errorBody("invalid_request_error", "unsupported_country_region_territory", "Country, region, or territory not supported"), Kind: model.KindUnauthorized, Msg: "not supported"},
+			{Name: "quota", Status: 429, Body: errorBody("insufficient_quota", "insufficient_quota", "You exceeded your current quota, please check your plan and billing details."), Kind: model.KindUnauthorized, Msg: "quota"},
+		},
+		Invalid: []*model.Request{
+			nil,
+			{Messages: []model.Message{{Role: "system", Text: "x"}}},
+			{Messages: []model.Message{{Role: model.RoleTool, Text: "x"}}},
+			{Tools: []model.ToolSpec{{Name: "t", Schema: json.RawMessage(`[1]`)}}},
+			{Answer: &model.AnswerSpec{Schema: json.RawMessage(`"x"`)}},
+		},
 	}
 }
 
-func TestPermanentErrors(t *testing.T) {
-	t.Parallel()
-	for _, a := range apis {
-		for _, tc := range []struct {
-			name   string
-			status int
-			body   string
-			kind   model.Kind
-			msg    string
-		}{
-			{"400", 400, errorBody("invalid_request_error", "", "Invalid schema for response_format 'answer': 'required' is required."), model.KindInvalidRequest, "Invalid schema"},
-			{"404", 404, errorBody("invalid_request_error", "model_not_found", "The model `gpt-9` does not exist or you do not have access to it."), model.KindInvalidRequest, "does not exist"},
-			{"422", 422, `{"detail":"Input should be a valid list"}`, model.KindInvalidRequest, "valid list"},
-			{"ollama-404", 404, `{"error":"model \"llama9\" not found, try pulling it first"}`, model.KindInvalidRequest, "try pulling"},
-			{"403", 403, errorBody("invalid_request_error", "unsupported_country_region_territory", "Country, region, or territory not supported"), model.KindUnauthorized, "not supported"},
-			{"quota", 429, errorBody("insufficient_quota", "insufficient_quota", "You exceeded your current quota, please check your plan and billing details."), model.KindUnauthorized, "quota"},
-		} {
-			t.Run(a.api+"/"+tc.name, func(t *testing.T) {
-				t.Parallel()
-				m, srv := newModel(t, a.api, modeltest.Exchange{Status: tc.status, Body: tc.body})
-				_, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
-				me := modeltest.AsError(t, err)
-				if me.Kind != tc.kind || me.Kind.Retryable() || me.Status != tc.status || !strings.Contains(me.Message, tc.msg) {
-					t.Errorf("error %+v", me)
-				}
-				checkRequests(t, srv, a.path, 1)
-			})
-		}
-	}
+func TestContract(t *testing.T) {
+	t.Run(openai.APIChat, func(t *testing.T) {
+		modeltest.Contract(t, provider(openai.APIChat, "/v1/chat/completions", "chat_", "OK"))
+	})
+	t.Run(openai.APIResponses, func(t *testing.T) {
+		modeltest.Contract(t, provider(openai.APIResponses, "/v1/responses", "resp_", "Hello there!"))
+	})
 }
 
 func TestKeyNeverInErrors(t *testing.T) {
@@ -410,59 +394,7 @@ func TestKeyNeverInErrors(t *testing.T) {
 			if !strings.Contains(me.Message, "Incorrect API key provided") {
 				t.Errorf("message lost: %q", me.Message)
 			}
-			for e := error(me); e != nil; e = errors.Unwrap(e) {
-				for _, s := range []string{e.Error(), fmt.Sprintf("%+v", e), fmt.Sprintf("%#v", e)} {
-					if strings.Contains(s, testKey) {
-						t.Fatalf("key leaked: %s", s)
-					}
-				}
-			}
-		})
-	}
-}
-
-func TestStreamCut(t *testing.T) {
-	t.Parallel()
-	for _, a := range apis {
-		t.Run(a.api, func(t *testing.T) {
-			t.Parallel()
-			body := modeltest.Fixture(t, "testdata/"+a.prefix+"text.sse")
-			// Dropped in the middle of the second delta's event.
-			cut := modeltest.Exchange{Body: body, CutAfter: modeltest.Cut(t, body, `" there!"`)}
-			// A clean end of the body before the provider said it was done.
-			short := modeltest.Exchange{Body: modeltest.ThroughEvent(t, body, `"Hello"`)}
-			m, srv := newModel(t, a.api, cut, short)
-			for _, ex := range []string{"dropped", "short"} {
-				deltas, _, err := modeltest.Run(t.Context(), m, modeltest.Hello())
-				me := modeltest.AsError(t, err)
-				if me.Kind != model.KindUnreachable || !me.Kind.Retryable() {
-					t.Errorf("%s: error %+v", ex, me)
-				}
-				if len(deltas) == 0 || deltas[0] != "Hello" {
-					t.Errorf("%s: deltas before the cut %q", ex, deltas)
-				}
-			}
-			checkRequests(t, srv, a.path, 2)
-		})
-	}
-}
-
-func TestNoUsage(t *testing.T) {
-	t.Parallel()
-	for _, a := range apis {
-		t.Run(a.api, func(t *testing.T) {
-			t.Parallel()
-			m, _ := newModel(t, a.api, fixture(t, a.prefix+"no_usage.sse"))
-			_, reply, err := modeltest.Run(t.Context(), m, modeltest.Hello())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if reply.Usage != nil {
-				t.Errorf("usage %+v, want nil", reply.Usage)
-			}
-			if reply.Text == "" {
-				t.Errorf("reply %+v", reply)
-			}
+			modeltest.NoKey(t, me, testKey)
 		})
 	}
 }
@@ -486,23 +418,6 @@ func TestErrorInsideStream(t *testing.T) {
 	}
 }
 
-func TestCancelMidStream(t *testing.T) {
-	t.Parallel()
-	for _, a := range apis {
-		t.Run(a.api, func(t *testing.T) {
-			t.Parallel()
-			body := modeltest.Fixture(t, "testdata/"+a.prefix+"text.sse")
-			// The server sends the first delta and then stalls, as a slow model would.
-			held := modeltest.Exchange{Body: modeltest.ThroughEvent(t, body, `"Hello"`), Hold: true}
-			m, _ := newModel(t, a.api, held)
-			err := modeltest.CancelMidStream(t, m, modeltest.Hello(), "Hello")
-			if me := modeltest.AsError(t, err); me.Kind != model.KindCancelled || !errors.Is(err, context.Canceled) {
-				t.Errorf("error %+v", me)
-			}
-		})
-	}
-}
-
 func TestDeadline(t *testing.T) {
 	t.Parallel()
 	body := modeltest.Fixture(t, "testdata/chat_text.sse")
@@ -511,19 +426,6 @@ func TestDeadline(t *testing.T) {
 	defer cancel()
 	_, _, err := modeltest.Run(ctx, m, modeltest.Hello())
 	if me := modeltest.AsError(t, err); me.Kind != model.KindTimedOut || !me.Kind.Retryable() {
-		t.Errorf("error %+v", me)
-	}
-}
-
-func TestUnreachable(t *testing.T) {
-	t.Parallel()
-	m, err := openai.New(openai.Config{Model: "llama3.2", BaseURL: "http://127.0.0.1:1/v1", APIKey: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = modeltest.Run(t.Context(), m, modeltest.Hello())
-	me := modeltest.AsError(t, err)
-	if me.Kind != model.KindUnreachable || strings.Contains(me.Error(), testKey) {
 		t.Errorf("error %+v", me)
 	}
 }
@@ -602,26 +504,6 @@ func TestMaxTokensField(t *testing.T) {
 		if body[tc.want] != float64(64) {
 			t.Errorf("field %q: body %v", tc.field, body)
 		}
-	}
-}
-
-func TestBadRequests(t *testing.T) {
-	t.Parallel()
-	m, srv := newModel(t, openai.APIChat)
-	for _, req := range []*model.Request{
-		nil,
-		{Messages: []model.Message{{Role: "system", Text: "x"}}},
-		{Messages: []model.Message{{Role: model.RoleTool, Text: "x"}}},
-		{Tools: []model.ToolSpec{{Name: "t", Schema: json.RawMessage(`[1]`)}}},
-		{Answer: &model.AnswerSpec{Schema: json.RawMessage(`"x"`)}},
-	} {
-		_, _, err := modeltest.Run(t.Context(), m, req)
-		if me := modeltest.AsError(t, err); me.Kind != model.KindInvalidRequest {
-			t.Errorf("request %+v: error %+v", req, me)
-		}
-	}
-	if n := len(srv.Requests()); n != 0 {
-		t.Errorf("%d requests sent for invalid input", n)
 	}
 }
 
