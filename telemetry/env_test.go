@@ -11,11 +11,11 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/internal/otlptest"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/secret"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/telemetry"
 	"github.com/hitch-dev/hitch/tool"
 )
@@ -44,11 +44,7 @@ func TestFromEnvExportsOverGRPC(t *testing.T) {
 	t.Setenv("OTEL_SERVICE_NAME", "hitch-grpc-test")
 
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"))
 	red, err := secret.New(map[string]string{"KEY": canary})
 	if err != nil {
 		t.Fatal(err)
@@ -113,11 +109,7 @@ func TestFromEnvExportsOverGRPC(t *testing.T) {
 // the variable, as is a content switch that is not a boolean.
 func TestFromEnvProtocols(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"))
 	for _, c := range []struct {
 		env     map[string]string
 		wantErr string

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/route"
@@ -248,13 +249,10 @@ func testGauges(t *testing.T, clk *testclock.Clock, raw store.Store, fallback bo
 // The engine reports every claim and journal append through
 // Config.OnStoreTiming: the appended entries add up to the journal.
 func TestMetricsStoreTiming(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs last
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"))
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(ctx)
@@ -301,24 +299,18 @@ func TestMetricsStoreTiming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		t.Fatal(err)
-	}
 	hist := map[string]metricdata.HistogramDataPoint[float64]{}
 	var entries metricdata.HistogramDataPoint[int64]
-	for _, sm := range rm.ScopeMetrics {
-		for _, mt := range sm.Metrics {
-			switch d := mt.Data.(type) {
-			case metricdata.Histogram[float64]:
-				for _, p := range d.DataPoints {
-					r, _ := p.Attributes.Value("hitch.result")
-					hist[mt.Name+"/"+r.AsString()] = p
-				}
-			case metricdata.Histogram[int64]:
-				if mt.Name == "hitch.journal.append.entries" {
-					entries = d.DataPoints[0]
-				}
+	for _, mt := range collect(t, reader) {
+		switch d := mt.Data.(type) {
+		case metricdata.Histogram[float64]:
+			for _, p := range d.DataPoints {
+				r, _ := p.Attributes.Value("hitch.result")
+				hist[mt.Name+"/"+r.AsString()] = p
+			}
+		case metricdata.Histogram[int64]:
+			if mt.Name == "hitch.journal.append.entries" {
+				entries = d.DataPoints[0]
 			}
 		}
 	}
@@ -394,11 +386,7 @@ func TestFromEnvMetricReaders(t *testing.T) {
 	t.Setenv("OTEL_SDK_DISABLED", "true")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"))
 	if tel, err := telemetry.FromEnv(ctx, telemetry.Options{Store: st}); err != nil || tel != nil {
 		t.Fatalf("no readers: %v %v", tel, err)
 	}
@@ -434,11 +422,7 @@ func TestMetricsBreakers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"))
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(ctx)
@@ -448,22 +432,16 @@ func TestMetricsBreakers(t *testing.T) {
 	}
 	defer m.Close()
 	breakers := func() map[string]int64 {
-		var rm metricdata.ResourceMetrics
-		if err := reader.Collect(ctx, &rm); err != nil {
-			t.Fatal(err)
-		}
 		out := map[string]int64{}
-		for _, sm := range rm.ScopeMetrics {
-			for _, met := range sm.Metrics {
-				g, ok := met.Data.(metricdata.Gauge[int64])
-				if !ok {
-					continue
-				}
-				for _, p := range g.DataPoints {
-					rt, _ := p.Attributes.Value(attribute.Key("hitch.route"))
-					mo, _ := p.Attributes.Value(attribute.Key("hitch.route.model"))
-					out[met.Name+" "+rt.AsString()+" "+mo.AsString()] = p.Value
-				}
+		for _, met := range collect(t, reader) {
+			g, ok := met.Data.(metricdata.Gauge[int64])
+			if !ok {
+				continue
+			}
+			for _, p := range g.DataPoints {
+				rt, _ := p.Attributes.Value(attribute.Key("hitch.route"))
+				mo, _ := p.Attributes.Value(attribute.Key("hitch.route.model"))
+				out[met.Name+" "+rt.AsString()+" "+mo.AsString()] = p.Value
 			}
 		}
 		return out
@@ -481,4 +459,18 @@ func TestMetricsBreakers(t *testing.T) {
 	if got := breakers(); !maps.Equal(got, want) {
 		t.Errorf("after the cool-down: %v, want %v", got, want)
 	}
+}
+
+// collect reads every metric the reader holds now, of every scope.
+func collect(t *testing.T, reader *sdkmetric.ManualReader) []metricdata.Metrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var out []metricdata.Metrics
+	for _, sm := range rm.ScopeMetrics {
+		out = append(out, sm.Metrics...)
+	}
+	return out
 }

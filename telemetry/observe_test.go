@@ -15,6 +15,7 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
@@ -53,11 +54,7 @@ func (s *countingStore) JournalRead(ctx context.Context, p store.JournalReadPara
 func journals(t *testing.T, n int) (store.Store, [][]store.Entry) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithSync(sqlite.SyncNormal))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := hitchtest.OpenStore(t, filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithSync(sqlite.SyncNormal))
 	echo := tool.MustNew("echo", "Echoes.", func(_ context.Context, in struct{ S string }) (string, error) { return in.S, nil })
 	agent, err := hitch.Build(hitch.Spec{Name: "worker", Tools: []tool.Tool{echo}, Policy: policy.AllowAll(),
 		Model: scripted.New("w", scripted.Script{Turns: []scripted.Turn{
@@ -125,26 +122,20 @@ func TestObserveMetersWithoutSpans(t *testing.T) {
 	for i, es := range runs {
 		tel.Observe(ctx, fmt.Sprintf("r%d", i), es)
 	}
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		t.Fatal(err)
-	}
 	sums := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					sums[m.Name] += p.Value
-				}
-			case metricdata.Histogram[float64]:
-				for _, p := range d.DataPoints {
-					sums[m.Name] += int64(p.Count)
-				}
-			case metricdata.Histogram[int64]:
-				for _, p := range d.DataPoints {
-					sums[m.Name] += int64(p.Count)
-				}
+	for _, m := range collect(t, reader) {
+		switch d := m.Data.(type) {
+		case metricdata.Sum[int64]:
+			for _, p := range d.DataPoints {
+				sums[m.Name] += p.Value
+			}
+		case metricdata.Histogram[float64]:
+			for _, p := range d.DataPoints {
+				sums[m.Name] += int64(p.Count)
+			}
+		case metricdata.Histogram[int64]:
+			for _, p := range d.DataPoints {
+				sums[m.Name] += int64(p.Count)
 			}
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -218,15 +217,9 @@ func TestOneTraceAcrossRetriesApprovalsChildrenAndARestart(t *testing.T) {
 		t.Errorf("times: run %v–%v, charge %v–%v", root.StartTime, root.EndTime, chargeSpan.StartTime, chargeSpan.EndTime)
 	}
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		t.Fatal(err)
-	}
 	names := map[string]bool{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			names[m.Name] = true
-		}
+	for _, m := range collect(t, reader) {
+		names[m.Name] = true
 	}
 	for _, want := range []string{"gen_ai.client.token.usage", "gen_ai.client.operation.duration", "hitch.tool.calls", "hitch.runs.ended"} {
 		if !names[want] {
