@@ -136,6 +136,15 @@ func CheckReadLimit(after int64, limit int) (int, error) {
 	return limit, nil
 }
 
+// CheckJournalRead checks a JournalRead's parameters and returns its limit.
+func CheckJournalRead(p JournalReadParams) (int, error) {
+	limit, err := CheckReadLimit(p.After, p.Limit)
+	if err != nil {
+		return 0, err
+	}
+	return limit, CheckKinds(p.Kinds)
+}
+
 // MaxReadMany bounds the runs of one JournalReadMany.
 const MaxReadMany = 100
 
@@ -153,36 +162,36 @@ func CheckReadMany(p JournalReadManyParams) (int, error) {
 	return CheckReadLimit(0, p.Limit)
 }
 
-// Heads is what a driver's JournalReadMany statement read, run by run: the
-// entries (each with its RunID) and each run's journal length.
-type Heads struct {
-	entries map[string][]Entry
-	length  map[string]int64
-}
-
-// Add records a run found by the statement, with its journal length.
-func (h *Heads) Add(runID string, length int64) {
-	if h.length == nil {
-		h.length, h.entries = map[string]int64{}, map[string][]Entry{}
+// JournalHeads reads the rows of a JournalReadMany's statement, one or
+// more a run found: scan reads the current row, the run's id, its
+// journal's length and an entry, ok false for a row without one. It
+// answers the entries in the order of ids, each run's checked whole up to
+// limit (CheckWhole); a run not found has none.
+func JournalHeads(rows Rows, ids []string, limit int, scan func() (runID string, length int64, e Entry, ok bool, err error)) ([][]Entry, error) {
+	var (
+		entries = map[string][]Entry{}
+		lengths = map[string]int64{}
+	)
+	for rows.Next() {
+		id, length, e, ok, err := scan()
+		if err != nil {
+			return nil, err
+		}
+		lengths[id] = length
+		if ok {
+			entries[id] = append(entries[id], e)
+		}
 	}
-	h.length[runID] = length
-}
-
-// AddEntry records an entry of a run the statement read.
-func (h *Heads) AddEntry(e Entry) {
-	h.entries[e.RunID] = append(h.entries[e.RunID], e)
-}
-
-// Answer orders what was read by ids and checks each run's entries are
-// whole up to limit.
-func (h *Heads) Answer(ids []string, limit int) ([][]Entry, error) {
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
 	out := make([][]Entry, len(ids))
 	for i, id := range ids {
-		length, ok := h.length[id]
+		length, ok := lengths[id]
 		if !ok {
 			continue
 		}
-		es := h.entries[id]
+		es := entries[id]
 		slices.SortFunc(es, func(a, b Entry) int { return cmp.Compare(a.Pos, b.Pos) })
 		if err := CheckWhole(es, 0, length, limit); err != nil {
 			return nil, fmt.Errorf("run %q: %w", id, err)

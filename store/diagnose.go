@@ -69,6 +69,13 @@ type LeaseHolder struct {
 	Runs int
 }
 
+// ScanLeaseHolder reads a row of a node's name and the live leases it
+// holds.
+func ScanLeaseHolder(sc Scanner) (LeaseHolder, error) {
+	var h LeaseHolder
+	return h, sc.Scan(&h.Node, &h.Runs)
+}
+
 // SchemaVersionError is returned by a driver's Open when the store's
 // schema was written by a newer hitch than this build: this build refuses
 // to run on it.

@@ -83,3 +83,31 @@ func Claimed(rows Rows, scan func() (key int64, r Run, err error)) ([]Lease, err
 	}
 	return leases, nil
 }
+
+// Renewed reads the rows of a LeaseRenewMany's statement: each a renewed
+// run's id and whether a cancel of it is requested.
+func Renewed(rows ScanRows) (map[string]bool, error) {
+	renewed := make(map[string]bool)
+	for rows.Next() {
+		var (
+			id     string
+			cancel bool
+		)
+		if err := rows.Scan(&id, &cancel); err != nil {
+			return nil, err
+		}
+		renewed[id] = cancel
+	}
+	return renewed, rows.Err()
+}
+
+// Renewals is what LeaseRenewMany did with each of leases, given the runs
+// its statement renewed (Renewed).
+func Renewals(leases []LeaseHeld, renewed map[string]bool) []LeaseRenewal {
+	out := make([]LeaseRenewal, len(leases))
+	for i, l := range leases {
+		cancel, ok := renewed[l.RunID]
+		out[i] = LeaseRenewal{RunID: l.RunID, Renewed: ok, CancelRequested: cancel}
+	}
+	return out
+}

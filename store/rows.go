@@ -25,10 +25,13 @@ func Collect[T any](rows Rows, scan func() (T, error)) ([]T, error) {
 	return out, rows.Err()
 }
 
+// Scanner is a driver's row, or its result set's current row.
+type Scanner = interface{ Scan(dest ...any) error }
+
 // ScanRows is a driver's result set that scans its current row.
 type ScanRows interface {
 	Rows
-	Scan(dest ...any) error
+	Scanner
 }
 
 // CollectCounts reads rows of a status and a count, as RunCountsFor
@@ -105,4 +108,39 @@ func SessionEntries(rows Rows, scan func() (e SessionEntry, ok bool, err error))
 		return nil, ErrSessionNotFound
 	}
 	return out, nil
+}
+
+// JournalEntries reads the rows of a JournalRead's statement, which
+// answers no row when the run does not exist (ErrNotFound) and one row
+// without an entry when it has none after p.After: scan reads the current
+// row, the journal's length and its entry, ok false for a row without one.
+// Unless p keeps only some kinds, the entries must be whole (CheckWhole).
+func JournalEntries(rows Rows, p JournalReadParams, limit int, scan func() (length int64, e Entry, ok bool, err error)) ([]Entry, error) {
+	found := false
+	var length int64
+	entries := make([]Entry, 0, min(limit, 64))
+	for rows.Next() {
+		found = true
+		n, e, ok, err := scan()
+		if err != nil {
+			return nil, err
+		}
+		length = n
+		if ok {
+			entries = append(entries, e)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	if len(p.Kinds) > 0 {
+		return entries, nil // positions between the kinds asked for are not read
+	}
+	if err := CheckWhole(entries, p.After, length, limit); err != nil {
+		return nil, err
+	}
+	return entries, nil
 }

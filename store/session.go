@@ -251,3 +251,24 @@ func (e *MessageStateError) Error() string {
 	}
 	return fmt.Sprintf("message %s is %s, not queued", e.MessageID, e.State)
 }
+
+// MessageColumns are the columns of a session's message that ScanMessage
+// reads, in its order.
+const MessageColumns = `id, pos, mode, text, state, run_id, version`
+
+// MessageNextOrder orders queued messages as they start: interrupts
+// first, then by position.
+const MessageNextOrder = ` ORDER BY (mode = 'interrupt') DESC, pos`
+
+// ScanMessage reads a row of MessageColumns.
+func ScanMessage(sc Scanner) (SessionMessage, error) {
+	var (
+		m           SessionMessage
+		mode, state string
+	)
+	if err := sc.Scan(&m.ID, &m.Pos, &mode, &m.Text, &state, &m.RunID, &m.Version); err != nil {
+		return m, err
+	}
+	m.Mode, m.State = hitchtype.SendMode(mode), hitchtype.MessageState(state)
+	return m, nil
+}

@@ -88,41 +88,24 @@ func (s *Store) DiagnoseNodes(ctx context.Context) (store.Nodes, error) {
 	if s.closed.Load() {
 		return store.Nodes{}, ErrClosed
 	}
-	var out store.Nodes
-	rows, err := s.pool.Query(ctx, `SELECT lease_owner, count(*) FROM hitch_runs
+	var (
+		out store.Nodes
+		err error
+	)
+	out.Holders, err = readAll(ctx, s.pool, func(sc pgx.Row) (store.LeaseHolder, error) { return store.ScanLeaseHolder(sc) },
+		`SELECT lease_owner, count(*) FROM hitch_runs
 		WHERE status IN ('queued', 'running') AND lease_expires > `+nowSQL+` AND lease_owner <> ''
 		GROUP BY lease_owner ORDER BY lease_owner LIMIT $2`, s.clockArg(), store.MaxListLimit)
-	if err != nil {
-		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
+	if err == nil {
+		out.Leaders, err = readAll(ctx, s.pool, scanLeadership, `SELECT name, leader_id, elected_at, expires_at FROM hitch_leaders
+			WHERE expires_at > `+nowSQL+` ORDER BY name LIMIT $2`, s.clockArg(), store.MaxListLimit)
 	}
-	for rows.Next() {
-		var h store.LeaseHolder
-		if err := rows.Scan(&h.Node, &h.Runs); err != nil {
-			rows.Close()
-			return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
-		}
-		out.Holders = append(out.Holders, h)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
-	}
-	rows, err = s.pool.Query(ctx, `SELECT name, leader_id, elected_at, expires_at FROM hitch_leaders
-		WHERE expires_at > `+nowSQL+` ORDER BY name LIMIT $2`, s.clockArg(), store.MaxListLimit)
-	if err != nil {
-		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var l store.Leadership
-		if err := rows.Scan(&l.Name, &l.LeaderID, &l.ElectedAt, &l.ExpiresAt); err != nil {
-			return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
-		}
-		l.ElectedAt, l.ExpiresAt = l.ElectedAt.UTC(), l.ExpiresAt.UTC()
-		out.Leaders = append(out.Leaders, l)
-	}
-	if err := rows.Err(); err != nil {
-		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
-	}
-	return out, nil
+	return store.Result(out, err, "diagnose nodes", "")
+}
+
+func scanLeadership(sc pgx.Row) (store.Leadership, error) {
+	var l store.Leadership
+	err := sc.Scan(&l.Name, &l.LeaderID, &l.ElectedAt, &l.ExpiresAt)
+	l.ElectedAt, l.ExpiresAt = l.ElectedAt.UTC(), l.ExpiresAt.UTC()
+	return l, err
 }

@@ -201,15 +201,9 @@ ORDER BY j.pos`
 // JournalRead returns a run's entries after an offset, in order. A run that
 // does not exist gives store.ErrNotFound.
 func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]store.Entry, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
-	limit, err := store.CheckReadLimit(p.After, p.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
-	}
-	if err := store.CheckKinds(p.Kinds); err != nil {
-		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
+	limit, err := store.CheckJournalRead(p)
+	if err := s.ready(err, "journal read", p.RunID); err != nil {
+		return nil, err
 	}
 	q, args := journalReadSQL, []any{p.RunID, p.After, limit}
 	if len(p.Kinds) > 0 {
@@ -220,33 +214,19 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
 	}
 	defer rows.Close()
-	found := false
-	var length int64
-	entries := make([]store.Entry, 0, min(limit, 64))
-	var row entryRow
+	var (
+		length int64
+		row    entryRow
+	)
 	dest := append([]any{&length}, row.dest()...)
-	for rows.Next() {
-		found = true
+	entries, err := store.JournalEntries(rows, p, limit, func() (int64, store.Entry, bool, error) {
 		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
+			return 0, store.Entry{}, false, err
 		}
-		if e, ok := row.entry(p.RunID); ok {
-			entries = append(entries, e)
-		} // else the run exists but has nothing after p.After
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
-	}
-	if !found {
-		return nil, fmt.Errorf("journal read %q: %w", p.RunID, store.ErrNotFound)
-	}
-	if len(p.Kinds) > 0 {
-		return entries, nil // positions between the kinds asked for are not read
-	}
-	if err := store.CheckWhole(entries, p.After, length, limit); err != nil {
-		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
-	}
-	return entries, nil
+		e, ok := row.entry(p.RunID)
+		return length, e, ok, nil
+	})
+	return store.Result(entries, err, "journal read", p.RunID)
 }
 
 // journalManySQL reads the heads of several journals: positions run from 1
@@ -262,12 +242,9 @@ LEFT JOIN LATERAL (
 
 // JournalReadMany implements store.Store in one statement.
 func (s *Store) JournalReadMany(ctx context.Context, p store.JournalReadManyParams) ([][]store.Entry, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	limit, err := store.CheckReadMany(p)
-	if err != nil {
-		return nil, fmt.Errorf("journal read many: %w", err)
+	if err := s.ready(err, "journal read many", ""); err != nil {
+		return nil, err
 	}
 	if len(p.RunIDs) == 0 {
 		return [][]store.Entry{}, nil
@@ -279,33 +256,22 @@ func (s *Store) JournalReadMany(ctx context.Context, p store.JournalReadManyPara
 	}
 	defer rows.Close()
 	var (
-		heads  store.Heads
-		i      int64 // the run's place in p.RunIDs, from 1
+		i      int64 // the run's place in ids, from 1
 		length int64
 		row    entryRow
 	)
 	dest := append([]any{&i, &length}, row.dest()...)
-	for rows.Next() {
+	out, err := store.JournalHeads(rows, p.RunIDs, limit, func() (string, int64, store.Entry, bool, error) {
 		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("journal read many: %w", err)
+			return "", 0, store.Entry{}, false, err
 		}
 		if i < 1 || i > int64(len(ids)) {
-			return nil, fmt.Errorf("journal read many: the store answered run %d of %d", i, len(ids))
+			return "", 0, store.Entry{}, false, fmt.Errorf("the store answered run %d of %d", i, len(ids))
 		}
-		id := ids[i-1]
-		heads.Add(id, length)
-		if e, ok := row.entry(id); ok {
-			heads.AddEntry(e)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("journal read many: %w", err)
-	}
-	out, err := heads.Answer(p.RunIDs, limit)
-	if err != nil {
-		return nil, fmt.Errorf("journal read many: %w", err)
-	}
-	return out, nil
+		e, ok := row.entry(ids[i-1])
+		return ids[i-1], length, e, ok, nil
+	})
+	return store.Result(out, err, "journal read many", "")
 }
 
 // entryRow receives the entry columns of a journal read (pos, kind, at,

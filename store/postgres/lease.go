@@ -166,33 +166,20 @@ func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams
 	for i, l := range p.Leases {
 		ids[i], tokens[i] = l.RunID, l.Token
 	}
-	renewed := map[string]bool{}
+	var renewed map[string]bool
 	err := s.retry(ctx, func() error {
-		clear(renewed)
 		rows, err := s.pool.Query(ctx, renewManySQL, s.clockArg(), p.Owner, ids, tokens, p.TTL.Microseconds())
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var cancel bool
-			if err := rows.Scan(&id, &cancel); err != nil {
-				return err
-			}
-			renewed[id] = cancel
-		}
-		return rows.Err()
+		renewed, err = store.Renewed(rows)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lease renew many: %w", err)
 	}
-	out := make([]store.LeaseRenewal, len(p.Leases))
-	for i, l := range p.Leases {
-		cancel, ok := renewed[l.RunID]
-		out[i] = store.LeaseRenewal{RunID: l.RunID, Renewed: ok, CancelRequested: cancel}
-	}
-	return out, nil
+	return store.Renewals(p.Leases, renewed), nil
 }
 
 // releaseSQL gives a held lease back: the lease is cleared, the status and

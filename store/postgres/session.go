@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -91,7 +90,7 @@ func (x stx) exec(q string, args ...any) error {
 }
 
 func (x sessionTx) Message(id string) (store.SessionMessage, error) {
-	m, err := scanMessage(x.tx.QueryRow(x.ctx, `SELECT `+messageCols+` FROM hitch_session_messages
+	m, err := scanMessage(x.tx.QueryRow(x.ctx, `SELECT `+store.MessageColumns+` FROM hitch_session_messages
 		WHERE session_seq = $1 AND id = $2`, x.seq, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, fmt.Errorf("%w: %s", store.ErrMessageNotFound, id)
@@ -101,7 +100,7 @@ func (x sessionTx) Message(id string) (store.SessionMessage, error) {
 
 func (x sessionTx) NextQueued() (string, error) {
 	var next string
-	err := x.tx.QueryRow(x.ctx, `SELECT id FROM hitch_session_messages WHERE session_seq = $1 AND state = 'queued'`+nextOrder+` LIMIT 1`,
+	err := x.tx.QueryRow(x.ctx, `SELECT id FROM hitch_session_messages WHERE session_seq = $1 AND state = 'queued'`+store.MessageNextOrder+` LIMIT 1`,
 		x.seq).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
@@ -312,20 +311,8 @@ func (s *Store) SessionRead(ctx context.Context, p store.SessionReadParams) ([]s
 	return store.Result(out, err, "session read", p.SessionID)
 }
 
-const messageCols = `id, pos, mode, text, state, run_id, version`
-
-func scanMessage(sc pgx.Row) (store.SessionMessage, error) {
-	var m store.SessionMessage
-	var mode, state string
-	if err := sc.Scan(&m.ID, &m.Pos, &mode, &m.Text, &state, &m.RunID, &m.Version); err != nil {
-		return m, err
-	}
-	m.Mode, m.State = hitchtype.SendMode(mode), hitchtype.MessageState(state)
-	return m, nil
-}
-
-// nextOrder is the order in which queued messages start.
-const nextOrder = ` ORDER BY (mode = 'interrupt') DESC, pos`
+// scanMessage is store.ScanMessage of a pgx row.
+func scanMessage(sc pgx.Row) (store.SessionMessage, error) { return store.ScanMessage(sc) }
 
 // SessionMessages lists a session's messages.
 func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesParams) ([]store.SessionMessage, error) {
@@ -337,9 +324,9 @@ func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesPara
 	if err != nil {
 		return nil, fmt.Errorf("session messages %q: %w", p.SessionID, err)
 	}
-	q := `SELECT ` + messageCols + ` FROM hitch_session_messages WHERE session_seq = $1 AND state = 'queued'` + nextOrder + ` LIMIT $2`
+	q := `SELECT ` + store.MessageColumns + ` FROM hitch_session_messages WHERE session_seq = $1 AND state = 'queued'` + store.MessageNextOrder + ` LIMIT $2`
 	if p.All {
-		q = `SELECT ` + messageCols + ` FROM hitch_session_messages WHERE session_seq = $1 ORDER BY pos LIMIT $2`
+		q = `SELECT ` + store.MessageColumns + ` FROM hitch_session_messages WHERE session_seq = $1 ORDER BY pos LIMIT $2`
 	}
 	out, err := readAll(ctx, s.pool, scanMessage, q, r.seq, limit)
 	return store.Result(out, err, "session messages", p.SessionID)

@@ -118,41 +118,26 @@ func (s *Store) DiagnoseNodes(ctx context.Context) (store.Nodes, error) {
 		return store.Nodes{}, ErrClosed
 	}
 	now := micros(s.now())
-	var out store.Nodes
-	rows, err := s.rdb.QueryContext(ctx, `SELECT lease_owner, count(*) FROM runs INDEXED BY runs_lease_due
+	var (
+		out store.Nodes
+		err error
+	)
+	out.Holders, err = readAll(ctx, s, store.ScanLeaseHolder, `SELECT lease_owner, count(*) FROM runs INDEXED BY runs_lease_due
 		WHERE status IN ('queued', 'running') AND lease_expires > ?1 AND lease_owner <> ''
 		GROUP BY lease_owner ORDER BY lease_owner LIMIT ?2`, now, store.MaxListLimit)
-	if err != nil {
-		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
+	if err == nil {
+		out.Leaders, err = readAll(ctx, s, scanLeadership, `SELECT name, leader_id, elected_at, expires_at FROM leaders
+			WHERE expires_at > ?1 ORDER BY name LIMIT ?2`, now, store.MaxListLimit)
 	}
-	for rows.Next() {
-		var h store.LeaseHolder
-		if err := rows.Scan(&h.Node, &h.Runs); err != nil {
-			rows.Close()
-			return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
-		}
-		out.Holders = append(out.Holders, h)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
-	}
-	rows, err = s.rdb.QueryContext(ctx, `SELECT name, leader_id, elected_at, expires_at FROM leaders
-		WHERE expires_at > ?1 ORDER BY name LIMIT ?2`, now, store.MaxListLimit)
-	if err != nil {
-		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var l store.Leadership
-		var at, until int64
-		if err := rows.Scan(&l.Name, &l.LeaderID, &at, &until); err != nil {
-			return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
-		}
-		l.ElectedAt, l.ExpiresAt = fromMicros(at), fromMicros(until)
-		out.Leaders = append(out.Leaders, l)
-	}
-	if err := rows.Err(); err != nil {
-		return store.Nodes{}, fmt.Errorf("diagnose nodes: %w", err)
-	}
-	return out, nil
+	return store.Result(out, err, "diagnose nodes", "")
+}
+
+func scanLeadership(sc scanner) (store.Leadership, error) {
+	var (
+		l         store.Leadership
+		at, until int64
+	)
+	err := sc.Scan(&l.Name, &l.LeaderID, &at, &until)
+	l.ElectedAt, l.ExpiresAt = fromMicros(at), fromMicros(until)
+	return l, err
 }

@@ -173,15 +173,9 @@ func (tx *wtx) endFamily(run store.Run, now int64) error {
 // JournalRead returns a run's entries after an offset, in order.
 // A run that does not exist gives store.ErrNotFound.
 func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]store.Entry, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
-	limit, err := store.CheckReadLimit(p.After, p.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
-	}
-	if err := store.CheckKinds(p.Kinds); err != nil {
-		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
+	limit, err := store.CheckJournalRead(p)
+	if err := s.ready(err, "journal read", p.RunID); err != nil {
+		return nil, err
 	}
 	// One statement, so the existence check and the entries come from the
 	// same snapshot: a missing run is the single row with a NULL position.
@@ -209,55 +203,35 @@ func (s *Store) JournalRead(ctx context.Context, p store.JournalReadParams) ([]s
 		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
 	}
 	defer rows.Close()
-	found := false
-	var length int64
-	entries := make([]store.Entry, 0, min(limit, 64))
-	for rows.Next() {
-		found = true
+	entries, err := store.JournalEntries(rows, p, limit, func() (int64, store.Entry, bool, error) {
 		var (
-			pos  sql.NullInt64
-			kind sql.NullString
-			at   sql.NullInt64
-			data sql.NullString
+			length int64
+			pos    sql.NullInt64
+			kind   sql.NullString
+			at     sql.NullInt64
+			data   sql.NullString
 		)
 		if err := rows.Scan(&length, &pos, &kind, &at, &data); err != nil {
-			return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
+			return 0, store.Entry{}, false, err
 		}
-		if !pos.Valid {
-			continue // the run exists but has nothing after p.After
-		}
-		entries = append(entries, store.Entry{
+		// A NULL position: the run exists but has nothing after p.After.
+		return length, store.Entry{
 			RunID: p.RunID,
 			Pos:   pos.Int64,
 			Kind:  kind.String,
 			At:    fromMicros(at.Int64),
 			Data:  json.RawMessage(data.String),
-		})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
-	}
-	if !found {
-		return nil, fmt.Errorf("journal read %q: %w", p.RunID, store.ErrNotFound)
-	}
-	if len(p.Kinds) > 0 {
-		return entries, nil // positions between the kinds asked for are not read
-	}
-	if err := store.CheckWhole(entries, p.After, length, limit); err != nil {
-		return nil, fmt.Errorf("journal read %q: %w", p.RunID, err)
-	}
-	return entries, nil
+		}, pos.Valid, nil
+	})
+	return store.Result(entries, err, "journal read", p.RunID)
 }
 
 // JournalReadMany implements store.Store: one statement reads the heads of
 // every journal asked for, on the read pool.
 func (s *Store) JournalReadMany(ctx context.Context, p store.JournalReadManyParams) ([][]store.Entry, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	limit, err := store.CheckReadMany(p)
-	if err != nil {
-		return nil, fmt.Errorf("journal read many: %w", err)
+	if err := s.ready(err, "journal read many", ""); err != nil {
+		return nil, err
 	}
 	if len(p.RunIDs) == 0 {
 		return [][]store.Entry{}, nil
@@ -280,8 +254,7 @@ func (s *Store) JournalReadMany(ctx context.Context, p store.JournalReadManyPara
 		return nil, fmt.Errorf("journal read many: %w", err)
 	}
 	defer rows.Close()
-	var heads store.Heads
-	for rows.Next() {
+	out, err := store.JournalHeads(rows, p.RunIDs, limit, func() (string, int64, store.Entry, bool, error) {
 		var (
 			id     string
 			length int64
@@ -291,19 +264,10 @@ func (s *Store) JournalReadMany(ctx context.Context, p store.JournalReadManyPara
 			data   sql.NullString
 		)
 		if err := rows.Scan(&id, &length, &pos, &kind, &at, &data); err != nil {
-			return nil, fmt.Errorf("journal read many: %w", err)
+			return "", 0, store.Entry{}, false, err
 		}
-		heads.Add(id, length)
-		if pos.Valid {
-			heads.AddEntry(store.Entry{RunID: id, Pos: pos.Int64, Kind: kind.String, At: fromMicros(at.Int64), Data: json.RawMessage(data.String)})
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("journal read many: %w", err)
-	}
-	out, err := heads.Answer(p.RunIDs, limit)
-	if err != nil {
-		return nil, fmt.Errorf("journal read many: %w", err)
-	}
-	return out, nil
+		return id, length, store.Entry{RunID: id, Pos: pos.Int64, Kind: kind.String, At: fromMicros(at.Int64),
+			Data: json.RawMessage(data.String)}, pos.Valid, nil
+	})
+	return store.Result(out, err, "journal read many", "")
 }

@@ -104,33 +104,20 @@ func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams
 	if err != nil {
 		return nil, fmt.Errorf("lease renew many: %w", err)
 	}
-	renewed := make(map[string]bool, len(p.Leases)) // run id → cancel requested
+	var renewed map[string]bool
 	err = s.writeUrgent(ctx, func(tx *wtx) error {
-		clear(renewed)
 		rows, err := tx.renewHeld.Query(micros(tx.now.Add(p.TTL)), micros(tx.now), p.Owner, list)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var cancel bool
-			if err := rows.Scan(&id, &cancel); err != nil {
-				return err
-			}
-			renewed[id] = cancel
-		}
-		return rows.Err()
+		renewed, err = store.Renewed(rows)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lease renew many: %w", err)
 	}
-	out := make([]store.LeaseRenewal, len(p.Leases))
-	for i, l := range p.Leases {
-		cancel, ok := renewed[l.RunID]
-		out[i] = store.LeaseRenewal{RunID: l.RunID, Renewed: ok, CancelRequested: cancel}
-	}
-	return out, nil
+	return store.Renewals(p.Leases, renewed), nil
 }
 
 // LeaseRelease gives a held lease back; the run keeps its status.

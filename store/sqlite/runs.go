@@ -23,7 +23,7 @@ type row struct {
 	run store.Run
 }
 
-type scanner interface{ Scan(dest ...any) error }
+type scanner = store.Scanner
 
 func scanRun(sc scanner) (row, error) {
 	var (

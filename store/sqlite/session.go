@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -74,7 +73,7 @@ func (x sx) session(id string) (sessionRow, error) {
 }
 
 func (x sx) message(seq int64, id string) (store.SessionMessage, error) {
-	m, err := scanMessage(x.row(`SELECT `+messageColumns+` FROM session_messages WHERE session_seq = ? AND id = ?`, seq, id))
+	m, err := store.ScanMessage(x.row(`SELECT `+store.MessageColumns+` FROM session_messages WHERE session_seq = ? AND id = ?`, seq, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, fmt.Errorf("%w: %s", store.ErrMessageNotFound, id)
 	}
@@ -100,7 +99,7 @@ func (x sessionTx) Message(id string) (store.SessionMessage, error) { return x.m
 
 func (x sessionTx) NextQueued() (string, error) {
 	var next string
-	err := x.row(`SELECT id FROM session_messages WHERE session_seq = ? AND state = 'queued'`+nextOrder+` LIMIT 1`, x.seq).Scan(&next)
+	err := x.row(`SELECT id FROM session_messages WHERE session_seq = ? AND state = 'queued'`+store.MessageNextOrder+` LIMIT 1`, x.seq).Scan(&next)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -293,21 +292,6 @@ func (s *Store) SessionRead(ctx context.Context, p store.SessionReadParams) ([]s
 	return store.Result(out, err, "session read", p.SessionID)
 }
 
-const messageColumns = `id, pos, mode, text, state, run_id, version`
-
-func scanMessage(sc scanner) (store.SessionMessage, error) {
-	var m store.SessionMessage
-	var mode, state string
-	if err := sc.Scan(&m.ID, &m.Pos, &mode, &m.Text, &state, &m.RunID, &m.Version); err != nil {
-		return m, err
-	}
-	m.Mode, m.State = hitchtype.SendMode(mode), hitchtype.MessageState(state)
-	return m, nil
-}
-
-// nextOrder is the order in which queued messages start.
-const nextOrder = ` ORDER BY (mode = 'interrupt') DESC, pos`
-
 // SessionMessages lists a session's messages.
 func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesParams) ([]store.SessionMessage, error) {
 	limit, err := store.CheckPage(p.Limit)
@@ -317,11 +301,11 @@ func (s *Store) SessionMessages(ctx context.Context, p store.SessionMessagesPara
 	if _, err := s.SessionGet(ctx, p.SessionID); err != nil {
 		return nil, fmt.Errorf("session messages: %w", err)
 	}
-	q := `SELECT ` + messageColumns + ` FROM session_messages WHERE session_seq = (SELECT seq FROM sessions WHERE id = ?) AND state = 'queued'` + nextOrder + ` LIMIT ?`
+	q := `SELECT ` + store.MessageColumns + ` FROM session_messages WHERE session_seq = (SELECT seq FROM sessions WHERE id = ?) AND state = 'queued'` + store.MessageNextOrder + ` LIMIT ?`
 	if p.All {
-		q = `SELECT ` + messageColumns + ` FROM session_messages WHERE session_seq = (SELECT seq FROM sessions WHERE id = ?) ORDER BY pos LIMIT ?`
+		q = `SELECT ` + store.MessageColumns + ` FROM session_messages WHERE session_seq = (SELECT seq FROM sessions WHERE id = ?) ORDER BY pos LIMIT ?`
 	}
-	out, err := readAll(ctx, s, scanMessage, q, p.SessionID, limit)
+	out, err := readAll(ctx, s, store.ScanMessage, q, p.SessionID, limit)
 	return store.Result(out, err, "session messages", p.SessionID)
 }
 
