@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/pgtest"
+	"github.com/hitch-dev/hitch/store/storetest"
 )
 
 // TestForkedFromMigrationBackfills upgrades a schema written before runs
@@ -73,13 +73,5 @@ func TestForkedFromMigrationBackfills(t *testing.T) {
 				WHEN 'odd' THEN '{"input":"x","forked_from":null}'::json ELSE '{"input":"x"}'::json END FROM hitch_runs`)
 	s := openIn(t, schema)
 	defer s.Close()
-	for id, want := range map[string]*hitchtype.ForkedFrom{"src": nil, "odd": nil, "fork": {Run: "src", Pos: 1, Replay: true}} {
-		run, err := s.RunGet(t.Context(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (want == nil) != (run.ForkedFrom == nil) || want != nil && *want != *run.ForkedFrom {
-			t.Errorf("%s: forked from %+v, want %+v", id, run.ForkedFrom, want)
-		}
-	}
+	storetest.CheckForkMigration(t, s)
 }

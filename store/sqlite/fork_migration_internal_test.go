@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/store/storetest"
 )
 
 // oldFile writes a file as the first n migrations left it, then runs stmts
@@ -44,14 +44,5 @@ func TestForkedFromMigrationBackfills(t *testing.T) {
 			(1, 1, 'run.started', 1000, '{"input":"x"}'),
 			(2, 1, 'run.started', 1000, '{"input":"x","forked_from":{"run":"src","pos":1,"replay":true}}'),
 			(3, 1, 'run.started', 1000, '{"input":"x","forked_from":null}')`)
-	s := openT(t, path)
-	for id, want := range map[string]*hitchtype.ForkedFrom{"src": nil, "odd": nil, "fork": {Run: "src", Pos: 1, Replay: true}} {
-		run, err := s.RunGet(t.Context(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (want == nil) != (run.ForkedFrom == nil) || want != nil && *want != *run.ForkedFrom {
-			t.Errorf("%s: forked from %+v, want %+v", id, run.ForkedFrom, want)
-		}
-	}
+	storetest.CheckForkMigration(t, openT(t, path))
 }

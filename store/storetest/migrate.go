@@ -36,3 +36,21 @@ func CheckTenantMigration(t *testing.T, s store.Store) {
 		t.Fatalf("child of an old run: tenant %q, %v", kid.Tenant, err)
 	}
 }
+
+// CheckForkMigration checks a store opened on a schema written before runs
+// kept their fork's source, that held the runs "src", "fork" and "odd",
+// each with a run.started: fork's names src as its source, odd's names
+// none (a null), src's has no such field. After the migration fork has
+// its source and the others have none.
+func CheckForkMigration(t *testing.T, s store.Store) {
+	t.Helper()
+	for id, want := range map[string]*hitchtype.ForkedFrom{"src": nil, "odd": nil, "fork": {Run: "src", Pos: 1, Replay: true}} {
+		run, err := s.RunGet(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (want == nil) != (run.ForkedFrom == nil) || want != nil && *want != *run.ForkedFrom {
+			t.Errorf("%s: forked from %+v, want %+v", id, run.ForkedFrom, want)
+		}
+	}
+}
