@@ -2,10 +2,8 @@ package engine
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"iter"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,9 +13,7 @@ import (
 	"github.com/hitch-dev/hitch/hook"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
-	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/store"
-	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -244,33 +240,8 @@ func TestContextAccountThroughCompaction(t *testing.T) {
 // new ones with one.
 func TestReplayOfAJournalWithoutContextAccounts(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	st, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	m := scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}}, {Text: "done"}}})
-	a := testAgent(m)
-	a.Policy = policy.Rules{{Tools: []string{"*"}, Verdict: policy.RequireApproval, Requirement: "ops"}}
-	a.Limits.ApprovalExpiry = time.Hour
-	a.Tools = []tool.Tool{echoTool()}
-	if err := a.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	eng := testEngine(st, "node", a, time.Minute, 20*time.Second)
-	defer eng.Close(ctx)
-	if _, err := eng.Start(ctx, a, StartParams{ID: "r", Input: "hi"}); err != nil {
-		t.Fatal(err)
-	}
-	if run, err := eng.Await(ctx, "r"); err != nil || run.Status != hitchtype.StatusWaiting {
-		t.Fatalf("run: %+v %v", run, err)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	st, eng, _, db := parkedOnFile(t, m, echoTool())
 	res, err := db.ExecContext(ctx, `UPDATE journal SET data = json_remove(data, '$.context') WHERE kind = 'model.attempt'`)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"iter"
@@ -32,6 +33,55 @@ func testAgent(m model.Model) *Agent {
 		panic(err)
 	}
 	return a
+}
+
+// approvalAgent is testAgent(m) with the one tool tl, every call of which
+// waits for an "ops" approval that expires in an hour.
+func approvalAgent(m model.Model, tl tool.Tool) *Agent {
+	a := testAgent(m)
+	a.Policy = policy.Rules{{Tools: []string{"*"}, Verdict: policy.RequireApproval, Requirement: "ops"}}
+	a.Limits.ApprovalExpiry = time.Hour
+	a.Tools = []tool.Tool{tl}
+	if err := a.Prepare(); err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// okTool is a tool x that answers "ok".
+func okTool() tool.Tool {
+	return tool.MustNew("x", "Does x.", func(context.Context, struct{}) (string, error) { return "ok", nil })
+}
+
+// parkedOnFile starts run "r" of approvalAgent(m, tl) on a store in a
+// file of its own and returns once the run waits for its approval, with
+// the file open on a second connection, for a test to change rows behind
+// the store's back.
+func parkedOnFile(t *testing.T, m model.Model, tl tool.Tool) (*sqlite.Store, *Engine, store.Run, *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "parked.db")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	a := approvalAgent(m, tl)
+	eng := testEngine(st, "node", a, time.Minute, 20*time.Second)
+	t.Cleanup(func() { eng.Close(ctx) })
+	if _, err := eng.Start(ctx, a, StartParams{ID: "r", Input: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := eng.Await(ctx, "r")
+	if err != nil || run.Status != hitchtype.StatusWaiting {
+		t.Fatalf("run: %+v %v", run, err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return st, eng, run, db
 }
 
 func testEngine(st store.Store, owner string, a *Agent, ttl, renew time.Duration) *Engine {
@@ -242,13 +292,7 @@ func TestOwnParkIsNotFencing(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openClock(t)
 	m := scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "x"}}}, {Text: "done"}}})
-	a := testAgent(m)
-	a.Policy = policy.Rules{{Tools: []string{"*"}, Verdict: policy.RequireApproval, Requirement: "ops"}}
-	a.Limits.ApprovalExpiry = time.Hour
-	a.Tools = []tool.Tool{tool.MustNew("x", "Does x.", func(context.Context, struct{}) (string, error) { return "ok", nil })}
-	if err := a.Prepare(); err != nil {
-		t.Fatal(err)
-	}
+	a := approvalAgent(m, okTool())
 	eng := testEngine(st, "node-a", a, time.Minute, time.Hour)
 	defer eng.Close(ctx)
 	var logs testproc.Buffer

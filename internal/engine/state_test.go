@@ -2,17 +2,12 @@ package engine
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
-	"github.com/hitch-dev/hitch/store/sqlite"
-	"github.com/hitch-dev/hitch/tool"
 )
 
 // TestFoldRefusesAGap deletes one journal row of a parked run: every
@@ -20,34 +15,11 @@ import (
 // is left as if it were whole.
 func TestFoldRefusesAGap(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "gap.db")
-	st, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	m := scripted.New("m", scripted.Script{Turns: []scripted.Turn{{Calls: []scripted.Call{{Name: "x"}}}, {Text: "done"}}})
-	a := testAgent(m)
-	a.Policy = policy.Rules{{Tools: []string{"*"}, Verdict: policy.RequireApproval, Requirement: "ops"}}
-	a.Limits.ApprovalExpiry = time.Hour
-	a.Tools = []tool.Tool{tool.MustNew("x", "Does x.", func(context.Context, struct{}) (string, error) { return "ok", nil })}
-	if err := a.Prepare(); err != nil {
-		t.Fatal(err)
+	st, eng, run, db := parkedOnFile(t, m, okTool())
+	if run.Position < 4 {
+		t.Fatalf("run: %+v", run)
 	}
-	eng := testEngine(st, "node", a, time.Minute, 20*time.Second)
-	defer eng.Close(ctx)
-	if _, err := eng.Start(ctx, a, StartParams{ID: "r", Input: "hi"}); err != nil {
-		t.Fatal(err)
-	}
-	run, err := eng.Await(ctx, "r")
-	if err != nil || run.Status != hitchtype.StatusWaiting || run.Position < 4 {
-		t.Fatalf("run: %+v %v", run, err)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	if _, err := db.ExecContext(ctx, `DELETE FROM journal WHERE pos = 2 AND run_seq = (SELECT seq FROM runs WHERE id = 'r')`); err != nil {
 		t.Fatal(err)
 	}
