@@ -381,22 +381,9 @@ func TestPendingApprovalsPage(t *testing.T) {
 	for range 5 {
 		want[runToRest(t, rt, a, "pay").ID] = true
 	}
-	var seen []string
-	after := ""
-	for pages := 1; ; pages++ {
-		page, next, err := rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{After: after, Limit: 2})
-		if err != nil || len(page) > 2 || pages > 3 {
-			t.Fatalf("page %d: %d requests, %v", pages, len(page), err)
-		}
-		for _, p := range page {
-			seen = append(seen, p.RunID)
-		}
-		if after = next; after == "" {
-			if pages != 3 {
-				t.Errorf("%d pages, want 3", pages)
-			}
-			break
-		}
+	seen, pages := pendingPages(t, rt, 2, 3)
+	if pages != 3 {
+		t.Errorf("%d pages, want 3", pages)
 	}
 	if len(seen) != 5 {
 		t.Fatalf("listed %v, want the 5 runs once each", seen)
@@ -412,6 +399,27 @@ func TestPendingApprovalsPage(t *testing.T) {
 	}
 	if _, _, err := rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{Limit: hitch.MaxPageLimit + 1}); err == nil {
 		t.Error("a limit past the maximum was accepted")
+	}
+}
+
+// pendingPages lists every pending approval with PendingApprovals, limit
+// requests a page, and returns their run ids in order and the pages read.
+// A page over the limit, an error or more than maxPages pages fails the
+// test.
+func pendingPages(t *testing.T, rt *hitch.Runtime, limit, maxPages int) (runIDs []string, pages int) {
+	t.Helper()
+	after := ""
+	for pages = 1; ; pages++ {
+		page, next, err := rt.PendingApprovals(context.Background(), hitch.PendingApprovalsParams{After: after, Limit: limit})
+		if err != nil || len(page) > limit || pages > maxPages {
+			t.Fatalf("page %d: %d requests, %v", pages, len(page), err)
+		}
+		for _, p := range page {
+			runIDs = append(runIDs, p.RunID)
+		}
+		if after = next; after == "" {
+			return runIDs, pages
+		}
 	}
 }
 
@@ -478,20 +486,10 @@ func TestPendingApprovalsBeyondAThousand(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	listed, pages := pendingPages(t, rt, 300, 10)
 	seen := map[string]int{}
-	after, pages := "", 0
-	for {
-		page, next, err := rt.PendingApprovals(ctx, hitch.PendingApprovalsParams{After: after, Limit: 300})
-		if err != nil {
-			t.Fatalf("page %d: %v", pages+1, err)
-		}
-		pages++
-		for _, p := range page {
-			seen[p.RunID]++
-		}
-		if after = next; after == "" || pages > 10 {
-			break
-		}
+	for _, id := range listed {
+		seen[id]++
 	}
 	for id := range ids {
 		if seen[id] != 1 {

@@ -222,12 +222,7 @@ func chargesAgent(pol policy.Policy) (*hitch.Agent, error) {
 // was charged: the lost reply's settlement is not counted, the
 // re-issued call is.
 func TestBudgetChargesFollowTheJournal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash tests start processes")
-	}
-	t.Parallel()
-	db := filepath.Join(t.TempDir(), "charges.db")
-	killChildAt(t, "charges", "IN_POLICY", db, "", 1)
+	db, _ := crashTest(t, "charges", "IN_POLICY", "")
 	a, err := chargesAgent(policy.AllowAll())
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package hitch_test
 import (
 	"context"
 	"fmt"
-	"iter"
 	"strings"
 	"sync"
 	"testing"
@@ -15,21 +14,10 @@ import (
 	"github.com/hitch-dev/hitch/tool"
 )
 
-// longModel calls add with a bulky argument for a number of turns, then
+// longReply calls add with a bulky argument for a number of turns, then
 // answers; asked to summarize (a request without tools), it summarizes.
-type longModel struct {
-	turns int
-	mu    sync.Mutex
-	reqs  []*model.Request
-}
-
-func (m *longModel) Name() string { return "test/long" }
-
-func (m *longModel) Generate(_ context.Context, req *model.Request) iter.Seq2[*model.Chunk, error] {
-	m.mu.Lock()
-	m.reqs = append(m.reqs, req)
-	m.mu.Unlock()
-	return func(yield func(*model.Chunk, error) bool) {
+func longReply(turns int) func(context.Context, *model.Request) (*model.Reply, error) {
+	return func(_ context.Context, req *model.Request) (*model.Reply, error) {
 		usage := &model.Usage{InputTokens: model.Int64(100), OutputTokens: model.Int64(10), CachedInputTokens: model.Int64(0)}
 		// Adds done: tool results shown, plus those an earlier summary
 		// stands for.
@@ -45,23 +33,22 @@ func (m *longModel) Generate(_ context.Context, req *model.Request) iter.Seq2[*m
 			}
 		}
 		if len(req.Tools) == 0 {
-			yield(&model.Chunk{Reply: &model.Reply{Text: fmt.Sprintf("SUMMARY adds=%d", done), Usage: usage}}, nil)
-			return
+			return &model.Reply{Text: fmt.Sprintf("SUMMARY adds=%d", done), Usage: usage}, nil
 		}
 		reply := &model.Reply{Usage: usage}
-		if done >= m.turns {
+		if done >= turns {
 			reply.Text = "finished"
 		} else {
 			reply.ToolCalls = []model.ToolCall{{ID: fmt.Sprintf("c%d", len(req.Messages)), Name: "add",
 				Arguments: fmt.Sprintf(`{"a":%d,"b":1,"note":"%s"}`, done, strings.Repeat("x", 400))}}
 		}
-		yield(&model.Chunk{Reply: reply}, nil)
+		return reply, nil
 	}
 }
 
 func TestCompactionNearTheContextWindow(t *testing.T) {
 	t.Parallel()
-	m := &longModel{turns: 10}
+	m := &funcModel{fn: longReply(10)}
 	add := tool.MustNew("add", "Adds.", func(_ context.Context, in struct {
 		A    int    `json:"a"`
 		B    int    `json:"b"`
@@ -82,7 +69,8 @@ func TestCompactionNearTheContextWindow(t *testing.T) {
 	// Every request after a compaction starts with the input and the
 	// summary, and never splits a tool call from its result.
 	compacted := false
-	for i, req := range m.reqs {
+	reqs := m.requests()
+	for i, req := range reqs {
 		if len(req.Tools) == 0 {
 			compacted = true
 			continue
@@ -103,8 +91,8 @@ func TestCompactionNearTheContextWindow(t *testing.T) {
 		}
 	}
 	n := strings.Count(kinds(es), "context.compacted")
-	if len(m.reqs) != 11+n {
-		t.Errorf("%d model calls with %d compactions; want the 11 the task needs plus the summaries: the summary lost work", len(m.reqs), n)
+	if len(reqs) != 11+n {
+		t.Errorf("%d model calls with %d compactions; want the 11 the task needs plus the summaries: the summary lost work", len(reqs), n)
 	}
 	// The summary calls count as model attempts and their usage is kept.
 	if u := run.Outcome.Usage; u.InputTokens == nil || u.Generations != run.Outcome.Attempts {

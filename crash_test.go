@@ -330,6 +330,25 @@ func killChildAt(t *testing.T, mode, marker, db, effects string, want int) {
 	killChild(t, cmd)
 }
 
+// crashTest kills a child process in mode once it printed marker, for a
+// test that recovers what it left: it skips in short mode (crash tests
+// start processes), runs in parallel, and returns the child's store and
+// the file it wrote beside it (aux, "" for none).
+func crashTest(t *testing.T, mode, marker, aux string) (db, auxPath string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("crash tests start processes")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	db = filepath.Join(dir, mode+".db")
+	if aux != "" {
+		auxPath = filepath.Join(dir, aux)
+	}
+	killChildAt(t, mode, marker, db, auxPath, 1)
+	return db, auxPath
+}
+
 // familyAgents builds a boss that delegates to a kid whose one tool call
 // (not replayable) blocks in the child process when block is set.
 func familyAgents(effects string, block bool, marker func(string)) (*hitch.Agent, error) {
@@ -375,13 +394,7 @@ func familyChild(db, effects string) int {
 // complete, and the family's stored use is what its journals say was
 // charged.
 func TestCrashInsideAChildRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash tests start processes")
-	}
-	t.Parallel()
-	dir := t.TempDir()
-	db, effects := filepath.Join(dir, "fam.db"), filepath.Join(dir, "effects.log")
-	killChildAt(t, "family", "IN_KID", db, effects, 1)
+	db, effects := crashTest(t, "family", "IN_KID", "effects.log")
 
 	boss, err := familyAgents(effects, false, nil)
 	if err != nil {
@@ -501,13 +514,7 @@ func replayChild(db, requests string) int {
 // the run from the journal, and the request it sends is byte for byte the
 // one the first process sent.
 func TestRecoveryRebuildsTheSameRequest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash tests start processes")
-	}
-	t.Parallel()
-	dir := t.TempDir()
-	db, requests := filepath.Join(dir, "replay.db"), filepath.Join(dir, "requests.jsonl")
-	killChildAt(t, "replay", "IN_TURN3", db, requests, 1)
+	db, requests := crashTest(t, "replay", "IN_TURN3", "requests.jsonl")
 	b, err := os.ReadFile(requests)
 	if err != nil {
 		t.Fatal(err)

@@ -68,15 +68,22 @@ func TestScopeRoleTable(t *testing.T) {
 	}
 }
 
+// bossOf42 is an agent "boss" that asks its sub-agent "researcher" once,
+// hears "42", and answers "42 it is".
+func bossOf42(t *testing.T) *hitch.Agent {
+	t.Helper()
+	kid := child(t, hitch.Spec{Model: scripted.New("kid", scripted.Script{Turns: []scripted.Turn{{Text: "42"}}})})
+	return build(t, hitch.Spec{Name: "boss", Model: scripted.New("boss", scripted.Script{Turns: []scripted.Turn{
+		{Calls: []scripted.Call{delegate("find it")}}, {Text: "42 it is"},
+	}}), SubAgents: []*hitch.Agent{kid}})
+}
+
 // TestScopeTenants: two tenants use the same run id and the same session id
 // without meeting; each reaches its own only, in its own ids, and the
 // other's is exactly as missing as an id nobody uses.
 func TestScopeTenants(t *testing.T) {
 	t.Parallel()
-	kid := child(t, hitch.Spec{Model: scripted.New("kid", scripted.Script{Turns: []scripted.Turn{{Text: "42"}}})})
-	boss := build(t, hitch.Spec{Name: "boss", Model: scripted.New("boss", scripted.Script{Turns: []scripted.Turn{
-		{Calls: []scripted.Call{delegate("find it")}}, {Text: "42 it is"},
-	}}), SubAgents: []*hitch.Agent{kid}})
+	boss := bossOf42(t)
 	rt, _ := setup(t, boss)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -243,10 +250,7 @@ func TestScopeRoles(t *testing.T) {
 
 func TestTenantOfRunsAndSubAgents(t *testing.T) {
 	t.Parallel()
-	kid := child(t, hitch.Spec{Model: scripted.New("kid", scripted.Script{Turns: []scripted.Turn{{Text: "42"}}})})
-	boss := build(t, hitch.Spec{Name: "boss", Model: scripted.New("boss", scripted.Script{Turns: []scripted.Turn{
-		{Calls: []scripted.Call{delegate("find it")}}, {Text: "42 it is"},
-	}}), SubAgents: []*hitch.Agent{kid}})
+	boss := bossOf42(t)
 	rt, _ := setup(t, boss)
 	ctx := t.Context()
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -437,12 +436,7 @@ func endedChild(db string) int {
 // TestCrashAfterTheParentsEnd: the process dies right after the parent's
 // terminal append; its child still ends cancelled, recovered elsewhere.
 func TestCrashAfterTheParentsEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash tests start processes")
-	}
-	t.Parallel()
-	db := filepath.Join(t.TempDir(), "ended.db")
-	killChildAt(t, "ended", "ENDED", db, "", 1)
+	db, _ := crashTest(t, "ended", "ENDED", "")
 	boss, err := endingBoss("policy", nil)
 	if err != nil {
 		t.Fatal(err)
