@@ -14,22 +14,28 @@ var fileSystems = map[int64]finding{
 	unix.BTRFS_SUPER_MAGIC: {OK, "btrfs", ""},
 	0x2fc12fc1:             {OK, "zfs", ""},
 	unix.F2FS_SUPER_MAGIC:  {OK, "f2fs", ""},
-	unix.TMPFS_MAGIC: {Warning, "tmpfs: the store lives in memory and is gone at the next reboot",
-		"put the store on a disk"},
-	unix.RAMFS_MAGIC: {Warning, "ramfs: the store lives in memory and is gone at the next reboot",
-		"put the store on a disk"},
-	unix.NFS_SUPER_MAGIC: {Warning, "nfs: SQLite's locks and syncs are not reliable over a network file system",
-		"put the store on a local disk, or use PostgreSQL for several machines"},
-	unix.SMB_SUPER_MAGIC: {Warning, "smb: SQLite's locks and syncs are not reliable over a network file system",
-		"put the store on a local disk, or use PostgreSQL for several machines"},
-	0xff534d42: {Warning, "cifs: SQLite's locks and syncs are not reliable over a network file system",
-		"put the store on a local disk, or use PostgreSQL for several machines"},
+	unix.TMPFS_MAGIC:       inMemory("tmpfs"),
+	unix.RAMFS_MAGIC:       inMemory("ramfs"),
+	unix.NFS_SUPER_MAGIC:   onNetwork("nfs"),
+	unix.SMB_SUPER_MAGIC:   onNetwork("smb"),
+	0xff534d42:             onNetwork("cifs"),
 	unix.FUSE_SUPER_MAGIC: {Warning, "fuse: a user-space file system may not honour syncs",
 		"put the store on a local disk"},
 	unix.V9FS_MAGIC: {Warning, "9p: a shared folder of a virtual machine may not honour syncs or locks",
 		"put the store on the machine's own disk"},
 	unix.OVERLAYFS_SUPER_MAGIC: {Warning, "overlay: the store is in a container's writable layer, lost with the container",
 		"mount a volume for the store's directory"},
+}
+
+// inMemory is the finding of a file system that keeps its files in memory.
+func inMemory(name string) finding {
+	return finding{Warning, name + ": the store lives in memory and is gone at the next reboot", "put the store on a disk"}
+}
+
+// onNetwork is the finding of a network file system.
+func onNetwork(name string) finding {
+	return finding{Warning, name + ": SQLite's locks and syncs are not reliable over a network file system",
+		"put the store on a local disk, or use PostgreSQL for several machines"}
 }
 
 // fileSystem says what the file system under dir is, and what it means

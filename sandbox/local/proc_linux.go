@@ -38,12 +38,31 @@ func groupAlive(pgid int) bool {
 	if err := syscall.Kill(-pgid, 0); err == syscall.ESRCH {
 		return false
 	}
+	for _, p := range procStats() {
+		if p.pgrp == pgid && p.state != 'Z' && p.state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// procStat is what /proc/PID/stat tells of a process.
+type procStat struct {
+	pid, ppid, pgrp int
+	state           byte
+}
+
+// procStats reads the stat of every process; one that ends while they are
+// read is left out.
+func procStats() []procStat {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return false
+		return nil
 	}
+	var out []procStat
 	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -57,12 +76,12 @@ func groupAlive(pgid int) bool {
 			continue
 		}
 		f := bytes.Fields(stat[i+1:])
-		if len(f) < 3 || f[0][0] == 'Z' || f[0][0] == 'X' {
+		if len(f) < 3 {
 			continue
 		}
-		if g, _ := strconv.Atoi(string(f[2])); g == pgid {
-			return true
-		}
+		ppid, _ := strconv.Atoi(string(f[1]))
+		pgrp, _ := strconv.Atoi(string(f[2]))
+		out = append(out, procStat{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0]})
 	}
-	return false
+	return out
 }

@@ -1,12 +1,10 @@
 package local
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -119,33 +117,9 @@ func reap(path string, args []string) int {
 
 // killDescendants sends SIGKILL to every process below pid.
 func killDescendants(pid int) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return
-	}
 	children := map[int][]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// state ppid ... follow the command name, which may hold spaces
-		// and parentheses.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		if pp, err := strconv.Atoi(f[1]); err == nil {
-			children[pp] = append(children[pp], p)
-		}
+	for _, p := range procStats() {
+		children[p.ppid] = append(children[p.ppid], p.pid)
 	}
 	queue := children[pid]
 	for len(queue) > 0 {
