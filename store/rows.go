@@ -89,25 +89,7 @@ func Result[T any](v T, err error, op, id string) (T, error) {
 // one row of NULLs when it has no entry after the offset: scan reads the
 // current row, ok false for that row of NULLs.
 func SessionEntries(rows Rows, scan func() (e SessionEntry, ok bool, err error)) ([]SessionEntry, error) {
-	found := false
-	var out []SessionEntry
-	for rows.Next() {
-		found = true
-		e, ok, err := scan()
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, e)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if !found {
-		return nil, ErrSessionNotFound
-	}
-	return out, nil
+	return collectFound(rows, nil, scan, ErrSessionNotFound)
 }
 
 // JournalEntries reads the rows of a JournalRead's statement, which
@@ -116,25 +98,14 @@ func SessionEntries(rows Rows, scan func() (e SessionEntry, ok bool, err error))
 // row, the journal's length and its entry, ok false for a row without one.
 // Unless p keeps only some kinds, the entries must be whole (CheckWhole).
 func JournalEntries(rows Rows, p JournalReadParams, limit int, scan func() (length int64, e Entry, ok bool, err error)) ([]Entry, error) {
-	found := false
 	var length int64
-	entries := make([]Entry, 0, min(limit, 64))
-	for rows.Next() {
-		found = true
+	entries, err := collectFound(rows, make([]Entry, 0, min(limit, 64)), func() (Entry, bool, error) {
 		n, e, ok, err := scan()
-		if err != nil {
-			return nil, err
-		}
 		length = n
-		if ok {
-			entries = append(entries, e)
-		}
-	}
-	if err := rows.Err(); err != nil {
+		return e, ok, err
+	}, ErrNotFound)
+	if err != nil {
 		return nil, err
-	}
-	if !found {
-		return nil, ErrNotFound
 	}
 	if len(p.Kinds) > 0 {
 		return entries, nil // positions between the kinds asked for are not read
@@ -143,4 +114,28 @@ func JournalEntries(rows Rows, p JournalReadParams, limit int, scan func() (leng
 		return nil, err
 	}
 	return entries, nil
+}
+
+// collectFound appends to out the rows of a statement that answers no row
+// when what it reads does not exist (notFound), and rows without a value
+// (ok false) when it has none to give.
+func collectFound[T any](rows Rows, out []T, scan func() (v T, ok bool, err error), notFound error) ([]T, error) {
+	found := false
+	for rows.Next() {
+		found = true
+		v, ok, err := scan()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, v)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, notFound
+	}
+	return out, nil
 }

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +32,7 @@ func TestConformance(t *testing.T) {
 		t.Skip("HITCH_TEST_POSTGRES is not set: set it to a postgres:// URL of a database the tests may create schemas in")
 	}
 	t.Parallel()
-	rec := &recorder{seen: map[string]bool{}}
+	rec := &recorder{}
 	t.Run("suite", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store {
 			return openPlanStore(t, url, withTracer(rec))
@@ -54,7 +53,7 @@ func checkPlans(t *testing.T, url string, rec *recorder) {
 	if _, err := s.Parked(ctx, 50); err != nil {
 		t.Fatal(err)
 	}
-	stmts := rec.statements()
+	stmts := rec.Sorted()
 	fillRuns(t, s, 100_000)
 
 	conn, err := s.pool.Acquire(ctx)
@@ -94,30 +93,15 @@ func openPlanStore(t *testing.T, url string, opts ...Option) *Store {
 }
 
 // recorder is a pgx tracer that records the text of every statement.
-type recorder struct {
-	mu   sync.Mutex
-	seen map[string]bool
-}
+// recorder records the statements a store's connections send.
+type recorder struct{ storetest.Statements }
 
 func (r *recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	r.mu.Lock()
-	r.seen[d.SQL] = true
-	r.mu.Unlock()
+	r.Add(d.SQL)
 	return ctx
 }
 
 func (r *recorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (r *recorder) statements() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.seen))
-	for q := range r.seen {
-		out = append(out, q)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // touchesRuns reports a statement that reads or writes runs or the
 // journal; a lock is not one.

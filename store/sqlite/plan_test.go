@@ -54,7 +54,7 @@ func checkPlans(t *testing.T, rec *recorder) {
 	if _, err := s.Parked(ctx, 50); err != nil {
 		t.Fatal(err)
 	}
-	stmts := rec.statements()
+	stmts := rec.Sorted()
 	// Without statistics (the store never runs ANALYZE) SQLite's planner
 	// does not look at how many rows a table holds, so the smaller store
 	// filled under the race detector gets the same plans.
@@ -87,8 +87,7 @@ func withDriver(name string) Option { return func(c *config) { c.driver = name }
 type recorder struct {
 	name  string
 	inner driver.Driver
-	mu    sync.Mutex
-	seen  map[string]bool
+	storetest.Statements
 }
 
 var recorders sync.Map // name → *recorder; sql.Register panics on a name used twice
@@ -101,27 +100,10 @@ func recordingDriver(t *testing.T) *recorder {
 	}
 	inner := db.Driver()
 	db.Close()
-	r := &recorder{name: fmt.Sprintf("recorded-%s-%d", driverName, time.Now().UnixNano()), inner: inner, seen: map[string]bool{}}
+	r := &recorder{name: fmt.Sprintf("recorded-%s-%d", driverName, time.Now().UnixNano()), inner: inner}
 	recorders.Store(r.name, r)
 	sql.Register(r.name, r)
 	return r
-}
-
-func (r *recorder) add(q string) {
-	r.mu.Lock()
-	r.seen[q] = true
-	r.mu.Unlock()
-}
-
-func (r *recorder) statements() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.seen))
-	for q := range r.seen {
-		out = append(out, q)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func (r *recorder) Open(name string) (driver.Conn, error) {
@@ -138,12 +120,12 @@ type recConn struct {
 }
 
 func (c *recConn) Prepare(q string) (driver.Stmt, error) {
-	c.r.add(q)
+	c.r.Add(q)
 	return c.Conn.Prepare(q)
 }
 
 func (c *recConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
-	c.r.add(q)
+	c.r.Add(q)
 	if p, ok := c.Conn.(driver.ConnPrepareContext); ok {
 		return p.PrepareContext(ctx, q)
 	}
@@ -162,7 +144,7 @@ func (c *recConn) ExecContext(ctx context.Context, q string, args []driver.Named
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	c.r.add(q)
+	c.r.Add(q)
 	return e.ExecContext(ctx, q, args)
 }
 
@@ -171,7 +153,7 @@ func (c *recConn) QueryContext(ctx context.Context, q string, args []driver.Name
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	c.r.add(q)
+	c.r.Add(q)
 	return e.QueryContext(ctx, q, args)
 }
 

@@ -5,8 +5,39 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
+
+// Statements is the set of statements a driver's recording connections
+// sent, for CheckPlans; it is safe for concurrent use, and its zero value
+// is empty and ready.
+type Statements struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// Add records the statement q.
+func (s *Statements) Add(q string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[q] = true
+}
+
+// Sorted returns the statements recorded, each once, in order.
+func (s *Statements) Sorted() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.seen))
+	for q := range s.seen {
+		out = append(out, q)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // PlanCheck says how a driver's query plans are read and judged by
 // CheckPlans.
