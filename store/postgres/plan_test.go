@@ -47,12 +47,6 @@ func TestConformance(t *testing.T) {
 func checkPlans(t *testing.T, url string, rec *recorder) {
 	s := openPlanStore(t, url, withTracer(rec))
 	ctx := t.Context()
-	if _, err := s.RunsDue(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Parked(ctx, 50); err != nil {
-		t.Fatal(err)
-	}
 	stmts := rec.Sorted()
 	fillRuns(t, s, 100_000)
 

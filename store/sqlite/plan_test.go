@@ -46,14 +46,6 @@ func checkPlans(t *testing.T, rec *recorder) {
 	path := filepath.Join(t.TempDir(), "plans.db")
 	s := openT(t, path, withDriver(rec.name))
 	ctx := t.Context()
-	// The optional interfaces the store implements, which the suite does
-	// not call.
-	if _, err := s.RunsDue(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Parked(ctx, 50); err != nil {
-		t.Fatal(err)
-	}
 	stmts := rec.Sorted()
 	// Without statistics (the store never runs ANALYZE) SQLite's planner
 	// does not look at how many rows a table holds, so the smaller store

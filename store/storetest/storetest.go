@@ -72,6 +72,7 @@ func run(t *testing.T, open opener) {
 		{"Notifier", testNotifier},
 		{"Batch", testBatch},
 		{"ForkedFrom", testForkedFrom},
+		{"Gauges", testGauges},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
