@@ -389,15 +389,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			rt := open(t, filepath.Join(dir, "hitch.db"), a)
-			ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
-			defer cancel()
-			if _, err := rt.Start(ctx, a, input, hitch.WithID(runID)); err != nil {
-				t.Fatal(err)
-			}
-			run, err := rt.Await(ctx, runID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			run := runToEnd(t, rt, a)
 			if run.Status != hitchtype.StatusCompleted || run.Outcome == nil || run.Outcome.Answer != answer {
 				t.Fatalf("status %s, outcome %+v; want completed with %q", run.Status, run.Outcome, answer)
 			}
@@ -441,15 +433,7 @@ func TestUsageNotReported(t *testing.T) {
 					t.Fatal(err)
 				}
 				rt := open(t, filepath.Join(dir, "hitch.db"), a)
-				ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
-				defer cancel()
-				if _, err := rt.Start(ctx, a, input, hitch.WithID(runID)); err != nil {
-					t.Fatal(err)
-				}
-				run, err := rt.Await(ctx, runID)
-				if err != nil {
-					t.Fatal(err)
-				}
+				run := runToEnd(t, rt, a)
 				if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "The sum is 5." {
 					t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
 				}
