@@ -126,22 +126,35 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 	if err := store.CheckRenew(p); err != nil {
 		return store.Run{}, fmt.Errorf("lease renew %q: %w", p.RunID, err)
 	}
+	run, err := s.leaseUpdate(ctx, p.RunID, "renewal", func(r store.Run) (bool, error) {
+		return false, store.LeaseRefused(r, p.Token, p.Owner)
+	}, renewSQL, s.clockArg(), p.RunID, p.Owner, p.Token, p.TTL.Microseconds())
+	return store.Result(run, err, "lease renew", p.RunID)
+}
+
+// leaseUpdate runs q, an update of run id's lease that returns the run and
+// matches nothing when the lease is not the caller's. Then refused reads
+// the run as it stands to say why: an error, or done when there was
+// nothing to do; else the lease changed under the update (what).
+func (s *Store) leaseUpdate(ctx context.Context, id, what string, refused func(store.Run) (done bool, err error), q string, args ...any) (store.Run, error) {
 	var run store.Run
 	err := s.retry(ctx, func() error {
-		r, err := scanRun(s.pool.QueryRow(ctx, renewSQL, s.clockArg(), p.RunID, p.Owner, p.Token, p.TTL.Microseconds()))
+		r, err := scanRun(s.pool.QueryRow(ctx, q, args...))
 		if errors.Is(err, pgx.ErrNoRows) {
-			if r, err = s.getRow(ctx, s.pool, p.RunID); err != nil {
+			if r, err = s.getRow(ctx, s.pool, id); err != nil {
 				return err
 			}
-			if err := store.LeaseRefused(r.run, p.Token, p.Owner); err != nil {
+			done, err := refused(r.run)
+			if err != nil || done {
+				run = r.run
 				return err
 			}
-			return fmt.Errorf("%w: the lease changed under the renewal", store.ErrFenced)
+			return fmt.Errorf("%w: the lease changed under the %s", store.ErrFenced, what)
 		}
 		run = r.run
 		return err
 	})
-	return store.Result(run, err, "lease renew", p.RunID)
+	return run, err
 }
 
 // renewManySQL renews the leases $3 (run ids) with tokens $4 held by $2,
@@ -196,22 +209,7 @@ func (s *Store) LeaseRelease(ctx context.Context, p store.LeaseReleaseParams) (s
 	if err := store.CheckRelease(p); err != nil {
 		return store.Run{}, fmt.Errorf("lease release %q: %w", p.RunID, err)
 	}
-	var run store.Run
-	err := s.retry(ctx, func() error {
-		r, err := scanRun(s.pool.QueryRow(ctx, releaseSQL, s.clockArg(), p.RunID, p.Owner, p.Token))
-		if errors.Is(err, pgx.ErrNoRows) {
-			if r, err = s.getRow(ctx, s.pool, p.RunID); err != nil {
-				return err
-			}
-			released, err := store.ReleaseRefused(r.run, p)
-			if err != nil || released {
-				run = r.run
-				return err
-			}
-			return fmt.Errorf("%w: the lease changed under the release", store.ErrFenced)
-		}
-		run = r.run
-		return err
-	})
+	run, err := s.leaseUpdate(ctx, p.RunID, "release", func(r store.Run) (bool, error) { return store.ReleaseRefused(r, p) },
+		releaseSQL, s.clockArg(), p.RunID, p.Owner, p.Token)
 	return store.Result(run, err, "lease release", p.RunID)
 }
