@@ -219,56 +219,71 @@ func IsProblem(err error) bool {
 // Parse reads and decodes a configuration file, strictly, without building
 // anything. Problems in the file come back as Problems, every one of them.
 func Parse(path string) (*File, *ast.File, error) {
-	f, tree, probs, err := parse(path)
+	f, l, probs, err := parse(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(probs) > 0 {
 		return nil, nil, probs
 	}
-	return f, tree, nil
+	return f, l.ast(), nil
 }
 
 // parse reads and decodes a file. A file that cannot be read is err; one
 // that is not YAML is a single problem and no File; otherwise every
 // unknown key and badly typed value is a problem and the File holds the
-// rest, for the other checks to go on with.
-func parse(path string) (f *File, tree *ast.File, probs Problems, err error) {
+// rest, for the other checks to go on with. The locator finds the lines
+// of the problems the later checks find.
+func parse(path string) (f *File, l locator, probs Problems, err error) {
+	l.path = path
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return nil, nil, Problems{{File: path, What: "is a directory: want a YAML configuration file"}}, nil
+		return nil, l, Problems{{File: path, What: "is a directory: want a YAML configuration file"}}, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read config: %w", err)
+		return nil, l, nil, fmt.Errorf("read config: %w", err)
 	}
+	if f, ok := decodeFast(b); ok {
+		l.lazy = &lazyTree{src: b}
+		return f, l, nil, nil
+	}
+	f, l, probs = decodeTree(path, b)
+	return f, l, probs, nil
+}
+
+// decodeTree decodes a file through its positioned tree, every problem
+// with its line.
+func decodeTree(path string, b []byte) (f *File, l locator, probs Problems) {
+	l.path = path
 	// The YAML decoder can panic on some malformed input; a bad file must
 	// be an error that names it, never a crash.
 	defer func() {
 		if p := recover(); p != nil {
-			f, tree, err = nil, nil, nil
+			f, l.tree = nil, nil
 			probs = Problems{{File: path, What: fmt.Sprintf("cannot be read as a configuration: %v", p)}}
 		}
 	}()
-	tree, err = parser.ParseBytes(b, 0)
+	tree, err := parser.ParseBytes(b, 0)
 	if err != nil {
-		return nil, nil, Problems{syntaxProblem(path, err)}, nil
+		return nil, l, Problems{syntaxProblem(path, err)}
 	}
+	l.tree = tree
 	f = &File{}
 	if !hasAliases(tree) && len(tree.Docs) > 0 {
-		d := decoder{l: locator{path: path, tree: tree}}
+		d := decoder{l: l}
 		d.decode(tree.Docs[0], reflect.ValueOf(f).Elem(), "")
 		// Without aliases the field-by-field decode is the whole answer
 		// (FuzzLoad checks it equals the strict decoder's): decoding the
 		// file a second time would double the cost of a large config.
-		return f, tree, d.probs, nil
+		return f, l, d.probs
 	}
 	// The strict decoder resolves aliases and merge keys, which the
 	// field-by-field one leaves alone.
 	var strict File
 	if err := yaml.UnmarshalWithOptions(b, &strict, yaml.Strict()); err != nil {
-		return nil, nil, Problems{syntaxProblem(path, err)}, nil
+		return nil, l, Problems{syntaxProblem(path, err)}
 	}
-	return &strict, tree, nil, nil
+	return &strict, l, nil
 }
 
 var lineInError = regexp.MustCompile(`\[(\d+):(\d+)\]`)
@@ -287,6 +302,15 @@ func syntaxProblem(path string, err error) Problem {
 type locator struct {
 	path string
 	tree *ast.File
+	lazy *lazyTree // without tree: the file as decodeFast read it
+}
+
+// ast is the file's positioned tree, parsed now if decodeFast read it.
+func (l locator) ast() *ast.File {
+	if l.tree == nil && l.lazy != nil {
+		return l.lazy.get()
+	}
+	return l.tree
 }
 
 // problem builds a Problem for field, a dotted path such as
@@ -302,7 +326,11 @@ func (l locator) line(field string) int {
 		if err != nil {
 			continue
 		}
-		n, err := p.FilterFile(l.tree)
+		tree := l.ast()
+		if tree == nil {
+			return 0
+		}
+		n, err := p.FilterFile(tree)
 		if err == nil && n != nil && n.GetToken() != nil {
 			return n.GetToken().Position.Line
 		}

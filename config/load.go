@@ -173,7 +173,7 @@ func (m Model) KeyEnv() string {
 // each within its connect timeout; a server that cannot be reached is an
 // error naming it. Close the Config to close them.
 func Load(path string, opts Options) (*Config, error) {
-	f, tree, decodeProbs, err := parse(path)
+	f, l, decodeProbs, err := parse(path)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,6 @@ func Load(path string, opts Options) (*Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	l := locator{path: path, tree: tree}
 	var probs Problems
 	cfg := &Config{Path: path, File: f, Models: map[string]model.Model{}, Routes: map[string]*route.Route{}, MissingSecrets: map[string]string{}}
 	cfg.deferIsolation = opts.DeferIsolation
