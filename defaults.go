@@ -20,6 +20,9 @@ const (
 	// DefaultMaxRunners is how many runs a node drives at once; see
 	// Config.MaxRunners.
 	DefaultMaxRunners = 4096
+	// DefaultStepsPerCore times GOMAXPROCS is how many runs do a step's
+	// CPU work at once; see Config.StepConcurrency.
+	DefaultStepsPerCore = 2
 	// DefaultClaimBatch is how many due runs one sweeper pass claims.
 	DefaultClaimBatch = 64
 	// DefaultClaimCooldown is the sweeper's pause after a pass that

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/hitch-dev/hitch/approval"
@@ -89,6 +90,14 @@ type Config struct {
 	// held for it; on a full node Start leaves the run queued and returns
 	// at once. Default DefaultMaxRunners; 1 to 100000.
 	MaxRunners int
+	// StepConcurrency bounds the runs doing a step's CPU work at once
+	// (folding the journal, building a model request, staging entries). A
+	// run waiting on its model, a commit, a timer, a policy, a hook or a
+	// tool body holds no slot, so the bound keeps only a few runners ready
+	// to run and a start or a stream gets a core soon however many runs
+	// are in flight. Default DefaultStepsPerCore × GOMAXPROCS; 1 to
+	// 100000.
+	StepConcurrency int
 	// FollowBuffer bounds the entries a follower of a run (Follow, an
 	// event stream) may leave unread before it is cut with
 	// ErrFollowerBehind. Default DefaultFollowBuffer; 1 to 100000.
@@ -189,6 +198,7 @@ func (c Config) WithDefaults() Config {
 	c.ForceSettleGrace = cmp.Or(c.ForceSettleGrace, DefaultForceSettleGrace)
 	c.CancelPoll = cmp.Or(c.CancelPoll, DefaultCancelPoll)
 	c.MaxRunners = cmp.Or(c.MaxRunners, DefaultMaxRunners)
+	c.StepConcurrency = cmp.Or(c.StepConcurrency, DefaultStepsPerCore*runtime.GOMAXPROCS(0))
 	c.ClaimBatch = cmp.Or(c.ClaimBatch, DefaultClaimBatch)
 	c.FollowBuffer = cmp.Or(c.FollowBuffer, DefaultFollowBuffer)
 	c.FollowPoll = cmp.Or(c.FollowPoll, DefaultFollowPoll)
@@ -223,7 +233,8 @@ func Open(cfg Config) (*Runtime, error) {
 			Models:   func(name string) (model.Model, bool) { return node.ModelNamed(agents, name) },
 			LeaseTTL: cfg.LeaseTTL, RenewEvery: cfg.LeaseTTL / 3, CancelPoll: cfg.CancelPoll,
 			ForceSettleGrace: cfg.ForceSettleGrace, AwaitPoll: 50 * time.Millisecond, MaxRunners: cfg.MaxRunners,
-			ClaimBatch: cfg.ClaimBatch, ClaimCooldown: DefaultClaimCooldown,
+			StepConcurrency: cfg.StepConcurrency,
+			ClaimBatch:      cfg.ClaimBatch, ClaimCooldown: DefaultClaimCooldown,
 			Prices: model.DefaultPrices().With(cfg.Prices), Secrets: cfg.Secrets, OnStoreTiming: cfg.OnStoreTiming,
 			Logger: cmp.Or(cfg.Logger, slog.Default())}}
 	if f := cfg.OnEvent; f != nil {

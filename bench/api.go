@@ -39,6 +39,9 @@ type APIParams struct {
 	// DB is the SQLite file; it must not exist yet.
 	DB   string
 	Sync sqlite.Sync
+	// StepConcurrency is the runtime's Config.StepConcurrency; 0 takes
+	// its default.
+	StepConcurrency int
 }
 
 // APIResult is one measurement of the HTTP API.
@@ -108,7 +111,7 @@ func RunAPI(ctx context.Context, p APIParams) (APIResult, error) {
 	}
 	defer st.Close()
 	var srv atomic.Pointer[server.Server]
-	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, OnEvent: func(ev hitch.Event) {
+	rt, err := hitch.Open(hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, StepConcurrency: p.StepConcurrency, OnEvent: func(ev hitch.Event) {
 		if s := srv.Load(); s != nil {
 			s.Notify(ev)
 		}

@@ -56,6 +56,9 @@ type Params struct {
 	// MaxRunners is the runtime's runs in flight; 0 means Runs (all at
 	// once), at most hitch.MaxMaxRunners.
 	MaxRunners int
+	// StepConcurrency is the runtime's Config.StepConcurrency; 0 takes
+	// its default.
+	StepConcurrency int
 	// AtMostOnce declares the add tool not replayable, so each step also
 	// commits the tool's result before the next model call (two commits a
 	// step instead of one). By default the tool is replayable: adding is
@@ -190,7 +193,7 @@ func Run(ctx context.Context, p Params) (Result, error) {
 		return Result{}, err
 	}
 	defer st.Close()
-	cfg := hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, MaxRunners: p.MaxRunners}
+	cfg := hitch.Config{Store: st, Agents: []*hitch.Agent{agent}, MaxRunners: p.MaxRunners, StepConcurrency: p.StepConcurrency}
 	if p.Secrets > 0 {
 		if cfg.Secrets, err = benchSecrets(p.Secrets); err != nil {
 			return Result{}, err

@@ -47,6 +47,7 @@ var Table = []Default{
 	{"force-settle grace after cancel", "Config.ForceSettleGrace", "60s", "1s–1h"},
 	{"cancel poll (requests from other processes)", "Config.CancelPoll", "1s", "10ms–1m"},
 	{"runs in flight per node (driven at once; a run is claimed only with a slot free)", "Config.MaxRunners (config worker.max_runners, --max-runners)", "4096", "1–100000"},
+	{"runs doing a step's CPU work at once per node (a wait on a model, a commit, a timer, a policy, a hook or a tool body holds no slot)", "Config.StepConcurrency", "2 × GOMAXPROCS", "1–100000"},
 	{"due runs one sweeper pass claims (so nodes share a backlog)", "Config.ClaimBatch", "64", "1–1000"},
 	{"followers of a run: entries one may leave unread before it is cut (it resumes from its last entry)", "Config.FollowBuffer", "256", "1–100000"},
 	{"followers of a run: their one reader reads the journal without a local commit every", "Config.FollowPoll", "1s", "10ms–1m"},

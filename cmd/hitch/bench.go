@@ -17,7 +17,7 @@ import (
 )
 
 func newBench(g *globals) *cobra.Command {
-	var runs, steps, maxRunners, nodes, parked, recoverN, wake, clients, secrets int
+	var runs, steps, maxRunners, nodes, parked, recoverN, wake, clients, secrets, stepConcurrency int
 	var wakeHere, twoRequests bool
 	var db, syncMode, tracing, cpuProfile string
 	var latency, jitter, poll, lease time.Duration
@@ -62,11 +62,15 @@ func newBench(g *globals) *cobra.Command {
 			if maxRunners < 0 || maxRunners > hitch.MaxMaxRunners {
 				return usageError{fmt.Errorf("--max-runners %d: want 1 to %d (0: as many as --runs)", maxRunners, hitch.MaxMaxRunners)}
 			}
+			if stepConcurrency < 0 || stepConcurrency > hitch.MaxMaxRunners {
+				return usageError{fmt.Errorf("--step-concurrency %d: want 1 to %d (0: the default)", stepConcurrency, hitch.MaxMaxRunners)}
+			}
 			if cmd.Flags().Changed("wake") {
 				return benchWake(cmd, g, wake, steps, db, s, poll, wakeHere)
 			}
 			if cmd.Flags().Changed("clients") {
-				return benchAPI(cmd, g, clients, runs, steps, twoRequests, db, s)
+				return benchAPI(cmd, g, bench.APIParams{Clients: clients, Runs: runs, Steps: steps, TwoRequests: twoRequests, DB: db, Sync: s,
+					StepConcurrency: stepConcurrency})
 			}
 			if node.Store != "" { // one node of a --nodes measurement
 				node.Sync, node.Steps, node.ModelLatency, node.ModelJitter, node.MaxRunners = s, steps, latency, jitter, maxRunners
@@ -96,7 +100,8 @@ func newBench(g *globals) *cobra.Command {
 				return usageError{fmt.Errorf("--secrets %d: want 0 to %d", secrets, bench.MaxSecrets)}
 			}
 			p := bench.Params{Runs: runs, Steps: steps, DB: db, Sync: s, Tracing: bench.Tracing(tracing),
-				ModelLatency: latency, ModelJitter: jitter, MaxRunners: maxRunners, Secrets: secrets}
+				ModelLatency: latency, ModelJitter: jitter, MaxRunners: maxRunners, Secrets: secrets,
+				StepConcurrency: stepConcurrency}
 			if recoverN > 0 {
 				exe, err := os.Executable()
 				if err != nil {
@@ -176,6 +181,7 @@ func newBench(g *globals) *cobra.Command {
 	cmd.Flags().DurationVar(&jitter, "jitter", 0, "model calls take --model-latency give or take up to this, drawn uniformly")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof reads it)")
 	cmd.Flags().IntVar(&maxRunners, "max-runners", 0, "runs in flight (0: as many as --runs; with --nodes, each node's default)")
+	cmd.Flags().IntVar(&stepConcurrency, "step-concurrency", 0, fmt.Sprintf("runs doing a step's CPU work at once (0: the default, %d × GOMAXPROCS)", hitch.DefaultStepsPerCore))
 	cmd.Flags().IntVar(&nodes, "nodes", 0, "drive the runs with this many worker processes sharing one store (SQLite, or $HITCH_DATABASE_URL)")
 	cmd.Flags().DurationVar(&poll, "poll", 0, "with --nodes: how often each node looks for due runs (default 1s on PostgreSQL, which notifies the nodes; 50ms on SQLite, which does not)")
 	cmd.Flags().StringVar(&node.Store, "node-store", "", "serve as one node of a --nodes measurement on this store")

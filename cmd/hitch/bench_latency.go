@@ -48,24 +48,24 @@ func benchWake(cmd *cobra.Command, g *globals, samples, steps int, db string, s 
 
 // benchAPI runs the HTTP API measurement (bench.RunAPI) and prints its
 // line.
-func benchAPI(cmd *cobra.Command, g *globals, clients, runs, steps int, twoRequests bool, db string, s sqlite.Sync) error {
-	if clients < 1 || clients > 1024 {
-		return usageError{fmt.Errorf("--clients %d: want 1–1024", clients)}
+func benchAPI(cmd *cobra.Command, g *globals, p bench.APIParams) error {
+	if p.Clients < 1 || p.Clients > 1024 {
+		return usageError{fmt.Errorf("--clients %d: want 1–1024", p.Clients)}
 	}
-	if runs < 1 || runs > 100000 || steps < 1 || steps > 100 {
-		return usageError{fmt.Errorf("--runs %d, --steps %d: with --clients, want 1–100000 runs of 1–100 steps", runs, steps)}
+	if p.Runs < 1 || p.Runs > 100000 || p.Steps < 1 || p.Steps > 100 {
+		return usageError{fmt.Errorf("--runs %d, --steps %d: with --clients, want 1–100000 runs of 1–100 steps", p.Runs, p.Steps)}
 	}
 	dir, err := os.MkdirTemp("", "hitch-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if db == "" {
-		db = filepath.Join(dir, "api.db")
-	} else if _, err := os.Stat(db); err == nil {
-		return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", db)}
+	if p.DB == "" {
+		p.DB = filepath.Join(dir, "api.db")
+	} else if _, err := os.Stat(p.DB); err == nil {
+		return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", p.DB)}
 	}
-	res, err := bench.RunAPI(cmd.Context(), bench.APIParams{Clients: clients, Runs: runs, Steps: steps, TwoRequests: twoRequests, DB: db, Sync: s})
+	res, err := bench.RunAPI(cmd.Context(), p)
 	if err != nil {
 		return err
 	}

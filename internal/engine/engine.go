@@ -109,6 +109,10 @@ type Config struct {
 	AwaitPoll time.Duration
 	// MaxRunners bounds the runs this engine drives at once.
 	MaxRunners int
+	// StepConcurrency bounds the runners doing a step's CPU work at once
+	// (admit.go); waits on a model, a commit, a timer, a policy, a hook
+	// or a tool body hold no slot. 0 leaves them unbounded.
+	StepConcurrency int
 	// ClaimBatch bounds the due runs one sweeper pass claims, so that the
 	// nodes sharing a store each take a share of a backlog. 0 means
 	// MaxRunners.
@@ -159,6 +163,9 @@ const (
 type Engine struct {
 	cfg   Config
 	slots *slots
+	// steps holds a token for each runner doing a step's CPU work; nil
+	// when they are unbounded.
+	steps chan struct{}
 	// starved is set when a run was left for want of a slot (a start on a
 	// full node, or a sweeper pass that filled every slot): the next slot
 	// given back kicks the sweeper, so the run does not wait for a poll.
@@ -178,8 +185,12 @@ type Engine struct {
 
 // New returns an engine. It starts no goroutine until a run is driven.
 func New(cfg Config) *Engine {
-	return &Engine{cfg: cfg, slots: newSlots(cfg.MaxRunners), kick: make(chan struct{}, 1),
+	e := &Engine{cfg: cfg, slots: newSlots(cfg.MaxRunners), kick: make(chan struct{}, 1),
 		closed: make(chan struct{}), active: map[string]*runner{}}
+	if cfg.StepConcurrency > 0 {
+		e.steps = make(chan struct{}, cfg.StepConcurrency)
+	}
+	return e
 }
 
 // giveSlot gives a runner slot back, and kicks the sweeper when a run

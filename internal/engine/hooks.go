@@ -31,6 +31,8 @@ func callHook[T any](r *runner, fn func(ctx context.Context) (T, error)) (T, []h
 		v, err := fn(ctx)
 		ch <- answer{v, err}
 	}()
+	r.idle()
+	defer r.busy()
 	select {
 	case got := <-ch:
 		return got.v, ds.All(), got.err

@@ -83,6 +83,8 @@ type runner struct {
 	// noSlot: the runner was started for a command on a full node. It
 	// applies the command and leaves the run due for a runner with a slot.
 	noSlot bool
+	// holding: the runner holds a step slot (admit.go).
+	holding bool
 	// renewed is when the last renewal of the lease that succeeded was
 	// sent (the claim, at first), in Unix nanoseconds: the engine's
 	// keeper renews every runner's lease (keeper.go).
@@ -125,6 +127,9 @@ func (r *runner) lost() bool { return r.ctx.Err() != nil }
 
 func (r *runner) run(prepare func(*runner) error) error {
 	defer r.end(nil)
+	// A wait before the step loop (a command's commit) takes a step slot
+	// after it too: whatever the way out, the slot goes back.
+	defer r.idle()
 	var entries []store.Entry
 	var first any
 	if r.born != nil {
@@ -177,6 +182,7 @@ func (r *runner) run(prepare func(*runner) error) error {
 		}
 		return errLeft
 	}
+	r.busy()
 	for {
 		if r.lost() {
 			return context.Cause(r.ctx)
@@ -349,6 +355,8 @@ func backoff(lim Limits, n int, last *ModelFailed) time.Duration {
 func (r *runner) sleep(d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
+	r.idle()
+	defer r.busy()
 	select {
 	case <-t.C:
 		return nil
@@ -480,6 +488,8 @@ func (r *runner) generate(p pick, req *model.Request, stream bool) (*model.Reply
 		reply, err := model.Collect(p.generate(ctx, req), onDelta)
 		ch <- answer{reply, err}
 	}()
+	r.idle()
+	defer r.busy()
 	var got answer
 	select {
 	case got = <-ch:
@@ -526,6 +536,8 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 	// collect waits for one body and handles its result.
 
 	collect := func() (bool, error) {
+		r.idle()
+		defer r.busy()
 		select {
 		case res := <-results:
 			running--
@@ -820,6 +832,8 @@ func (r *runner) ask(a policy.Action) (policy.Decision, error) {
 		d, err := r.agent.Policy.Decide(ctx, a)
 		ch <- answer{d, err}
 	}()
+	r.idle()
+	defer r.busy()
 	select {
 	case got := <-ch:
 		return got.d, got.err
@@ -1034,7 +1048,9 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 		p.Charge.Adjust = p.Charge.Adjust.Add(r.adjust)
 	}
 	began := time.Now()
+	r.idle()
 	run, err := r.e.cfg.Store.JournalAppend(r.ctx, p)
+	r.busy()
 	if f := r.e.cfg.OnStoreTiming; f != nil {
 		f(TimingAppend, time.Since(began), len(p.Entries), err)
 	}

@@ -82,11 +82,13 @@ func (r *runner) startChild(c *callState) error {
 	id := childID(r.runID, c.key)
 	left := min(child.Limits.MaxDepth, r.st.started.DepthLeft-1)
 	first, title, _ := r.e.startedEntry(RunStarted{Agent: child.Name, Version: child.Version, Input: in.Prompt, DepthLeft: left})
+	r.idle()
 	_, created, err := r.e.cfg.Store.RunCreate(r.ctx, store.RunCreateParams{
 		ID: id, RootID: r.row.RootID, ParentID: r.runID, Depth: r.row.Depth + 1, Tenant: r.row.Tenant,
 		Agent: child.Name, Version: child.Version, InputHash: InputHash(child.Name, child.Version, in.Prompt),
 		Entries: []store.EntryInput{first}, Title: title,
 	})
+	r.busy()
 	if err != nil {
 		return fmt.Errorf("start sub-agent run %s: %w", id, err)
 	}

@@ -185,6 +185,9 @@ func (c Config) check() error {
 	if e.MaxRunners < 1 || e.MaxRunners > MaxMaxRunners {
 		errs = append(errs, fmt.Errorf("out of range: Config.MaxRunners is %d, want 1 to %d", e.MaxRunners, MaxMaxRunners))
 	}
+	if e.StepConcurrency < 1 || e.StepConcurrency > MaxMaxRunners {
+		errs = append(errs, fmt.Errorf("out of range: Config.StepConcurrency is %d, want 1 to %d", e.StepConcurrency, MaxMaxRunners))
+	}
 	if e.ClaimBatch < 1 || e.ClaimBatch > store.MaxListLimit {
 		errs = append(errs, fmt.Errorf("out of range: Config.ClaimBatch is %d, want 1 to %d", e.ClaimBatch, store.MaxListLimit))
 	}
