@@ -13,63 +13,30 @@ import (
 )
 
 func newAgents(g *globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "agents",
-		Short: "List the agents, show one's definition and hooks, preview the first request a run of one would send",
-	}
-	cmd.AddCommand(newAgentsList(g), newAgentsShow(g), newAgentsPreview(g))
-	return cmd
+	return group("agents", "List the agents, show one's definition and hooks, preview the first request a run of one would send",
+		leaf{"list", "List the agents the config declares (or the server offers), by name", args(0, "no arguments"), needConfig, listAgents}.build(g),
+		leaf{"show AGENT", "Show an agent's definition: model, tools, policy, limits, and its hooks in the order they run", args(1, "an agent's name"), needConfig, shows(backend.Agent, printAgent)}.build(g),
+		newAgentsPreview(g))
 }
 
-func newAgentsList(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List the agents the config declares (or the server offers), by name",
-		Args:  args(0, "no arguments"),
-		RunE: withBackend(g, needConfig, func(ctx context.Context, v *verb, _ []string) error {
-			list, err := v.b.Agents(ctx)
-			if err != nil {
-				return err
-			}
-			if g.json {
-				for _, a := range list {
-					v.printJSON(a)
-				}
-				return nil
-			}
-			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "AGENT\tVERSION\tMODEL\tDESCRIPTION")
-			for _, a := range list {
-				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", a.Name, a.Version, a.Model, clip(a.Description, 60))
-			}
-			return w.Flush()
-		}),
+// listAgents is the body of agents list.
+func listAgents(ctx context.Context, v *verb, _ []string) error {
+	list, err := v.b.Agents(ctx)
+	if err != nil {
+		return err
 	}
-}
-
-func newAgentsShow(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show AGENT",
-		Short: "Show an agent's definition: model, tools, policy, limits, and its hooks in the order they run",
-		Args:  args(1, "an agent's name"),
-		RunE: withBackend(g, needConfig, func(ctx context.Context, v *verb, a []string) error {
-			d, err := v.b.Agent(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			if g.json {
-				v.printJSON(d)
-				return nil
-			}
-			printAgent(v, d)
-			return nil
-		}),
-	}
+	return printList(v, list, asIs, "AGENT\tVERSION\tMODEL\tDESCRIPTION", func(a api.Agent) string {
+		return fmt.Sprintf("%s\t%d\t%s\t%s", a.Name, a.Version, a.Model, clip(a.Description, 60))
+	})
 }
 
 // printAgent writes an agent's definition for people: what it runs on,
-// what it may call, and its hooks in the order they run.
+// what it may call, and its hooks in the order they run (--json: one line).
 func printAgent(v *verb, d api.AgentDetail) {
+	if v.g.json {
+		v.printJSON(d)
+		return
+	}
 	w := v.g.stdout
 	fmt.Fprintf(w, "agent %s v%d: model %s\n", d.Name, d.Version, d.Model)
 	if d.Description != "" {
@@ -143,15 +110,10 @@ func newAgentsPreview(g *globals) *cobra.Command {
 				o.Input = a[1]
 			}
 			pv, err := v.b.Preview(ctx, a[0], o)
-			if err != nil {
-				return err
+			if err == nil {
+				printPreview(v, pv)
 			}
-			if g.json {
-				v.printJSON(pv)
-				return nil
-			}
-			printPreview(v, pv)
-			return nil
+			return err
 		}),
 	}
 	cmd.Flags().StringVar(&o.Session, "session", "", "preview the next message of this session: its transcript comes first")
@@ -160,8 +122,12 @@ func newAgentsPreview(g *globals) *cobra.Command {
 }
 
 // printPreview writes a previewed request for people: what it holds, layer
-// by layer, and how much of the window it fills.
+// by layer, and how much of the window it fills (--json: one line).
 func printPreview(v *verb, pv api.AgentPreview) {
+	if v.g.json {
+		v.printJSON(pv)
+		return
+	}
 	w := v.g.stdout
 	c := pv.Context
 	fmt.Fprintf(w, "first request of agent %s v%d on %s: %d tokens estimated (%s)", pv.Agent, pv.Version, pv.Model, c.Estimate, c.Estimator)

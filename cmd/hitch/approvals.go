@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,7 +14,6 @@ import (
 )
 
 func newApprovals(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "approvals", Short: "List, show and answer approval requests"}
 	var root, after string
 	var limit int
 	list := &cobra.Command{
@@ -45,7 +43,7 @@ func newApprovals(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printApprovals(g, page, next)
+			return printApprovals(v, page, next)
 		}),
 	}
 	list.Flags().StringVar(&root, "run", "", "only the requests of this run's family (the root run and its sub-agents)")
@@ -70,35 +68,24 @@ func newApprovals(g *globals) *cobra.Command {
 			return nil
 		}),
 	}
-	cmd.AddCommand(list, show, newAnswer(g, true), newAnswer(g, false))
-	return cmd
+	return group("approvals", "List, show and answer approval requests", list, show, newAnswer(g, true), newAnswer(g, false))
 }
 
 // printApprovals prints a page of requests; a next page's cursor goes to
 // stderr.
-func printApprovals(g *globals, page []hitch.PendingApproval, next string) error {
+func printApprovals(v *verb, page []hitch.PendingApproval, next string) error {
 	if next != "" {
-		defer fmt.Fprintf(g.stderr, "more: --after %s\n", next)
+		defer fmt.Fprintf(v.g.stderr, "more: --after %s\n", next)
 	}
-	if g.json {
-		for _, p := range page {
-			b, _ := json.Marshal(p)
-			fmt.Fprintf(g.stdout, "%s\n", b)
-		}
-		return nil
-	}
-	if len(page) == 0 {
+	if len(page) == 0 && !v.g.json {
 		if next == "" {
-			fmt.Fprintln(g.stdout, "no approval requests are waiting")
+			fmt.Fprintln(v.g.stdout, "no approval requests are waiting")
 		}
 		return nil
 	}
-	tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tCALL\tTOOL\tREQUIREMENT\tEXPIRES\tARGUMENTS")
-	for _, p := range page {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.RunID, p.Call, p.Tool, p.Requirement, expires(p.ExpiresAt), clip(compactJSON(p.Arguments), 60))
-	}
-	return tw.Flush()
+	return printList(v, page, asIs, "RUN\tCALL\tTOOL\tREQUIREMENT\tEXPIRES\tARGUMENTS", func(p hitch.PendingApproval) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", p.RunID, p.Call, p.Tool, p.Requirement, expires(p.ExpiresAt), clip(compactJSON(p.Arguments), 60))
+	})
 }
 
 func newAnswer(g *globals, approve bool) *cobra.Command {
@@ -121,14 +108,7 @@ func newAnswer(g *globals, approve bool) *cobra.Command {
 			return err
 		},
 		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
-			before, err := v.follow(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			if err := v.b.Answer(ctx, a[0], a[1], cred, approve, reason); err != nil {
-				return err
-			}
-			return v.settle(ctx, a[0], before.Position)
+			return v.moveOn(ctx, a[0], func() error { return v.b.Answer(ctx, a[0], a[1], cred, approve, reason) })
 		}),
 	}
 	cmd.Flags().StringVar(&credential, "credential", "", `"name:secret" (visible to other local users in the process list; prefer the variable)`)

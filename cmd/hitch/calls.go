@@ -10,7 +10,6 @@ import (
 )
 
 func newCalls(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "calls", Short: "Complete calls that wait for the outside world"}
 	var output, errText, by string
 	var execute bool
 	complete := &cobra.Command{
@@ -41,21 +40,13 @@ func newCalls(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
-			before, err := v.follow(ctx, a[0])
-			if err != nil {
-				return err
-			}
 			c := hitch.Completion{Call: a[1], Output: output, Error: errText, Execute: execute, By: by}
-			if err := v.b.CompleteCall(ctx, a[0], c); err != nil {
-				return err
-			}
-			return v.settle(ctx, a[0], before.Position)
+			return v.moveOn(ctx, a[0], func() error { return v.b.CompleteCall(ctx, a[0], c) })
 		}),
 	}
 	complete.Flags().StringVar(&output, "output", "", "the call's result, shown to the model")
 	complete.Flags().StringVar(&errText, "error", "", "the call failed: this text is shown to the model")
 	complete.Flags().BoolVar(&execute, "execute", false, "release a call held by a hook, so its body runs")
 	complete.Flags().StringVar(&by, "by", "cli", "who completes, recorded in the journal")
-	cmd.AddCommand(complete)
-	return cmd
+	return group("calls", "Complete calls that wait for the outside world", complete)
 }

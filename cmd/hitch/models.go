@@ -17,7 +17,6 @@ import (
 )
 
 func newModels(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "models", Short: "Inspect the models the config declares"}
 	var timeout time.Duration
 	check := &cobra.Command{
 		Use:   "check",
@@ -91,8 +90,7 @@ func newModels(g *globals) *cobra.Command {
 		},
 	}
 	check.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "how long each check call may take")
-	cmd.AddCommand(check)
-	return cmd
+	return group("models", "Inspect the models the config declares", check)
 }
 
 // printRoute reports a route's models in order with the breaker each

@@ -119,14 +119,9 @@ func newReconcile(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
-			before, err := v.follow(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			if err := v.b.Reconcile(ctx, a[0], hitch.Reconciliation{Call: a[1], Output: output, Unconfirmed: unconfirmed, By: by}); err != nil {
-				return err
-			}
-			return v.settle(ctx, a[0], before.Position)
+			return v.moveOn(ctx, a[0], func() error {
+				return v.b.Reconcile(ctx, a[0], hitch.Reconciliation{Call: a[1], Output: output, Unconfirmed: unconfirmed, By: by})
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&output, "output", "", "the call's confirmed result, shown to the model")

@@ -17,7 +17,6 @@ import (
 )
 
 func newRuns(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "runs", Short: "List and inspect runs"}
 	var status []string
 	var tenant, agent, cursor, text, since, until string
 	var limit int
@@ -65,19 +64,11 @@ func newRuns(g *globals) *cobra.Command {
 			if next != "" {
 				defer fmt.Fprintf(g.stderr, "more: --after %s\n", next)
 			}
-			if g.json {
-				for _, r := range runs {
-					v.printJSON(runJSON(r))
-				}
-				return nil
-			}
-			tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTENANT\tAGENT\tSTATUS\tSTEPS\tUPDATED\tFORKED FROM")
-			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s v%d\t%s\t%d\t%s\t%s\n", r.ID, r.Tenant, r.Agent, r.Version, r.Status, r.Position,
-					r.UpdatedAt.Local().Format(time.DateTime), or(forkedText(r.ForkedFrom), "-"))
-			}
-			return tw.Flush()
+			return printList(v, runs, func(r hitch.Run) any { return runJSON(r) }, "ID\tTENANT\tAGENT\tSTATUS\tSTEPS\tUPDATED\tFORKED FROM",
+				func(r hitch.Run) string {
+					return fmt.Sprintf("%s\t%s\t%s v%d\t%s\t%d\t%s\t%s", r.ID, r.Tenant, r.Agent, r.Version, r.Status, r.Position,
+						r.UpdatedAt.Local().Format(time.DateTime), or(forkedText(r.ForkedFrom), "-"))
+				})
 		}),
 	}
 	list.Flags().StringSliceVar(&status, "status", nil, "only runs with these statuses")
@@ -89,12 +80,7 @@ func newRuns(g *globals) *cobra.Command {
 	list.Flags().StringVar(&since, "since", "", "only runs created at or after this: an RFC 3339 time, or a duration ago (2h)")
 	list.Flags().StringVar(&until, "until", "", "only runs created before this: an RFC 3339 time, or a duration ago")
 
-	show := &cobra.Command{
-		Use:   "show RUN",
-		Short: "Show a run: status, outcome, usage, and its calls",
-		Args:  args(1, "one RUN id"),
-		RunE:  withBackend(g, needStore, showRun),
-	}
+	show := leaf{"show RUN", "Show a run: status, outcome, usage, and its calls", args(1, "one RUN id"), needStore, showRun}.build(g)
 
 	var after int64
 	var follow bool
@@ -114,8 +100,7 @@ func newRuns(g *globals) *cobra.Command {
 	}
 	events.Flags().Int64Var(&after, "after", 0, "print entries after this position")
 	events.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new entries until the run ends")
-	cmd.AddCommand(list, show, events, newRunsFork(g))
-	return cmd
+	return group("runs", "List and inspect runs", list, show, events, newRunsFork(g))
 }
 
 // printJournal prints a run's journal after a position, and with follow

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -16,12 +15,14 @@ import (
 )
 
 func newSessions(g *globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "sessions",
-		Short: "List, inspect and talk to sessions (conversations worked one message at a time)",
-	}
-	cmd.AddCommand(newSessionsList(g), newSessionsShow(g), newSessionsSend(g), newSessionsQueue(g),
-		newSessionsEdit(g), newSessionsRemove(g), newSessionsInterrupt(g))
+	session, message := args(1, "a session id"), args(2, "a session id and a message id")
+	cmd := group("sessions", "List, inspect and talk to sessions (conversations worked one message at a time)",
+		newSessionsList(g), newSessionsSend(g), newSessionsEdit(g), newSessionsInterrupt(g))
+	cmd.AddCommand(leaves(g,
+		leaf{"show SESSION", "Show a session: its submissions with outcomes and usage, and its queue", session, needRuntime, showSession},
+		leaf{"queue SESSION", "List a session's queued messages in the order they will start", session, needRuntime, shows(backend.Queue, printQueue)},
+		leaf{"remove SESSION MESSAGE", "Take a queued message out of the queue (one that has started is refused)", message, needRuntime, removeMessage},
+	)...)
 	return cmd
 }
 
@@ -45,19 +46,11 @@ func newSessionsList(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.json {
-				for _, s := range list {
-					v.printJSON(sessionJSON(s))
-				}
-				return nil
-			}
-			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "SESSION\tAGENT\tACTIVE RUN\tQUEUED\tUPDATED")
-			for _, s := range list {
-				fmt.Fprintf(w, "%s\t%s v%d\t%s\t%d\t%s\n", s.ID, s.Agent, s.Version, or(s.ActiveRun, "-"), s.Queued,
-					s.UpdatedAt.Format("2006-01-02 15:04:05"))
-			}
-			return w.Flush()
+			return printList(v, list, func(s sessions.Session) any { return sessionJSON(s) }, "SESSION\tAGENT\tACTIVE RUN\tQUEUED\tUPDATED",
+				func(s sessions.Session) string {
+					return fmt.Sprintf("%s\t%s v%d\t%s\t%d\t%s", s.ID, s.Agent, s.Version, or(s.ActiveRun, "-"), s.Queued,
+						s.UpdatedAt.Format("2006-01-02 15:04:05"))
+				})
 		}),
 	}
 	cmd.Flags().StringVar(&after, "after", "", "list sessions whose id sorts after this one")
@@ -166,24 +159,18 @@ func (v *verb) printStatusCost(st sessions.Status, cost *hitch.RunningCost) {
 	}
 }
 
-func newSessionsShow(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show SESSION",
-		Short: "Show a session: its submissions with outcomes and usage, and its queue",
-		Args:  args(1, "a session id"),
-		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
-			st, err := v.b.SessionStatus(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			cost, err := v.b.SessionCost(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			v.printStatusCost(st, &cost)
-			return nil
-		}),
+// showSession is the body of sessions show.
+func showSession(ctx context.Context, v *verb, a []string) error {
+	st, err := v.b.SessionStatus(ctx, a[0])
+	if err != nil {
+		return err
 	}
+	cost, err := v.b.SessionCost(ctx, a[0])
+	if err != nil {
+		return err
+	}
+	v.printStatusCost(st, &cost)
+	return nil
 }
 
 // ensureSession makes sure the session exists, creating it for the named
@@ -258,25 +245,14 @@ func newSessionsSend(g *globals) *cobra.Command {
 	return cmd
 }
 
-func newSessionsQueue(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "queue SESSION",
-		Short: "List a session's queued messages in the order they will start",
-		Args:  args(1, "a session id"),
-		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
-			q, err := v.b.Queue(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			for _, m := range q {
-				if g.json {
-					v.printJSON(queuedLine{m.ID, m.Position, m.Mode, m.Text})
-				} else {
-					fmt.Fprintf(g.stdout, "%s  %d  %s  %s\n", m.ID, m.Position, m.Mode, clip(m.Text, 120))
-				}
-			}
-			return nil
-		}),
+// printQueue prints a session's queued messages, a line each.
+func printQueue(v *verb, q []sessions.QueuedMessage) {
+	for _, m := range q {
+		if v.g.json {
+			v.printJSON(queuedLine{m.ID, m.Position, m.Mode, m.Text})
+		} else {
+			fmt.Fprintf(v.g.stdout, "%s  %d  %s  %s\n", m.ID, m.Position, m.Mode, clip(m.Text, 120))
+		}
 	}
 }
 
@@ -296,19 +272,13 @@ func newSessionsEdit(g *globals) *cobra.Command {
 	}
 }
 
-func newSessionsRemove(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "remove SESSION MESSAGE",
-		Short: "Take a queued message out of the queue (one that has started is refused)",
-		Args:  args(2, "a session id and a message id"),
-		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
-			if err := v.b.Remove(ctx, a[0], a[1]); err != nil {
-				return err
-			}
-			v.done("removed", a[1])
-			return nil
-		}),
+// removeMessage is the body of sessions remove.
+func removeMessage(ctx context.Context, v *verb, a []string) error {
+	if err := v.b.Remove(ctx, a[0], a[1]); err != nil {
+		return err
 	}
+	v.done("removed", a[1])
+	return nil
 }
 
 func newSessionsInterrupt(g *globals) *cobra.Command {

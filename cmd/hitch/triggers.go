@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,14 +11,15 @@ import (
 )
 
 func newTriggers(g *globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "triggers",
-		Short: "List, inspect, pause, resume and remove trigger bindings (schedules that start runs or send messages)",
-	}
-	cmd.AddCommand(newTriggersList(g), newTriggersShow(g),
-		newTriggersSet(g, "pause", "Pause a binding: its occurrences wait, judged by its missed policy on resume", backend.PauseTrigger),
-		newTriggersSet(g, "resume", "Resume a paused binding", backend.ResumeTrigger),
-		newTriggersRemove(g))
+	cmd := group("triggers", "List, inspect, pause, resume and remove trigger bindings (schedules that start runs or send messages)",
+		newTriggersList(g))
+	id, print := args(1, "a trigger id"), (*verb).printTrigger
+	cmd.AddCommand(leaves(g,
+		leaf{"show TRIGGER", "Show a binding: its schedule, target, lifecycle, counts and next occurrence", id, needRuntime, shows(backend.Trigger, print)},
+		leaf{"pause TRIGGER", "Pause a binding: its occurrences wait, judged by its missed policy on resume", id, needRuntime, shows(backend.PauseTrigger, print)},
+		leaf{"resume TRIGGER", "Resume a paused binding", id, needRuntime, shows(backend.ResumeTrigger, print)},
+		leaf{"remove TRIGGER", "Remove a binding (an occurrence being dispatched as it goes may still fire)", id, needRuntime, removeTrigger},
+	)...)
 	return cmd
 }
 
@@ -102,19 +102,11 @@ func newTriggersList(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.json {
-				for _, t := range list {
-					v.printJSON(triggerJSON(t))
-				}
-				return nil
-			}
-			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "TRIGGER\tSTATE\tSCHEDULE\tTARGET\tFIRES\tNEXT")
-			for _, t := range list {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", t.Spec.ID, t.State, clip(schedule(t.Spec), 40), clip(target(t.Spec), 40),
-					t.FireCount, whenOr(t.NextFire, "-"))
-			}
-			return w.Flush()
+			return printList(v, list, func(t triggers.Trigger) any { return triggerJSON(t) }, "TRIGGER\tSTATE\tSCHEDULE\tTARGET\tFIRES\tNEXT",
+				func(t triggers.Trigger) string {
+					return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s", t.Spec.ID, t.State, clip(schedule(t.Spec), 40), clip(target(t.Spec), 40),
+						t.FireCount, whenOr(t.NextFire, "-"))
+				})
 		}),
 	}
 	cmd.Flags().StringVar(&after, "after", "", "list bindings whose id sorts after this one")
@@ -156,62 +148,24 @@ func (v *verb) printTrigger(t triggers.Trigger) {
 	}
 }
 
-func newTriggersShow(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show TRIGGER",
-		Short: "Show a binding: its schedule, target, lifecycle, counts and next occurrence",
-		Args:  args(1, "a trigger id"),
-		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
-			t, err := v.b.Trigger(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			v.printTrigger(t)
-			return nil
-		}),
+// removeTrigger is the body of triggers remove.
+func removeTrigger(ctx context.Context, v *verb, a []string) error {
+	removed, err := v.b.RemoveTrigger(ctx, a[0])
+	if err != nil {
+		return err
 	}
-}
-
-func newTriggersSet(g *globals, name, short string, f func(backend, context.Context, string) (triggers.Trigger, error)) *cobra.Command {
-	return &cobra.Command{
-		Use:   name + " TRIGGER",
-		Short: short,
-		Args:  args(1, "a trigger id"),
-		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
-			t, err := f(v.b, ctx, a[0])
-			if err != nil {
-				return err
-			}
-			v.printTrigger(t)
-			return nil
-		}),
+	if v.g.json {
+		v.printJSON(struct {
+			ID      string `json:"id"`
+			Removed bool   `json:"removed"`
+		}{a[0], removed})
+	} else if removed {
+		fmt.Fprintf(v.g.stdout, "removed trigger %s\n", a[0])
 	}
-}
-
-func newTriggersRemove(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "remove TRIGGER",
-		Short: "Remove a binding (an occurrence being dispatched as it goes may still fire)",
-		Args:  args(1, "a trigger id"),
-		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
-			removed, err := v.b.RemoveTrigger(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			if g.json {
-				v.printJSON(struct {
-					ID      string `json:"id"`
-					Removed bool   `json:"removed"`
-				}{a[0], removed})
-			} else if removed {
-				fmt.Fprintf(g.stdout, "removed trigger %s\n", a[0])
-			}
-			if !removed {
-				return withCode(exitNotFound, fmt.Errorf("remove trigger %s: %w", a[0], triggers.ErrNotFound))
-			}
-			return nil
-		}),
+	if !removed {
+		return withCode(exitNotFound, fmt.Errorf("remove trigger %s: %w", a[0], triggers.ErrNotFound))
 	}
+	return nil
 }
 
 // syncTriggers stores the config's bindings, replacing those whose

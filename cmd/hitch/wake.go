@@ -39,14 +39,7 @@ func newWake(g *globals) *cobra.Command {
 			if data != "" {
 				raw = json.RawMessage(data)
 			}
-			before, err := v.follow(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			if err := v.b.Wake(ctx, a[0], wakeParams{Event: event, Data: raw, By: by}); err != nil {
-				return err
-			}
-			return v.settle(ctx, a[0], before.Position)
+			return v.moveOn(ctx, a[0], func() error { return v.b.Wake(ctx, a[0], wakeParams{Event: event, Data: raw, By: by}) })
 		}),
 	}
 	cmd.Flags().StringVar(&event, "event", "", "the event's name, as the run awaits it")

@@ -9,32 +9,7 @@ import (
 )
 
 func newWorkspace(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "workspace", Short: "List, grant and revoke a run's extra workspace roots"}
-	list := &cobra.Command{
-		Use:   "list RUN",
-		Short: "List the roots granted to a run (besides its workspace)",
-		Args:  args(1, "one RUN id"),
-		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, a []string) error {
-			roots, err := v.b.Roots(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			if g.json {
-				if roots == nil {
-					roots = []string{}
-				}
-				v.printJSON(roots)
-				return nil
-			}
-			if len(roots) == 0 {
-				fmt.Fprintln(g.stdout, "no roots granted beyond the workspace")
-			}
-			for _, r := range roots {
-				fmt.Fprintln(g.stdout, r)
-			}
-			return nil
-		}),
-	}
+	list := leaf{"list RUN", "List the roots granted to a run (besides its workspace)", args(1, "one RUN id"), needRuntime, shows(backend.Roots, printRoots)}.build(g)
 	change := func(revoke bool) *cobra.Command {
 		use, short := "grant RUN PATH", "Let a run's tools use another directory (journaled)"
 		if revoke {
@@ -75,6 +50,23 @@ func newWorkspace(g *globals) *cobra.Command {
 		c.Flags().StringVar(&by, "by", "cli", "who changes it, recorded in the journal (with --server, the token's name)")
 		return c
 	}
-	cmd.AddCommand(list, change(false), change(true))
-	return cmd
+	return group("workspace", "List, grant and revoke a run's extra workspace roots", list, change(false), change(true))
+}
+
+// printRoots prints the roots granted to a run, a line each (--json: one
+// array).
+func printRoots(v *verb, roots []string) {
+	if v.g.json {
+		if roots == nil {
+			roots = []string{}
+		}
+		v.printJSON(roots)
+		return
+	}
+	if len(roots) == 0 {
+		fmt.Fprintln(v.g.stdout, "no roots granted beyond the workspace")
+	}
+	for _, r := range roots {
+		fmt.Fprintln(v.g.stdout, r)
+	}
 }
