@@ -38,10 +38,7 @@ import (
 // set), any API answer or stream, the console's pages, an MCP answer or
 // the CLI's output.
 func TestSecretCanaryOverEveryInput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and starts servers")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "builds the binary and starts servers")
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		inputsCanary(t, "", "")
@@ -621,10 +618,7 @@ const (
 // model key, the tool's secret, the server token and the approver
 // credential are blank there.
 func TestSecretCanaryOverServeAndSpans(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "builds the binary")
 	for name, path := range isolationPaths(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

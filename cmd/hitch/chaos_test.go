@@ -58,10 +58,7 @@ func checkPassed(t *testing.T, code int, res chaos.Result, errOut string) {
 // on SQLite, in a scratch file beside the store that it drops, and never
 // touches the store itself.
 func TestChaosSQLite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts, kills and pauses worker processes")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "starts, kills and pauses worker processes")
 	dir := t.TempDir()
 	code, res, errOut := runChaos(t, binary(t), dir, append(chaosArgs, "--db", filepath.Join(dir, "real.db"))...)
 	checkPassed(t, code, res, errOut)
@@ -105,10 +102,7 @@ func TestChaosPostgres(t *testing.T) {
 // one that took its runs over, their bodies run twice, and hitch chaos
 // says so and exits 9.
 func TestChaosCatchesAnUnfencedAppend(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts, kills and pauses worker processes")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "starts, kills and pauses worker processes")
 	dir := t.TempDir()
 	code, res, errOut := runChaos(t, testproc.Build(t, ".", "-tags", "chaosfault"), dir, append(chaosArgs, "--db", filepath.Join(dir, "real.db"), "--duration", "60s")...)
 	if code != exitViolation || res.Report.Counts[chaos.DuplicateEffect] == 0 {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hitch-dev/hitch/internal/testproc"
 )
 
 // tmuxPane drives a program in a real terminal: a tmux server of the test's
@@ -73,10 +75,7 @@ func (p *tmuxPane) waitFor(want string, n int) string {
 // Ctrl-C to interrupt the turn, the queued message answered next, and
 // Ctrl-C again, with nothing running, to leave.
 func TestChatInATerminal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives the real binary in a terminal")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "drives the real binary in a terminal")
 	bin := binary(t)
 	dir := t.TempDir()
 	files := map[string]string{
@@ -125,10 +124,7 @@ repeat: true
 // approved command runs, the rejected one never does, and each answer is
 // journaled under the approver's name.
 func TestChatAnswersApprovals(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives the real binary in a terminal")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "drives the real binary in a terminal")
 	bin := binary(t)
 	dir := t.TempDir()
 	files := map[string]string{

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,12 +15,9 @@ import (
 // each request; --json carries every request's account.
 func TestRunsShowContextMeter(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": "store: runs.db\nprices: {scripted/script: {input: 1, output: 2}}\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
-			"agents:\n  - {name: ops, model: m, instructions: You keep notes., policy: allow_all, limits: {context_window: 8000}}\n",
-		"script.yaml": "turns:\n  - calls: [{name: nothing}]\n  - {text: done, no_usage: true}\n",
-	})
-	cfg := filepath.Join(dir, "hitch.yaml")
+	_, cfg := writeConfig(t, "store: runs.db\nprices: {scripted/script: {input: 1, output: 2}}\nmodels:\n  m: {provider: scripted, script: script.yaml}\n"+
+		"agents:\n  - {name: ops, model: m, instructions: You keep notes., policy: allow_all, limits: {context_window: 8000}}\n",
+		"turns:\n  - calls: [{name: nothing}]\n  - {text: done, no_usage: true}\n")
 	if code, out, errOut := cli(t, "run", "-c", cfg, "--id", "m1", "take a note"); code != exitOK {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
 	}
@@ -73,12 +69,9 @@ func TestRunsShowContextMeter(t *testing.T) {
 // far, summed over its submissions' runs.
 func TestSessionsShowCost(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": "store: runs.db\nprices: {scripted/script: {input: 1000, output: 2000}}\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
-			"agents:\n  - {name: ops, model: m, policy: allow_all}\n",
-		"script.yaml": "turns:\n  - text: noted\nrepeat: true\n",
-	})
-	cfg := filepath.Join(dir, "hitch.yaml")
+	_, cfg := writeConfig(t, "store: runs.db\nprices: {scripted/script: {input: 1000, output: 2000}}\nmodels:\n  m: {provider: scripted, script: script.yaml}\n"+
+		"agents:\n  - {name: ops, model: m, policy: allow_all}\n",
+		"turns:\n  - text: noted\nrepeat: true\n")
 	for _, msg := range []string{"one", "two"} {
 		if code, out, errOut := cli(t, "sessions", "send", "s1", msg, "-c", cfg); code != exitOK {
 			t.Fatalf("send: exit %d\n%s%s", code, out, errOut)

@@ -90,14 +90,11 @@ func TestDoctorNeverPrintsASecret(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": "store: runs.db\nsecrets:\n  tickets: {env: T_DOCTOR_SECRET}\n" +
-			"mcp:\n  - {name: tickets, url: \"http://" + addr + "/mcp?key=${T_DOCTOR_SECRET}\", connect_timeout: 5s}\n" +
-			"models:\n  m: {provider: scripted, script: script.yaml}\n" +
-			"agents:\n  - {name: ops, model: m, tools: [read], policy: allow_all, workspace: .}\n",
-		"script.yaml": "turns:\n  - text: done\n",
-	})
-	cfg := filepath.Join(dir, "hitch.yaml")
+	_, cfg := writeConfig(t, "store: runs.db\nsecrets:\n  tickets: {env: T_DOCTOR_SECRET}\n"+
+		"mcp:\n  - {name: tickets, url: \"http://"+addr+"/mcp?key=${T_DOCTOR_SECRET}\", connect_timeout: 5s}\n"+
+		"models:\n  m: {provider: scripted, script: script.yaml}\n"+
+		"agents:\n  - {name: ops, model: m, tools: [read], policy: allow_all, workspace: .}\n",
+		"turns:\n  - text: done\n")
 	code, r, out := doctorJSON(t, "-c", cfg)
 	c := reportCheck(r, "mcp tickets")
 	if code != 2 || c.Verdict != doctor.Failure || !strings.Contains(c.Detail, "tickets") || !strings.Contains(c.Detail, "unreachable") {

@@ -114,11 +114,8 @@ func TestBadInputGetsItsExitCode(t *testing.T) {
 // code, never read as a healthy store.
 func TestCorruptStoreIsReported(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{
-		"hitch.yaml":  scriptedYAML("runs.db", "{name: ops, model: m, policy: allow_all}"),
-		"script.yaml": "turns:\n  - text: done\n",
-	})
-	cfg := filepath.Join(dir, "hitch.yaml")
+	dir, cfg := writeConfig(t, scriptedYAML("runs.db", "{name: ops, model: m, policy: allow_all}"),
+		"turns:\n  - text: done\n")
 	for _, id := range []string{"r1", "r2", "r3"} {
 		if code, out, errOut := cli(t, "run", "-c", cfg, "--id", id, "go"); code != exitOK {
 			t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)

@@ -56,8 +56,7 @@ agents:
 // named with its file, line and field, and the command exits 2.
 func TestHookConfigErrorsExitTwo(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": `store: runs.db
+	_, cfg := writeConfig(t, `store: runs.db
 models:
   m: {provider: scripted, script: script.yaml}
 agents:
@@ -68,9 +67,7 @@ agents:
       - {point: pre_tool, command: [./missing.sh]}
       - {point: post_turn, url: "https://hooks.example/validate"}
 `,
-		"script.yaml": "turns:\n  - text: done\n",
-	})
-	cfg := filepath.Join(dir, "hitch.yaml")
+		"turns:\n  - text: done\n")
 	code, _, errOut := cli(t, "run", "-c", cfg, "go")
 	if code != exitUsage || !strings.Contains(errOut, cfg+":9: agents[0].hooks[0].command[0]") || !strings.Contains(errOut, cfg+":10: agents[0].hooks[1].secret: is required") {
 		t.Errorf("exit %d\n%s", code, errOut)

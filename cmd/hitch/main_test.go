@@ -151,10 +151,7 @@ func TestUsageAndConfigErrorsExitTwo(t *testing.T) {
 // SIGKILL inside a bash tool call, then recovers the run (the call is an
 // uncertain effect, exit 3), reconciles it, and sees the run complete.
 func TestKilledRunIsRecoveredAndReconciled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills a process")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "builds and kills a process")
 	dir := t.TempDir()
 	bin := binary(t)
 	files := map[string]string{
@@ -269,10 +266,14 @@ func writeFilesIn(t *testing.T, dir string, files map[string]string) {
 // scriptedConfig is a config with one agent on a scripted model.
 func scriptedConfig(t *testing.T, script string) (dir, cfg string) {
 	t.Helper()
-	dir = writeFiles(t, map[string]string{
-		"hitch.yaml":  scriptedYAML("runs.db", "{name: ops, model: m, tools: [read], policy: allow_all, workspace: .}"),
-		"script.yaml": script,
-	})
+	return writeConfig(t, scriptedYAML("runs.db", "{name: ops, model: m, tools: [read], policy: allow_all, workspace: .}"), script)
+}
+
+// writeConfig writes a config and the script of its scripted models into
+// a new folder, and returns the folder and the config's path.
+func writeConfig(t *testing.T, config, script string) (dir, cfg string) {
+	t.Helper()
+	dir = writeFiles(t, map[string]string{"hitch.yaml": config, "script.yaml": script})
 	return dir, filepath.Join(dir, "hitch.yaml")
 }
 
@@ -367,10 +368,7 @@ func exitCode(t *testing.T, err error) int {
 }
 
 func TestMissingOrBrokenConfigIsAnError(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "builds the binary")
 	empty := t.TempDir()
 	for _, args := range [][]string{{"runs", "list"}, {"run", "hi"}, {"runs", "show", "x"}, {"approvals", "list"}, {"recover"}} {
 		code, out, errOut := inDir(t, empty, args...)
@@ -422,11 +420,8 @@ func TestMissingOrBrokenConfigIsAnError(t *testing.T) {
 
 func TestCompletionWithoutAnswerIsNotSuccess(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{
-		"hitch.yaml":  scriptedYAML("runs.db", "{name: ops, model: m, tools: [read], policy: allow_all, workspace: ., limits: {model_attempts: 2}}"),
-		"script.yaml": "turns:\n  - calls: [{name: read, args: '{\"path\": \"script.yaml\"}'}]\nrepeat: true\n",
-	})
-	cfg := filepath.Join(dir, "hitch.yaml")
+	_, cfg := writeConfig(t, scriptedYAML("runs.db", "{name: ops, model: m, tools: [read], policy: allow_all, workspace: ., limits: {model_attempts: 2}}"),
+		"turns:\n  - calls: [{name: read, args: '{\"path\": \"script.yaml\"}'}]\nrepeat: true\n")
 	code, out, errOut := cli(t, "run", "-c", cfg, "--id", "loop", "go round")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != exitNoAnswer || !strings.Contains(lines[len(lines)-1], "max_turns") {
@@ -575,12 +570,9 @@ agents:
 
 func TestJSONOutput(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": "store: runs.db\nprices: {scripted/script: {input: 1, output: 2}}\nmodels:\n  m: {provider: scripted, script: script.yaml}\n" +
-			"agents:\n  - {name: ops, model: m, policy: allow_all, budget: {tokens: 100000, usd: 2.5}}\n",
-		"script.yaml": "turns:\n  - text: done\n",
-	})
-	cfg := filepath.Join(dir, "hitch.yaml")
+	_, cfg := writeConfig(t, "store: runs.db\nprices: {scripted/script: {input: 1, output: 2}}\nmodels:\n  m: {provider: scripted, script: script.yaml}\n"+
+		"agents:\n  - {name: ops, model: m, policy: allow_all, budget: {tokens: 100000, usd: 2.5}}\n",
+		"turns:\n  - text: done\n")
 	last := func(out string) map[string]any {
 		t.Helper()
 		lines := strings.Split(strings.TrimSpace(out), "\n")

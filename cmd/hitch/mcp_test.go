@@ -19,10 +19,7 @@ import (
 // the SDK's own client over stdio: start a run, wait for it to park on an
 // approval, approve it with the server's credential, see it complete.
 func TestMCPServesTheConfigsAgents(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "builds the binary")
 	dir := t.TempDir()
 	bin := binary(t)
 	files := map[string]string{

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,15 +15,12 @@ func TestModelsCheckRoute(t *testing.T) {
 	t.Parallel()
 	busy := modeltest.Exchange{Status: 503, Body: `{"error":{"message":"The server is overloaded","type":"server_error"}}`}
 	srv := modeltest.NewServer(t, busy, busy)
-	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": "models:\n" +
-			"  primary: {provider: openai, model: gpt-4o-mini, base_url: \"" + srv.URL + "/v1\"}\n" +
-			"  backup: {provider: scripted, script: script.yaml}\n" +
-			"routes:\n  main: {models: [primary, backup], cool_down: 2m}\n" +
-			"agents:\n  - {name: a, model: main, policy: allow_all}\n",
-		"script.yaml": "turns:\n  - text: OK\n",
-	})
-	cfg := filepath.Join(dir, "hitch.yaml")
+	_, cfg := writeConfig(t, "models:\n"+
+		"  primary: {provider: openai, model: gpt-4o-mini, base_url: \""+srv.URL+"/v1\"}\n"+
+		"  backup: {provider: scripted, script: script.yaml}\n"+
+		"routes:\n  main: {models: [primary, backup], cool_down: 2m}\n"+
+		"agents:\n  - {name: a, model: main, policy: allow_all}\n",
+		"turns:\n  - text: OK\n")
 	code, out, errOut := cli(t, "models", "check", "--config", cfg)
 	if code != exitError {
 		t.Fatalf("exit %d, want %d (a model failed)\n%s%s", code, exitError, out, errOut)

@@ -24,10 +24,7 @@ import (
 // process killed mid-call then recovered and reconciled, driven by five
 // processes that each export over OTLP: one trace, the right tree.
 func TestOTLPTraceOfAFamilyAcrossProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "builds the binary")
 	rec, srv := otlptest.StartHTTP(t)
 	dir := t.TempDir()
 	files := map[string]string{
@@ -194,10 +191,7 @@ agents:
 // variables ask for metrics: the gauges read at its last export, and the
 // journal appends of the run it drove.
 func TestServeExportsMetricsOverOTLP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "builds the binary")
 	rec, srv := otlptest.StartHTTP(t)
 	dir := t.TempDir()
 	files := map[string]string{

@@ -149,10 +149,7 @@ func runCanary(t *testing.T, dir string, path string, args ...string) (string, e
 // they appear nowhere: not in the SQLite file read raw, nor the CLI's
 // output, with or without bwrap.
 func TestSecretCanary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "builds the binary")
 	for name, path := range isolationPaths(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,8 +11,7 @@ import (
 // completion is refused with exit 5.
 func TestWakeAndCallsFromTheCommandLine(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": `store: runs.db
+	_, cfg := writeConfig(t, `store: runs.db
 models:
   m: {provider: scripted, script: script.yaml}
 external_tools:
@@ -24,9 +22,7 @@ external_tools:
 agents:
   - {name: ops, model: m, tools: [await_event, ship], policy: allow_all}
 `,
-		"script.yaml": "turns:\n  - calls: [{name: await_event, args: '{\"name\": \"payment.received\", \"timeout\": \"30m\"}'}, {name: ship, args: '{\"order\": 7}'}]\n  - text: done\n",
-	})
-	cfg := filepath.Join(dir, "hitch.yaml")
+		"turns:\n  - calls: [{name: await_event, args: '{\"name\": \"payment.received\", \"timeout\": \"30m\"}'}, {name: ship, args: '{\"order\": 7}'}]\n  - text: done\n")
 	code, out, errOut := cli(t, "run", "-c", cfg, "--id", "order-7", "ship order 7 once paid")
 	if code != exitWaiting {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)

@@ -103,10 +103,7 @@ func waitLine(t *testing.T, lines <-chan string, want string) {
 // finish, journals it and gives the lease back, so recover resumes the run
 // at once (its lease would last 10 minutes) with no uncertain call.
 func TestWorkerDrainsOnSIGTERM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and signals a process")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "builds and signals a process")
 	bin, dir, cfg := workerSetup(t)
 	cmd, lines := startWorker(t, bin, cfg)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -136,10 +133,7 @@ func TestWorkerDrainsOnSIGTERM(t *testing.T) {
 // TestWorkerAbortsOnASecondSignal: a second signal cuts the drain short;
 // the worker says what it abandoned and exits with an error.
 func TestWorkerAbortsOnASecondSignal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and signals a process")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "builds and signals a process")
 	bin, _, cfg := workerSetup(t)
 	cmd, lines := startWorker(t, bin, cfg)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -209,10 +203,7 @@ func nextLeader(t *testing.T, lines <-chan leaderLine) leaderLine {
 // SIGKILL (it cannot resign) the other takes over when the leadership runs
 // out, within its TTL and a third after the kill.
 func TestWorkersElectOneLeader(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and signals processes")
-	}
-	t.Parallel()
+	testproc.Heavy(t, "builds and signals processes")
 	bin, dir := binary(t), t.TempDir()
 	cfg := filepath.Join(dir, "hitch.yaml")
 	files := map[string]string{
