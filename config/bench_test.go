@@ -39,15 +39,12 @@ func BenchmarkLoad300Agents(b *testing.B) {
 // tools run no command (so its runs need no command sandbox), 64 at a time
 // on SQLite at FULL, each awaited to its end: runs/s is the rate.
 func BenchmarkConfigAgentRuns(b *testing.B) {
-	path := write(b, map[string]string{"script.yaml": script, "hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+	path := write(b, onDemo(`agents:
   - name: files
     model: demo
     tools: [read, write, edit, glob]
     policy: allow_all
-`})
+`))
 	cfg, err := Load(path, Options{})
 	if err != nil {
 		b.Fatal(err)

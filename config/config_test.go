@@ -30,6 +30,12 @@ func write(t testing.TB, files map[string]string) string {
 
 const script = "turns:\n  - text: hi\n"
 
+// onDemo is a config whose first lines declare the scripted model demo
+// (reading script), followed by rest from line 4 on, and its script.
+func onDemo(rest string) map[string]string {
+	return map[string]string{"script.yaml": script, "hitch.yaml": "\nmodels:\n  demo: {provider: scripted, script: script.yaml}\n" + rest}
+}
+
 // load writes files (hitch.yaml among them) into a folder and loads the
 // config, closed when the test ends.
 func load(t testing.TB, files map[string]string) *Config {
@@ -62,10 +68,7 @@ func refused(t *testing.T, files map[string]string, want ...string) (string, err
 
 func TestLoadGoodConfig(t *testing.T) {
 	t.Parallel()
-	cfg := load(t, map[string]string{"script.yaml": script, "hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+	cfg := load(t, onDemo(`agents:
   - name: helper
     model: demo
     tools: [read, bash]
@@ -73,7 +76,7 @@ agents:
     limits:
       tool_timeout: infinite
       model_attempts: 3
-`})
+`))
 	a, err := cfg.Agent("")
 	if err != nil || a.Name() != "helper" || a.Limits().ModelAttempts != 3 || a.Limits().ToolTimeout >= 0 {
 		t.Fatalf("agent %v limits %+v err %v", a, a.Limits(), err)
@@ -240,10 +243,7 @@ agents:
 
 func TestSubAgentProblems(t *testing.T) {
 	t.Parallel()
-	refused(t, map[string]string{"script.yaml": script, "hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+	refused(t, onDemo(`agents:
   - name: a
     model: demo
     policy: allow_all
@@ -253,7 +253,7 @@ agents:
     policy: allow_all
     sub_agents: [a]
     budget: {tokens: -1, wall_time: soon}
-`}, `agents[0].sub_agents[1]: "ghost" is not an agent`, "delegates to itself", "agents[1].budget.tokens", "agents[1].budget.wall_time")
+`), `agents[0].sub_agents[1]: "ghost" is not an agent`, "delegates to itself", "agents[1].budget.tokens", "agents[1].budget.wall_time")
 }
 
 func TestEveryProblemInOnePass(t *testing.T) {
@@ -336,10 +336,7 @@ agents:
 
 func TestLoadPolicyConditions(t *testing.T) {
 	t.Parallel()
-	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+	path := write(t, onDemo(`agents:
   - name: coder
     model: demo
     tools: [read, write]
@@ -358,7 +355,7 @@ agents:
         requirement: payments
       - tools: [read, pay]
         verdict: allow
-`})
+`))
 	cfg, err := Load(path, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -32,10 +32,7 @@ import (
 // naming the file, the line and the field.
 func TestHookProblems(t *testing.T) {
 	t.Parallel()
-	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-secrets:
+	path := write(t, onDemo(`secrets:
   key: {value: a-demo-key-for-the-tests-0123, demo: true}
 hooks:
   - {point: after_lunch, command: [true]}
@@ -52,7 +49,7 @@ agents:
       - {point: pre_tool, command: [true], on_error: sometimes, timeout: 2h}
       - {point: pre_tool}
       - {point: pre_trigger, match: [bash], command: [true]}
-`})
+`))
 	_, err := Load(path, Options{})
 	if err == nil || !IsProblem(err) {
 		t.Fatalf("err = %v", err)

@@ -40,10 +40,7 @@ func testServer(t *testing.T, name, env string, extra ...string) string {
 
 func TestMCPProblemsAllAtOnce(t *testing.T) {
 	t.Parallel()
-	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-mcp:
+	path := write(t, onDemo(`mcp:
   - name: a__b
     command: srv
     url: http://localhost:1/mcp
@@ -62,7 +59,7 @@ agents:
     model: demo
     tools: [env__read, nope__x, "env__[", read]
     policy: allow_all
-`})
+`))
 	getenv := func(k string) string {
 		if k == "PATH" {
 			return "/bin"

@@ -62,10 +62,7 @@ agents:
 // naming the file, the line and the field.
 func TestRouteProblems(t *testing.T) {
 	t.Parallel()
-	refused(t, map[string]string{"script.yaml": script, "hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-  main: {provider: scripted, script: script.yaml}
+	refused(t, onDemo(`  main: {provider: scripted, script: script.yaml}
 routes:
   main:
     models: [demo]
@@ -80,7 +77,7 @@ routes:
     cool_down: 0s
 agents:
   - {name: a, model: nowhere, policy: allow_all}
-`},
+`),
 		`:7: routes.main: "main" is also the name of a model`,
 		`:9: routes.loop.models[1]: "demo" is already models[0]`,
 		`:9: routes.loop.models[2]: "other" is not declared under models`,

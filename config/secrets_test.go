@@ -155,10 +155,7 @@ func TestBwrapProbedOnlyForCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	path := write(t, map[string]string{"script.yaml": script, "hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+	path := write(t, onDemo(`agents:
   - name: reader
     model: demo
     tools: [read, write, edit, glob]
@@ -171,7 +168,7 @@ agents:
     model: demo
     tools: [bash, grep]
     policy: allow_all
-`})
+`))
 	for range 3 {
 		cfg, err := Load(path, Options{})
 		if err != nil {

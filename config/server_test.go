@@ -10,17 +10,14 @@ import (
 
 func TestServerTokenProblems(t *testing.T) {
 	t.Parallel()
-	_, err := refused(t, map[string]string{"script.yaml": script, "hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+	_, err := refused(t, onDemo(`agents:
   - {name: helper, model: demo, policy: allow_all}
 server:
   tokens:
     - {name: web, role: admin}
     - {name: web, role: root, env: A, file: b}
     - {name: "a b", tenant: "x/y", role: viewer, sha256: nothex}
-`},
+`),
 		`:8: server.tokens[0]: give exactly one of env, file and sha256`,
 		`:9: server.tokens[1].name: "web" is already the name of server.tokens[0]`,
 		`:9: server.tokens[1].role: "root": want admin, operator or viewer`,

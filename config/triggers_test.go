@@ -7,10 +7,7 @@ import (
 
 func TestLoadTriggers(t *testing.T) {
 	t.Parallel()
-	cfg := load(t, map[string]string{"script.yaml": script, "hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+	cfg := load(t, onDemo(`agents:
   - name: helper
     model: demo
     policy: allow_all
@@ -34,7 +31,7 @@ triggers:
     expires_at: 2028-01-01T00:00:00Z
     grace: 5m
     paused: true
-`})
+`))
 	if len(cfg.Triggers) != 3 {
 		t.Fatalf("triggers: %+v", cfg.Triggers)
 	}
@@ -52,10 +49,7 @@ triggers:
 
 func TestTriggerProblemsInOnePass(t *testing.T) {
 	t.Parallel()
-	refused(t, map[string]string{"script.yaml": script, "hitch.yaml": `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+	refused(t, onDemo(`agents:
   - name: helper
     model: demo
     policy: allow_all
@@ -73,7 +67,7 @@ triggers:
     session: s1
     missed: sometimes
     grace: forever
-`},
+`),
 		":9: triggers[0].name", ":10: triggers[0].cron", "want 0–59", ":11: triggers[0].agent", `"nobody" is not an agent`,
 		":13: triggers[1].at", "RFC 3339", "triggers[1].text", ":15: triggers[2].name", `already the name of triggers[1]`,
 		":17: triggers[2].zone", ":19: triggers[2].session", ":20: triggers[2].missed", ":21: triggers[2].grace",
