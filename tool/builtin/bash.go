@@ -42,14 +42,6 @@ var bashSchema = schemaFor[bashIn](func(p map[string]*jsonschema.Schema) {
 	p["timeout"].Maximum = minimum(float64(BashMaxTimeout.Milliseconds()))
 })
 
-func (ts *toolset) bashTool() (tool.Tool, error) {
-	s, err := bashSchema()
-	if err != nil {
-		return nil, err
-	}
-	return tool.NewWithCompiled("bash", bashDescription, s, ts.bash, tool.WithTimeout(BashMaxTimeout+bashGrace))
-}
-
 // shell prefers bash, which models write for, over sh.
 func shell() string {
 	if _, err := exec.LookPath("bash"); err == nil {

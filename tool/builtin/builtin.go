@@ -112,19 +112,28 @@ func missingCap(caps sandbox.Capabilities, req []string) string {
 func (ts *toolset) build(name string) (tool.Tool, error) {
 	switch name {
 	case "read":
-		return ts.readTool()
+		return compiled("read", readDescription, readSchema, ts.read, tool.WithReplay(3))
 	case "write":
-		return ts.writeTool()
+		return compiled("write", writeDescription, writeSchema, ts.write)
 	case "edit":
-		return ts.editTool()
+		return compiled("edit", editDescription, editSchema, ts.edit)
 	case "bash":
-		return ts.bashTool()
+		return compiled("bash", bashDescription, bashSchema, ts.bash, tool.WithTimeout(BashMaxTimeout+bashGrace))
 	case "grep":
-		return ts.grepTool()
+		return compiled("grep", grepDescription, grepSchema, ts.grep, tool.WithReplay(3))
 	case "glob":
-		return ts.globTool()
+		return compiled("glob", globDescription, globSchema, ts.glob, tool.WithReplay(3))
 	}
 	return nil, fmt.Errorf("unknown tool %q", name)
+}
+
+// compiled builds a tool on its schema, compiled once per process.
+func compiled[In any](name, description string, schema func() (*tool.Schema, error), fn tool.Func[In, string], opts ...tool.Option) (tool.Tool, error) {
+	s, err := schema()
+	if err != nil {
+		return nil, err
+	}
+	return tool.NewWithCompiled(name, description, s, fn, opts...)
 }
 
 // schemaFor infers In's schema, lets the caller add what Go types cannot

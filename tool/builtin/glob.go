@@ -10,8 +10,6 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/google/jsonschema-go/jsonschema"
-
-	"github.com/hitch-dev/hitch/tool"
 )
 
 type globIn struct {
@@ -29,14 +27,6 @@ const globMaxVisits = 500_000
 var globSchema = schemaFor[globIn](func(p map[string]*jsonschema.Schema) {
 	p["maxMatches"].Minimum = minimum(1)
 })
-
-func (ts *toolset) globTool() (tool.Tool, error) {
-	s, err := globSchema()
-	if err != nil {
-		return nil, err
-	}
-	return tool.NewWithCompiled("glob", globDescription, s, ts.glob, tool.WithReplay(3))
-}
 
 func (ts *toolset) glob(ctx context.Context, in globIn) (string, error) {
 	if in.Pattern == "" {

@@ -14,7 +14,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/hitch-dev/hitch/sandbox"
-	"github.com/hitch-dev/hitch/tool"
 )
 
 type grepIn struct {
@@ -36,14 +35,6 @@ const grepLineKeep = 8 << 10
 var grepSchema = schemaFor[grepIn](func(p map[string]*jsonschema.Schema) {
 	p["maxMatches"].Minimum = minimum(1)
 })
-
-func (ts *toolset) grepTool() (tool.Tool, error) {
-	s, err := grepSchema()
-	if err != nil {
-		return nil, err
-	}
-	return tool.NewWithCompiled("grep", grepDescription, s, ts.grep, tool.WithReplay(3))
-}
 
 // hasRG probes once whether ripgrep runs in the sandbox.
 func (ts *toolset) hasRG() bool {

@@ -10,8 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
-
-	"github.com/hitch-dev/hitch/tool"
 )
 
 type readIn struct {
@@ -27,14 +25,6 @@ var readSchema = schemaFor[readIn](func(p map[string]*jsonschema.Schema) {
 	p["offset"].Minimum = minimum(1)
 	p["limit"].Minimum = minimum(1)
 })
-
-func (ts *toolset) readTool() (tool.Tool, error) {
-	s, err := readSchema()
-	if err != nil {
-		return nil, err
-	}
-	return tool.NewWithCompiled("read", readDescription, s, ts.read, tool.WithReplay(3))
-}
 
 func (ts *toolset) read(ctx context.Context, in readIn) (string, error) {
 	if in.Path == "" {

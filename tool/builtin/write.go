@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
-
-	"github.com/hitch-dev/hitch/tool"
 )
 
 type writeIn struct {
@@ -34,24 +32,8 @@ var writeSchema = schemaFor[writeIn](func(p map[string]*jsonschema.Schema) {
 	p["encoding"].Enum = []any{"text", "base64"}
 })
 
-func (ts *toolset) writeTool() (tool.Tool, error) {
-	s, err := writeSchema()
-	if err != nil {
-		return nil, err
-	}
-	return tool.NewWithCompiled("write", writeDescription, s, ts.write)
-}
-
 // editSchema is the edit tool's input schema.
 var editSchema = schemaFor[editIn](nil)
-
-func (ts *toolset) editTool() (tool.Tool, error) {
-	s, err := editSchema()
-	if err != nil {
-		return nil, err
-	}
-	return tool.NewWithCompiled("edit", editDescription, s, ts.edit)
-}
 
 func (ts *toolset) write(ctx context.Context, in writeIn) (string, error) {
 	if in.Path == "" {
