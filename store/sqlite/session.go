@@ -156,12 +156,10 @@ func (x sessionTx) SetActive(runID string) error {
 }
 
 func (x sessionTx) CreateRun(p store.RunCreateParams) (store.Run, error) {
-	if _, err := x.tx.getRow(p.ID); err == nil {
-		return store.Run{}, fmt.Errorf("%w: run %s exists", store.ErrConflict, p.ID)
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return store.Run{}, err
+	r, ok, err := x.tx.insertNew(p, p.Tenant)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: run %s exists", store.ErrConflict, p.ID)
 	}
-	r, err := x.tx.insertNew(p, p.Tenant)
 	return r.run, err
 }
 

@@ -53,6 +53,11 @@ func (s *Store) writeUrgent(ctx context.Context, fn func(tx *wtx) error) error {
 	return s.send(ctx, s.urgent, &request{ctx: ctx, apply: fn, done: make(chan error, 1)})
 }
 
+// writeUrgentFenced is writeUrgent for a fenced request (see writeFenced).
+func (s *Store) writeUrgentFenced(ctx context.Context, fn func(tx *wtx) error) error {
+	return s.send(ctx, s.urgent, &request{ctx: ctx, apply: fn, done: make(chan error, 1), fenced: true})
+}
+
 // writeFenced is write for a request of one conditional statement (and the
 // inserts that follow it), which needs no savepoint: see request.fenced.
 func (s *Store) writeFenced(ctx context.Context, fn func(tx *wtx) error) error {
@@ -348,11 +353,14 @@ func newWriteStmts(c *sql.Conn) *writeStmts {
 		{&w.budgetGet, `SELECT limits, used FROM budgets WHERE root_seq = ?`},
 		{&w.budgetSet, `UPDATE budgets SET used = ? WHERE root_seq = ?`},
 		{&w.budgetNew, `INSERT INTO budgets (root_seq, limits, used) VALUES (?, ?, '{}')`},
-		// ?13 is the lease's owner ('' for a queued run) and ?14 its expiry.
+		// ?13 is the lease's owner ('' for a queued run) and ?14 its expiry
+		// (insertNew builds the run it returns from the same values). A
+		// taken ID inserts nothing and returns no row.
 		{&w.insertRun, `INSERT INTO runs (id, root_id, parent_id, depth, agent, version, input_hash,
 			status, position, created_at, updated_at, tenant, title, lease_owner, lease_token, lease_expires, forked_from)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?13 = '' THEN 'queued' ELSE 'running' END, ?8, ?9, ?10, ?11, ?12,
-				?13, ?13 <> '', CASE WHEN ?13 = '' THEN 0 ELSE ?14 END, ?15) RETURNING ` + runColumns},
+				?13, ?13 <> '', CASE WHEN ?13 = '' THEN 0 ELSE ?14 END, ?15)
+			ON CONFLICT (id) DO NOTHING RETURNING seq`},
 		// A changing append reads and returns what it uses, not the whole
 		// row: each column of a result costs the driver allocations.
 		{&w.appendRead, `SELECT seq, root_id, parent_id, status, position, lease_owner, lease_token,

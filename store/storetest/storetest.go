@@ -122,6 +122,32 @@ func testRunCreate(t *testing.T, open opener) {
 		}
 	})
 
+	t.Run("ReturnsWhatIsStored", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, open)
+		root := e.createWith(store.RunCreateParams{ID: "root", Agent: "a", Version: 2, InputHash: "h",
+			Tenant: "acme", Title: strings.Repeat("é", store.MaxTitleRunes+5), Entries: entries("root", 2),
+			Lease: &store.CreateLease{Owner: "n1", TTL: longTTL}})
+		kid := e.createWith(store.RunCreateParams{ID: "kid", RootID: "root", ParentID: "root", Depth: 1, Agent: "b",
+			Version: 1, InputHash: "k", Title: "kid", Entries: entries("kid", 1),
+			ForkedFrom: &hitchtype.ForkedFrom{Run: "root", Pos: 1, Replay: true}})
+		for _, made := range []store.Run{root, kid} {
+			got := e.get(made.ID)
+			if !sameTime(got.CreatedAt, made.CreatedAt) || !sameTime(got.UpdatedAt, made.UpdatedAt) ||
+				!sameTime(got.LeaseExpires, made.LeaseExpires) || !sameTime(got.WakeAt, made.WakeAt) {
+				t.Fatalf("%s: times created %+v, stored %+v", made.ID, made, got)
+			}
+			if (got.ForkedFrom == nil) != (made.ForkedFrom == nil) || got.ForkedFrom != nil && *got.ForkedFrom != *made.ForkedFrom {
+				t.Fatalf("%s: forked from %+v created, %+v stored", made.ID, made.ForkedFrom, got.ForkedFrom)
+			}
+			got.CreatedAt, got.UpdatedAt, got.LeaseExpires, got.WakeAt = made.CreatedAt, made.UpdatedAt, made.LeaseExpires, made.WakeAt
+			got.ForkedFrom = made.ForkedFrom
+			if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", made) {
+				t.Fatalf("%s: created\n%+v\nstored\n%+v", made.ID, made, got)
+			}
+		}
+	})
+
 	t.Run("Leased", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
