@@ -98,6 +98,7 @@ func TestDefaultsMatchCode(t *testing.T) {
 		{"sqlite.WithBatchSize", itoa(sqlite.DefaultBatchSize)},
 		{"sqlite.WithQueueSize", itoa(sqlite.DefaultQueueSize)},
 		{"sqlite.WithBusyTimeout", dur(sqlite.DefaultBusyTimeout)},
+		{"sqlite.WithCheckpointInterval", dur(sqlite.DefaultCheckpointInterval)},
 		{"builtin.GlobMaxPaths", itoa(builtin.GlobMaxPaths)},
 		{"Runtime.PendingApprovals", itoa(engine.MaxWaitingScan)},
 		{"Runtime.FamilyUsage / FamilyCost", itoa(engine.MaxFamilyRuns)},

@@ -7,7 +7,9 @@
 // savepoint, so one write's conflict does not fail the others. A write that
 // finds the writer idle commits at once; no timer waits for company. Each
 // caller is answered only after the commit is on disk. Reads use their own
-// connections and, in WAL mode, never wait for the writer.
+// connections and, in WAL mode, never wait for the writer. The WAL is copied
+// into the file by a connection of its own every second in which something
+// was committed (WithCheckpointInterval), not inside the writer's commits.
 //
 // The store is a store.Notifier for the process that opened it: the
 // writer signals Wake after the commit of a write that may have made a run

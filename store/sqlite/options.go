@@ -45,6 +45,18 @@ const (
 	MaxReaders         = 64
 	DefaultBusyTimeout = 5 * time.Second
 	MaxBusyTimeout     = 10 * time.Minute
+	// DefaultCheckpointInterval is how often the checkpointer copies the
+	// WAL into the database file (when something was committed).
+	DefaultCheckpointInterval = time.Second
+	MaxCheckpointInterval     = time.Minute
+)
+
+// The WAL's length in pages at which a commit checkpoints in the writer:
+// SQLite's default without a checkpointer, and a backstop with one (about
+// 40 MiB of 4 KiB pages), reached only when the checkpointer falls behind.
+const (
+	walCheckpointPages = 1000
+	walBackstopPages   = 10000
 )
 
 // Option configures Open.
@@ -56,8 +68,10 @@ type config struct {
 	queueSize   int
 	readers     int
 	busyTimeout time.Duration
-	clock       func() time.Time
-	readOnly    bool
+	// checkpointInterval is the checkpointer's period; 0 for none.
+	checkpointInterval time.Duration
+	clock              func() time.Time
+	readOnly           bool
 	// driver is the database/sql driver name: driverName, or a test's
 	// wrapper of it.
 	driver string
@@ -65,13 +79,14 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		sync:        SyncFull,
-		batchSize:   DefaultBatchSize,
-		queueSize:   DefaultQueueSize,
-		readers:     DefaultReaders,
-		busyTimeout: DefaultBusyTimeout,
-		clock:       time.Now,
-		driver:      driverName,
+		sync:               SyncFull,
+		batchSize:          DefaultBatchSize,
+		queueSize:          DefaultQueueSize,
+		readers:            DefaultReaders,
+		busyTimeout:        DefaultBusyTimeout,
+		clock:              time.Now,
+		checkpointInterval: DefaultCheckpointInterval,
+		driver:             driverName,
 	}
 }
 
@@ -87,6 +102,8 @@ func (c config) validate() error {
 		return fmt.Errorf("WithReaders: %d is outside 1..%d", c.readers, MaxReaders)
 	case c.busyTimeout < 0 || c.busyTimeout > MaxBusyTimeout:
 		return fmt.Errorf("WithBusyTimeout: %v is outside 0..%v", c.busyTimeout, MaxBusyTimeout)
+	case c.checkpointInterval < 0 || c.checkpointInterval > MaxCheckpointInterval:
+		return fmt.Errorf("WithCheckpointInterval: %v is outside 0..%v", c.checkpointInterval, MaxCheckpointInterval)
 	case c.clock == nil:
 		return fmt.Errorf("WithClock: clock is nil")
 	}
@@ -114,6 +131,23 @@ func WithReaders(n int) Option { return func(c *config) { c.readers = n } }
 // another process on the same file; 0 fails at once. Default 5s, range
 // 0..10m.
 func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
+
+// WithCheckpointInterval sets how often a connection of the store's own
+// copies the WAL's new pages into the database file, so that the writer's
+// commits do not (the writer still does when the WAL passes about 40 MiB).
+// 0 leaves checkpoints to the writer, every 1,000 pages as SQLite does by
+// default. Default 1s, range 0..1m.
+func WithCheckpointInterval(d time.Duration) Option {
+	return func(c *config) { c.checkpointInterval = d }
+}
+
+// autocheckpoint is the writer's wal_autocheckpoint.
+func (c config) autocheckpoint() int {
+	if c.checkpointInterval > 0 {
+		return walBackstopPages
+	}
+	return walCheckpointPages
+}
 
 // WithClock replaces the store clock, for tests. The store truncates its
 // readings to microseconds and converts them to UTC. Default time.Now.

@@ -65,6 +65,10 @@ type Store struct {
 	once    sync.Once
 	err     error    // Close's answer
 	notify  notifier // Wake's channel, signalled by the writer
+	// commits counts the writer's commits, for the checkpointer.
+	commits atomic.Uint64
+	ckdb    *sql.DB // the checkpointer's connection; nil without one
+	ckpt    *checkpointer
 }
 
 // Open opens the store at path, creating the file when it does not exist and
@@ -122,6 +126,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open store %q: %w", path, corrupt(err))
 	}
 	s.prepareReads(ctx)
+	if s.ckpt != nil {
+		s.ckpt.start()
+	}
 	go s.writeLoop()
 	return s, nil
 }
@@ -262,6 +269,9 @@ func (s *Store) open(ctx context.Context, uri string, unlock func()) error {
 		// temporary file costs a write call a page, and nothing in it
 		// outlives the transaction.
 		"PRAGMA temp_store = MEMORY",
+		// With a checkpointer the writer checkpoints only when it falls
+		// far behind; without one, at SQLite's default of 1,000 pages.
+		"PRAGMA wal_autocheckpoint = " + strconv.Itoa(s.cfg.autocheckpoint()),
 	} {
 		if _, err := s.wconn.ExecContext(ctx, p); err != nil {
 			return fmt.Errorf("%s: %w", strings.ToLower(p), err)
@@ -284,6 +294,28 @@ func (s *Store) open(ctx context.Context, uri string, unlock func()) error {
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return fmt.Errorf("open read pool: %w", err)
 	}
+	if s.cfg.checkpointInterval > 0 {
+		return s.openCheckpointer(uri, busy)
+	}
+	return nil
+}
+
+// openCheckpointer makes the checkpointer; Open starts it. Its connection is
+// opened at its first checkpoint: a process that commits once and closes
+// (hitch run --detach) never opens it.
+func (s *Store) openCheckpointer(uri, busy string) error {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+busy+")")
+	q.Add("_pragma", "synchronous("+s.cfg.sync.String()+")")
+	var err error
+	if s.ckdb, err = sql.Open(s.cfg.driver, uri+"?"+q.Encode()); err != nil {
+		return err
+	}
+	s.ckdb.SetMaxOpenConns(1)
+	s.ckdb.SetMaxIdleConns(1)
+	s.ckdb.SetConnMaxLifetime(0)
+	s.ckdb.SetConnMaxIdleTime(0)
+	s.ckpt = &checkpointer{db: s.ckdb, interval: s.cfg.checkpointInterval, commits: &s.commits}
 	return nil
 }
 
@@ -484,6 +516,9 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 		s.closed.Store(true)
 		<-s.exited
+		if s.ckpt != nil {
+			s.ckpt.halt()
+		}
 		s.err = s.closeDBs()
 		if s.err != nil {
 			s.err = fmt.Errorf("close store %q: %w", s.path, s.err)
@@ -495,6 +530,9 @@ func (s *Store) Close() error {
 func (s *Store) closeDBs() error {
 	var errs []error
 	errs = append(errs, s.reads.close())
+	if s.ckdb != nil {
+		errs = append(errs, s.ckdb.Close())
+	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}

@@ -110,6 +110,8 @@ func TestOpenBadOptions(t *testing.T) {
 		{sqlite.WithBusyTimeout(sqlite.MaxBusyTimeout + time.Second), "WithBusyTimeout"},
 		{sqlite.WithSync(sqlite.Sync(7)), "WithSync"},
 		{sqlite.WithClock(nil), "WithClock"},
+		{sqlite.WithCheckpointInterval(-time.Second), "WithCheckpointInterval"},
+		{sqlite.WithCheckpointInterval(sqlite.MaxCheckpointInterval + time.Second), "WithCheckpointInterval"},
 	} {
 		s, err := sqlite.Open(t.Context(), path, tc.opt)
 		if err == nil {

@@ -266,6 +266,7 @@ func (s *Store) commitOnce(reqs []*request) (retry []*request) {
 		answerAll(reqs, fmt.Errorf("commit: %w", err))
 		return nil
 	}
+	s.commits.Add(1)
 	if s.stmts.due {
 		s.notify.signal()
 	}
