@@ -87,6 +87,7 @@ var Table = []Default{
 	{"SQLite: appends committed in one transaction", "sqlite.WithBatchSize", "64", "1–1024"},
 	{"SQLite: queued writes", "sqlite.WithQueueSize", "1024", "1–65536"},
 	{"SQLite: busy timeout", "sqlite.WithBusyTimeout", "5s", "0–10m"},
+	{"SQLite: checkpoint of the WAL into the file, on a connection of its own, when something was committed", "sqlite.WithCheckpointInterval", "1s", "0–1m; 0: the writer checkpoints every 1,000 pages (SQLite's default); with one, the writer still does past 10,000 pages (about 40 MiB)"},
 	{"PostgreSQL: wake poll interval (the fallback to LISTEN/NOTIFY)", "postgres.WithPollInterval", "1s", "1ms–1h"},
 	{"PostgreSQL: connections per store (plus one for LISTEN)", "postgres.WithMaxConns", "max(4, CPUs)", "1–1000"},
 	{"read tool: lines / bytes per call", "builtin.ReadMaxLines / ReadMaxBytes", "2000 lines / 50 KiB", "fixed"},
