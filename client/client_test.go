@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -40,7 +39,6 @@ const token = "test-token-0123456789"
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	dir := t.TempDir()
 	files := map[string]string{
 		"hitch.yaml": `models:
   quick: {provider: scripted, script: quick.yaml}
@@ -56,13 +54,10 @@ agents:
 ` + testproc.GateAgent,
 		"quick.yaml": "turns:\n  - text: quick done\n  - text: quick again\n",
 		"slow.yaml":  testproc.Script(30, "5ms", testproc.Glob, "slow done"),
-		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}, {name: kid, args: '{\"prompt\": \"again\"}'}]\n  - text: boss done\n",
-		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",
+		"boss.yaml":  testproc.BossScript,
+		"gate.yaml":  testproc.GateScript,
 	}
-	testproc.WriteFiles(t, dir, files)
-	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := testproc.ConfigDir(t, files)
 	cfg, err := config.Load(filepath.Join(dir, "hitch.yaml"), config.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,6 @@ const (
 // gate asks for an approval; boss starts a sub-agent.
 func testConfig(t testing.TB, tokens bool) string {
 	t.Helper()
-	dir := t.TempDir()
 	files := map[string]string{
 		"hitch.yaml": `store: runs.db
 models:
@@ -72,8 +71,8 @@ agents:
 		"ops.yaml":   "turns:\n  - calls: [{name: await_event, args: '{\"name\": \"paid\", \"timeout\": \"30m\"}'}, {name: ship, args: '{}'}]\n  - text: ops done\n",
 		"slow.yaml":  testproc.Script(12, "15ms", testproc.Glob, "slow done"),
 		"crawl.yaml": testproc.Script(30, "30ms", testproc.Glob, "crawl done"),
-		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n",
-		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}, {name: kid, args: '{\"prompt\": \"look again\"}'}]\n  - text: boss done\n",
+		"gate.yaml":  testproc.GateScript,
+		"boss.yaml":  testproc.BossScript,
 	}
 	if tokens {
 		files["hitch.yaml"] += `server:
@@ -85,10 +84,7 @@ agents:
 `
 		files["view.token"] = tokView + "\n"
 	}
-	testproc.WriteFiles(t, dir, files)
-	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := testproc.ConfigDir(t, files)
 	return dir
 }
 

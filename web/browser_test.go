@@ -41,7 +41,6 @@ const (
 // at its turn limit.
 func writeConfig(t testing.TB) string {
 	t.Helper()
-	dir := t.TempDir()
 	var calls []string
 	for i := range 20 {
 		calls = append(calls, fmt.Sprintf(`{name: glob, args: '{"pattern": "x%d"}'}`, i))
@@ -88,16 +87,13 @@ server:
 		// both quotes: the approver must read it as the tool will.
 		"gate.yaml":  "turns:\n  - calls: [{name: bash, args: '{\"command\": \"" + gateYAML + "\"}'}]\n  - text: gate done\n",
 		"shaky.yaml": "turns:\n  - calls: [{name: bash, args: '{\"command\": \"sleep 60\"}'}]\n  - text: shaky done\n",
-		"boss.yaml":  "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}, {name: kid, args: '{\"prompt\": \"look again\"}'}]\n  - text: boss done\n",
+		"boss.yaml":  testproc.BossScript,
 		"kid.yaml":   "turns:\n  - text: kid done\n",
 		"long.yaml":  long.String(),
 		// loop never answers: its run completes at its turn limit.
 		"loop.yaml": "repeat: true\nturns:\n  - calls: [{name: glob, args: '{\"pattern\": \"*\"}'}]\n",
 	}
-	testproc.WriteFiles(t, dir, files)
-	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := testproc.ConfigDir(t, files)
 	return dir
 }
 

@@ -217,6 +217,26 @@ func WriteFiles(t testing.TB, dir string, files map[string]string) {
 	}
 }
 
+// ConfigDir writes files, by name, into a new temporary folder beside an
+// empty folder ws for the agents' workspaces, and returns the folder.
+func ConfigDir(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	WriteFiles(t, dir, files)
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// BossScript is the script of a model that starts its sub-agent kid twice
+// and then answers "boss done".
+const BossScript = "turns:\n  - calls: [{name: kid, args: '{\"prompt\": \"look\"}'}, {name: kid, args: '{\"prompt\": \"look again\"}'}]\n  - text: boss done\n"
+
+// GateScript is the script of GateAgent's model: one bash call that echoes
+// approved, then the answer "gate done".
+const GateScript = "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo approved\"}'}]\n  - text: gate done\n"
+
 // Glob is a script's call that lists every file of the workspace.
 const Glob = `{name: glob, args: '{"pattern": "*"}'}`
 
