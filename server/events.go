@@ -128,15 +128,10 @@ func (s *Server) streamRun(ctx context.Context, in *streamIn) (*huma.StreamRespo
 	if err != nil {
 		return nil, err
 	}
-	release, err := s.openStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &huma.StreamResponse{Body: func(hctx huma.Context) {
-		defer release()
+	return s.streamed(ctx, func(hctx huma.Context) {
 		f := &follower{s: s, sc: sc, ctx: hctx.Context(), after: map[string]int64{in.ID: after}, runs: []string{in.ID}}
 		f.follow(hctx, in.ID, after)
-	}}, nil
+	})
 }
 
 func (s *Server) streamFamily(ctx context.Context, in *streamIn) (*huma.StreamResponse, error) {
@@ -153,15 +148,10 @@ func (s *Server) streamFamily(ctx context.Context, in *streamIn) (*huma.StreamRe
 	if err != nil {
 		return nil, invalid(loc, "%v", err)
 	}
-	release, err := s.openStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &huma.StreamResponse{Body: func(hctx huma.Context) {
-		defer release()
+	return s.streamed(ctx, func(hctx huma.Context) {
 		f := &follower{s: s, sc: sc, ctx: hctx.Context(), root: root.ID, after: after}
 		f.serve(hctx, true)
-	}}, nil
+	})
 }
 
 // resumeCursor is where a stream resumes: ?after when given, else the
@@ -197,6 +187,19 @@ func (s *Server) openStream(ctx context.Context) (func(), error) {
 		return nil, api.NewProblem(api.TypeTooManyStreams, fmt.Sprintf("token %s holds %d streams open: at most %d", p.Name, s.cfg.Limits.StreamsPerToken, s.cfg.Limits.StreamsPerToken))
 	}
 	return func() { s.streams.release(p.Name) }, nil
+}
+
+// streamed answers with an event stream that serve writes, counted
+// against the stream limits from now until serve returns.
+func (s *Server) streamed(ctx context.Context, serve func(huma.Context)) (*huma.StreamResponse, error) {
+	release, err := s.openStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &huma.StreamResponse{Body: func(hctx huma.Context) {
+		defer release()
+		serve(hctx)
+	}}, nil
 }
 
 // parseFamilyCursor reads RUN=POS,RUN=POS.

@@ -33,6 +33,21 @@ func reply[T, W any](s *Server, op string, v T, err error, wire func(T) W) (*bod
 	return &body[W]{wire(v)}, nil
 }
 
+// statusBody is an answer that says with its status whether the request
+// created what it answers with (201) or found it made by an earlier one
+// (200).
+type statusBody[T any] struct {
+	Status int
+	Body   T
+}
+
+func created[T any](isNew bool, v T) *statusBody[T] {
+	if isNew {
+		return &statusBody[T]{http.StatusCreated, v}
+	}
+	return &statusBody[T]{http.StatusOK, v}
+}
+
 // runPath names a run in a route's path.
 type runPath struct {
 	ID string `path:"id" maxLength:"128" doc:"The run's id."`

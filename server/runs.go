@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"net/url"
 	"reflect"
 	"strings"
@@ -210,30 +209,17 @@ func (s *Server) startRun(ctx context.Context, in *startIn) (*startOut, error) {
 // started answers a start or a fork: 201 with the new run, 200 with the
 // run an earlier request with the same id made, or conflict (its text)
 // when that id holds another run.
-func started(res hitch.StartResult, conflict string) (*struct {
-	Status int
-	Body   api.StartedRun
-}, error) {
+func started(res hitch.StartResult, conflict string) (*statusBody[api.StartedRun], error) {
 	if !res.Created && !res.SameInput {
 		return nil, api.NewProblem(api.TypeConflict, conflict)
 	}
-	status := http.StatusCreated
-	if !res.Created {
-		status = http.StatusOK
-	}
-	return &struct {
-		Status int
-		Body   api.StartedRun
-	}{status, api.StartedRun{Run: wireRun(res.Run), Created: res.Created, SameInput: res.SameInput}}, nil
+	return created(res.Created, api.StartedRun{Run: wireRun(res.Run), Created: res.Created, SameInput: res.SameInput}), nil
 }
 
 func (s *Server) forkRun(ctx context.Context, in *struct {
 	ID   string `path:"id" maxLength:"128" doc:"The run to fork."`
 	Body api.ForkRun
-}) (*struct {
-	Status int
-	Body   api.StartedRun
-}, error) {
+}) (*statusBody[api.StartedRun], error) {
 	if err := s.can(ctx, "Fork"); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -113,24 +112,16 @@ func (s *Server) streamSession(ctx context.Context, in *struct {
 	if err != nil {
 		return nil, err
 	}
-	release, err := s.openStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &huma.StreamResponse{Body: func(hctx huma.Context) {
-		defer release()
+	return s.streamed(ctx, func(hctx huma.Context) {
 		key := sessionKey(in.ID)
 		f := &follower{s: s, sc: sc, ctx: hctx.Context(), session: in.ID, after: map[string]int64{key: after}, runs: []string{key}}
 		f.serve(hctx, false)
-	}}, nil
+	})
 }
 
 func (s *Server) createSession(ctx context.Context, in *struct {
 	Body api.CreateSession
-}) (*struct {
-	Status int
-	Body   api.CreatedSession
-}, error) {
+}) (*statusBody[api.CreatedSession], error) {
 	if err := s.can(ctx, "OpenSession"); err != nil {
 		return nil, err
 	}
@@ -139,18 +130,11 @@ func (s *Server) createSession(ctx context.Context, in *struct {
 	if !ok {
 		return nil, invalid("body.agent", "is not an agent of this server (GET /v1/agents lists them)")
 	}
-	ses, created, err := s.scope(ctx).Sessions().Open(ctx, a, sessions.Options{ID: b.ID, Metadata: b.Metadata})
+	ses, isNew, err := s.scope(ctx).Sessions().Open(ctx, a, sessions.Options{ID: b.ID, Metadata: b.Metadata})
 	if err != nil {
 		return nil, s.fail("create session", err)
 	}
-	status := http.StatusCreated
-	if !created {
-		status = http.StatusOK
-	}
-	return &struct {
-		Status int
-		Body   api.CreatedSession
-	}{status, api.CreatedSession{Session: wireSession(ses), Created: created}}, nil
+	return created(isNew, api.CreatedSession{Session: wireSession(ses), Created: isNew}), nil
 }
 
 func (s *Server) listSessions(ctx context.Context, in *struct {
@@ -172,10 +156,7 @@ func (s *Server) send(ctx context.Context, in *struct {
 	ID   string `path:"id" maxLength:"128" doc:"The session's id."`
 	Key  string `header:"Idempotency-Key" maxLength:"256" doc:"Makes a retried send admit the message once (remembered 24 h by default)."`
 	Body api.Send
-}) (*struct {
-	Status int
-	Body   api.Sent
-}, error) {
+}) (*statusBody[api.Sent], error) {
 	if err := s.can(ctx, "Send"); err != nil {
 		return nil, err
 	}
@@ -192,14 +173,7 @@ func (s *Server) send(ctx context.Context, in *struct {
 	// A send whose message was admitted but whose interrupt was not is
 	// still a durable admission: the message runs, after the active one.
 	s.hub.wake(sessionKey(in.ID))
-	status := http.StatusCreated
-	if res.Duplicate {
-		status = http.StatusOK
-	}
-	return &struct {
-		Status int
-		Body   api.Sent
-	}{status, api.Sent{MessageID: res.MessageID, Position: res.Position, Mode: string(res.Mode), Duplicate: res.Duplicate}}, nil
+	return created(!res.Duplicate, api.Sent{MessageID: res.MessageID, Position: res.Position, Mode: string(res.Mode), Duplicate: res.Duplicate}), nil
 }
 
 func (s *Server) queueOut(ctx context.Context, id string) (*body[api.Queue], error) {
