@@ -16,7 +16,7 @@ import (
 // decodeFast reads a plain file, the common case, with the lighter YAML
 // parser: for a config of hundreds of agents the positioned tree costs
 // four times the time and allocations of the whole rest of the load. It
-// takes only what both parsers read alike (mappings, lists, text, whole
+// takes only what both parsers read alike (mappings, lists, one-line text, whole
 // numbers, true and false; no anchors, tags, merge keys or second
 // documents) and reports false for anything else, and for any problem:
 // the field-by-field decoder then reads the file again and says, with
@@ -28,6 +28,9 @@ func decodeFast(b []byte) (f *File, ok bool) {
 			f, ok = nil, false
 		}
 	}()
+	if strings.ContainsAny(string(b), "\t?") {
+		return nil, false // tabs and explicit keys: the two parsers differ on their edge cases
+	}
 	dec := yaml3.NewDecoder(strings.NewReader(string(b)))
 	var doc yaml3.Node
 	if err := dec.Decode(&doc); err != nil || doc.Kind != yaml3.DocumentNode || len(doc.Content) != 1 {
@@ -38,15 +41,20 @@ func decodeFast(b []byte) (f *File, ok bool) {
 		return nil, false
 	}
 	f = &File{}
-	if !fastValue(doc.Content[0], reflect.ValueOf(f).Elem()) {
+	d := fastDecoder{lines: strings.Split(string(b), "\n")}
+	if !d.fastValue(doc.Content[0], reflect.ValueOf(f).Elem()) {
 		return nil, false
 	}
 	return f, true
 }
 
+// fastDecoder holds the file's lines, to check that a plain scalar is
+// written on one line as it reads.
+type fastDecoder struct{ lines []string }
+
 // fastValue sets v from n, or reports false where the field-by-field
 // decoder must judge.
-func fastValue(n *yaml3.Node, v reflect.Value) bool {
+func (d *fastDecoder) fastValue(n *yaml3.Node, v reflect.Value) bool {
 	if n.Anchor != "" || n.Style&yaml3.TaggedStyle != 0 {
 		return false
 	}
@@ -59,26 +67,26 @@ func fastValue(n *yaml3.Node, v reflect.Value) bool {
 	switch t.Kind() {
 	case reflect.Pointer:
 		p := reflect.New(t.Elem())
-		if !fastValue(n, p.Elem()) {
+		if !d.fastValue(n, p.Elem()) {
 			return false
 		}
 		v.Set(p)
 		return true
 	case reflect.Struct:
-		return fastPairs(n, func(key string, val *yaml3.Node) bool {
+		return d.fastPairs(n, func(key string, val *yaml3.Node) bool {
 			i, ok := fieldIndex(t, key)
-			return ok && fastValue(val, v.Field(i))
+			return ok && d.fastValue(val, v.Field(i))
 		})
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Interface {
-			return fastAny(n, v)
+			return d.fastAny(n, v)
 		}
 		if n.Kind != yaml3.SequenceNode {
 			return false
 		}
 		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
 		for i, e := range n.Content {
-			if !fastValue(e, s.Index(i)) {
+			if !d.fastValue(e, s.Index(i)) {
 				return false
 			}
 		}
@@ -89,15 +97,15 @@ func fastValue(n *yaml3.Node, v reflect.Value) bool {
 			return false
 		}
 		if t.Elem().Kind() == reflect.Interface {
-			return fastAny(n, v)
+			return d.fastAny(n, v)
 		}
 		m := reflect.MakeMap(t)
-		ok := fastPairs(n, func(key string, val *yaml3.Node) bool {
+		ok := d.fastPairs(n, func(key string, val *yaml3.Node) bool {
 			e := reflect.New(t.Elem()).Elem()
 			if val.Kind == yaml3.ScalarNode && val.Tag == "!!null" {
 				return false // the two decoders differ on a null value in a map
 			}
-			if !fastValue(val, e) {
+			if !d.fastValue(val, e) {
 				return false
 			}
 			m.SetMapIndex(reflect.ValueOf(key).Convert(t.Key()), e)
@@ -108,9 +116,9 @@ func fastValue(n *yaml3.Node, v reflect.Value) bool {
 		}
 		return ok
 	case reflect.Interface:
-		return fastAny(n, v)
+		return d.fastAny(n, v)
 	case reflect.String:
-		s, ok := fastText(n)
+		s, ok := d.fastText(n)
 		if ok {
 			v.SetString(s)
 		}
@@ -148,8 +156,8 @@ func fastValue(n *yaml3.Node, v reflect.Value) bool {
 // fastAny sets v, of an interface type or a map or list of them, to what
 // the YAML decoder would make of n: maps of text keys, lists, text and
 // true or false. Numbers are left to it.
-func fastAny(n *yaml3.Node, v reflect.Value) bool {
-	x, ok := anyOf(n)
+func (d *fastDecoder) fastAny(n *yaml3.Node, v reflect.Value) bool {
+	x, ok := d.anyOf(n)
 	if !ok {
 		return false
 	}
@@ -164,15 +172,15 @@ func fastAny(n *yaml3.Node, v reflect.Value) bool {
 	return true
 }
 
-func anyOf(n *yaml3.Node) (any, bool) {
+func (d *fastDecoder) anyOf(n *yaml3.Node) (any, bool) {
 	if n.Anchor != "" || n.Style&yaml3.TaggedStyle != 0 {
 		return nil, false
 	}
 	switch n.Kind {
 	case yaml3.MappingNode:
 		m := map[string]any{}
-		ok := fastPairs(n, func(key string, val *yaml3.Node) bool {
-			x, ok := anyOf(val)
+		ok := d.fastPairs(n, func(key string, val *yaml3.Node) bool {
+			x, ok := d.anyOf(val)
 			m[key] = x
 			return ok
 		})
@@ -180,7 +188,7 @@ func anyOf(n *yaml3.Node) (any, bool) {
 	case yaml3.SequenceNode:
 		s := make([]any, len(n.Content))
 		for i, e := range n.Content {
-			x, ok := anyOf(e)
+			x, ok := d.anyOf(e)
 			if !ok {
 				return nil, false
 			}
@@ -194,20 +202,20 @@ func anyOf(n *yaml3.Node) (any, bool) {
 		if b, ok := fastBool(n); ok {
 			return b, true
 		}
-		return fastText(n)
+		return d.fastText(n)
 	}
 	return nil, false
 }
 
 // fastPairs calls set for each key and value of mapping n; keys must be
 // text and appear once.
-func fastPairs(n *yaml3.Node, set func(key string, val *yaml3.Node) bool) bool {
+func (d *fastDecoder) fastPairs(n *yaml3.Node, set func(key string, val *yaml3.Node) bool) bool {
 	if n.Kind != yaml3.MappingNode || len(n.Content)%2 != 0 {
 		return false
 	}
 	for i := 0; i < len(n.Content); i += 2 {
 		k := n.Content[i]
-		key, ok := fastText(k)
+		key, ok := d.fastText(k)
 		if !ok {
 			return false
 		}
@@ -225,15 +233,16 @@ func fastPairs(n *yaml3.Node, set func(key string, val *yaml3.Node) bool) bool {
 
 // fastText is a text scalar both parsers read alike: a plain word that no
 // YAML version takes for a number, a truth value or null; single-quoted
-// text; double-quoted text without escapes; a literal or folded block.
-func fastText(n *yaml3.Node) (string, bool) {
+// text; double-quoted text without escapes. Blocks (| and >) are left to
+// the other decoder: the parsers differ on some of their edge cases.
+func (d *fastDecoder) fastText(n *yaml3.Node) (string, bool) {
 	if n.Kind != yaml3.ScalarNode || n.Tag != "!!str" || n.Anchor != "" {
 		return "", false
 	}
 	switch n.Style {
 	case 0:
 		s := n.Value
-		if s == "" || strings.ContainsAny(s, "\n\t\\#") || strings.IndexByte("+-.~!&*%@`|>?:,[]{}", s[0]) >= 0 ||
+		if s == "" || strings.ContainsAny(s, "\n\t\\#:{}[]&*") || strings.IndexByte("+-.~!&*%@`|>?:,[]{}", s[0]) >= 0 ||
 			(s[0] >= '0' && s[0] <= '9' && !durationLike(s)) {
 			return "", false
 		}
@@ -241,13 +250,11 @@ func fastText(n *yaml3.Node) (string, bool) {
 		case "y", "n", "yes", "no", "on", "off", "true", "false", "null":
 			return "", false
 		}
-		return s, true
+		return s, d.written(n, s, true)
 	case yaml3.SingleQuotedStyle:
-		return n.Value, !strings.Contains(n.Value, "\n")
+		return n.Value, !strings.ContainsAny(n.Value, "\n'") && d.written(n, "'"+n.Value+"'", false)
 	case yaml3.DoubleQuotedStyle:
-		return n.Value, !strings.ContainsAny(n.Value, "\n\\")
-	case yaml3.LiteralStyle, yaml3.FoldedStyle:
-		return n.Value, true
+		return n.Value, !strings.ContainsAny(n.Value, "\n\\") && d.written(n, `"`+n.Value+`"`, false)
 	}
 	return "", false
 }
@@ -266,6 +273,18 @@ func durationLike(s string) bool {
 		}
 	}
 	return letter
+}
+
+// written reports whether the file holds text at n's line and column,
+// followed by the line's end, a space, a comma or a closing bracket (or,
+// for a plain key, a colon): a
+// scalar folded from several lines is not.
+func (d *fastDecoder) written(n *yaml3.Node, text string, colon bool) bool {
+	if n.Line < 1 || n.Line > len(d.lines) || n.Column < 1 {
+		return false
+	}
+	rest, ok := strings.CutPrefix(d.lines[n.Line-1][min(n.Column-1, len(d.lines[n.Line-1])):], text)
+	return ok && (rest == "" || strings.IndexByte(" ,]}\r", rest[0]) >= 0 || (colon && rest[0] == ':'))
 }
 
 func fastBool(n *yaml3.Node) (bool, bool) {

@@ -61,7 +61,7 @@ func TestFastDecodeReadsPlainFiles(t *testing.T) {
 	for _, name := range []string{"a0", "a1", "a2"} {
 		b.WriteString("  - name: " + name + "\n    model: demo\n    tools: [glob, read, write, edit, bash]\n    policy: allow_all\n")
 	}
-	for _, body := range []string{b.String(), demoConfig, fastSeeds[2], fastSeeds[3], fastSeeds[5], fastSeeds[6]} {
+	for _, body := range []string{b.String(), fastSeeds[1], fastSeeds[5], fastSeeds[6]} {
 		if _, ok := decodeFast([]byte(body)); !ok {
 			t.Errorf("decodeFast left a plain file to the other decoder:\n%s", body)
 		}
