@@ -110,17 +110,37 @@ func TestPreToolDeniesRewritesAndHolds(t *testing.T) {
 		{"deny", hook.ToolVerdict{Action: hook.Deny, Reason: "no echoes today"}, nil, 0, `"action":"deny","reason":"no echoes today"`, 0},
 		{"rewrite", hook.ToolVerdict{Action: hook.Run, Arguments: json.RawMessage(`{"text":"redacted"}`)}, nil, 0, "echo: redacted", 1},
 		{"error fails closed", hook.ToolVerdict{}, errors.New("boom"), 0, "the pre-tool hook failed", 0},
-		{"timeout fails closed", hook.ToolVerdict{Action: hook.Run}, nil, 200 * time.Millisecond, "no answer within", 0},
+		{"timeout fails closed", hook.ToolVerdict{Action: hook.Run}, nil, 2 * time.Second, "no answer within", 0},
 		{"bad rewrite", hook.ToolVerdict{Action: hook.Run, Arguments: json.RawMessage(`{bad`)}, nil, 0, "invalid JSON", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var ran atomic.Int64
+			slept := make(chan struct{}, 1)
+			if tc.delay > 0 {
+				t.Cleanup(func() { // the hook outlives its bound; the leak check comes later
+					select {
+					case <-slept:
+					case <-time.After(2 * tc.delay):
+					}
+				})
+			}
 			h := hooks{preTool: func(hook.Call) (hook.ToolVerdict, error) {
 				time.Sleep(tc.delay) // ignores its context on purpose
+				select {
+				case slept <- struct{}{}:
+				default:
+				}
 				return tc.verdict, tc.err
 			}}
-			a := build(t, hitch.Spec{Model: echoScript(), Tools: []tool.Tool{echoTool(&ran)}, Hooks: h, Limits: hitch.Limits{HookTimeout: 50 * time.Millisecond}})
+			// Every hook call of the run (the no-op pre-generate ones too) has
+			// this bound, so only the case about it makes it short: on a busy
+			// machine a 50 ms bound failed the others' runs before any tool.
+			limit := 10 * time.Second
+			if tc.delay > 0 {
+				limit = tc.delay / 4
+			}
+			a := build(t, hitch.Spec{Model: echoScript(), Tools: []tool.Tool{echoTool(&ran)}, Hooks: h, Limits: hitch.Limits{HookTimeout: limit}})
 			rt, _ := setup(t, a)
 			run := runToRest(t, rt, a, "go")
 			msgs := strings.Join(told(journal(t, rt, run.ID)), "\n")
