@@ -520,7 +520,7 @@ func TestConsoleLongJournal(t *testing.T) {
 		}
 	}
 	t.Logf("run %s: %d journal entries in %s", id, r.Position, time.Since(began).Round(time.Second))
-	do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css("#main")))
+	do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css(".signout button")))
 	do(t, ctx, "open the live run", chromedp.Navigate(base+"/runs/"+id), chromedp.WaitReady(css(`html[data-ready="1"]`)))
 	opened := get(t, ctx, "opened at", chromedp.Evaluate[int](`Number(document.getElementById("entries").dataset.last)`))
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Minute)

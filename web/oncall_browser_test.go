@@ -58,7 +58,7 @@ func TestConsoleOnCall(t *testing.T) {
 	card := fmt.Sprintf(`article.approval:has(a[href="/runs/%s"])`, id)
 
 	t.Run("an approval card shows the command as typed", func(t *testing.T) {
-		do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css("#main")),
+		do(t, ctx, "sign in", signIn(base, tokAdmin), chromedp.WaitVisible(css(".signout button")),
 			chromedp.Navigate(base+"/approvals"), chromedp.WaitVisible(css(card)))
 		if got := text(t, ctx, card+" pre.argv"); got != gateCommand {
 			t.Fatalf("the card shows the command as\n%q\nwant\n%q", got, gateCommand)
