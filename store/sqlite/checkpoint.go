@@ -24,13 +24,13 @@ type checkpointer struct {
 	done     chan struct{}
 }
 
-// start runs the checkpointer until stop.
+// start runs the checkpointer until halt.
 func (c *checkpointer) start() {
 	c.stop, c.done = make(chan struct{}), make(chan struct{})
 	go c.loop()
 }
 
-// stop ends the checkpointer and waits for it; the last checkpoint is
+// halt ends the checkpointer and waits for it; the last checkpoint is
 // SQLite's own, when the store's last connection closes.
 func (c *checkpointer) halt() {
 	close(c.stop)
