@@ -306,6 +306,14 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 	return v[0]
 }
 
+// value reads a form field's value the same way, in one evaluation: the
+// session page redraws its queue as messages move, carrying an unsaved
+// edit into the new node.
+func value(t *testing.T, ctx context.Context, sel string) string {
+	v := get(t, ctx, "value of "+sel, chromedp.Poll[[]string](fmt.Sprintf(`(() => { const n = document.querySelector(%q); return n ? [n.value] : null; })()`, sel)))
+	return v[0]
+}
+
 func TestConsole(t *testing.T) {
 	ctx := browser(t)
 	base := serve(t, writeConfig(t))

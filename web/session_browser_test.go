@@ -194,7 +194,7 @@ func TestConsoleSession(t *testing.T) {
 	}
 	// The unsaved edit is still in its form, marked; saving it now is
 	// refused, and the text is kept.
-	if v := get(t, ctx, "kept edit", chromedp.Value(css(inQueue(m2)+" textarea"))); v != "second, changed too late" {
+	if v := value(t, ctx, inQueue(m2)+" textarea"); v != "second, changed too late" {
 		t.Fatalf("the unsaved edit was replaced: %q", v)
 	}
 	do(t, ctx, "save the late edit", clearMsgs,
@@ -203,7 +203,7 @@ func TestConsoleSession(t *testing.T) {
 	if msg := text(t, ctx, ".msg.err"); !strings.Contains(msg, "no longer waits") || !strings.Contains(msg, m2) {
 		t.Fatalf("refusal %q", msg)
 	}
-	if v := get(t, ctx, "composer text", chromedp.Value(chromedp.ID("msg"))); v != "second, changed too late" {
+	if v := value(t, ctx, "#msg"); v != "second, changed too late" {
 		t.Fatalf("the refused edit's text is not in the composer: %q", v)
 	}
 
