@@ -29,33 +29,37 @@ import (
 func (c *Client) Follow(ctx context.Context, runID string, after int64) iter.Seq2[api.Entry, error] {
 	return func(yield func(api.Entry, error) bool) {
 		op := "follow " + runID
-		entries(op, c.stream(ctx, op, c.resume("/v1/runs/"+esc(runID)+"/events"), itoa(after)), after, yield)
+		entries(op, c.stream(ctx, op, c.resume("/v1/runs/"+esc(runID)+"/events"), itoa(after)), after, runPos, yield)
 	}
 }
 
-// entries yields the entries of a run's stream of events, which follows
-// position after, checking that each is the next.
-func entries(op string, events iter.Seq2[event, error], after int64, yield func(api.Entry, error) bool) {
+// entries yields the entries of a stream of events (a run's or a
+// session's), which follows position after, checking that each is the next.
+func entries[E any](op string, events iter.Seq2[event, error], after int64, pos func(E) int64, yield func(E, error) bool) {
+	var zero E
 	for ev, err := range events {
 		if err != nil {
-			yield(api.Entry{}, err)
+			yield(zero, err)
 			return
 		}
-		var e api.Entry
+		var e E
 		if err := json.Unmarshal(ev.data, &e); err != nil {
-			yield(api.Entry{}, fmt.Errorf("%s: event %s: %w", op, ev.id, err))
+			yield(zero, fmt.Errorf("%s: event %s: %w", op, ev.id, err))
 			return
 		}
-		if e.Pos != after+1 {
-			yield(api.Entry{}, fmt.Errorf("%s: entry %d after %d: the stream skipped or repeated", op, e.Pos, after))
+		if pos(e) != after+1 {
+			yield(zero, fmt.Errorf("%s: entry %d after %d: the stream skipped or repeated", op, pos(e), after))
 			return
 		}
-		after = e.Pos
+		after = pos(e)
 		if !yield(e, nil) {
 			return
 		}
 	}
 }
+
+func runPos(e api.Entry) int64            { return e.Pos }
+func sessionPos(e api.SessionEntry) int64 { return e.Pos }
 
 // FollowSession yields a session's journal entries after position after,
 // as they are appended, resuming after a dropped connection as Follow does.
@@ -63,26 +67,8 @@ func entries(op string, events iter.Seq2[event, error], after int64, yield func(
 // or the caller stops.
 func (c *Client) FollowSession(ctx context.Context, sessionID string, after int64) iter.Seq2[api.SessionEntry, error] {
 	return func(yield func(api.SessionEntry, error) bool) {
-		want := after
-		for ev, err := range c.stream(ctx, "follow session "+sessionID, c.resume("/v1/sessions/"+esc(sessionID)+"/events"), itoa(after)) {
-			if err != nil {
-				yield(api.SessionEntry{}, err)
-				return
-			}
-			var e api.SessionEntry
-			if err := json.Unmarshal(ev.data, &e); err != nil {
-				yield(api.SessionEntry{}, fmt.Errorf("follow session %s: event %s: %w", sessionID, ev.id, err))
-				return
-			}
-			if e.Pos != want+1 {
-				yield(api.SessionEntry{}, fmt.Errorf("follow session %s: entry %d after %d: the stream skipped or repeated", sessionID, e.Pos, want))
-				return
-			}
-			want = e.Pos
-			if !yield(e, nil) {
-				return
-			}
-		}
+		op := "follow session " + sessionID
+		entries(op, c.stream(ctx, op, c.resume("/v1/sessions/"+esc(sessionID)+"/events"), itoa(after)), after, sessionPos, yield)
 	}
 }
 
@@ -182,7 +168,7 @@ func (c *Client) StartFollow(ctx context.Context, in api.StartRun) iter.Seq2[api
 				follow = c.resume(loc + "/events")
 			}
 		}
-		entries(op, c.streamWith(ctx, op, open, answered, ""), 0, yield)
+		entries(op, c.streamWith(ctx, op, open, answered, ""), 0, runPos, yield)
 	}
 }
 
