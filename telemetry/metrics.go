@@ -137,21 +137,13 @@ func NewMetrics(opts MetricsOptions) (*Metrics, error) {
 		metric.WithExplicitBucketBoundaries(1, 2, 4, 8, 16, 32, 64, 128, 256),
 		metric.WithDescription("Entries of one journal append."))
 	errs = append(errs, err)
-	m.runs, err = meter.Int64ObservableGauge("hitch.runs", metric.WithUnit("{run}"),
-		metric.WithDescription("Runs in the store, by status."))
-	errs = append(errs, err)
-	m.due, err = meter.Int64ObservableGauge("hitch.runs.due", metric.WithUnit("{run}"),
-		metric.WithDescription("Runs ready to be claimed: queued, running without a live lease, or waiting with their wake come."))
-	errs = append(errs, err)
-	m.approvals, err = meter.Int64ObservableGauge("hitch.approvals.pending", metric.WithUnit("{request}"),
-		metric.WithDescription("Approval requests waiting for an answer."))
-	errs = append(errs, err)
-	m.uncertain, err = meter.Int64ObservableGauge("hitch.calls.uncertain", metric.WithUnit("{call}"),
-		metric.WithDescription("Tool calls of unknown outcome waiting to be reconciled."))
-	errs = append(errs, err)
-	m.scanned, err = meter.Int64ObservableGauge("hitch.metrics.scanned", metric.WithUnit("{run}"),
-		metric.WithDescription("Waiting runs the last reading looked at; at MaxMetricsScan the approval and uncertain gauges are lower bounds."))
-	errs = append(errs, err)
+	errs = append(errs, newGauges(meter,
+		gauge{&m.runs, "hitch.runs", "{run}", "Runs in the store, by status."},
+		gauge{&m.due, "hitch.runs.due", "{run}", "Runs ready to be claimed: queued, running without a live lease, or waiting with their wake come."},
+		gauge{&m.approvals, "hitch.approvals.pending", "{request}", "Approval requests waiting for an answer."},
+		gauge{&m.uncertain, "hitch.calls.uncertain", "{call}", "Tool calls of unknown outcome waiting to be reconciled."},
+		gauge{&m.scanned, "hitch.metrics.scanned", "{run}", "Waiting runs the last reading looked at; at MaxMetricsScan the approval and uncertain gauges are lower bounds."},
+	))
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
@@ -173,13 +165,11 @@ func NewMetrics(opts MetricsOptions) (*Metrics, error) {
 // breakerGauges reports each route's breakers: open (1) or closed (0),
 // and the moving failures since each model last answered.
 func breakerGauges(meter metric.Meter, routes []*route.Route) (metric.Registration, error) {
-	open, err := meter.Int64ObservableGauge("hitch.route.breaker.open", metric.WithUnit("1"),
-		metric.WithDescription("1 while a route passes over a model that failed with a class that moves on (its cool-down), else 0; by route and model."))
-	if err != nil {
-		return nil, err
-	}
-	failures, err := meter.Int64ObservableGauge("hitch.route.breaker.failures", metric.WithUnit("{failure}"),
-		metric.WithDescription("Failures of a moving class since a route's model last answered; by route and model."))
+	var open, failures metric.Int64ObservableGauge
+	err := newGauges(meter,
+		gauge{&open, "hitch.route.breaker.open", "1", "1 while a route passes over a model that failed with a class that moves on (its cool-down), else 0; by route and model."},
+		gauge{&failures, "hitch.route.breaker.failures", "{failure}", "Failures of a moving class since a route's model last answered; by route and model."},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +187,24 @@ func breakerGauges(meter metric.Meter, routes []*route.Route) (metric.Registrati
 		}
 		return nil
 	}, open, failures)
+}
+
+// gauge is one of hitch's gauges: where it is kept, its name, unit and
+// description.
+type gauge struct {
+	dst               *metric.Int64ObservableGauge
+	name, unit, about string
+}
+
+// newGauges creates gauges on meter, each into its dst.
+func newGauges(meter metric.Meter, gauges ...gauge) error {
+	var errs []error
+	for _, g := range gauges {
+		var err error
+		*g.dst, err = meter.Int64ObservableGauge(g.name, metric.WithUnit(g.unit), metric.WithDescription(g.about))
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // Close stops the gauges' readings of the store.
