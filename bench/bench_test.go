@@ -107,6 +107,21 @@ func TestWorkloadCompletes(t *testing.T) {
 	}
 }
 
+// TestMoreRunsThanCallers checks that the callers start and await every
+// run when the runs outnumber them, each run once.
+func TestMoreRunsThanCallers(t *testing.T) {
+	runs := 2*Callers + 3
+	res, err := Run(context.Background(), Params{Runs: runs, Steps: 1, Sync: sqlite.SyncNormal, DB: filepath.Join(t.TempDir(), "c.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per run: started, context, 2 attempts, 2 replies, decided, started,
+	// settled, ended.
+	if want := int64(runs * 10); res.Entries != want {
+		t.Errorf("entries = %d, want %d", res.Entries, want)
+	}
+}
+
 // BenchmarkTracing measures the workload (64 runs of 10 steps, NORMAL)
 // with each tracing setting, for profiling what drawing spans costs.
 func BenchmarkTracing(b *testing.B) {
