@@ -30,10 +30,14 @@ func write(t testing.TB, files map[string]string) string {
 
 const script = "turns:\n  - text: hi\n"
 
+// demoModel is the head of a config: an empty line and the scripted model
+// demo, reading script.yaml; what follows starts at line 4.
+const demoModel = "\nmodels:\n  demo: {provider: scripted, script: script.yaml}\n"
+
 // onDemo is a config whose first lines declare the scripted model demo
 // (reading script), followed by rest from line 4 on, and its script.
 func onDemo(rest string) map[string]string {
-	return map[string]string{"script.yaml": script, "hitch.yaml": "\nmodels:\n  demo: {provider: scripted, script: script.yaml}\n" + rest}
+	return map[string]string{"script.yaml": script, "hitch.yaml": demoModel + rest}
 }
 
 // load writes files (hitch.yaml among them) into a folder and loads the
@@ -89,10 +93,7 @@ func TestProblemsNameFileLineAndField(t *testing.T) {
 		name, yaml string
 		want       []string // each "line: field" or fragment that must appear
 	}{
-		{"unknown key", `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+		{"unknown key", demoModel + `agents:
   - name: helper
     model: demo
     policy: allow_all
@@ -119,27 +120,18 @@ agents:
 			":11: agents[0].limits.tool_concurrency", "0: want 1–64",
 			":12: agents[0].limits.tool_timeout", `"soon" is not a duration`,
 		}},
-		{"no policy", `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+		{"no policy", demoModel + `agents:
   - name: helper
     model: demo
 `, []string{":5: agents[0].policy", "no implicit allow"}},
-		{"bad rule", `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+		{"bad rule", demoModel + `agents:
   - name: helper
     model: demo
     policy:
       - tools: ["*"]
         verdict: perhaps
 `, []string{"agents[0].policy[0]", `"perhaps"`}},
-		{"bad conditions, every one at once", `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+		{"bad conditions, every one at once", demoModel + `agents:
   - name: helper
     model: demo
     policy:
@@ -167,10 +159,7 @@ agents:
 			":18: agents[1].policy[0].when", "gives dyn, not bool",
 			":21: agents[1].policy[1].when", "line 2, column", "undefined field 'depht'",
 		}},
-		{"build range", `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+		{"build range", demoModel + `agents:
   - name: "bad name"
     model: demo
     policy: allow_all
@@ -262,10 +251,7 @@ func TestEveryProblemInOnePass(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"unknown keys and ranges together", `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+		{"unknown keys and ranges together", demoModel + `agents:
   - name: helper
     model: demo
     policy: allow_all
@@ -278,35 +264,23 @@ agents:
 `, []string{":8: agents[0].bogus", ":10: agents[0].limits.model_timeout", `"500ms": want 1s to 24h, or infinite`,
 			":11: agents[0].limits.approval_expiry", "want 1s to 8760h, or infinite", ":12: agents[0].limits.tool_timeout", `"-1ns"`,
 			":13: agents[0].limits.tol_timeout"}},
-		{"agents is not a list", `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents: 3
+		{"agents is not a list", demoModel + `agents: 3
 `, []string{":4: agents", "want a list"}},
-		{"version is not a number", `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+		{"version is not a number", demoModel + `agents:
   - name: helper
     version: "x"
     model: demo
     policy: allow_all
     limits: {tool_concurrency: 0}
 `, []string{":6: agents[0].version", "want a whole number", ":9: agents[0].limits.tool_concurrency"}},
-		{"overflow", `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+		{"overflow", demoModel + `agents:
   - name: helper
     model: demo
     policy: allow_all
     limits:
       max_tool_result: 99999999999999999999999
 `, []string{":9: agents[0].limits.max_tool_result", "too large"}},
-		{"budgets that are not amounts", `
-models:
-  demo: {provider: scripted, script: script.yaml}
-agents:
+		{"budgets that are not amounts", demoModel + `agents:
   - {name: a, model: demo, policy: allow_all, budget: {usd: .nan}}
   - {name: b, model: demo, policy: allow_all, budget: {usd: .inf}}
   - {name: c, model: demo, policy: allow_all, budget: {usd: 1e-300}}

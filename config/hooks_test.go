@@ -80,7 +80,7 @@ agents:
 // top-level lines top (secrets, hooks), and one agent, ops, that runs bash
 // under allow_all with hooks (list items, six spaces in).
 func bashOps(top, hooks string) string {
-	return "\nmodels:\n  demo: {provider: scripted, script: script.yaml}\n" + top + `agents:
+	return demoModel + top + `agents:
   - name: ops
     model: demo
     tools: [bash]

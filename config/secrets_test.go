@@ -143,18 +143,25 @@ agents:
 	}
 }
 
+// fakeBwrap puts a bwrap of the test's own first on PATH, which logs each
+// start to the file it returns and then runs then (shell lines). A test
+// that calls it sets PATH, so it cannot be parallel.
+func fakeBwrap(t *testing.T, then string) (calls string) {
+	t.Helper()
+	bin := t.TempDir()
+	calls = filepath.Join(bin, "calls")
+	if err := os.WriteFile(filepath.Join(bin, "bwrap"), []byte("#!/bin/sh\necho started >> "+calls+"\n"+then), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return calls
+}
+
 // Sandboxes are set up only where commands run, and bwrap is probed once
 // per process: an agent whose tools run no command never looks for bwrap,
 // and agents that do share one probe, however often the file is loaded.
 func TestBwrapProbedOnlyForCommands(t *testing.T) {
-	// A bwrap of the test's own on PATH, which logs each start: not
-	// parallel.
-	bin := t.TempDir()
-	calls := filepath.Join(bin, "calls")
-	if err := os.WriteFile(filepath.Join(bin, "bwrap"), []byte("#!/bin/sh\necho started >> "+calls+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	calls := fakeBwrap(t, "") // not parallel
 	path := write(t, onDemo(`agents:
   - name: reader
     model: demo
@@ -187,14 +194,7 @@ func TestBwrapProbedOnlyForCommands(t *testing.T) {
 // starts. The same file without the option is refused on a host whose bwrap
 // does not work.
 func TestDeferIsolation(t *testing.T) {
-	// A bwrap of the test's own on PATH, which logs each start and fails:
-	// not parallel.
-	bin := t.TempDir()
-	calls := filepath.Join(bin, "calls")
-	if err := os.WriteFile(filepath.Join(bin, "bwrap"), []byte("#!/bin/sh\necho started >> "+calls+"\nexit 1\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	calls := fakeBwrap(t, "exit 1\n") // fails; not parallel
 	var body strings.Builder
 	body.WriteString("models:\n  demo: {provider: scripted, script: script.yaml}\nsandbox:\n  require_isolation: true\nagents:\n")
 	for i := range 50 {
