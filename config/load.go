@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -206,12 +207,12 @@ func Load(path string, opts Options) (*Config, error) {
 	probs = append(probs, sbp...)
 	var sels []*selection // every agent's MCP tools
 
-	for _, name := range sortedKeys(f.Models) {
+	for _, name := range slices.Sorted(maps.Keys(f.Models)) {
 		m := f.Models[name]
 		field := "models." + name
 		build, ok := providers[m.Provider]
 		if !ok {
-			probs = append(probs, l.problem(field+".provider", "%q: want one of %v", m.Provider, sortedKeys(providers)))
+			probs = append(probs, l.problem(field+".provider", "%q: want one of %v", m.Provider, slices.Sorted(maps.Keys(providers))))
 			continue
 		}
 		switch {
@@ -268,7 +269,7 @@ func Load(path string, opts Options) (*Config, error) {
 		} else if r, ok := cfg.Routes[a.Model]; ok {
 			spec.Model = r
 		} else if !declared && !routed {
-			probs = append(probs, l.problem(field+".model", "%q is not declared under models (have %v) or routes (have %v)", a.Model, sortedKeys(f.Models), sortedKeys(f.Routes)))
+			probs = append(probs, l.problem(field+".model", "%q is not declared under models (have %v) or routes (have %v)", a.Model, slices.Sorted(maps.Keys(f.Models)), slices.Sorted(maps.Keys(f.Routes))))
 		}
 		p, pp := policyOf(l, field+".policy", a.Policy)
 		probs = append(probs, pp...)

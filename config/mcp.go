@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -85,7 +86,7 @@ func mcpServers(l locator, configPath string, list []MCPServer, getenv func(stri
 				return nil
 			}
 			got := make(map[string]string, len(m))
-			for _, k := range sortedKeys(m) {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				v, missing := expand(m[k], getenv)
 				for _, name := range missing {
 					probs = append(probs, l.problem(fmt.Sprintf("%s.%s.%s", field, key, k), "refers to ${%s}, which is not set", name))
@@ -113,7 +114,7 @@ func mcpServers(l locator, configPath string, list []MCPServer, getenv func(stri
 		dur("call_timeout", y.CallTimeout, true)
 		if len(y.Tools) > 0 {
 			s.Tools = make(map[string]mcp.ToolOverride, len(y.Tools))
-			for _, name := range sortedKeys(y.Tools) {
+			for _, name := range slices.Sorted(maps.Keys(y.Tools)) {
 				o := mcp.ToolOverride{Replayable: y.Tools[name].Replayable}
 				d, err := duration(y.Tools[name].Timeout, true)
 				if err != nil {

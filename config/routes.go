@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -65,7 +66,7 @@ var classes = map[string]model.Kind{
 // settings have problems is left out, and each problem is reported.
 func (c *Config) routes(l locator, f *File) []Problem {
 	var probs []Problem
-	for _, name := range sortedKeys(f.Routes) {
+	for _, name := range slices.Sorted(maps.Keys(f.Routes)) {
 		y, field := f.Routes[name], "routes."+name
 		n := len(probs)
 		if !ident.Name(name) {
@@ -95,10 +96,10 @@ func (c *Config) routes(l locator, f *File) []Problem {
 			case isRoute:
 				probs = append(probs, l.problem(mf, "%q is a route: a route lists models, not routes", m))
 			case !declared:
-				probs = append(probs, l.problem(mf, "%q is not declared under models (have %v)", m, sortedKeys(f.Models)))
+				probs = append(probs, l.problem(mf, "%q is not declared under models (have %v)", m, slices.Sorted(maps.Keys(f.Models))))
 			}
 		}
-		for _, m := range sortedKeys(y.PerModel) {
+		for _, m := range slices.Sorted(maps.Keys(y.PerModel)) {
 			pf := field + ".per_model." + m
 			i, in := seen[m]
 			if !in {

@@ -3,7 +3,9 @@ package config
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/hitch-dev/hitch/internal/ident"
@@ -46,7 +48,7 @@ const maxSecretFile = 64 << 10
 // every variable the file takes a credential from.
 func (c *Config) secrets(l locator, f *File, getenv func(string) string) (values map[string]string, vars []string, probs []Problem) {
 	values = map[string]string{}
-	for _, name := range sortedKeys(f.Secrets) {
+	for _, name := range slices.Sorted(maps.Keys(f.Secrets)) {
 		s := f.Secrets[name]
 		field := "secrets." + name
 		if !ident.Secret(name) {
@@ -109,7 +111,7 @@ func (c *Config) secrets(l locator, f *File, getenv func(string) string) (values
 			}
 		}
 	}
-	for _, name := range sortedKeys(f.Models) {
+	for _, name := range slices.Sorted(maps.Keys(f.Models)) {
 		auto(f.Models[name].KeyEnv())
 	}
 	for _, a := range f.Agents {
@@ -146,7 +148,7 @@ func readSecretFile(path string) ([]byte, error) {
 func agentEnv(l locator, field string, env map[string]string, values map[string]string, declared map[string]Secret) ([]string, []Problem) {
 	var out []string
 	var probs []Problem
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		name := env[k]
 		switch {
 		case !ident.Env(k):

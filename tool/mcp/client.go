@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
@@ -221,7 +223,7 @@ func (c *Client) dial(ctx context.Context) (*session, []tool.Tool, error) {
 	} else {
 		cmd := exec.Command(c.srv.Command, c.srv.Args...)
 		cmd.Env = []string{} // never hitch's own environment
-		for _, k := range sortedKeys(c.srv.Env) {
+		for _, k := range slices.Sorted(maps.Keys(c.srv.Env)) {
 			cmd.Env = append(cmd.Env, k+"="+c.srv.Env[k])
 		}
 		cmd.Dir = c.srv.Dir

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -153,13 +154,13 @@ func (s Server) Validate() error {
 		if len(s.Headers) > 0 {
 			bad("headers", "apply to a url, not a command")
 		}
-		for _, k := range sortedKeys(s.Env) {
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 			if k == "" || strings.ContainsAny(k, "=\x00") {
 				bad("env", "variable name %q is not valid", k)
 			}
 		}
 	}
-	for _, k := range sortedKeys(s.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		if k == "" || strings.ContainsAny(k, " :\r\n") || strings.ContainsAny(s.Headers[k], "\r\n") {
 			bad("headers", "header %q is not valid", k)
 		}
@@ -176,19 +177,10 @@ func (s Server) Validate() error {
 	if s.MaxResult < 1 || s.MaxResult > maxMaxResult {
 		bad("max_result", "is %d bytes, allowed 1 B–64 MiB", s.MaxResult)
 	}
-	for _, name := range sortedKeys(s.Tools) {
+	for _, name := range slices.Sorted(maps.Keys(s.Tools)) {
 		if d := s.Tools[name].Timeout; d != 0 {
 			checkTimeout("tools."+name+".timeout", d)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
