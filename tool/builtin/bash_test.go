@@ -65,11 +65,7 @@ func TestTailBuffer(t *testing.T) {
 			if len(tc.note) == 0 && note != "" {
 				t.Errorf("unexpected note %q", note)
 			}
-			for _, s := range tc.note {
-				if !strings.Contains(note, s) {
-					t.Errorf("note %q lacks %q", note, s)
-				}
-			}
+			contains(t, "note", note, tc.note, nil)
 		})
 	}
 }
@@ -112,16 +108,7 @@ func TestBash(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			out := e.mustCall("bash", tc.args)
-			for _, s := range tc.want {
-				if !strings.Contains(out, s) {
-					t.Errorf("output lacks %q:\n%.500s", s, out)
-				}
-			}
-			for _, s := range tc.not {
-				if strings.Contains(out, s) {
-					t.Errorf("output has %q", s)
-				}
-			}
+			contains(t, "output", out, tc.want, tc.not)
 		})
 	}
 	for _, args := range []m{{"command": "true", "cwd": "../"}, {"command": "true", "cwd": "nope"}, {"command": ""}, {"command": "true", "timeout": 0}} {

@@ -101,16 +101,7 @@ func TestGrep(t *testing.T) {
 					if results != tc.lines {
 						t.Errorf("%d results, want %d:\n%.300s", results, tc.lines, out)
 					}
-					for _, s := range tc.want {
-						if !strings.Contains(out, s) {
-							t.Errorf("output lacks %.80q:\n%.300s", s, out)
-						}
-					}
-					for _, s := range tc.not {
-						if strings.Contains(out, s) {
-							t.Errorf("output has %q", s)
-						}
-					}
+					contains(t, "output", out, tc.want, tc.not)
 				})
 			}
 		})

@@ -125,3 +125,19 @@ type m = map[string]any
 func localConfig(dir string) local.Config {
 	return local.Config{Root: dir, Isolation: sandbox.IsolationNone}
 }
+
+// contains reports on t each of want that text lacks and each of not that
+// it has; what names the text.
+func contains(t *testing.T, what, text string, want, not []string) {
+	t.Helper()
+	for _, s := range want {
+		if !strings.Contains(text, s) {
+			t.Errorf("%s lacks %.80q:\n%.500s", what, s, text)
+		}
+	}
+	for _, s := range not {
+		if strings.Contains(text, s) {
+			t.Errorf("%s has %q:\n%.500s", what, s, text)
+		}
+	}
+}

@@ -91,11 +91,7 @@ func TestReadBounds(t *testing.T) {
 			if len(tc.prefix) > ReadMaxBytes {
 				t.Fatalf("test expects %d content bytes, over the bound", len(tc.prefix))
 			}
-			for _, s := range tc.note {
-				if !strings.Contains(note, s) {
-					t.Errorf("note %q lacks %q", note, s)
-				}
-			}
+			contains(t, "note", note, tc.note, nil)
 		})
 	}
 }
