@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,37 +19,21 @@ import (
 // still carries the end to the run's family: its child is asked to cancel,
 // its waiting parent is made due.
 func TestEndIsOneStatement(t *testing.T) {
-	url := os.Getenv("HITCH_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("HITCH_TEST_POSTGRES is not set: set it to a postgres:// URL of a database the tests may create schemas in")
-	}
 	t.Parallel()
 	ctr := &counter{}
-	s := openPlanStore(t, url, withTracer(ctr))
+	s := openPlanStore(t, withTracer(ctr))
 	ctx := t.Context()
 	start := []store.EntryInput{{Kind: "run.started", Data: json.RawMessage(`{}`)}}
-	for _, r := range []store.RunCreateParams{
-		{ID: "parent", Agent: "x", Entries: start},
-		{ID: "run", Agent: "x", ParentID: "parent", RootID: "parent", Depth: 1, Entries: start},
-		{ID: "child", Agent: "x", ParentID: "run", RootID: "parent", Depth: 2, Entries: start},
-	} {
-		if _, _, err := s.RunCreate(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	claim := func(id string) int64 {
-		ls, err := s.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "me", TTL: time.Hour, RunID: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ls[0].Token
-	}
-	pt := claim("parent")
+	startRuns(t, s,
+		store.RunCreateParams{ID: "parent", Agent: "x"},
+		store.RunCreateParams{ID: "run", Agent: "x", ParentID: "parent", RootID: "parent", Depth: 1},
+		store.RunCreateParams{ID: "child", Agent: "x", ParentID: "run", RootID: "parent", Depth: 2})
+	pt := claimToken(t, s, "parent")
 	if _, err := s.JournalAppend(ctx, store.JournalAppendParams{RunID: "parent", Token: pt, After: 1,
 		Status: hitchtype.StatusWaiting, Entries: start}); err != nil {
 		t.Fatal(err)
 	}
-	token := claim("run")
+	token := claimToken(t, s, "run")
 	before := ctr.n()
 	got, err := s.JournalAppend(ctx, store.JournalAppendParams{RunID: "run", Token: token, After: 1,
 		Status: hitchtype.StatusCompleted, Outcome: json.RawMessage(`{"answer":1}`), Entries: start})
@@ -74,27 +57,13 @@ func TestEndIsOneStatement(t *testing.T) {
 // place of a foreign key: refused appends, grouped or alone, write no
 // entry, and retention leaves no entry of a run it deleted.
 func TestJournalRowsHaveRuns(t *testing.T) {
-	url := os.Getenv("HITCH_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("HITCH_TEST_POSTGRES is not set: set it to a postgres:// URL of a database the tests may create schemas in")
-	}
 	t.Parallel()
-	s := openPlanStore(t, url)
+	s := openPlanStore(t)
 	ctx := t.Context()
 	start := []store.EntryInput{{Kind: "run.started", Data: json.RawMessage(`{}`)}}
-	for _, id := range []string{"ended", "live", "queued"} {
-		if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: id, Agent: "x", Entries: start}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	claim := func(id string) int64 {
-		ls, err := s.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "me", TTL: time.Hour, RunID: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ls[0].Token
-	}
-	live := claim("live")
+	startRuns(t, s, store.RunCreateParams{ID: "ended", Agent: "x"}, store.RunCreateParams{ID: "live", Agent: "x"},
+		store.RunCreateParams{ID: "queued", Agent: "x"})
+	live := claimToken(t, s, "live")
 	// Sent together, so that the refused ones can share a group with the
 	// one that is written.
 	appends := []struct {
@@ -116,7 +85,7 @@ func TestJournalRowsHaveRuns(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ended := claim("ended")
+	ended := claimToken(t, s, "ended")
 	if _, err := s.JournalAppend(ctx, store.JournalAppendParams{RunID: "ended", Token: ended, After: 1,
 		Status: hitchtype.StatusCompleted, Outcome: json.RawMessage(`{}`), Entries: start}); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -21,24 +20,13 @@ import (
 // transaction; while the statement waits for it, the run of the smaller id
 // must already be locked.
 func TestRowLockOrder(t *testing.T) {
-	url := os.Getenv("HITCH_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("HITCH_TEST_POSTGRES is not set: set it to a postgres:// URL of a database the tests may create schemas in")
-	}
 	t.Parallel()
-	s := openPlanStore(t, url)
+	s := openPlanStore(t)
 	ctx := t.Context()
 	tokens := map[string]int64{}
 	for _, id := range []string{"b", "a"} { // the table's order is not the ids'
-		if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: id, Agent: "x",
-			Entries: []store.EntryInput{{Kind: "run.started", Data: json.RawMessage(`{}`)}}}); err != nil {
-			t.Fatal(err)
-		}
-		ls, err := s.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "me", TTL: time.Hour, RunID: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens[id] = ls[0].Token
+		startRuns(t, s, store.RunCreateParams{ID: id, Agent: "x"})
+		tokens[id] = claimToken(t, s, id)
 	}
 	after := int64(1)
 	for _, tc := range []struct {

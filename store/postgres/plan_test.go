@@ -2,8 +2,8 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -27,25 +27,22 @@ import (
 // statement, on a store of 100,000 runs (mixed statuses, families and
 // tenants, each with a journal) whose statistics are fresh.
 func TestConformance(t *testing.T) {
-	url := os.Getenv("HITCH_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("HITCH_TEST_POSTGRES is not set: set it to a postgres:// URL of a database the tests may create schemas in")
-	}
+	pgtest.URL(t) // skips the test without a database
 	t.Parallel()
 	rec := &recorder{}
 	t.Run("suite", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store {
-			return openPlanStore(t, url, withTracer(rec))
+			return openPlanStore(t, withTracer(rec))
 		})
 	})
 	if testing.Short() {
 		t.Skip("the query plans need a store of 100,000 runs")
 	}
-	t.Run("plans", func(t *testing.T) { checkPlans(t, url, rec) })
+	t.Run("plans", func(t *testing.T) { checkPlans(t, rec) })
 }
 
-func checkPlans(t *testing.T, url string, rec *recorder) {
-	s := openPlanStore(t, url, withTracer(rec))
+func checkPlans(t *testing.T, rec *recorder) {
+	s := openPlanStore(t, withTracer(rec))
 	ctx := t.Context()
 	stmts := rec.Sorted()
 	fillRuns(t, s, 100_000)
@@ -74,9 +71,11 @@ func checkPlans(t *testing.T, url string, rec *recorder) {
 func withTracer(tr pgx.QueryTracer) Option { return func(c *config) { c.tracer = tr } }
 
 // openPlanStore opens a store in a schema of its own, dropped when the
-// test ends.
-func openPlanStore(t *testing.T, url string, opts ...Option) *Store {
+// test ends, in the database of HITCH_TEST_POSTGRES (t is skipped without
+// it).
+func openPlanStore(t *testing.T, opts ...Option) *Store {
 	t.Helper()
+	url := pgtest.URL(t)
 	schema := pgtest.Schema(t, "hitch_plan_")
 	s, err := Open(t.Context(), url, append([]Option{WithSchema(schema)}, opts...)...)
 	if err != nil {
@@ -84,6 +83,27 @@ func openPlanStore(t *testing.T, url string, opts ...Option) *Store {
 	}
 	t.Cleanup(func() { s.Close() }) // before the schema is dropped
 	return s
+}
+
+// startRuns creates runs, each with one run.started entry.
+func startRuns(t *testing.T, s *Store, runs ...store.RunCreateParams) {
+	t.Helper()
+	for _, r := range runs {
+		r.Entries = []store.EntryInput{{Kind: "run.started", Data: json.RawMessage(`{}`)}}
+		if _, _, err := s.RunCreate(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// claimToken claims run id for an hour and returns the lease's token.
+func claimToken(t *testing.T, s *Store, id string) int64 {
+	t.Helper()
+	ls, err := s.LeaseClaim(t.Context(), store.LeaseClaimParams{Owner: "me", TTL: time.Hour, RunID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls[0].Token
 }
 
 // recorder is a pgx tracer that records the text of every statement.
