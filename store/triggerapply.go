@@ -3,13 +3,15 @@ package store
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // TriggerCreateTx is one driver transaction of a TriggerCreate: the
-// statements of the driver's dialect. ApplyTriggerCreate decides over it.
+// statements of the driver's dialect. InTriggerCreate decides over it.
 type TriggerCreateTx interface {
 	// Get reads a binding, locked for the rest of the transaction where
 	// the driver locks rows, or ErrTriggerNotFound.
@@ -24,12 +26,36 @@ type TriggerCreateTx interface {
 	Insert(p TriggerCreateParams, state string) (t Trigger, created bool, err error)
 }
 
-// ApplyTriggerCreate makes a TriggerCreate in tx, once CheckTriggerCreate
+// InTriggerCreate is a driver's way into a TriggerCreate: it runs fn in
+// one write transaction, in which creates of p's session take turns when
+// p.MaxPerSession is set, and commits when fn returns nil.
+type InTriggerCreate func(ctx context.Context, p TriggerCreateParams, fn func(TriggerCreateTx) error) error
+
+// Create makes a TriggerCreate (see TriggerStore).
+func (in InTriggerCreate) Create(ctx context.Context, p TriggerCreateParams) (Trigger, bool, error) {
+	if err := CheckTriggerCreate(p); err != nil {
+		return Trigger{}, false, fmt.Errorf("trigger create %q: %w", p.ID, err)
+	}
+	var (
+		out     Trigger
+		created bool
+	)
+	err := in(ctx, p, func(tx TriggerCreateTx) (err error) {
+		out, created, err = applyTriggerCreate(tx, p)
+		return err
+	})
+	if err != nil {
+		return Trigger{}, false, fmt.Errorf("trigger create %q: %w", p.ID, err)
+	}
+	return out, created, nil
+}
+
+// applyTriggerCreate makes a TriggerCreate in tx, once CheckTriggerCreate
 // has passed p: the existing binding is returned as it stands, or
 // replaced when p.Replace is set and its spec differs; a new one is
 // refused with *TriggerLimitError when its session has p.MaxPerSession
 // bindings that are not done.
-func ApplyTriggerCreate(tx TriggerCreateTx, p TriggerCreateParams) (Trigger, bool, error) {
+func applyTriggerCreate(tx TriggerCreateTx, p TriggerCreateParams) (Trigger, bool, error) {
 	state := TriggerActive
 	if p.Paused {
 		state = TriggerPaused
@@ -79,9 +105,46 @@ func TriggerFilters(p TriggerListParams) (cols, vals []string) {
 	return cols, vals
 }
 
-// SortDue orders claimed bindings as TriggerClaim answers them: the
+// ClaimDue is a driver's TriggerClaim statement: in one transaction it
+// reads the store clock once and claims up to p.Limit (at least 1)
+// bindings due by that reading, in any order, returning them with the
+// reading.
+type ClaimDue func(ctx context.Context, p TriggerClaimParams) ([]Trigger, time.Time, error)
+
+// Claim makes a TriggerClaim (see TriggerStore).
+func (claim ClaimDue) Claim(ctx context.Context, p TriggerClaimParams) ([]Trigger, time.Time, error) {
+	if err := CheckTriggerClaim(p); err != nil {
+		return nil, time.Time{}, fmt.Errorf("trigger claim: %w", err)
+	}
+	p.Limit = max(p.Limit, 1)
+	out, now, err := claim(ctx, p)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("trigger claim: %w", err)
+	}
+	sortDue(out)
+	return out, now.UTC(), nil
+}
+
+// SetTriggerState is a driver's statement that moves binding id from
+// state from to state to, when it is in from, and returns the binding as
+// it stands, or ErrTriggerNotFound.
+type SetTriggerState func(ctx context.Context, id, from, to string) (Trigger, error)
+
+// Pause makes a TriggerPause (see TriggerStore).
+func (set SetTriggerState) Pause(ctx context.Context, id string) (Trigger, error) {
+	t, err := set(ctx, id, TriggerActive, TriggerPaused)
+	return Result(t, err, "trigger pause", id)
+}
+
+// Resume makes a TriggerResume (see TriggerStore).
+func (set SetTriggerState) Resume(ctx context.Context, id string) (Trigger, error) {
+	t, err := set(ctx, id, TriggerPaused, TriggerActive)
+	return Result(t, err, "trigger resume", id)
+}
+
+// sortDue orders claimed bindings as TriggerClaim answers them: the
 // earliest NextFire first, then by id.
-func SortDue(ts []Trigger) {
+func sortDue(ts []Trigger) {
 	slices.SortFunc(ts, func(a, b Trigger) int {
 		return cmp.Or(a.NextFire.Compare(b.NextFire), cmp.Compare(a.ID, b.ID))
 	})

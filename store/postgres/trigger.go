@@ -81,14 +81,11 @@ func (x triggerTx) Insert(p store.TriggerCreateParams, state string) (store.Trig
 
 // TriggerCreate creates a binding, or returns (or replaces) the existing one.
 func (s *Store) TriggerCreate(ctx context.Context, p store.TriggerCreateParams) (store.Trigger, bool, error) {
-	if err := store.CheckTriggerCreate(p); err != nil {
-		return store.Trigger{}, false, fmt.Errorf("trigger create %q: %w", p.ID, err)
-	}
-	var (
-		out     store.Trigger
-		created bool
-	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	return store.InTriggerCreate(s.inTriggerCreate).Create(ctx, p)
+}
+
+func (s *Store) inTriggerCreate(ctx context.Context, p store.TriggerCreateParams, fn func(store.TriggerCreateTx) error) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if p.MaxPerSession > 0 && p.SessionID != "" {
 			// Creates for one session take turns, so two cannot both pass
 			// the count.
@@ -96,14 +93,8 @@ func (s *Store) TriggerCreate(ctx context.Context, p store.TriggerCreateParams) 
 				return err
 			}
 		}
-		var err error
-		out, created, err = store.ApplyTriggerCreate(triggerTx{ctx: ctx, tx: tx, s: s}, p)
-		return err
+		return fn(triggerTx{ctx: ctx, tx: tx, s: s})
 	})
-	if err != nil {
-		return store.Trigger{}, false, fmt.Errorf("trigger create %q: %w", p.ID, err)
-	}
-	return out, created, nil
 }
 
 // TriggerGet returns one binding.
@@ -138,29 +129,27 @@ func (s *Store) TriggerList(ctx context.Context, p store.TriggerListParams) ([]s
 
 // TriggerPause pauses a binding.
 func (s *Store) TriggerPause(ctx context.Context, id string) (store.Trigger, error) {
-	return s.setTriggerState(ctx, "trigger pause", id, store.TriggerActive, store.TriggerPaused)
+	return store.SetTriggerState(s.setTriggerState).Pause(ctx, id)
 }
 
 // TriggerResume resumes a paused binding.
 func (s *Store) TriggerResume(ctx context.Context, id string) (store.Trigger, error) {
-	return s.setTriggerState(ctx, "trigger resume", id, store.TriggerPaused, store.TriggerActive)
+	return store.SetTriggerState(s.setTriggerState).Resume(ctx, id)
 }
 
-func (s *Store) setTriggerState(ctx context.Context, op, id, from, to string) (store.Trigger, error) {
-	var out store.Trigger
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+func (s *Store) setTriggerState(ctx context.Context, id, from, to string) (out store.Trigger, err error) {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE hitch_triggers SET state = $2, updated_at = `+nowSQL+` WHERE id = $3 AND state = $4`,
 			s.clockArg(), to, id, from); err != nil {
 			return err
 		}
-		var err error
 		out, err = scanTrigger(tx.QueryRow(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE id = $1`, id))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrTriggerNotFound
 		}
 		return err
 	})
-	return store.Result(out, err, op, id)
+	return out, err
 }
 
 // TriggerRemove deletes a binding.
@@ -194,14 +183,11 @@ RETURNING t.id, t.tenant, t.session_id, t.spec::text, t.state, t.fire_count, t.m
 
 // TriggerClaim claims due bindings, the earliest first.
 func (s *Store) TriggerClaim(ctx context.Context, p store.TriggerClaimParams) ([]store.Trigger, time.Time, error) {
-	if err := store.CheckTriggerClaim(p); err != nil {
-		return nil, time.Time{}, fmt.Errorf("trigger claim: %w", err)
-	}
-	var (
-		out []store.Trigger
-		now time.Time
-	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	return store.ClaimDue(s.claimDue).Claim(ctx, p)
+}
+
+func (s *Store) claimDue(ctx context.Context, p store.TriggerClaimParams) (out []store.Trigger, now time.Time, err error) {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		out = out[:0]
 		// The clock is read once and the claim judged by that reading,
 		// which the caller gets back: an instant no later than the claim,
@@ -209,7 +195,7 @@ func (s *Store) TriggerClaim(ctx context.Context, p store.TriggerClaimParams) ([
 		if err := tx.QueryRow(ctx, `SELECT `+nowSQL, s.clockArg()).Scan(&now); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, triggerClaimSQL, now, p.Owner, p.TTL.Microseconds(), max(p.Limit, 1))
+		rows, err := tx.Query(ctx, triggerClaimSQL, now, p.Owner, p.TTL.Microseconds(), p.Limit)
 		if err != nil {
 			return err
 		}
@@ -217,11 +203,7 @@ func (s *Store) TriggerClaim(ctx context.Context, p store.TriggerClaimParams) ([
 		out, err = store.Collect(rows, func() (store.Trigger, error) { return scanTrigger(rows) })
 		return err
 	})
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("trigger claim: %w", err)
-	}
-	store.SortDue(out)
-	return out, now.UTC(), nil
+	return out, now, err
 }
 
 // fencedTrigger explains why a fenced update of binding id matched no row.

@@ -69,22 +69,12 @@ func (x triggerTx) Insert(p store.TriggerCreateParams, state string) (store.Trig
 
 // TriggerCreate creates a binding, or returns (or replaces) the existing one.
 func (s *Store) TriggerCreate(ctx context.Context, p store.TriggerCreateParams) (store.Trigger, bool, error) {
-	if err := store.CheckTriggerCreate(p); err != nil {
-		return store.Trigger{}, false, fmt.Errorf("trigger create %q: %w", p.ID, err)
-	}
-	var (
-		out     store.Trigger
-		created bool
-	)
-	err := s.write(ctx, func(tx *wtx) error {
-		var err error
-		out, created, err = store.ApplyTriggerCreate(triggerTx{s.sx(tx)}, p)
-		return err
-	})
-	if err != nil {
-		return store.Trigger{}, false, fmt.Errorf("trigger create %q: %w", p.ID, err)
-	}
-	return out, created, nil
+	return store.InTriggerCreate(s.inTriggerCreate).Create(ctx, p)
+}
+
+// inTriggerCreate runs fn on the single writer, where creates take turns.
+func (s *Store) inTriggerCreate(ctx context.Context, _ store.TriggerCreateParams, fn func(store.TriggerCreateTx) error) error {
+	return s.write(ctx, func(tx *wtx) error { return fn(triggerTx{s.sx(tx)}) })
 }
 
 // TriggerGet returns one binding.
@@ -117,26 +107,24 @@ func (s *Store) TriggerList(ctx context.Context, p store.TriggerListParams) ([]s
 
 // TriggerPause pauses a binding.
 func (s *Store) TriggerPause(ctx context.Context, id string) (store.Trigger, error) {
-	return s.setTriggerState(ctx, "trigger pause", id, store.TriggerActive, store.TriggerPaused)
+	return store.SetTriggerState(s.setTriggerState).Pause(ctx, id)
 }
 
 // TriggerResume resumes a paused binding.
 func (s *Store) TriggerResume(ctx context.Context, id string) (store.Trigger, error) {
-	return s.setTriggerState(ctx, "trigger resume", id, store.TriggerPaused, store.TriggerActive)
+	return store.SetTriggerState(s.setTriggerState).Resume(ctx, id)
 }
 
-func (s *Store) setTriggerState(ctx context.Context, op, id, from, to string) (store.Trigger, error) {
-	var out store.Trigger
-	err := s.write(ctx, func(tx *wtx) error {
+func (s *Store) setTriggerState(ctx context.Context, id, from, to string) (out store.Trigger, err error) {
+	err = s.write(ctx, func(tx *wtx) error {
 		x := s.sx(tx)
 		if _, err := x.exec(`UPDATE triggers SET state = ?, updated_at = ? WHERE id = ? AND state = ?`, to, x.now, id, from); err != nil {
 			return err
 		}
-		var err error
 		out, err = x.trigger(id)
 		return err
 	})
-	return store.Result(out, err, op, id)
+	return out, err
 }
 
 // TriggerRemove deletes a binding.
@@ -157,21 +145,18 @@ func (s *Store) TriggerRemove(ctx context.Context, id string) (bool, error) {
 // TriggerClaim claims due bindings, the earliest first. Claims run on the
 // single writer, so two claims never return the same binding.
 func (s *Store) TriggerClaim(ctx context.Context, p store.TriggerClaimParams) ([]store.Trigger, time.Time, error) {
-	if err := store.CheckTriggerClaim(p); err != nil {
-		return nil, time.Time{}, fmt.Errorf("trigger claim: %w", err)
-	}
-	var (
-		out []store.Trigger
-		now time.Time
-	)
-	err := s.write(ctx, func(tx *wtx) error {
+	return store.ClaimDue(s.claimDue).Claim(ctx, p)
+}
+
+func (s *Store) claimDue(ctx context.Context, p store.TriggerClaimParams) (out []store.Trigger, now time.Time, err error) {
+	err = s.write(ctx, func(tx *wtx) error {
 		x := s.sx(tx)
 		out, now = nil, tx.now
 		rows, err := x.c.QueryContext(context.Background(), `UPDATE triggers SET claim_owner = ?1, claim_token = claim_token + 1,
 			claim_until = ?2, updated_at = ?3
 			WHERE seq IN (SELECT seq FROM triggers WHERE state = 'active' AND next_fire <= ?3 AND claim_until <= ?3
 				ORDER BY next_fire, seq LIMIT ?4)
-			RETURNING `+triggerColumns, p.Owner, micros(tx.now.Add(p.TTL)), x.now, max(p.Limit, 1))
+			RETURNING `+triggerColumns, p.Owner, micros(tx.now.Add(p.TTL)), x.now, p.Limit)
 		if err != nil {
 			return err
 		}
@@ -179,11 +164,7 @@ func (s *Store) TriggerClaim(ctx context.Context, p store.TriggerClaimParams) ([
 		out, err = store.Collect(rows, func() (store.Trigger, error) { return scanTrigger(rows) })
 		return err
 	})
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("trigger claim: %w", err)
-	}
-	store.SortDue(out)
-	return out, now, nil
+	return out, now, err
 }
 
 // fenced explains why a fenced update of binding id matched no row.
