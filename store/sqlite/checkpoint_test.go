@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,14 +25,7 @@ func TestCheckpointer(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "hitch.db")
 			s := open(t, path, sqlite.WithCheckpointInterval(tc.interval))
 			defer s.Close()
-			size := func() int64 {
-				t.Helper()
-				fi, err := os.Stat(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return fi.Size()
-			}
+			size := func() int64 { return fileSize(t, path) }
 			before := size()
 			// One commit of about a hundred pages, well under 1,000.
 			es := make([]store.EntryInput, 100)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,14 +44,7 @@ func TestPruneGivesSpaceBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	size := func() int64 {
-		t.Helper()
-		fi, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi.Size()
-	}
+	size := func() int64 { return fileSize(t, path) }
 	reopen := func() {
 		t.Helper()
 		if err := s.Close(); err != nil { // checkpoints the WAL into the file

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -132,14 +131,7 @@ func TestReadOnlyRefuses(t *testing.T) {
 		{missing, "no store here"},
 		{empty, "no store here"},
 	} {
-		s, err := sqlite.Open(t.Context(), tc.path, sqlite.ReadOnly())
-		if err == nil {
-			s.Close()
-			t.Fatalf("read-only open of %s succeeded", tc.path)
-		}
-		if !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), tc.want) {
-			t.Fatalf("error %q does not name %s and %q", err, tc.path, tc.want)
-		}
+		openRefused(t, tc.path, tc.want, sqlite.ReadOnly())
 	}
 	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a read-only open created the file: %v", err)

@@ -31,6 +31,30 @@ func open(t testing.TB, path string, opts ...sqlite.Option) *sqlite.Store {
 	return s
 }
 
+// openRefused opens path with opts, which must fail with an error that
+// names path and says want.
+func openRefused(t *testing.T, path, want string, opts ...sqlite.Option) {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), path, opts...)
+	if err == nil {
+		s.Close()
+		t.Fatalf("open of %s succeeded", path)
+	}
+	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not name %s and %q", err, path, want)
+	}
+}
+
+// fileSize is the size of the file at path.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
 // TestConformance, on a clock the suite drives, is in plan_test.go: the
 // statements it runs are then checked for their query plans.
 
