@@ -13,6 +13,7 @@ import (
 
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/store/storetest"
 )
 
 // The child side of inReadOnlyDir reads what to do from these.
@@ -26,7 +27,8 @@ var roScenarios = map[string]func(t *testing.T, dir string){
 	// A new store cannot be created there; the error names the file.
 	"create": func(t *testing.T, dir string) {
 		path := filepath.Join(dir, "new.db")
-		openRefused(t, path, "")
+		s, err := sqlite.Open(t.Context(), path)
+		storetest.OpenRefused(t, s, err, path)
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("the file exists after the failed open: %v", err)
 		}
@@ -35,7 +37,8 @@ var roScenarios = map[string]func(t *testing.T, dir string){
 	"write": func(t *testing.T, dir string) {
 		path := filepath.Join(dir, "hitch.db")
 		before := hashFile(t, path)
-		openRefused(t, path, "")
+		s, err := sqlite.Open(t.Context(), path)
+		storetest.OpenRefused(t, s, err, path)
 		if hashFile(t, path) != before {
 			t.Fatal("the failed open changed the file")
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
+	"github.com/hitch-dev/hitch/store/storetest"
 )
 
 // seed writes a small store at path: a root with a budget, a child, and an
@@ -131,7 +132,8 @@ func TestReadOnlyRefuses(t *testing.T) {
 		{missing, "no store here"},
 		{empty, "no store here"},
 	} {
-		openRefused(t, tc.path, tc.want, sqlite.ReadOnly())
+		s, err := sqlite.Open(t.Context(), tc.path, sqlite.ReadOnly())
+		storetest.OpenRefused(t, s, err, tc.path, tc.want)
 	}
 	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a read-only open created the file: %v", err)

@@ -31,20 +31,6 @@ func open(t testing.TB, path string, opts ...sqlite.Option) *sqlite.Store {
 	return s
 }
 
-// openRefused opens path with opts, which must fail with an error that
-// names path and says want.
-func openRefused(t *testing.T, path, want string, opts ...sqlite.Option) {
-	t.Helper()
-	s, err := sqlite.Open(t.Context(), path, opts...)
-	if err == nil {
-		s.Close()
-		t.Fatalf("open of %s succeeded", path)
-	}
-	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("error %q does not name %s and %q", err, path, want)
-	}
-}
-
 // fileSize is the size of the file at path.
 func fileSize(t *testing.T, path string) int64 {
 	t.Helper()
@@ -108,13 +94,7 @@ func TestOpenBadPath(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s, err := sqlite.Open(t.Context(), tc.path)
-			if err == nil {
-				s.Close()
-				t.Fatal("open succeeded")
-			}
-			if !strings.Contains(err.Error(), fmt.Sprintf("%q", tc.path)) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %q does not name the path %q and %q", err, tc.path, tc.want)
-			}
+			storetest.OpenRefused(t, s, err, fmt.Sprintf("%q", tc.path), tc.want)
 		})
 	}
 }
@@ -138,13 +118,7 @@ func TestOpenBadOptions(t *testing.T) {
 		{sqlite.WithCheckpointInterval(sqlite.MaxCheckpointInterval + time.Second), "WithCheckpointInterval"},
 	} {
 		s, err := sqlite.Open(t.Context(), path, tc.opt)
-		if err == nil {
-			s.Close()
-			t.Fatalf("open with a bad %s succeeded", tc.want)
-		}
-		if !strings.Contains(err.Error(), tc.want) {
-			t.Fatalf("error %q does not name %s", err, tc.want)
-		}
+		storetest.OpenRefused(t, s, err, tc.want)
 	}
 	for _, n := range []int{1, sqlite.MaxBatchSize} {
 		s := open(t, path, sqlite.WithBatchSize(n))
