@@ -43,6 +43,16 @@ func openIn(t testing.TB, schema string, opts ...postgres.Option) *postgres.Stor
 	return s
 }
 
+// twoNodes opens two stores (two pools, as two nodes have) on one fresh
+// schema; both are closed when the test ends.
+func twoNodes(t *testing.T) (a, b *postgres.Store) {
+	t.Helper()
+	schema := newSchema(t)
+	a, b = openIn(t, schema), openIn(t, schema)
+	t.Cleanup(func() { a.Close(); b.Close() }) // before the schema is dropped
+	return a, b
+}
+
 // TestConformance, on database time, is in plan_test.go: the statements
 // it sends are then checked for their query plans.
 
@@ -260,10 +270,8 @@ func TestClosed(t *testing.T) {
 // schema: a run claimed by one is fenced off from the other.
 func TestTwoNodes(t *testing.T) {
 	t.Parallel()
-	ctx, schema := t.Context(), newSchema(t)
-	a, b := openIn(t, schema), openIn(t, schema)
-	defer a.Close()
-	defer b.Close()
+	ctx := t.Context()
+	a, b := twoNodes(t)
 	if _, _, err := a.RunCreate(ctx, store.RunCreateParams{ID: "r", Agent: "a", Entries: entry()}); err != nil {
 		t.Fatal(err)
 	}
@@ -386,10 +394,8 @@ func TestJournalGap(t *testing.T) {
 // busy or its message is taken.
 func TestSessionStartTwoNodes(t *testing.T) {
 	t.Parallel()
-	ctx, schema := t.Context(), newSchema(t)
-	a, b := openIn(t, schema), openIn(t, schema)
-	defer a.Close()
-	defer b.Close()
+	ctx := t.Context()
+	a, b := twoNodes(t)
 	const rounds = 20
 	for i := range rounds {
 		sid := fmt.Sprintf("s%d", i)
