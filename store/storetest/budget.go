@@ -17,7 +17,7 @@ func testBudget(t *testing.T, open opener) {
 		t.Parallel()
 		e := newEnv(t, open)
 		limits := store.Budget{Tokens: 100, ToolCalls: 3, WallMS: 60000}
-		e.createWith(store.RunCreateParams{ID: "root", Agent: "a", Entries: entries("root", 1), Budget: &limits})
+		e.createRoot(limits)
 		e.createWith(store.RunCreateParams{ID: "kid", RootID: "root", ParentID: "root", Depth: 1, Agent: "a", Entries: entries("kid", 1)})
 
 		got, used, ok, err := e.s.BudgetGet(e.ctx, "root")
@@ -63,7 +63,7 @@ func testBudget(t *testing.T, open opener) {
 	t.Run("RaceNeverOverspends", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.createWith(store.RunCreateParams{ID: "root", Agent: "a", Entries: entries("root", 1), Budget: &store.Budget{ToolCalls: 10}})
+		e.createRoot(store.Budget{ToolCalls: 10})
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		granted := 0
@@ -88,8 +88,7 @@ func testBudget(t *testing.T, open opener) {
 	t.Run("WithAppend", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.createWith(store.RunCreateParams{ID: "root", Agent: "a", Entries: entries("root", 1),
-			Budget: &store.Budget{Tokens: 100, ToolCalls: 2}})
+		e.createRoot(store.Budget{Tokens: 100, ToolCalls: 2})
 		e.child("kid", "root")
 		l := e.claim("root", "me", longTTL)
 		run := e.append(l, store.JournalAppendParams{After: 1, Entries: entries("call", 1),
@@ -133,8 +132,7 @@ func testBudget(t *testing.T, open opener) {
 	t.Run("ExhaustedWritesNothing", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.createWith(store.RunCreateParams{ID: "root", Agent: "a", Entries: entries("root", 1),
-			Budget: &store.Budget{ModelCalls: 2}})
+		e.createRoot(store.Budget{ModelCalls: 2})
 		l := e.claim("root", "me", longTTL)
 		e.append(l, store.JournalAppendParams{After: 1, Entries: entries("call", 1),
 			Charge: &store.BudgetCharge{Charge: store.Budget{ModelCalls: 1}}})
@@ -162,8 +160,7 @@ func testBudget(t *testing.T, open opener) {
 	t.Run("RefusedAppendChargesNothing", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.createWith(store.RunCreateParams{ID: "root", Agent: "a", Entries: entries("root", 1),
-			Budget: &store.Budget{Tokens: 1000}})
+		e.createRoot(store.Budget{Tokens: 1000})
 		a := e.claim("root", "A", shortTTL)
 		e.waitPast(a.ExpiresAt)
 		b := e.claim("root", "B", longTTL)
@@ -197,7 +194,7 @@ func testBudget(t *testing.T, open opener) {
 	t.Run("RaceWithAppendNeverOverspends", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.createWith(store.RunCreateParams{ID: "root", Agent: "a", Entries: entries("root", 1), Budget: &store.Budget{ToolCalls: 5}})
+		e.createRoot(store.Budget{ToolCalls: 5})
 		const kids = 12
 		leases := make([]store.Lease, kids)
 		for i := range leases {

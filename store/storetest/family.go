@@ -52,9 +52,7 @@ func testFamily(t *testing.T, open opener) {
 		e := newEnv(t, open)
 		e.create("r")
 		l := e.claim("r", "worker", longTTL)
-		if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "r"}); err != nil {
-			t.Fatal(err)
-		}
+		e.requestCancel("r")
 		from := e.now()
 		// The runner parks it as if it had not seen the request yet.
 		e.append(l, store.JournalAppendParams{After: l.Run.Position, Entries: entries("park", 1), Status: hitchtype.StatusWaiting,
@@ -72,9 +70,7 @@ func testFamily(t *testing.T, open opener) {
 		e.wait("waiting", time.Time{})
 		e.wait("sleeping", e.now().Add(time.Hour))
 		e.end("done", hitchtype.StatusCompleted)
-		if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "cancelled"}); err != nil {
-			t.Fatal(err)
-		}
+		e.requestCancel("cancelled")
 		e.child("grandchild", "running")
 		doneBefore, grandBefore := e.get("done"), e.get("grandchild")
 

@@ -132,6 +132,13 @@ func (e *env) create(id string) store.Run {
 		Entries: entries(id, 1)})
 }
 
+// createRoot makes the queued run "root" with one entry and the budget
+// limits.
+func (e *env) createRoot(limits store.Budget) store.Run {
+	e.t.Helper()
+	return e.createWith(store.RunCreateParams{ID: "root", Agent: "a", Entries: entries("root", 1), Budget: &limits})
+}
+
 func (e *env) createWith(p store.RunCreateParams) store.Run {
 	e.t.Helper()
 	run, created, err := e.s.RunCreate(e.ctx, p)
@@ -142,6 +149,14 @@ func (e *env) createWith(p store.RunCreateParams) store.Run {
 		e.t.Fatalf("run create %q: created=false for a new id", p.ID)
 	}
 	return run
+}
+
+// requestCancel asks run id to cancel.
+func (e *env) requestCancel(id string) {
+	e.t.Helper()
+	if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: id}); err != nil {
+		e.t.Fatalf("request cancel of %s: %v", id, err)
+	}
 }
 
 func (e *env) get(id string) store.Run {

@@ -20,9 +20,7 @@ func testLeaseRenewMany(t *testing.T, open opener) {
 		held := e.claim("held", "me", time.Minute)
 		e.create("cancelled")
 		cancelled := e.claim("cancelled", "me", time.Minute)
-		if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "cancelled"}); err != nil {
-			t.Fatal(err)
-		}
+		e.requestCancel("cancelled")
 		lost := e.expired("lost", "me")
 		taken := e.claim("lost", "other", longTTL)
 		e.create("ended")

@@ -882,9 +882,7 @@ func testLeaseRenew(t *testing.T, open opener) {
 		e := newEnv(t, open)
 		e.create("r")
 		l := e.claim("r", "me", longTTL)
-		if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "r"}); err != nil {
-			t.Fatalf("request cancel: %v", err)
-		}
+		e.requestCancel("r")
 		run, err := e.s.LeaseRenew(e.ctx, store.LeaseRenewParams{RunID: "r", Owner: "me", Token: l.Token, TTL: longTTL})
 		if err != nil {
 			t.Fatalf("renew: %v", err)
