@@ -122,7 +122,6 @@ type ConfigErrors = hitchtype.ConfigErrors
 // Agent is a validated agent definition, safe to share.
 type Agent struct {
 	def agentdef.Def // version and limits defaulted
-	eng *engine.Agent
 	n   *node.Agent
 }
 
@@ -132,7 +131,7 @@ func (a *Agent) engine() *engine.Agent {
 	if a == nil {
 		return nil
 	}
-	return a.eng
+	return a.n.Eng
 }
 
 // Name returns the agent's name; "" for a nil agent, which the commands
@@ -162,7 +161,7 @@ func Build(spec Spec) (*Agent, error) {
 			d.SubAgents = append(d.SubAgents, nil)
 			continue
 		}
-		d.SubAgents, subs = append(d.SubAgents, c.eng), append(subs, c.n)
+		d.SubAgents, subs = append(d.SubAgents, c.n.Eng), append(subs, c.n)
 	}
 	if spec.Answer != nil {
 		d.Typed, d.Answer, d.AnswerErr = true, spec.Answer.schema, spec.Answer.err
@@ -172,7 +171,7 @@ func Build(spec Spec) (*Agent, error) {
 		return nil, err
 	}
 	d.Version, d.Limits = ea.Version, d.Limits.WithDefaults()
-	a := &Agent{def: d, eng: ea, n: &node.Agent{Eng: ea, Approvers: spec.Approvers, Subs: subs}}
+	a := &Agent{def: d, n: &node.Agent{Eng: ea, Approvers: spec.Approvers, Subs: subs}}
 	a.n.Def = a
 	return a, nil
 }

@@ -3,9 +3,7 @@ package hitch
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
 	"runtime"
 	"time"
 
@@ -191,8 +189,7 @@ type Runtime struct {
 // default (see Defaults).
 func (c Config) WithDefaults() Config {
 	if c.Node == "" {
-		host, _ := os.Hostname()
-		c.Node = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hitchtype.NewID("", 3))
+		c.Node = node.DefaultName()
 	}
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, DefaultLeaseTTL)
 	c.ForceSettleGrace = cmp.Or(c.ForceSettleGrace, DefaultForceSettleGrace)
@@ -230,7 +227,6 @@ func Open(cfg Config) (*Runtime, error) {
 		Retention: retention.Config{Store: cfg.Store, Retention: cfg.Retention, Batch: cfg.PruneBatch, Every: cfg.PruneEvery,
 			MaxBatches: MaxPruneBatches},
 		Engine: engine.Config{Store: cfg.Store, Owner: cfg.Node,
-			Models:   func(name string) (model.Model, bool) { return node.ModelNamed(agents, name) },
 			LeaseTTL: cfg.LeaseTTL, RenewEvery: cfg.LeaseTTL / 3, CancelPoll: cfg.CancelPoll,
 			ForceSettleGrace: cfg.ForceSettleGrace, AwaitPoll: 50 * time.Millisecond, MaxRunners: cfg.MaxRunners,
 			StepConcurrency: cfg.StepConcurrency,
@@ -253,12 +249,8 @@ func NewRunID() string { return hitchtype.NewID("run_", 10) }
 // StartOption adjusts Start.
 type StartOption func(*startOptions)
 
-// startOptions are what the StartOptions set.
-type startOptions struct {
-	id, instructions, tenant string
-	detached                 bool
-	metadata                 map[string]any
-}
+// startOptions are what the StartOptions set: the node's start.
+type startOptions = node.Start
 
 // MaxMetadataBytes bounds a run's metadata, as JSON.
 const MaxMetadataBytes = hitchtype.MaxMetadataBytes
@@ -266,7 +258,7 @@ const MaxMetadataBytes = hitchtype.MaxMetadataBytes
 // WithMetadata attaches a JSON object to the run (a ticket, who asked),
 // journaled with its start and never sent to the model; at most
 // MaxMetadataBytes as JSON.
-func WithMetadata(m map[string]any) StartOption { return func(p *startOptions) { p.metadata = m } }
+func WithMetadata(m map[string]any) StartOption { return func(p *startOptions) { p.Metadata = m } }
 
 // MaxRunIDBytes bounds a run id.
 const MaxRunIDBytes = hitchtype.MaxRunIDBytes
@@ -282,22 +274,22 @@ func CheckRunID(id string) error { return hitchtype.CheckRunID(id) }
 
 // WithID gives the run a caller-chosen id, which makes a retried start
 // idempotent. The id must pass CheckRunID.
-func WithID(id string) StartOption { return func(p *startOptions) { p.id = id } }
+func WithID(id string) StartOption { return func(p *startOptions) { p.ID = id } }
 
 // WithTenant starts the run for tenant t (see hitchtype.CheckTenant: 1 to
 // 64 characters of a-z, 0-9, _ and -). Without it the run belongs to
 // hitchtype.DefaultTenant. Its sub-agents' runs belong to the same tenant.
 // Starting an existing id again returns that run whatever its tenant.
-func WithTenant(t string) StartOption { return func(p *startOptions) { p.tenant = t } }
+func WithTenant(t string) StartOption { return func(p *startOptions) { p.Tenant = t } }
 
 // WithInstructions adds the caller's layer of instructions to this run,
 // laid over the agent's: the caller's take precedence. They are journaled
 // with the run.
-func WithInstructions(s string) StartOption { return func(p *startOptions) { p.instructions = s } }
+func WithInstructions(s string) StartOption { return func(p *startOptions) { p.Instructions = s } }
 
 // Detached creates the run queued and leaves it to whichever worker claims
 // it first (hitch worker, or Recover), instead of driving it here.
-func Detached() StartOption { return func(p *startOptions) { p.detached = true } }
+func Detached() StartOption { return func(p *startOptions) { p.Detached = true } }
 
 // StartResult tells what Start did: Created is false when a run with the
 // id already existed (nothing new was started), and SameInput then says
@@ -317,11 +309,11 @@ func (rt *Runtime) Start(ctx context.Context, agent *Agent, input string, opts .
 
 // startOf gathers a start's options.
 func startOf(input string, opts []StartOption) node.Start {
-	var o startOptions
+	o := node.Start{Input: input}
 	for _, f := range opts {
 		f(&o)
 	}
-	return node.Start{ID: o.id, Tenant: o.tenant, Input: input, Instructions: o.instructions, Detached: o.detached, Metadata: o.metadata}
+	return o
 }
 
 // Await waits until the run ends or parks waiting (for a reconciliation,
@@ -350,8 +342,7 @@ type CancelOption func(*store.RunRequestCancelParams)
 // CancelBy names who asks to cancel (at most 4 KiB), for the journal.
 func CancelBy(name string) CancelOption { return func(p *store.RunRequestCancelParams) { p.By = name } }
 
-// CancelReason says why (at most 4 KiB), for the journal: the run's
-// outcome carries it.
+// CancelReason says why (at most 4 KiB), for the journal.
 func CancelReason(why string) CancelOption {
 	return func(p *store.RunRequestCancelParams) { p.Reason = why }
 }
@@ -367,8 +358,8 @@ func cancelOf(opts []CancelOption) func(*store.RunRequestCancelParams) {
 
 // Reconcile settles an uncertain call — with its confirmed output, as
 // failed (Error: it did not act), or as unconfirmed — and drives the run on
-// in the background. A live runner that
-// does not let go within the command wait gives ErrRunnerBusy.
+// in the background. A live runner that does not let go within the command
+// wait gives ErrRunnerBusy.
 func (rt *Runtime) Reconcile(ctx context.Context, runID string, rec Reconciliation) error {
 	return rt.n.Reconcile(ctx, runID, rec)
 }

@@ -26,17 +26,12 @@ type (
 	ForbiddenError = hitchtype.ForbiddenError
 )
 
-// Roles, from least to most.
+// Roles, from least to most; hitchtype.RoleViewer and the roles after it
+// say what each may do.
 const (
-	// RoleViewer reads: runs, journals, approvals, workspaces, sessions.
-	RoleViewer = hitchtype.RoleViewer
-	// RoleOperator also answers approvals, reconciles and completes
-	// calls, delivers wakes, cancels runs, interrupts sessions, and grants
-	// or revokes workspace roots.
+	RoleViewer   = hitchtype.RoleViewer
 	RoleOperator = hitchtype.RoleOperator
-	// RoleAdmin also starts runs, opens sessions and sends, edits or
-	// removes their messages.
-	RoleAdmin = hitchtype.RoleAdmin
+	RoleAdmin    = hitchtype.RoleAdmin
 )
 
 // AllTenants, as a Principal's tenant, reaches every tenant's runs and

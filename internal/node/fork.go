@@ -77,10 +77,10 @@ func (n *Node) replayOne(ctx context.Context, id string, opts hitchtype.ReplayOp
 	return n.Judge(ctx, a, src, run)
 }
 
-// ModelNamed finds the model named name among agents and their
+// modelNamed finds the model named name among agents and their
 // sub-agents, for a fork told to go on with it. Two different models under
 // one name make it unknown: a run must find the same model on every node.
-func ModelNamed(agents []*Agent, name string) (model.Model, bool) {
+func modelNamed(agents []*Agent, name string) (model.Model, bool) {
 	var found model.Model
 	var walk func(as []*Agent) bool
 	walk = func(as []*Agent) bool {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/hitch-dev/hitch/internal/session"
 	"github.com/hitch-dev/hitch/internal/trigger"
 	"github.com/hitch-dev/hitch/internal/usage"
+	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/secret"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/tool/builtin"
@@ -49,8 +51,8 @@ type Event struct {
 
 // Config configures a Node.
 type Config struct {
-	// Engine configures the engine; New sets its Agents, OnCommit, OnDelta
-	// and RunContext.
+	// Engine configures the engine; New sets its Agents, Models, OnCommit,
+	// OnDelta and RunContext.
 	Engine engine.Config
 	// Agents are the agents the node drives, sub-agents below them.
 	Agents []*Agent
@@ -108,6 +110,7 @@ func New(cfg Config) (*Node, error) {
 		}
 		return a.Eng, true
 	}
+	ecfg.Models = func(name string) (model.Model, bool) { return modelNamed(cfg.Agents, name) }
 	n.Follow = follow.New(follow.Config{Store: ecfg.Store, Buffer: cfg.FollowBuffer, Poll: cfg.FollowPoll, Page: store.DefaultReadLimit})
 	_ = n.Follow.Start(context.Background()) // a new service: cannot be running
 	ecfg.OnCommit = func(id string, _ []store.Entry) { n.Follow.Notify(id) }
@@ -142,6 +145,13 @@ func New(cfg Config) (*Node, error) {
 			return a.Eng.Limits, true
 		}}
 	return n, nil
+}
+
+// DefaultName names a node whose config names none: its host, its pid and
+// a random suffix, so two processes never share a name.
+func DefaultName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hitchtype.NewID("", 3))
 }
 
 // Bounds of the Config, as in the defaults table.
