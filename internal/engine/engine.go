@@ -14,6 +14,7 @@ import (
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/hook"
+	"github.com/hitch-dev/hitch/internal/startstop"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/secret"
@@ -796,16 +797,7 @@ func (e *Engine) claimForCommand(ctx context.Context, runID string, wait time.Du
 
 // Wait waits, bounded by ctx, until the engine drives no run: each has
 // ended, parked or lost its lease.
-func (e *Engine) Wait(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { e.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (e *Engine) Wait(ctx context.Context) error { return startstop.Wait(ctx, &e.wg) }
 
 // Close stops the engine gracefully: it claims nothing new, and lets its
 // runners finish the model calls and tool bodies they have started until ctx

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/engine"
+	"github.com/hitch-dev/hitch/internal/startstop"
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/store"
 )
@@ -125,14 +126,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	s.started = false
 	s.cancel()
 	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return startstop.Wait(ctx, &s.wg)
 }
 
 // OnCommit is the engine's commit hook: when a session's run ends, the

@@ -67,6 +67,19 @@ func (b *Base) Stop(ctx context.Context) error {
 	return nil
 }
 
+// Wait waits for wg, bounded by ctx: it returns ctx's error when ctx ends
+// first, and leaves a goroutine waiting on wg until wg is done.
+func Wait(ctx context.Context, wg *sync.WaitGroup) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Running reports whether a loop runs.
 func (b *Base) Running() bool {
 	b.mu.Lock()

@@ -3,6 +3,7 @@ package startstop
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,5 +116,21 @@ func TestSignal(t *testing.T) {
 	defer cancel()
 	if _, err := s.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("wait on nothing: %v", err)
+	}
+}
+
+// TestWait: Wait returns once the group is done, and ctx's error while it
+// is not.
+func TestWait(t *testing.T) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := Wait(ctx, &wg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("wait on a busy group: %v", err)
+	}
+	go wg.Done()
+	if err := Wait(t.Context(), &wg); err != nil {
+		t.Fatalf("wait on a group that finishes: %v", err)
 	}
 }
