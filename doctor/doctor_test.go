@@ -249,31 +249,36 @@ func TestModelKeyMissingFails(t *testing.T) {
 	}
 }
 
-func TestLiveLeaseShowsItsNode(t *testing.T) {
+// TestNodesCheck: a run held by a live lease names its node; a due run
+// with no node to claim it is a warning.
+func TestNodesCheck(t *testing.T) {
 	t.Parallel()
-	s, _ := openSQLite(t)
-	ctx := context.Background()
-	if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: "r1", Agent: "a", Version: 1, Entries: []store.EntryInput{{Kind: "run.started", Data: json.RawMessage(`{}`)}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "node-a", TTL: time.Minute, Limit: 1}); err != nil {
-		t.Fatal(err)
-	}
-	c := check(t, run(t, doctor.Config{Store: s, Commits: 1}), "nodes")
-	if c.Verdict != doctor.OK || !strings.Contains(c.Detail, "node-a (1 runs)") {
-		t.Fatalf("nodes: %+v", c)
-	}
-}
-
-func TestDueRunsWithoutNodesWarn(t *testing.T) {
-	t.Parallel()
-	s, _ := openSQLite(t)
-	if _, _, err := s.RunCreate(context.Background(), store.RunCreateParams{ID: "r1", Agent: "a", Version: 1, Entries: []store.EntryInput{{Kind: "run.started", Data: json.RawMessage(`{}`)}}}); err != nil {
-		t.Fatal(err)
-	}
-	c := check(t, run(t, doctor.Config{Store: s, Commits: 1}), "nodes")
-	if c.Verdict != doctor.Warning || !strings.Contains(c.Detail, "1 runs are due") {
-		t.Fatalf("nodes: %+v", c)
+	for _, tc := range []struct {
+		name    string
+		claim   bool
+		verdict doctor.Verdict
+		detail  string
+	}{
+		{"live lease shows its node", true, doctor.OK, "node-a (1 runs)"},
+		{"due runs without nodes warn", false, doctor.Warning, "1 runs are due"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, _ := openSQLite(t)
+			ctx := context.Background()
+			if _, _, err := s.RunCreate(ctx, store.RunCreateParams{ID: "r1", Agent: "a", Version: 1, Entries: []store.EntryInput{{Kind: "run.started", Data: json.RawMessage(`{}`)}}}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.claim {
+				if _, err := s.LeaseClaim(ctx, store.LeaseClaimParams{Owner: "node-a", TTL: time.Minute, Limit: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := check(t, run(t, doctor.Config{Store: s, Commits: 1}), "nodes")
+			if c.Verdict != tc.verdict || !strings.Contains(c.Detail, tc.detail) {
+				t.Fatalf("nodes: %+v", c)
+			}
+		})
 	}
 }
 

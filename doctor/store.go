@@ -98,6 +98,23 @@ func fold(name string, fs []finding) Check {
 	return c
 }
 
+// pgBadSettings are the PostgreSQL settings that put acknowledged commits
+// at risk: each one's risky value, the verdict it earns, why and the fix.
+var pgBadSettings = []struct {
+	name, bad string
+	verdict   Verdict
+	why, fix  string
+}{
+	{"synchronous_commit", "off", Warning, "a crash of the database may lose commits it acknowledged, and with them a journaled effect",
+		"ALTER DATABASE … SET synchronous_commit = on (or ALTER ROLE, or in postgresql.conf), and reconnect"},
+	{"fsync", "off", Failure, "a crash of the database server may damage it beyond repair",
+		"set fsync = on in postgresql.conf and reload"},
+	{"full_page_writes", "off", Warning, "a crash mid-write may leave torn pages",
+		"set full_page_writes = on in postgresql.conf, unless the file system never tears a page"},
+	{"wal_level", "minimal", Warning, "no replica or point-in-time recovery can be made from this server",
+		"set wal_level = replica in postgresql.conf and restart, then archive the WAL or run a standby"},
+}
+
 func checkDurability(d store.Diagnosis) Check {
 	var fs []finding
 	set := d.Settings
@@ -122,30 +139,12 @@ func checkDurability(d store.Diagnosis) Check {
 			fs = append(fs, fileSystem(filepath.Dir(d.Path)))
 		}
 	case "postgres":
-		switch s := set["synchronous_commit"]; s {
-		case "off":
-			fs = append(fs, finding{Warning, "synchronous_commit=off: a crash of the database may lose commits it acknowledged, and with them a journaled effect",
-				"ALTER DATABASE … SET synchronous_commit = on (or ALTER ROLE, or in postgresql.conf), and reconnect"})
-		default:
-			fs = append(fs, finding{OK, "synchronous_commit=" + s, ""})
-		}
-		if s := set["fsync"]; s == "off" {
-			fs = append(fs, finding{Failure, "fsync=off: a crash of the database server may damage it beyond repair",
-				"set fsync = on in postgresql.conf and reload"})
-		} else {
-			fs = append(fs, finding{OK, "fsync=" + s, ""})
-		}
-		if s := set["full_page_writes"]; s == "off" {
-			fs = append(fs, finding{Warning, "full_page_writes=off: a crash mid-write may leave torn pages",
-				"set full_page_writes = on in postgresql.conf, unless the file system never tears a page"})
-		} else {
-			fs = append(fs, finding{OK, "full_page_writes=" + s, ""})
-		}
-		if s := set["wal_level"]; s == "minimal" {
-			fs = append(fs, finding{Warning, "wal_level=minimal: no replica or point-in-time recovery can be made from this server",
-				"set wal_level = replica in postgresql.conf and restart, then archive the WAL or run a standby"})
-		} else {
-			fs = append(fs, finding{OK, "wal_level=" + s, ""})
+		for _, b := range pgBadSettings {
+			if v := set[b.name]; v == b.bad {
+				fs = append(fs, finding{b.verdict, b.name + "=" + v + ": " + b.why, b.fix})
+			} else {
+				fs = append(fs, finding{OK, b.name + "=" + v, ""})
+			}
 		}
 	default:
 		for _, k := range slices.Sorted(mapKeys(set)) {
