@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -25,6 +24,7 @@ import (
 	"github.com/hitch-dev/hitch/bench"
 	"github.com/hitch-dev/hitch/chaos"
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/internal/pgtest"
 	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/model/scripted"
@@ -565,34 +565,13 @@ func check(t *testing.T, ctx context.Context, st store.Store, effects string, ru
 			t.Errorf("%s: read journal: %v", id, err)
 			continue
 		}
-		ended, open := 0, map[string]bool{}
-		uncertain, reconciled, settled := map[string]bool{}, map[string]bool{}, map[string]bool{}
-		for _, e := range es {
-			var c struct{ Call string }
-			_ = json.Unmarshal(e.Data, &c)
-			switch e.Kind {
-			case hitchtype.KindRunEnded:
-				ended++
-			case hitchtype.KindCallStarted:
-				open[c.Call] = true
-			case hitchtype.KindCallSettled:
-				settled[c.Call] = true
-				delete(open, c.Call)
-			case hitchtype.KindCallFailed:
-				delete(open, c.Call)
-			case hitchtype.KindCallUncertain:
-				uncertain[c.Call] = true
-				delete(open, c.Call)
-			case hitchtype.KindCallReconcile:
-				reconciled[c.Call] = true
-			}
-		}
-		for call := range settled {
+		calls := hitchtest.CallsOf(es)
+		for call := range calls.Settled {
 			if n := ran[id+" "+call]; n != 1 {
 				t.Errorf("%s %s: settled, but its body ran %d times", id, call, n)
 			}
 		}
-		for call := range uncertain {
+		for call := range calls.Uncertain {
 			rep.uncertain++
 			if n := ran[id+" "+call]; n == 1 {
 				rep.uncertainBy[by[id+" "+call]]++
@@ -607,13 +586,13 @@ func check(t *testing.T, ctx context.Context, st store.Store, effects string, ru
 			}
 		case run.Status == hitchtype.StatusWaiting:
 			waiting := 0
-			for call := range uncertain {
-				if !reconciled[call] {
+			for call := range calls.Uncertain {
+				if !calls.Reconciled[call] {
 					waiting++
 				}
 			}
-			if ended != 0 || waiting == 0 || len(open) > 0 {
-				t.Errorf("%s: waiting with %d terminal entries, %d uncertain calls, %d calls open", id, ended, waiting, len(open))
+			if calls.Endings != 0 || waiting == 0 || len(calls.Open) > 0 {
+				t.Errorf("%s: waiting with %d terminal entries, %d uncertain calls, %d calls open", id, calls.Endings, waiting, len(calls.Open))
 			}
 			rep.parked++
 		default:

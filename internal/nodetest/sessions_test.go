@@ -206,26 +206,17 @@ func checkSessions(t *testing.T, ctx context.Context, ss store.SessionStore, st 
 				t.Errorf("session %s: read run %s: %v", sid, run, err)
 				continue
 			}
-			ended, open := 0, map[string]bool{}
 			for j, e := range es {
 				if e.Pos != int64(j+1) {
 					t.Errorf("run %s: entry %d has position %d", run, j+1, e.Pos)
 				}
-				var c struct{ Call string }
-				_ = json.Unmarshal(e.Data, &c)
-				switch e.Kind {
-				case hitchtype.KindRunEnded:
-					ended++
-				case hitchtype.KindCallStarted:
-					open[c.Call] = true
-				case hitchtype.KindCallSettled, hitchtype.KindCallFailed:
-					delete(open, c.Call)
-				case hitchtype.KindCallUncertain:
-					t.Errorf("run %s: call %s uncertain, though its tool is replayable", run, c.Call)
-				}
 			}
-			if ended != 1 || len(open) > 0 {
-				t.Errorf("run %s: %d terminal entries, calls %v without a result", run, ended, open)
+			calls := hitchtest.CallsOf(es)
+			for call := range calls.Uncertain {
+				t.Errorf("run %s: call %s uncertain, though its tool is replayable", run, call)
+			}
+			if calls.Endings != 1 || len(calls.Open) > 0 {
+				t.Errorf("run %s: %d terminal entries, calls %v without a result", run, calls.Endings, calls.Open)
 			}
 		}
 	}
