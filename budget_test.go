@@ -229,12 +229,7 @@ func TestBudgetChargesFollowTheJournal(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rt, st := reopenAhead(t, db, time.Minute, a)
-	recoverOne(t, ctx, rt)
-	run, err := rt.Await(ctx, "charged")
-	if err != nil || run.Status != hitchtype.StatusCompleted {
-		t.Fatalf("%+v %v", run, err)
-	}
+	rt, st, _ := recoverAhead(t, ctx, db, "charged", a)
 	_, used, _, err := rt.FamilyBudget(ctx, "charged")
 	if err != nil {
 		t.Fatal(err)

@@ -532,13 +532,8 @@ func TestRecoveryRebuildsTheSameRequest(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// This process's store clock runs a minute ahead, past the dead
-	// process's lease.
-	rt, _ := reopenAhead(t, db, time.Minute, a)
-	recoverOne(t, ctx, rt)
-	run, err := rt.Await(ctx, "replay")
-	if err != nil || run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != "3" {
-		t.Fatalf("recovered run: %+v %v", run, err)
+	if _, _, run := recoverAhead(t, ctx, db, "replay", a); run.Outcome.Answer != "3" {
+		t.Fatalf("recovered run: %+v", run)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

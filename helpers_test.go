@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch"
+	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/hitchtest"
 	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/store/sqlite"
@@ -30,12 +31,19 @@ func reopenAhead(t testing.TB, db string, ahead time.Duration, agents ...*hitch.
 	return hitchtest.Open(t, hitch.Config{Store: st, Agents: agents}), st
 }
 
-// recoverOne recovers what a killed process left and checks it was one run.
-func recoverOne(t testing.TB, ctx context.Context, rt *hitch.Runtime) {
+// recoverAhead reopens db, left by a killed process, a minute past its
+// lease, recovers the one run it left and waits for run id to complete.
+func recoverAhead(t testing.TB, ctx context.Context, db, id string, a *hitch.Agent) (*hitch.Runtime, *sqlite.Store, hitch.Run) {
 	t.Helper()
+	rt, st := reopenAhead(t, db, time.Minute, a)
 	if n, err := rt.Recover(ctx); n != 1 || err != nil {
 		t.Fatalf("recovered %d runs: %v, want 1", n, err)
 	}
+	run, err := rt.Await(ctx, id)
+	if err != nil || run.Status != hitchtype.StatusCompleted {
+		t.Fatalf("recovered run: %+v %v", run, err)
+	}
+	return rt, st, run
 }
 
 // The crash tests run this test binary again as a child process (a mode

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,29 +12,17 @@ import (
 
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/internal/retention"
+	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// clock is a store clock a test moves by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func open(t *testing.T) (*sqlite.Store, *clock) {
+func open(t *testing.T) (*sqlite.Store, *testclock.Clock) {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(clk.now))
+	clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "hitch.db"), sqlite.WithClock(clk.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +56,7 @@ func TestPrune(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		settled(t, st, id)
 	}
-	clk.add(2 * time.Hour)
+	clk.Add(2 * time.Hour)
 	settled(t, st, "young")
 	p := retention.New(retention.Config{Store: st, Retention: time.Hour, Batch: 2})
 	dry, err := p.Prune(t.Context(), hitchtype.PruneParams{DryRun: true})
@@ -77,7 +64,7 @@ func TestPrune(t *testing.T) {
 		t.Fatalf("dry run (one batch of 2): %+v %v", dry, err)
 	}
 	res, err := p.Prune(t.Context(), hitchtype.PruneParams{})
-	if err != nil || len(res.Roots) != 3 || res.Runs != 3 || !res.Before.Equal(clk.now().Add(-time.Hour)) {
+	if err != nil || len(res.Roots) != 3 || res.Runs != 3 || !res.Before.Equal(clk.Now().Add(-time.Hour)) {
 		t.Fatalf("prune: %+v %v", res, err)
 	}
 	if _, err := st.RunGet(t.Context(), "young"); err != nil {
@@ -95,7 +82,7 @@ func TestPrune(t *testing.T) {
 func TestService(t *testing.T) {
 	st, clk := open(t)
 	settled(t, st, "old")
-	clk.add(2 * time.Hour)
+	clk.Add(2 * time.Hour)
 	var leads atomic.Bool
 	errs := make(chan error, 16)
 	p := retention.New(retention.Config{Store: st, Retention: time.Hour, Batch: 10, Every: time.Millisecond, MaxBatches: 1,
