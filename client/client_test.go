@@ -23,6 +23,7 @@ import (
 	"github.com/hitch-dev/hitch/internal/testproc"
 	"github.com/hitch-dev/hitch/server"
 	"github.com/hitch-dev/hitch/store/sqlite"
+	"iter"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -188,6 +189,30 @@ func newClient(t *testing.T, url string, opts ...client.Option) *client.Client {
 	return c
 }
 
+// connect makes a fixture, a client of it, and a context of the test
+// bounded by limit.
+func connect(t *testing.T, limit time.Duration) (*fixture, *client.Client, context.Context) {
+	t.Helper()
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	t.Cleanup(cancel)
+	return f, newClient(t, f.url), ctx
+}
+
+// drain reads a stream of entries to its end, failing the test at its
+// first error.
+func drain(t *testing.T, what string, entries iter.Seq2[api.Entry, error]) []api.Entry {
+	t.Helper()
+	var got []api.Entry
+	for e, err := range entries {
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		got = append(got, e)
+	}
+	return got
+}
+
 // journal reads a run's whole journal by pages.
 func journal(t *testing.T, c *client.Client, id string) []api.Entry {
 	t.Helper()
@@ -312,24 +337,14 @@ func TestRunsAndErrors(t *testing.T) {
 // points, mid-event included: the entries reassembled equal the journal
 // exactly.
 func TestFollowResumes(t *testing.T) {
-	f := newFixture(t)
-	c := newClient(t, f.url)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	f, c, ctx := connect(t, 2*time.Minute)
 	f.cut.arm(7, 1500)
 	for i := range 4 {
 		id := fmt.Sprintf("s%d", i)
 		if _, err := c.StartRun(ctx, api.StartRun{Agent: "slow", Input: "go", ID: id}); err != nil {
 			t.Fatal(err)
 		}
-		var got []api.Entry
-		for e, err := range c.Follow(ctx, id, 0) {
-			if err != nil {
-				t.Fatalf("follow %s: %v", id, err)
-			}
-			got = append(got, e)
-		}
-		wholeJournal(t, c, id, got)
+		wholeJournal(t, c, id, drain(t, "follow "+id, c.Follow(ctx, id, 0)))
 	}
 	if f.cut.cuts.Load() < 4 {
 		t.Fatalf("only %d cuts: the test did not cut streams", f.cut.cuts.Load())
@@ -380,23 +395,14 @@ func wholeJournal(t *testing.T, c *client.Client, id string, got []api.Entry) {
 // cut at random: each yields its whole journal once, in order, resuming
 // on the run's stream route.
 func TestStartFollow(t *testing.T) {
-	f := newFixture(t)
-	c := newClient(t, f.url)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	f, c, ctx := connect(t, 2*time.Minute)
 	f.cut.arm(11, 1500)
 	for i := range 4 {
 		in := api.StartRun{Agent: "slow", Input: "go"}
 		if i%2 == 0 {
 			in.ID = fmt.Sprintf("sf%d", i)
 		}
-		var got []api.Entry
-		for e, err := range c.StartFollow(ctx, in) {
-			if err != nil {
-				t.Fatalf("start and follow %d: %v", i, err)
-			}
-			got = append(got, e)
-		}
+		got := drain(t, fmt.Sprintf("start and follow %d", i), c.StartFollow(ctx, in))
 		if len(got) == 0 || (in.ID != "" && got[0].RunID != in.ID) {
 			t.Fatalf("run %d: %d entries", i, len(got))
 		}
@@ -469,10 +475,7 @@ func TestFollowGivesUp(t *testing.T) {
 }
 
 func TestSessions(t *testing.T) {
-	f := newFixture(t)
-	c := newClient(t, f.url)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	f, c, ctx := connect(t, time.Minute)
 	cs, err := c.CreateSession(ctx, api.CreateSession{Agent: "quick", ID: "chat"})
 	if err != nil || !cs.Created {
 		t.Fatalf("create: %+v %v", cs, err)
@@ -530,10 +533,7 @@ func TestSessions(t *testing.T) {
 // TestFollowFamily follows a root run and its sub-agents through cuts:
 // each run's entries, reassembled, equal its journal.
 func TestFollowFamily(t *testing.T) {
-	f := newFixture(t)
-	c := newClient(t, f.url)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	f, c, ctx := connect(t, 2*time.Minute)
 	f.cut.arm(11, 2500)
 	if _, err := c.StartRun(ctx, api.StartRun{Agent: "boss", Input: "go", ID: "b1"}); err != nil {
 		t.Fatal(err)
