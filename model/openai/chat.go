@@ -295,18 +295,10 @@ func (m *Model) chatStreamError(ctx context.Context, err error) *model.Error {
 
 // chatUsage keeps the counters the server reported and nothing else.
 func chatUsage(u openai.CompletionUsage) *model.Usage {
-	var out model.Usage
-	if u.JSON.PromptTokens.Valid() {
-		out.InputTokens = model.Int64(u.PromptTokens)
-	}
-	if u.JSON.CompletionTokens.Valid() {
-		out.OutputTokens = model.Int64(u.CompletionTokens)
-	}
-	if u.JSON.PromptTokensDetails.Valid() && u.PromptTokensDetails.JSON.CachedTokens.Valid() {
-		out.CachedInputTokens = model.Int64(u.PromptTokensDetails.CachedTokens)
-	}
-	if out == (model.Usage{}) {
-		return nil
-	}
-	return &out
+	return reported(model.Usage{
+		InputTokens:  counted(u.PromptTokens, u.JSON.PromptTokens.Valid()),
+		OutputTokens: counted(u.CompletionTokens, u.JSON.CompletionTokens.Valid()),
+		CachedInputTokens: counted(u.PromptTokensDetails.CachedTokens,
+			u.JSON.PromptTokensDetails.Valid() && u.PromptTokensDetails.JSON.CachedTokens.Valid()),
+	})
 }

@@ -219,18 +219,26 @@ func responsesUsage(resp *responses.Response) *model.Usage {
 		return nil
 	}
 	u := resp.Usage
-	var out model.Usage
-	if u.JSON.InputTokens.Valid() {
-		out.InputTokens = model.Int64(u.InputTokens)
-	}
-	if u.JSON.OutputTokens.Valid() {
-		out.OutputTokens = model.Int64(u.OutputTokens)
-	}
-	if u.JSON.InputTokensDetails.Valid() && u.InputTokensDetails.JSON.CachedTokens.Valid() {
-		out.CachedInputTokens = model.Int64(u.InputTokensDetails.CachedTokens)
-	}
-	if out == (model.Usage{}) {
+	return reported(model.Usage{
+		InputTokens:  counted(u.InputTokens, u.JSON.InputTokens.Valid()),
+		OutputTokens: counted(u.OutputTokens, u.JSON.OutputTokens.Valid()),
+		CachedInputTokens: counted(u.InputTokensDetails.CachedTokens,
+			u.JSON.InputTokensDetails.Valid() && u.InputTokensDetails.JSON.CachedTokens.Valid()),
+	})
+}
+
+// counted is a counter the server reported (ok), or nil.
+func counted(n int64, ok bool) *int64 {
+	if !ok {
 		return nil
 	}
-	return &out
+	return &n
+}
+
+// reported is u, or nil when the server reported none of its counters.
+func reported(u model.Usage) *model.Usage {
+	if u == (model.Usage{}) {
+		return nil
+	}
+	return &u
 }
