@@ -273,6 +273,13 @@ var provider = modeltest.Provider{
 	Closed: func() (model.Model, error) {
 		return anthropic.New(anthropic.Config{Model: "claude-haiku-4-5", BaseURL: "http://127.0.0.1:1", APIKey: testKey})
 	},
+	// A base URL written with /v1 must not double it.
+	Keyless: func(srv *modeltest.Server) (model.Model, error) {
+		return anthropic.New(anthropic.Config{Model: "claude-haiku-4-5", BaseURL: srv.URL + "/v1/", HTTPClient: srv.Client()})
+	},
+	KeylessName:   "anthropic/claude-haiku-4-5",
+	Path:          path,
+	Ambient:       []string{"ANTHROPIC_API_KEY", "sk-ant-from-environment", "ANTHROPIC_BASE_URL", "http://127.0.0.1:1"},
 	CheckRequests: func(t *testing.T, srv *modeltest.Server, n int) { checkRequests(t, srv, n) },
 	Fixtures:      "testdata/",
 	NoUsageText:   "OK",
@@ -338,28 +345,6 @@ func TestErrorInsideStream(t *testing.T) {
 		t.Errorf("error %+v deltas %q", me, deltas)
 	}
 	checkRequests(t, srv, 1)
-}
-
-// The environment's key must never be picked up, and a base URL written
-// with /v1 must not double it.
-func TestNoAmbientKey(t *testing.T) {
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-environment")
-	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
-	srv := modeltest.NewServer(t, fixture(t, "text.sse"))
-	m, err := anthropic.New(anthropic.Config{Model: "claude-haiku-4-5", BaseURL: srv.URL + "/v1/", HTTPClient: srv.Client()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := modeltest.Run(t.Context(), m, modeltest.Hello()); err != nil {
-		t.Fatal(err)
-	}
-	r := srv.Requests()[0]
-	if r.Path != path || r.Header.Get("X-Api-Key") != "" || r.Header.Get("Authorization") != "" {
-		t.Errorf("path %s, x-api-key %q, authorization %q", r.Path, r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"))
-	}
-	if m.Name() != "anthropic/claude-haiku-4-5" {
-		t.Errorf("name %q", m.Name())
-	}
 }
 
 func TestConfig(t *testing.T) {

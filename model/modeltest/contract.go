@@ -24,6 +24,14 @@ type Provider struct {
 	New func(t *testing.T, exchanges ...Exchange) (model.Model, *Server)
 	// Closed returns the model pointed at a port nothing listens on.
 	Closed func() (model.Model, error)
+	// Keyless returns the model, given no key, over srv; it reports
+	// KeylessName and sends its requests to Path, with no key at all
+	// although Ambient (pairs of name and value) sets the environment
+	// variables the provider's SDK would read a key or base URL from.
+	Keyless     func(srv *Server) (model.Model, error)
+	KeylessName string
+	Path        string
+	Ambient     []string
 	// CheckRequests checks that srv saw exactly n attempts, as the
 	// provider sends them.
 	CheckRequests func(t *testing.T, srv *Server, n int)
@@ -64,11 +72,33 @@ type PermanentCase struct {
 	Msg    string
 }
 
-// Contract runs the tests every provider passes: errors classified with
-// their wait and the provider's message, one HTTP attempt per call, a cut
-// or short stream, a reply without usage, a cancel mid-stream, a server
-// that is not there and requests refused before sending.
+// Contract runs the tests every provider passes: no key taken from the
+// environment, errors classified with their wait and the provider's
+// message, one HTTP attempt per call, a cut or short stream, a reply
+// without usage, a cancel mid-stream, a server that is not there and
+// requests refused before sending. The test calling it must not be
+// parallel: it sets environment variables.
 func Contract(t *testing.T, p Provider) {
+	t.Run("NoAmbientKey", func(t *testing.T) {
+		for i := 0; i+1 < len(p.Ambient); i += 2 {
+			t.Setenv(p.Ambient[i], p.Ambient[i+1])
+		}
+		srv := NewServer(t, FixtureExchange(t, p.Fixtures+"text.sse"))
+		m, err := p.Keyless(srv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Run(t.Context(), m, Hello()); err != nil {
+			t.Fatal(err)
+		}
+		r := srv.Requests()[0]
+		if r.Path != p.Path || r.Header.Get("X-Api-Key") != "" || r.Header.Get("Authorization") != "" {
+			t.Errorf("path %s, x-api-key %q, authorization %q", r.Path, r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"))
+		}
+		if m.Name() != p.KeylessName {
+			t.Errorf("name %q", m.Name())
+		}
+	})
 	t.Run("RetryableThenSuccess", func(t *testing.T) {
 		t.Parallel()
 		for _, tc := range p.Retryable {
