@@ -14,8 +14,8 @@ import (
 )
 
 func newApprovals(g *globals) *cobra.Command {
-	var root, after string
-	var limit int
+	var pg page
+	var root string
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List approval requests waiting for an answer, oldest first (--after pages on)",
@@ -23,7 +23,7 @@ func newApprovals(g *globals) *cobra.Command {
 			"When more may follow, the cursor of the next page is printed on stderr; pass it to --after.",
 		Args: args(0, "no arguments"),
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkLimit(limit); err != nil {
+			if err := pg.check(); err != nil {
 				return err
 			}
 			if cmd.Flags().Changed("run") {
@@ -39,7 +39,7 @@ func newApprovals(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			page, next, err := v.b.Approvals(ctx, root, after, limit)
+			page, next, err := v.b.Approvals(ctx, root, pg.after, pg.limit)
 			if err != nil {
 				return err
 			}
@@ -47,8 +47,7 @@ func newApprovals(g *globals) *cobra.Command {
 		}),
 	}
 	list.Flags().StringVar(&root, "run", "", "only the requests of this run's family (the root run and its sub-agents)")
-	list.Flags().StringVar(&after, "after", "", "the cursor a previous page printed: list the requests after it")
-	list.Flags().IntVar(&limit, "limit", 50, "most requests to list (at most 1000)")
+	pg.flags(list, "the cursor a previous page printed: list the requests after it", 50, "")
 
 	show := &cobra.Command{
 		Use:   "show RUN CALL",

@@ -92,14 +92,6 @@ func checkAddr(addr string) error {
 	return nil
 }
 
-// checkLimit refuses a list limit outside 1–maxListLimit.
-func checkLimit(n int) error {
-	if n < 1 || n > maxListLimit {
-		return usageError{fmt.Errorf("--limit %d: want 1–%d", n, maxListLimit)}
-	}
-	return nil
-}
-
 // checkGlobals refuses global flags the runtime would refuse or ignore.
 func checkGlobals(g *globals) error {
 	if g.leaseTTL < minLeaseTTL {

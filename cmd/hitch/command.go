@@ -91,5 +91,39 @@ func printList[T any](v *verb, list []T, toJSON func(T) any, header string, row 
 	return tw.Flush()
 }
 
+// page is a list command's paging: --after goes on after a cursor or an
+// id, --limit bounds the page and, in a list across tenants, --tenant
+// keeps one tenant's.
+type page struct {
+	after, tenant string
+	limit         int
+}
+
+// flags adds the paging flags to list: after says what --after takes, def
+// is --limit's default, and tenants (empty: no --tenant) names what
+// --tenant keeps.
+func (p *page) flags(list *cobra.Command, after string, def int, tenants string) {
+	f := list.Flags()
+	f.StringVar(&p.after, "after", "", after)
+	f.IntVar(&p.limit, "limit", def, fmt.Sprintf("at most this many (1 to %d)", maxListLimit))
+	if tenants != "" {
+		f.StringVar(&p.tenant, "tenant", "", "only this tenant's "+tenants+" (default: every tenant)")
+	}
+}
+
+// check refuses a limit outside 1–maxListLimit and a tenant's name that
+// is not one.
+func (p *page) check() error {
+	if p.tenant != "" {
+		if err := checkTenant("--tenant", p.tenant); err != nil {
+			return err
+		}
+	}
+	if p.limit < 1 || p.limit > maxListLimit {
+		return usageError{fmt.Errorf("--limit %d: want 1–%d", p.limit, maxListLimit)}
+	}
+	return nil
+}
+
 // asIs is the JSON of an item that is its own JSON.
 func asIs[T any](x T) any { return x }

@@ -82,10 +82,15 @@ func (r *remoteBackend) Start(ctx context.Context, p startParams) (hitch.StartRe
 		}
 	}
 	res, err := r.c.StartRun(ctx, api.StartRun{Agent: p.Agent, Input: p.Input, ID: p.ID, Instructions: p.Instructions})
-	if errors.Is(err, client.ErrConflict) {
-		// The id is taken with another input: say by which run, as the
-		// runtime does.
-		if run, gerr := r.c.Run(ctx, p.ID); gerr == nil {
+	return r.started(ctx, p.ID, res, err)
+}
+
+// started is what a start or a fork of the run id answered. A conflict
+// (the id is taken with another input, or by another run) says by which
+// run, as the runtime does.
+func (r *remoteBackend) started(ctx context.Context, id string, res api.StartedRun, err error) (hitch.StartResult, error) {
+	if errors.Is(err, client.ErrConflict) && id != "" {
+		if run, gerr := r.c.Run(ctx, id); gerr == nil {
 			return hitch.StartResult{Run: runOf(run)}, nil
 		}
 	}
@@ -192,16 +197,7 @@ func (r *remoteBackend) Fork(ctx context.Context, id string, at int64, o hitch.F
 		in.Reply = o.Reply.Text
 	}
 	res, err := r.c.ForkRun(ctx, id, in)
-	if errors.Is(err, client.ErrConflict) && o.ID != "" {
-		// The id is taken by another run: say which, as the runtime does.
-		if run, gerr := r.c.Run(ctx, o.ID); gerr == nil {
-			return hitch.StartResult{Run: runOf(run)}, nil
-		}
-	}
-	if err != nil {
-		return hitch.StartResult{}, err
-	}
-	return hitch.StartResult{Run: runOf(res.Run), Created: res.Created, SameInput: res.SameInput}, nil
+	return r.started(ctx, o.ID, res, err)
 }
 
 func (r *remoteBackend) Cancel(ctx context.Context, id string) (hitch.Run, error) {

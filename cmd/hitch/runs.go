@@ -18,8 +18,8 @@ import (
 
 func newRuns(g *globals) *cobra.Command {
 	var status []string
-	var tenant, agent, cursor, text, since, until string
-	var limit int
+	var pg page
+	var agent, text, since, until string
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest first (--after pages on)",
@@ -27,16 +27,11 @@ func newRuns(g *globals) *cobra.Command {
 			"next page is printed on stderr; pass it to --after.",
 		Args: args(0, "no arguments"),
 		PreRunE: func(*cobra.Command, []string) error {
-			if err := checkLimit(limit); err != nil {
+			if err := pg.check(); err != nil {
 				return err
 			}
-			if tenant != "" {
-				if err := checkTenant("--tenant", tenant); err != nil {
-					return err
-				}
-			}
-			if cursor != "" {
-				if _, err := store.ParseRunCursor(cursor); err != nil {
+			if pg.after != "" {
+				if _, err := store.ParseRunCursor(pg.after); err != nil {
 					return usageError{fmt.Errorf("--after: %w", err)}
 				}
 			}
@@ -49,7 +44,7 @@ func newRuns(g *globals) *cobra.Command {
 			return err
 		},
 		RunE: withBackend(g, needStore, func(ctx context.Context, v *verb, _ []string) error {
-			p := hitch.RunsParams{Tenant: tenant, Agent: agent, After: cursor, Limit: limit, Text: text}
+			p := hitch.RunsParams{Tenant: pg.tenant, Agent: agent, After: pg.after, Limit: pg.limit, Text: text}
 			var err error
 			if p.CreatedAfter, p.CreatedBefore, err = runsWindow(since, until, time.Now()); err != nil {
 				return err
@@ -72,10 +67,8 @@ func newRuns(g *globals) *cobra.Command {
 		}),
 	}
 	list.Flags().StringSliceVar(&status, "status", nil, "only runs with these statuses")
-	list.Flags().StringVar(&tenant, "tenant", "", "only this tenant's runs (default: every tenant)")
+	pg.flags(list, "the cursor a previous page printed: list the runs after it", 50, "runs")
 	list.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
-	list.Flags().StringVar(&cursor, "after", "", "the cursor a previous page printed: list the runs after it")
-	list.Flags().IntVar(&limit, "limit", 50, "most runs to list (at most 1000)")
 	list.Flags().StringVar(&text, "text", "", "only runs whose id, agent or input's head contains this (ignoring ASCII case)")
 	list.Flags().StringVar(&since, "since", "", "only runs created at or after this: an RFC 3339 time, or a duration ago (2h)")
 	list.Flags().StringVar(&until, "until", "", "only runs created before this: an RFC 3339 time, or a duration ago")

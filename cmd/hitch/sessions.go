@@ -27,22 +27,14 @@ func newSessions(g *globals) *cobra.Command {
 }
 
 func newSessionsList(g *globals) *cobra.Command {
-	var after, tenant string
-	var limit int
+	var pg page
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List sessions by id (--after pages on)",
-		Args:  args(0, "no arguments"),
-		PreRunE: func(*cobra.Command, []string) error {
-			if tenant != "" {
-				if err := checkTenant("--tenant", tenant); err != nil {
-					return err
-				}
-			}
-			return checkLimit(limit)
-		},
+		Use:     "list",
+		Short:   "List sessions by id (--after pages on)",
+		Args:    args(0, "no arguments"),
+		PreRunE: func(*cobra.Command, []string) error { return pg.check() },
 		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, _ []string) error {
-			list, err := v.b.Sessions(ctx, sessions.ListParams{Tenant: tenant, After: after, Limit: limit})
+			list, err := v.b.Sessions(ctx, sessions.ListParams{Tenant: pg.tenant, After: pg.after, Limit: pg.limit})
 			if err != nil {
 				return err
 			}
@@ -53,9 +45,7 @@ func newSessionsList(g *globals) *cobra.Command {
 				})
 		}),
 	}
-	cmd.Flags().StringVar(&after, "after", "", "list sessions whose id sorts after this one")
-	cmd.Flags().StringVar(&tenant, "tenant", "", "only this tenant's sessions (default: every tenant)")
-	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many (1 to 1000)")
+	pg.flags(cmd, "list sessions whose id sorts after this one", 100, "sessions")
 	return cmd
 }
 
@@ -224,18 +214,7 @@ func newSessionsSend(g *globals) *cobra.Command {
 					return nil
 				}
 			}
-			if err := v.b.AwaitSession(ctx, a[0]); err != nil {
-				return err
-			}
-			if g.json {
-				return nil
-			}
-			st, err := v.b.SessionStatus(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			v.printStatus(st)
-			return nil
+			return v.atRest(ctx, a[0], !g.json)
 		}),
 	}
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key: a retried send with the same key admits the message once")
@@ -304,17 +283,23 @@ func newSessionsInterrupt(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := v.b.AwaitSession(ctx, a[0]); err != nil {
-				return err
-			}
-			st, err := v.b.SessionStatus(ctx, a[0])
-			if err != nil {
-				return err
-			}
-			v.printStatus(st)
-			return nil
+			return v.atRest(ctx, a[0], true)
 		}),
 	}
+}
+
+// atRest waits until the session id has no active submission and, with
+// print, prints its status.
+func (v *verb) atRest(ctx context.Context, id string, print bool) error {
+	if err := v.b.AwaitSession(ctx, id); err != nil || !print {
+		return err
+	}
+	st, err := v.b.SessionStatus(ctx, id)
+	if err != nil {
+		return err
+	}
+	v.printStatus(st)
+	return nil
 }
 
 func (v *verb) done(what, id string) {

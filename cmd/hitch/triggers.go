@@ -83,8 +83,8 @@ func whenOr(t time.Time, d string) string {
 }
 
 func newTriggersList(g *globals) *cobra.Command {
-	var after, session, state string
-	var limit int
+	var pg page
+	var session, state string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List trigger bindings by id (--after pages on)",
@@ -95,10 +95,10 @@ func newTriggersList(g *globals) *cobra.Command {
 			default:
 				return usageError{fmt.Errorf("--state %q: want active, paused or done", state)}
 			}
-			return checkLimit(limit)
+			return pg.check()
 		},
 		RunE: withBackend(g, needRuntime, func(ctx context.Context, v *verb, _ []string) error {
-			list, err := v.b.Triggers(ctx, triggers.ListOptions{After: after, Limit: limit, SessionID: session, State: state})
+			list, err := v.b.Triggers(ctx, triggers.ListOptions{After: pg.after, Limit: pg.limit, SessionID: session, State: state})
 			if err != nil {
 				return err
 			}
@@ -109,10 +109,9 @@ func newTriggersList(g *globals) *cobra.Command {
 				})
 		}),
 	}
-	cmd.Flags().StringVar(&after, "after", "", "list bindings whose id sorts after this one")
+	pg.flags(cmd, "list bindings whose id sorts after this one", 100, "")
 	cmd.Flags().StringVar(&session, "session", "", "only the bindings a session registered")
 	cmd.Flags().StringVar(&state, "state", "", "only bindings in this state: active, paused or done")
-	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many (1 to 1000)")
 	return cmd
 }
 
