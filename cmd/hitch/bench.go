@@ -86,16 +86,11 @@ func newBench(g *globals) *cobra.Command {
 			if nodes < 0 || nodes > 64 {
 				return usageError{fmt.Errorf("--nodes %d: want 1 to 64", nodes)}
 			}
-			if db == "" {
-				dir, err := os.MkdirTemp("", "hitch-bench-")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(dir)
-				db = filepath.Join(dir, "bench.db")
-			} else if _, err := os.Stat(db); err == nil {
-				return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", db)}
+			db, remove, err := benchFile(db, "bench.db", false)
+			if err != nil {
+				return err
 			}
+			defer remove()
 			if secrets < 0 || secrets > bench.MaxSecrets {
 				return usageError{fmt.Errorf("--secrets %d: want 0 to %d", secrets, bench.MaxSecrets)}
 			}
@@ -103,24 +98,19 @@ func newBench(g *globals) *cobra.Command {
 				ModelLatency: latency, ModelJitter: jitter, MaxRunners: maxRunners, Secrets: secrets,
 				StepConcurrency: stepConcurrency}
 			if recoverN > 0 {
-				exe, err := os.Executable()
+				command, err := benchCommand()
 				if err != nil {
 					return err
 				}
 				p.Runs = recoverN
-				res, err := bench.RunRecover(cmd.Context(), bench.RecoverParams{Params: p, Command: []string{exe, "bench"}, LeaseTTL: lease})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(g.stdout, res.Line())
-				return nil
+				return g.measured(bench.RunRecover(cmd.Context(), bench.RecoverParams{Params: p, Command: command, LeaseTTL: lease}))
 			}
 			if nodes > 0 {
-				exe, err := os.Executable()
+				command, err := benchCommand()
 				if err != nil {
 					return err
 				}
-				np := bench.NodesParams{Params: p, Nodes: nodes, Postgres: os.Getenv(databaseURLEnv), Command: []string{exe, "bench"}, Poll: poll}
+				np := bench.NodesParams{Params: p, Nodes: nodes, Postgres: os.Getenv(databaseURLEnv), Command: command, Poll: poll}
 				if poll == 0 {
 					// PostgreSQL notifies the nodes of new runs; SQLite
 					// does not, so its nodes share a backlog only when each
@@ -130,12 +120,7 @@ func newBench(g *globals) *cobra.Command {
 						np.Poll = hitch.DefaultClaimCooldown
 					}
 				}
-				res, err := bench.RunNodes(cmd.Context(), np)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(g.stdout, res.Line())
-				return nil
+				return g.measured(bench.RunNodes(cmd.Context(), np))
 			}
 			switch p.Tracing {
 			case bench.TracingOff, bench.TracingNoExport:
@@ -164,12 +149,7 @@ func newBench(g *globals) *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			res, err := bench.Run(cmd.Context(), p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(g.stdout, res.Line())
-			return nil
+			return g.measured(bench.Run(cmd.Context(), p))
 		},
 	}
 	cmd.Flags().IntVar(&runs, "runs", 64, "concurrent runs (R)")
@@ -222,15 +202,11 @@ func benchParked(cmd *cobra.Command, g *globals, n int, db string, s sqlite.Sync
 		}
 		st = e.store
 	default:
-		if db == "" {
-			dir, err := os.MkdirTemp("", "hitch-bench-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			db = filepath.Join(dir, "parked.db")
+		db, remove, err := benchFile(db, "parked.db", true)
+		if err != nil {
+			return err
 		}
-		var err error
+		defer remove()
 		if st, err = sqlite.Open(ctx, db, sqlite.WithSync(s)); err != nil {
 			return err
 		}
@@ -241,5 +217,38 @@ func benchParked(cmd *cobra.Command, g *globals, n int, db string, s sqlite.Sync
 		return err
 	}
 	fmt.Fprint(g.stdout, res.Lines())
+	return nil
+}
+
+// benchFile is the SQLite file a measurement stores in: db when given,
+// else name in a new temporary folder that remove deletes. A given db that
+// exists is refused unless reuse.
+func benchFile(db, name string, reuse bool) (path string, remove func(), err error) {
+	if db != "" {
+		if _, err := os.Stat(db); err == nil && !reuse {
+			return "", nil, usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", db)}
+		}
+		return db, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "hitch-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	return filepath.Join(dir, name), func() { os.RemoveAll(dir) }, nil
+}
+
+// benchCommand is the command of this binary that a measurement's worker
+// processes run.
+func benchCommand() ([]string, error) {
+	exe, err := os.Executable()
+	return []string{exe, "bench"}, err
+}
+
+// measured prints a measurement's result line, or returns its error.
+func (g *globals) measured(res interface{ Line() string }, err error) error {
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(g.stdout, res.Line())
 	return nil
 }

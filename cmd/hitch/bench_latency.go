@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,27 +22,17 @@ func benchWake(cmd *cobra.Command, g *globals, samples, steps int, db string, s 
 	if steps < 1 || steps > 100 {
 		return usageError{fmt.Errorf("--steps %d: with --wake, want 1–100", steps)}
 	}
-	exe, err := os.Executable()
+	command, err := benchCommand()
 	if err != nil {
 		return err
 	}
-	if db == "" {
-		dir, err := os.MkdirTemp("", "hitch-bench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		db = filepath.Join(dir, "wake.db")
-	} else if _, err := os.Stat(db); err == nil {
-		return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", db)}
-	}
-	res, err := bench.RunWake(cmd.Context(), bench.WakeParams{Samples: samples, Steps: steps, Postgres: os.Getenv(databaseURLEnv),
-		DB: db, Sync: s, Command: []string{exe, "bench"}, Poll: cmp.Or(poll, hitch.DefaultSweepInterval), Here: here})
+	db, remove, err := benchFile(db, "wake.db", false)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(g.stdout, res.Line())
-	return nil
+	defer remove()
+	return g.measured(bench.RunWake(cmd.Context(), bench.WakeParams{Samples: samples, Steps: steps, Postgres: os.Getenv(databaseURLEnv),
+		DB: db, Sync: s, Command: command, Poll: cmp.Or(poll, hitch.DefaultSweepInterval), Here: here}))
 }
 
 // benchAPI runs the HTTP API measurement (bench.RunAPI) and prints its
@@ -55,20 +44,11 @@ func benchAPI(cmd *cobra.Command, g *globals, p bench.APIParams) error {
 	if p.Runs < 1 || p.Runs > 100000 || p.Steps < 1 || p.Steps > 100 {
 		return usageError{fmt.Errorf("--runs %d, --steps %d: with --clients, want 1–100000 runs of 1–100 steps", p.Runs, p.Steps)}
 	}
-	dir, err := os.MkdirTemp("", "hitch-bench-")
+	db, remove, err := benchFile(p.DB, "api.db", false)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if p.DB == "" {
-		p.DB = filepath.Join(dir, "api.db")
-	} else if _, err := os.Stat(p.DB); err == nil {
-		return usageError{fmt.Errorf("--db %s exists; the benchmark wants a fresh file", p.DB)}
-	}
-	res, err := bench.RunAPI(cmd.Context(), p)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(g.stdout, res.Line())
-	return nil
+	defer remove()
+	p.DB = db
+	return g.measured(bench.RunAPI(cmd.Context(), p))
 }
