@@ -25,12 +25,7 @@ models:
   quick: {provider: scripted, script: quick.yaml}
   gate: {provider: scripted, script: gate.yaml}
   wait: {provider: scripted, script: wait.yaml}
-external_tools:
-  - name: ship
-    description: Ships an order; the warehouse answers.
-    parameters: {type: object, properties: {order: {type: integer}}}
-    timeout: 2h
-agents:
+` + shipTool + `agents:
   - {name: quick, model: quick, policy: allow_all}
   - name: gate
     model: gate

@@ -14,17 +14,12 @@ import (
 func TestHeldCallReleasedFromTheCommandLine(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{
-		"hitch.yaml": `store: runs.db
-models:
-  m: {provider: scripted, script: script.yaml}
-agents:
-  - name: ops
+		"hitch.yaml": scriptedYAML("runs.db", `name: ops
     model: m
     tools: [bash]
     policy: allow_all
     hooks:
-      - {name: board, point: pre_tool, match: [bash], command: [./hold.sh]}
-`,
+      - {name: board, point: pre_tool, match: [bash], command: [./hold.sh]}`),
 		"script.yaml": "turns:\n  - calls: [{name: bash, args: '{\"command\": \"echo ran >> effects.txt\"}'}]\n  - text: done\n",
 		"hold.sh":     "#!/bin/sh\necho '{\"action\": \"hold\", \"reason\": \"the change board decides\"}'\n",
 	})
@@ -56,17 +51,12 @@ agents:
 // named with its file, line and field, and the command exits 2.
 func TestHookConfigErrorsExitTwo(t *testing.T) {
 	t.Parallel()
-	_, cfg := writeConfig(t, `store: runs.db
-models:
-  m: {provider: scripted, script: script.yaml}
-agents:
-  - name: ops
+	_, cfg := writeConfig(t, scriptedYAML("runs.db", `name: ops
     model: m
     policy: allow_all
     hooks:
       - {point: pre_tool, command: [./missing.sh]}
-      - {point: post_turn, url: "https://hooks.example/validate"}
-`,
+      - {point: post_turn, url: "https://hooks.example/validate"}`),
 		"turns:\n  - text: done\n")
 	code, _, errOut := cli(t, "run", "-c", cfg, "go")
 	if code != exitUsage || !strings.Contains(errOut, cfg+":9: agents[0].hooks[0].command[0]") || !strings.Contains(errOut, cfg+":10: agents[0].hooks[1].secret: is required") {

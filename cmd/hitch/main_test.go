@@ -152,17 +152,8 @@ func TestUsageAndConfigErrorsExitTwo(t *testing.T) {
 // uncertain effect, exit 3), reconciles it, and sees the run complete.
 func TestKilledRunIsRecoveredAndReconciled(t *testing.T) {
 	testproc.Heavy(t, "builds and kills a process")
-	dir := t.TempDir()
 	bin := binary(t)
-	files := map[string]string{
-		"hitch.yaml": bashAgent("runs.db", "ops") + "    policy: allow_all\n",
-		"script.yaml": `turns:
-  - calls: [{name: bash, args: '{"command": "echo charged >> effects.log; sleep 5"}'}]
-  - text: finished
-`,
-	}
-	writeFilesIn(t, dir, files)
-	cfg := filepath.Join(dir, "hitch.yaml")
+	dir, cfg := bashConfig(t, "echo charged >> effects.log; sleep 5")
 	cmd := exec.Command(bin, "run", "-c", cfg, "--id", "pay-1", "--lease-ttl", "300ms", "charge the card")
 	testproc.DieWithParent(cmd)
 	stdout, _ := cmd.StdoutPipe()
@@ -245,6 +236,24 @@ func scriptedYAML(store, agent string) string {
 func bashAgent(store, name string) string {
 	return scriptedYAML(store, "name: "+name+"\n    model: m\n    tools: [bash]\n    workspace: .")
 }
+
+// bashConfig writes a config whose agent ops, allowed everything, makes
+// one bash call of command and then answers "finished"; it returns the
+// config's folder and path.
+func bashConfig(t *testing.T, command string) (dir, cfg string) {
+	t.Helper()
+	return writeConfig(t, bashAgent("runs.db", "ops")+"    policy: allow_all\n",
+		"turns:\n  - calls: [{name: bash, args: '{\"command\": \""+command+"\"}'}]\n  - text: finished\n")
+}
+
+// shipTool is a config's external tools: ship, whose result the warehouse
+// gives from outside within 2 hours.
+const shipTool = `external_tools:
+  - name: ship
+    description: Ships an order; the warehouse answers.
+    parameters: {type: object, properties: {order: {type: integer}}}
+    timeout: 2h
+`
 
 // prodApprovals is an agent's policy (for bashAgent) that asks approval
 // "prod" for every bash call, and the head of its approvers list.

@@ -11,17 +11,7 @@ import (
 // completion is refused with exit 5.
 func TestWakeAndCallsFromTheCommandLine(t *testing.T) {
 	t.Parallel()
-	_, cfg := writeConfig(t, `store: runs.db
-models:
-  m: {provider: scripted, script: script.yaml}
-external_tools:
-  - name: ship
-    description: Ships an order; the warehouse answers.
-    parameters: {type: object, properties: {order: {type: integer}}}
-    timeout: 2h
-agents:
-  - {name: ops, model: m, tools: [await_event, ship], policy: allow_all}
-`,
+	_, cfg := writeConfig(t, scriptedYAML("runs.db", "{name: ops, model: m, tools: [await_event, ship], policy: allow_all}")+shipTool,
 		"turns:\n  - calls: [{name: await_event, args: '{\"name\": \"payment.received\", \"timeout\": \"30m\"}'}, {name: ship, args: '{\"order\": 7}'}]\n  - text: done\n")
 	code, out, errOut := cli(t, "run", "-c", cfg, "--id", "order-7", "ship order 7 once paid")
 	if code != exitWaiting {

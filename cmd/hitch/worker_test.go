@@ -20,16 +20,8 @@ import (
 // until a file named "go" appears in the workspace.
 func workerSetup(t *testing.T) (bin, dir, cfg string) {
 	t.Helper()
-	bin, dir = binary(t), t.TempDir()
-	files := map[string]string{
-		"hitch.yaml": bashAgent("runs.db", "ops") + "    policy: allow_all\n",
-		"script.yaml": `turns:
-  - calls: [{name: bash, args: '{"command": "echo begun >> effects.log; while [ ! -e go ]; do sleep 0.02; done; echo done >> effects.log"}'}]
-  - text: finished
-`,
-	}
-	writeFilesIn(t, dir, files)
-	cfg = filepath.Join(dir, "hitch.yaml")
+	bin = binary(t)
+	dir, cfg = bashConfig(t, "echo begun >> effects.log; while [ ! -e go ]; do sleep 0.02; done; echo done >> effects.log")
 	if code, out, errOut := cli(t, "run", "-c", cfg, "--id", "w1", "--detach", "do the slow thing"); code != exitOK {
 		t.Fatalf("run --detach: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -81,6 +73,20 @@ func startWorker(t *testing.T, bin, cfg string) (*exec.Cmd, <-chan string) {
 	return cmd, lines
 }
 
+// drainingWorker starts a worker on workerSetup's run and sends it a
+// SIGTERM once the tool body runs; it returns when the worker says it is
+// draining.
+func drainingWorker(t *testing.T) (dir, cfg string, cmd *exec.Cmd, lines <-chan string) {
+	t.Helper()
+	bin, dir, cfg := workerSetup(t)
+	cmd, lines = startWorker(t, bin, cfg)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitLine(t, lines, "worker: draining")
+	return dir, cfg, cmd, lines
+}
+
 func waitLine(t *testing.T, lines <-chan string, want string) {
 	t.Helper()
 	timeout := time.After(30 * time.Second)
@@ -104,12 +110,7 @@ func waitLine(t *testing.T, lines <-chan string, want string) {
 // at once (its lease would last 10 minutes) with no uncertain call.
 func TestWorkerDrainsOnSIGTERM(t *testing.T) {
 	testproc.Heavy(t, "builds and signals a process")
-	bin, dir, cfg := workerSetup(t)
-	cmd, lines := startWorker(t, bin, cfg)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	waitLine(t, lines, "worker: draining")
+	dir, cfg, cmd, lines := drainingWorker(t)
 	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -134,12 +135,7 @@ func TestWorkerDrainsOnSIGTERM(t *testing.T) {
 // the worker says what it abandoned and exits with an error.
 func TestWorkerAbortsOnASecondSignal(t *testing.T) {
 	testproc.Heavy(t, "builds and signals a process")
-	bin, _, cfg := workerSetup(t)
-	cmd, lines := startWorker(t, bin, cfg)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	waitLine(t, lines, "worker: draining")
+	_, _, cmd, lines := drainingWorker(t)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
