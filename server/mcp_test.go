@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -11,31 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hitch-dev/hitch/api"
+	"github.com/hitch-dev/hitch/internal/mcptest"
 )
-
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
-// mcpSession connects to /mcp with a token.
-func mcpSession(t *testing.T, ctx context.Context, url, token string) *mcp.ClientSession {
-	t.Helper()
-	tr := &mcp.StreamableClientTransport{Endpoint: url + "/mcp", DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, tr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
-}
 
 // callTool calls a tool; the text is the error's when the tool refused.
 func callTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (out map[string]any, refusal string) {
@@ -66,7 +42,7 @@ func TestMCPMount(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin := mcpSession(t, ctx, e.p.URL, tokAdmin)
+	admin := mcptest.Connect(t, ctx, e.p.URL, tokAdmin)
 	must := func(cs *mcp.ClientSession, name string, args map[string]any) map[string]any {
 		t.Helper()
 		out, refusal := callTool(t, ctx, cs, name, args)
@@ -87,7 +63,7 @@ func TestMCPMount(t *testing.T) {
 	if r := wait(t, e.view, "g1"); r.Status != "waiting" {
 		t.Fatalf("g1: %+v", r)
 	}
-	view := mcpSession(t, ctx, e.p.URL, tokView)
+	view := mcptest.Connect(t, ctx, e.p.URL, tokView)
 	if got := must(view, "run_status", map[string]any{"run_id": "m1"}); got["status"] != "completed" {
 		t.Errorf("a viewer's run_status: %v", got)
 	}
@@ -108,7 +84,7 @@ func TestMCPMount(t *testing.T) {
 	}
 	// Tenant b: every tool answers for a's run exactly as for a missing
 	// one, and lists hold nothing of a's.
-	other := mcpSession(t, ctx, e.p.URL, tokB)
+	other := mcptest.Connect(t, ctx, e.p.URL, tokB)
 	for _, c := range []struct {
 		name string
 		args map[string]any

@@ -23,6 +23,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/api"
 	"github.com/hitch-dev/hitch/approval"
+	"github.com/hitch-dev/hitch/internal/mcptest"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
 	"github.com/hitch-dev/hitch/server"
@@ -651,7 +652,7 @@ func mcpClient(t *testing.T, e *surfaceEnv, token string) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	if token != "" {
-		return mcpSession(t, ctx, e.url, token)
+		return mcptest.Connect(t, ctx, e.url, token)
 	}
 	srv, err := mcpserver.New(mcpserver.Options{Agents: e.agents, Credential: &approval.Credential{Name: "alice", Secret: "alice-secret"},
 		Scope: e.rt.As(hitch.Principal{Name: "local", Tenant: hitch.AllTenants, Role: hitch.RoleAdmin})})

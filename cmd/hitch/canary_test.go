@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hitch-dev/hitch/internal/mcptest"
 	"github.com/hitch-dev/hitch/internal/otlptest"
 	"github.com/hitch-dev/hitch/internal/pgtest"
 	"github.com/hitch-dev/hitch/internal/testproc"
@@ -175,29 +176,12 @@ func inputsCanary(t *testing.T, base, schema string) {
 	client := &http.Client{Timeout: 60 * time.Second}
 	call := func(method, path string, body any) []byte {
 		t.Helper()
-		var rd io.Reader
+		var js []byte
 		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = strings.NewReader(string(b))
+			js, _ = json.Marshal(body)
 		}
-		req, err := http.NewRequest(method, addr+path, rd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+canaryAdmin)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		b := adminCall(t, client, addr, method, path, string(js))
 		saw(method+" "+path, b)
-		if resp.StatusCode >= 300 {
-			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
-		}
 		return b
 	}
 	// stream reads an event stream for a while: a parked run's or a
@@ -320,13 +304,7 @@ func inputsCanary(t *testing.T, base, schema string) {
 	// MCP over HTTP (/mcp) and over stdio (hitch mcp).
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	onHTTP, err := mcp.NewClient(&mcp.Implementation{Name: "canary", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: addr + "/mcp", DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: bearer{canaryAdmin, http.DefaultTransport}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer onHTTP.Close()
+	onHTTP := mcptest.Connect(t, ctx, addr, canaryAdmin)
 	stdioCmd := exec.Command(binary(t), "mcp", "-c", cfg, "--db", db)
 	testproc.DieWithParent(stdioCmd)
 	stdioCmd.Dir = dir
@@ -589,16 +567,36 @@ func inputsCanaryServe(t *testing.T, dir, cfg, db string, saw func(string, []byt
 	return s.URL, stop
 }
 
-// bearer adds the server's token to each request of the MCP client.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
+// adminCall sends method path to the server at base with the admin token
+// (body, when not empty, as JSON; an event stream asked for as one) and
+// returns the answer's body, at most 16 MiB. An error, or a status of 300
+// or more, ends t.
+func adminCall(t *testing.T, client *http.Client, base, method, path, body string) []byte {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+canaryAdmin)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if strings.HasSuffix(path, "/events") {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	return b
 }
 
 // The server's admin token and the approver credential its /mcp answers
@@ -656,29 +654,7 @@ func serveCanary(t *testing.T, path string, isolated bool) {
 	client := &http.Client{Timeout: 70 * time.Second}
 	call := func(method, path, body string) []byte {
 		t.Helper()
-		req, err := http.NewRequest(method, url+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+canaryAdmin)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if strings.HasSuffix(path, "/events") {
-			req.Header.Set("Accept", "text/event-stream")
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		if resp.StatusCode >= 300 {
-			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
-		}
+		b := adminCall(t, client, url, method, path, body)
 		answers.Write(b)
 		return b
 	}
