@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -57,13 +58,8 @@ func (r NodesResult) Line() string {
 	if r.Postgres != "" {
 		mode = "postgres"
 	}
-	names := make([]string, 0, len(r.Ended))
-	for n := range r.Ended {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	var share []string
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(r.Ended)) {
 		share = append(share, fmt.Sprintf("%s:%d(%.1f%%)", n, r.Ended[n], 100*float64(r.Ended[n])/float64(max(r.Runs, 1))))
 	}
 	return fmt.Sprintf("RESULT peer=hitch mode=%s nodes=%d poll=%s runs=%d steps=%d model_latency=%s jitter=%s run_s=%.4f steps_per_s=%.0f share=%s",

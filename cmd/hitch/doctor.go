@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -111,13 +112,13 @@ func openDoctor(ctx context.Context, g *globals) *localBackend {
 // and hitch serve's GET /v1/doctor. The store is the caller's to add.
 func doctorConfig(g *globals, cfg *config.Config) doctor.Config {
 	d := doctor.Config{ConfigFile: cfg.Path, MCP: cfg.MCPServers(), Redactor: cfg.Secrets, Sandbox: doctorSandbox(g, cfg.Path, cfg.File)}
-	for _, name := range sortedNames(cfg.File.Secrets) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.File.Secrets)) {
 		d.Secrets = append(d.Secrets, doctor.Secret{Name: name})
 	}
-	for _, who := range sortedNames(cfg.MissingSecrets) {
+	for _, who := range slices.Sorted(maps.Keys(cfg.MissingSecrets)) {
 		d.Secrets = append(d.Secrets, doctor.Secret{Name: who, Missing: cfg.MissingSecrets[who] + " is not set"})
 	}
-	for _, name := range sortedNames(cfg.File.Models) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.File.Models)) {
 		env := cfg.File.Models[name].KeyEnv()
 		d.Models = append(d.Models, doctor.Model{Name: name, KeyVar: env, KeySet: env != "" && vault.getenv(env) != "", Model: cfg.Models[name]})
 	}
@@ -137,15 +138,6 @@ func doctorSandbox(g *globals, path string, f *config.File) *doctor.Sandbox {
 		s.ReadPaths = append(s.ReadPaths, p)
 	}
 	return s
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (b *localBackend) Doctor(ctx context.Context, network bool) (doctor.Report, error) {

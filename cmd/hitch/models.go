@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,11 +33,7 @@ func newModels(g *globals) *cobra.Command {
 				return err
 			}
 			defer cfg.Close()
-			names := make([]string, 0, len(cfg.Models))
-			for n := range cfg.Models {
-				names = append(names, n)
-			}
-			sort.Strings(names)
+			names := slices.Sorted(maps.Keys(cfg.Models))
 			failed := 0
 			checked := map[string]error{} // by the model's Name; absent when skipped
 			for _, name := range names {
