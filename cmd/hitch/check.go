@@ -75,15 +75,6 @@ func checkDir(path string) error {
 	return nil
 }
 
-// checkDrain refuses a negative drain window; 0 abandons what runs at
-// once.
-func checkDrain(d time.Duration) error {
-	if d < 0 {
-		return usageError{fmt.Errorf("--drain %s: want 0 (abandon at once) or more", d)}
-	}
-	return nil
-}
-
 // checkAddr refuses a listen address that is not host:port.
 func checkAddr(addr string) error {
 	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {

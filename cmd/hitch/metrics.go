@@ -1,12 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/hitch-dev/hitch/config"
 	"github.com/hitch-dev/hitch/model/route"
@@ -61,18 +58,5 @@ func (o *observer) nodeMetrics(g *globals, cfg *config.Config) error {
 		return err
 	}
 	o.met = met
-	return nil
-}
-
-// metricsCacheFlag adds --metrics-cache to a node command.
-func metricsCacheFlag(cmd *cobra.Command, v *time.Duration) {
-	cmd.Flags().DurationVar(v, "metrics-cache", telemetry.DefaultMetricsCache,
-		"how long one reading of the store serves hitch's gauges (0: read at every scrape or export)")
-}
-
-func checkMetricsCache(d time.Duration) error {
-	if d < 0 || d > telemetry.MaxMetricsCache {
-		return usageError{fmt.Errorf("--metrics-cache %s: want 0 to %s", d, telemetry.MaxMetricsCache)}
-	}
 	return nil
 }

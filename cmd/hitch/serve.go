@@ -7,7 +7,6 @@ import (
 	"net"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,10 +16,9 @@ import (
 
 func newServe(g *globals) *cobra.Command {
 	var addr string
-	var poll, drain time.Duration
+	var n nodeFlags
 	var streams int
 	var credentialEnv string
-	var metricsCache time.Duration
 	var metricsOn bool
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -33,19 +31,13 @@ func newServe(g *globals) *cobra.Command {
 			"runtime as hitch worker does.",
 		Args: args(0, "no arguments"),
 		PreRunE: func(*cobra.Command, []string) error {
-			if poll <= 0 {
-				return usageError{fmt.Errorf("--poll %s: want more than 0", poll)}
-			}
 			if streams < 1 {
 				return usageError{fmt.Errorf("--streams-per-token %d: want 1 or more", streams)}
 			}
 			if err := checkAddr(addr); err != nil {
 				return err
 			}
-			if err := checkDrain(drain); err != nil {
-				return err
-			}
-			return checkMetricsCache(metricsCache)
+			return n.check()
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -61,7 +53,7 @@ func newServe(g *globals) *cobra.Command {
 			// A server refuses the bash tool without isolation unless
 			// its config says sandbox.require_isolation: false.
 			g.requireIsolation = true
-			g.metrics = nodeMetrics{gauges: true, prometheus: metricsOn, cache: metricsCache}
+			g.metrics = nodeMetrics{gauges: true, prometheus: metricsOn, cache: n.metricsCache}
 			// Read before the config loads, so the variable leaves the
 			// environment with the config's.
 			cred, err := envCredential(credentialEnv)
@@ -103,8 +95,8 @@ func newServe(g *globals) *cobra.Command {
 			serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 			defer stopServe()
 			served := make(chan error, 1)
-			go func() { served <- s.Serve(serveCtx, l, drain) }()
-			err = runNode(ctx, g, e, "serve", poll, drain, func() {
+			go func() { served <- s.Serve(serveCtx, l, n.drain) }()
+			err = runNode(ctx, g, e, "serve", n, func() {
 				s.Stop()
 				stopServe()
 			})
@@ -116,12 +108,9 @@ func newServe(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", server.DefaultAddr, "address to listen on (a non-loopback one needs server.tokens)")
-	cmd.Flags().DurationVar(&poll, "poll", hitch.DefaultSweepInterval, "how often to look for due runs")
-	cmd.Flags().DurationVar(&drain, "drain", hitch.DefaultDrainWindow, "on the first signal, how long running work and requests may finish")
+	n.flags(cmd, g, "running work and requests")
 	cmd.Flags().StringVar(&credentialEnv, "mcp-credential-env", "HITCH_CREDENTIAL", "variable holding the approver credential \"name:secret\" the /mcp tools answer with")
 	cmd.Flags().IntVar(&streams, "streams-per-token", server.DefaultStreamsPerToken, "event streams one token may hold open")
-	metricsCacheFlag(cmd, &metricsCache)
-	maxRunnersFlag(cmd, g)
 	cmd.Flags().BoolVar(&metricsOn, "metrics", true, "serve /metrics (false: no metrics are drawn unless OTEL_* asks for an export)")
 	return cmd
 }

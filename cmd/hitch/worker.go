@@ -14,10 +14,12 @@ import (
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/config"
+	"github.com/hitch-dev/hitch/telemetry"
 )
 
 func newWorker(g *globals) *cobra.Command {
-	var poll, drain, leaderTTL, metricsCache time.Duration
+	var n nodeFlags
+	var leaderTTL time.Duration
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Drive due runs and dispatch trigger bindings until interrupted: queued runs, expired leases, due wakes",
@@ -31,20 +33,14 @@ func newWorker(g *globals) *cobra.Command {
 			"and a third; one that drains resigns at once.",
 		Args: args(0, "no arguments"),
 		PreRunE: func(*cobra.Command, []string) error {
-			if poll <= 0 {
-				return usageError{fmt.Errorf("--poll %s: want more than 0", poll)}
-			}
 			if leaderTTL < 10*time.Millisecond || leaderTTL > 10*time.Minute {
 				return usageError{fmt.Errorf("--leader-ttl %s: want 10ms to 10m", leaderTTL)}
 			}
-			if err := checkDrain(drain); err != nil {
-				return err
-			}
-			return checkMetricsCache(metricsCache)
+			return n.check()
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			g.metrics = nodeMetrics{gauges: true, cache: metricsCache}
+			g.metrics = nodeMetrics{gauges: true, cache: n.metricsCache}
 			var e *env // set before Lead starts, the only caller of OnLeader
 			e, err := openRuntimeConfig(ctx, g, runtimeOpts{create: true, set: func(c *hitch.Config) {
 				c.LeaderTTL, c.OnLeader = leaderTTL, func(l string) { e.out.leader(g.stderr, "worker", e.rt.Node(), l) }
@@ -53,27 +49,55 @@ func newWorker(g *globals) *cobra.Command {
 				return err
 			}
 			defer e.close()
-			return runNode(ctx, g, e, "worker", poll, drain, nil)
+			return runNode(ctx, g, e, "worker", n, nil)
 		},
 	}
-	cmd.Flags().DurationVar(&poll, "poll", hitch.DefaultSweepInterval, "how often to look for due runs")
-	cmd.Flags().DurationVar(&drain, "drain", hitch.DefaultDrainWindow, "on the first signal, how long running work may finish")
+	n.flags(cmd, g, "running work")
 	cmd.Flags().DurationVar(&leaderTTL, "leader-ttl", hitch.DefaultLeaderTTL, "how long a leadership outlives its worker (re-elected every third)")
-	metricsCacheFlag(cmd, &metricsCache)
-	maxRunnersFlag(cmd, g)
 	return cmd
+}
+
+// nodeFlags are the flags of a node (hitch worker, hitch serve): how often
+// it looks for due runs, how long its drain may last, and how long one
+// reading of the store serves its gauges.
+type nodeFlags struct {
+	poll, drain, metricsCache time.Duration
+}
+
+// flags adds the node's flags, and --max-runners, to cmd; drained says what
+// the drain lets finish.
+func (n *nodeFlags) flags(cmd *cobra.Command, g *globals, drained string) {
+	cmd.Flags().DurationVar(&n.poll, "poll", hitch.DefaultSweepInterval, "how often to look for due runs")
+	cmd.Flags().DurationVar(&n.drain, "drain", hitch.DefaultDrainWindow, "on the first signal, how long "+drained+" may finish")
+	cmd.Flags().DurationVar(&n.metricsCache, "metrics-cache", telemetry.DefaultMetricsCache,
+		"how long one reading of the store serves hitch's gauges (0: read at every scrape or export)")
+	maxRunnersFlag(cmd, g)
+}
+
+// check refuses a poll that is not more than 0, a negative drain (0
+// abandons what runs at once) and a metrics cache out of its range.
+func (n nodeFlags) check() error {
+	switch {
+	case n.poll <= 0:
+		return usageError{fmt.Errorf("--poll %s: want more than 0", n.poll)}
+	case n.drain < 0:
+		return usageError{fmt.Errorf("--drain %s: want 0 (abandon at once) or more", n.drain)}
+	case n.metricsCache < 0 || n.metricsCache > telemetry.MaxMetricsCache:
+		return usageError{fmt.Errorf("--metrics-cache %s: want 0 to %s", n.metricsCache, telemetry.MaxMetricsCache)}
+	}
+	return nil
 }
 
 // runNode is the worker loop of a node (hitch worker, hitch serve): it
 // stores the config's trigger bindings, dispatches them and drives due
 // runs until the first SIGINT or SIGTERM, then drains: the
 // runtime claims nothing new, lets started tool bodies and model calls
-// finish for at most drain, parks each run and gives its lease back. A
+// finish for at most n.drain, parks each run and gives its lease back. A
 // second signal abandons what still runs. The node stands for the store's
 // leadership meanwhile, and resigns at the first signal. stopping, when
 // set, is called at the first signal, before the drain (a server stops
 // accepting there).
-func runNode(ctx context.Context, g *globals, e *env, name string, poll, drain time.Duration, stopping func()) error {
+func runNode(ctx context.Context, g *globals, e *env, name string, n nodeFlags, stopping func()) error {
 	// Count the signals here: the first ends ctx and starts the
 	// drain, the second cuts it short.
 	sigs := make(chan os.Signal, 2)
@@ -102,13 +126,13 @@ func runNode(ctx context.Context, g *globals, e *env, name string, poll, drain t
 		return err
 	}
 	if !g.json {
-		fmt.Fprintf(g.stderr, "%s: driving due runs every %s and dispatching triggers; Ctrl-C to stop\n", name, poll)
+		fmt.Fprintf(g.stderr, "%s: driving due runs every %s and dispatching triggers; Ctrl-C to stop\n", name, n.poll)
 	}
 	leading := make(chan error, 1)
 	go func() { leading <- e.rt.Lead(sweepCtx) }()
 	triggersDone := make(chan error, 1)
 	go func() { triggersDone <- e.rt.RunTriggers(sweepCtx) }()
-	err := e.rt.Sweep(sweepCtx, poll)
+	err := e.rt.Sweep(sweepCtx, n.poll)
 	stopSweep()
 	if terr := <-triggersDone; err == nil {
 		err = terr
@@ -123,9 +147,9 @@ func runNode(ctx context.Context, g *globals, e *env, name string, poll, drain t
 		stopping()
 	}
 	if !g.json {
-		fmt.Fprintf(g.stderr, "%s: draining for at most %s; a second Ctrl-C abandons what still runs\n", name, drain)
+		fmt.Fprintf(g.stderr, "%s: draining for at most %s; a second Ctrl-C abandons what still runs\n", name, n.drain)
 	}
-	t := time.AfterFunc(drain, abort)
+	t := time.AfterFunc(n.drain, abort)
 	defer t.Stop()
 	if err := e.rt.Close(drainCtx); err != nil {
 		return err
