@@ -99,8 +99,7 @@ func testNotifier(t *testing.T, open opener) {
 		WakeAt: e.now().Add(-time.Second)})
 	woken("a run was released, due at once")
 
-	e.create("cancelled")
-	e.claim("cancelled", "node", longTTL)
+	e.createClaimed("cancelled", "node", longTTL)
 	drain()
 	if _, err := e.s.RunRequestCancel(e.ctx, store.RunRequestCancelParams{ID: "cancelled", By: "test", Reason: "test"}); err != nil {
 		t.Fatal(err)
@@ -118,8 +117,7 @@ func testNotifier(t *testing.T, open opener) {
 	woken("a child ended, its parent waiting")
 
 	// A lease given back leaves a claimable run.
-	e.create("given")
-	gl := e.claim("given", "node", longTTL)
+	gl := e.createClaimed("given", "node", longTTL)
 	drain()
 	if _, err := e.s.LeaseRelease(e.ctx, store.LeaseReleaseParams{RunID: "given", Owner: "node", Token: gl.Token}); err != nil {
 		t.Fatal(err)
@@ -142,8 +140,7 @@ func testBatch(t *testing.T, open opener) {
 		_, err := e.s.RunGet(e.ctx, "c")
 		wantErr(t, "run get after a refused create", err, store.ErrNotFound)
 
-		e.create("a")
-		l := e.claim("a", "node", longTTL)
+		l := e.createClaimed("a", "node", longTTL)
 		before := e.get("a")
 		big := append(entries("ok", 2), store.EntryInput{Kind: "test.big", Data: json.RawMessage(`"` + strings.Repeat("x", store.MaxEntryBytes) + `"`)})
 		p := store.JournalAppendParams{RunID: "a", Token: l.Token, After: 1, Entries: big}

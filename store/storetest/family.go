@@ -50,8 +50,7 @@ func testFamily(t *testing.T, open opener) {
 	t.Run("ParkingACancelledRunMakesItDue", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.create("r")
-		l := e.claim("r", "worker", longTTL)
+		l := e.createClaimed("r", "worker", longTTL)
 		e.requestCancel("r")
 		from := e.now()
 		// The runner parks it as if it had not seen the request yet.

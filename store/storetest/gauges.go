@@ -24,8 +24,7 @@ func testGauges(t *testing.T, open opener) {
 	due(0, "an empty store")
 	e.create("queued")
 	due(1, "a queued run")
-	e.create("leased")
-	e.claim("leased", "node", longTTL)
+	e.createClaimed("leased", "node", longTTL)
 	due(1, "a leased run added")
 	for _, w := range []struct {
 		id   string

@@ -168,6 +168,13 @@ func (e *env) get(id string) store.Run {
 	return run
 }
 
+// createClaimed makes a queued run with one entry and claims it.
+func (e *env) createClaimed(id, owner string, ttl time.Duration) store.Lease {
+	e.t.Helper()
+	e.create(id)
+	return e.claim(id, owner, ttl)
+}
+
 func (e *env) claim(id, owner string, ttl time.Duration) store.Lease {
 	e.t.Helper()
 	ls, err := e.s.LeaseClaim(e.ctx, store.LeaseClaimParams{Owner: owner, TTL: ttl, RunID: id})

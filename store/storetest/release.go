@@ -13,8 +13,7 @@ func testLeaseRelease(t *testing.T, open opener) {
 	t.Run("ClaimedAtOnce", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.create("r")
-		a := e.claim("r", "A", longTTL)
+		a := e.createClaimed("r", "A", longTTL)
 		run, err := e.s.LeaseRelease(e.ctx, store.LeaseReleaseParams{RunID: "r", Owner: "A", Token: a.Token})
 		if err != nil {
 			t.Fatalf("release: %v", err)
@@ -53,8 +52,7 @@ func testLeaseRelease(t *testing.T, open opener) {
 	t.Run("Twice", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.create("r")
-		l := e.claim("r", "A", longTTL)
+		l := e.createClaimed("r", "A", longTTL)
 		p := store.LeaseReleaseParams{RunID: "r", Owner: "A", Token: l.Token}
 		if _, err := e.s.LeaseRelease(e.ctx, p); err != nil {
 			t.Fatalf("release: %v", err)
@@ -73,8 +71,7 @@ func testLeaseRelease(t *testing.T, open opener) {
 	t.Run("WaitingKeepsWakeAt", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.create("r")
-		l := e.claim("r", "A", longTTL)
+		l := e.createClaimed("r", "A", longTTL)
 		wake := e.now().Add(time.Hour)
 		e.append(l, store.JournalAppendParams{After: 1, Entries: entries("w", 1), Status: hitchtype.StatusWaiting, WakeAt: wake})
 		run, err := e.s.LeaseRelease(e.ctx, store.LeaseReleaseParams{RunID: "r", Owner: "A", Token: l.Token})
@@ -93,8 +90,7 @@ func testLeaseRelease(t *testing.T, open opener) {
 	t.Run("Errors", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.create("r")
-		l := e.claim("r", "A", longTTL)
+		l := e.createClaimed("r", "A", longTTL)
 		before := e.get("r")
 		for _, tc := range []struct {
 			name string

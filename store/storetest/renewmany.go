@@ -16,15 +16,12 @@ func testLeaseRenewMany(t *testing.T, open opener) {
 	t.Run("Mixed", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.create("held")
-		held := e.claim("held", "me", time.Minute)
-		e.create("cancelled")
-		cancelled := e.claim("cancelled", "me", time.Minute)
+		held := e.createClaimed("held", "me", time.Minute)
+		cancelled := e.createClaimed("cancelled", "me", time.Minute)
 		e.requestCancel("cancelled")
 		lost := e.expired("lost", "me")
 		taken := e.claim("lost", "other", longTTL)
-		e.create("ended")
-		ended := e.claim("ended", "me", longTTL)
+		ended := e.createClaimed("ended", "me", longTTL)
 		e.append(ended, store.JournalAppendParams{After: 1, Entries: entries("end", 1), Status: hitchtype.StatusFailed,
 			Outcome: json.RawMessage(`{"reason":"test"}`)})
 		got, err := e.s.LeaseRenewMany(e.ctx, store.LeaseRenewManyParams{Owner: "me", TTL: longTTL, Leases: []store.LeaseHeld{

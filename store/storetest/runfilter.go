@@ -199,8 +199,7 @@ func testRunCountsFor(t *testing.T, e *env) {
 }
 
 func testJournalKinds(t *testing.T, e *env) {
-	e.create("k")
-	l := e.claim("k", "me", longTTL)
+	l := e.createClaimed("k", "me", longTTL)
 	es := []store.EntryInput{
 		{Kind: "test.a", Data: data("a", 0)}, {Kind: "test.b", Data: data("b", 1)},
 		{Kind: "test.c", Data: data("c", 2)}, {Kind: "test.b", Data: data("b", 3)},

@@ -498,8 +498,7 @@ func testJournalAppend(t *testing.T, open opener) {
 
 func testJournalRead(t *testing.T, open opener) {
 	e := newEnv(t, open)
-	e.create("r")
-	l := e.claim("r", "owner", longTTL)
+	l := e.createClaimed("r", "owner", longTTL)
 	// 1 + 11×100 = 1101 entries: more than the default limit.
 	for i := range 11 {
 		e.append(l, store.JournalAppendParams{After: 1 + int64(i)*100, Entries: entries(fmt.Sprint(i), 100)})
@@ -540,8 +539,7 @@ func testJournalRead(t *testing.T, open opener) {
 
 func testJournalReadMany(t *testing.T, open opener) {
 	e := newEnv(t, open)
-	e.create("long")
-	l := e.claim("long", "owner", longTTL)
+	l := e.createClaimed("long", "owner", longTTL)
 	for i := range 11 { // 1101 entries: more than the default limit
 		e.append(l, store.JournalAppendParams{After: 1 + int64(i)*100, Entries: entries(fmt.Sprint(i), 100)})
 	}
@@ -605,8 +603,7 @@ func testLeaseClaim(t *testing.T, open opener) {
 		e := newEnv(t, open)
 		e.create("queued")
 		e.expired("expired", "old")
-		e.create("live")
-		e.claim("live", "holder", longTTL)
+		e.createClaimed("live", "holder", longTTL)
 		for _, w := range []struct {
 			id   string
 			wake time.Duration // 0: no wake time
@@ -619,8 +616,7 @@ func testLeaseClaim(t *testing.T, open opener) {
 			}
 			e.append(l, store.JournalAppendParams{After: 1, Entries: entries("w", 1), Status: hitchtype.StatusWaiting, WakeAt: at})
 		}
-		e.create("done")
-		l := e.claim("done", "old", longTTL)
+		l := e.createClaimed("done", "old", longTTL)
 		e.append(l, store.JournalAppendParams{After: 1, Entries: entries("d", 1), Status: hitchtype.StatusCompleted})
 
 		before := e.get("expired")
@@ -687,8 +683,7 @@ func testLeaseClaim(t *testing.T, open opener) {
 	t.Run("ByID", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.create("r")
-		first := e.claim("r", "a", longTTL)
+		first := e.createClaimed("r", "a", longTTL)
 		if first.Token != 1 || first.Run.Status != hitchtype.StatusRunning || first.Run.LeaseOwner != "a" {
 			t.Fatalf("first claim: %+v", first)
 		}
@@ -848,8 +843,7 @@ func testLeaseRenew(t *testing.T, open opener) {
 	t.Run("Extends", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.create("r")
-		l := e.claim("r", "me", time.Minute)
+		l := e.createClaimed("r", "me", time.Minute)
 		run, err := e.s.LeaseRenew(e.ctx, store.LeaseRenewParams{RunID: "r", Owner: "me", Token: l.Token, TTL: longTTL})
 		if err != nil {
 			t.Fatalf("renew: %v", err)
@@ -864,8 +858,7 @@ func testLeaseRenew(t *testing.T, open opener) {
 			t.Fatalf("renewal not stored: %v, want %v", got.LeaseExpires, run.LeaseExpires)
 		}
 		// Renewing keeps an otherwise expiring lease alive.
-		e.create("s")
-		l2 := e.claim("s", "me", shortTTL)
+		l2 := e.createClaimed("s", "me", shortTTL)
 		if _, err := e.s.LeaseRenew(e.ctx, store.LeaseRenewParams{RunID: "s", Owner: "me", Token: l2.Token, TTL: longTTL}); err != nil {
 			t.Fatalf("renew: %v", err)
 		}
@@ -880,8 +873,7 @@ func testLeaseRenew(t *testing.T, open opener) {
 	t.Run("CancelRequested", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.create("r")
-		l := e.claim("r", "me", longTTL)
+		l := e.createClaimed("r", "me", longTTL)
 		e.requestCancel("r")
 		run, err := e.s.LeaseRenew(e.ctx, store.LeaseRenewParams{RunID: "r", Owner: "me", Token: l.Token, TTL: longTTL})
 		if err != nil {
@@ -1004,8 +996,7 @@ func testRunRequestCancel(t *testing.T, open opener) {
 	t.Run("Terminal", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, open)
-		e.create("r")
-		l := e.claim("r", "me", longTTL)
+		l := e.createClaimed("r", "me", longTTL)
 		e.append(l, store.JournalAppendParams{After: 1, Entries: entries("end", 1), Status: hitchtype.StatusCompleted,
 			Outcome: json.RawMessage(`"done"`)})
 		before := e.get("r")
