@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -25,7 +25,7 @@ const (
 
 // opener returns a fresh store and, when the suite drives its clock, that
 // clock (nil for a store on a real clock).
-type opener func(t *testing.T) (store.Store, *fakeClock)
+type opener func(t *testing.T) (store.Store, *testclock.Clock)
 
 // testCase is a sub-test of a group, run on an environment of type E.
 type testCase[E any] struct {
@@ -57,27 +57,15 @@ func face[F any](t *testing.T, s store.Store, name string) F {
 // plainEnv is runCases's mk for cases on an env.
 func plainEnv(_ *testing.T, e *env) *env { return e }
 
-// fakeClock is a store clock that stands still until the suite moves it.
-type fakeClock struct {
-	mu sync.Mutex
-	at time.Time
-}
-
 // clockStart is where every driven clock starts: a fixed, whole second.
 var clockStart = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.at
-}
-
-// setAtLeast moves the clock forward to t; it never moves back.
-func (c *fakeClock) setAtLeast(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.After(c.at) {
-		c.at = t
+// forward moves a driven clock to t; it never moves it back. Only the
+// test's own goroutine moves its clock, so reading and setting it apart
+// cannot lose a move.
+func forward(c *testclock.Clock, t time.Time) {
+	if t.After(c.Now()) {
+		c.Set(t)
 	}
 }
 
@@ -85,7 +73,7 @@ func (c *fakeClock) setAtLeast(t time.Time) {
 type env struct {
 	t     *testing.T
 	s     store.Store
-	clock *fakeClock // nil on a real clock
+	clock *testclock.Clock // nil on a real clock
 	ctx   context.Context
 }
 
@@ -211,7 +199,7 @@ func (e *env) read(id string, after int64, limit int) []store.Entry {
 func (e *env) waitPast(t time.Time) {
 	e.t.Helper()
 	if e.clock != nil {
-		e.clock.setAtLeast(t.Add(time.Microsecond))
+		forward(e.clock, t.Add(time.Microsecond))
 		if !e.now().After(t) {
 			e.t.Fatalf("store clock reads %v after it was moved past %v: the store does not use the clock it was given", e.now(), t)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hitch-dev/hitch/hitchtype"
+	"github.com/hitch-dev/hitch/internal/testclock"
 	"github.com/hitch-dev/hitch/store"
 )
 
@@ -22,7 +23,7 @@ import (
 // caller should also run RunWithClock.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Helper()
-	run(t, func(t *testing.T) (store.Store, *fakeClock) { return open(t), nil })
+	run(t, func(t *testing.T) (store.Store, *testclock.Clock) { return open(t), nil })
 }
 
 // RunWithClock runs the conformance suite on stores whose clock the suite
@@ -34,9 +35,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 // PostgreSQL driver's equivalent).
 func RunWithClock(t *testing.T, open func(t *testing.T, now func() time.Time) store.Store) {
 	t.Helper()
-	run(t, func(t *testing.T) (store.Store, *fakeClock) {
-		c := &fakeClock{at: clockStart}
-		return open(t, c.now), c
+	run(t, func(t *testing.T) (store.Store, *testclock.Clock) {
+		c := testclock.New(clockStart)
+		return open(t, c.Now), c
 	})
 }
 
