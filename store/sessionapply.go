@@ -262,6 +262,23 @@ func applyEnd(tx SessionTx, s Session, p SessionEndParams) (Session, bool, error
 	return s, true, nil
 }
 
+// CreateSession is a driver's SessionCreate statement, once
+// CheckSessionCreate has passed p: it inserts the session, or reads the
+// one that holds p.ID, with created false.
+type CreateSession func(ctx context.Context, p SessionCreateParams) (s Session, created bool, err error)
+
+// Create makes a SessionCreate (see SessionStore).
+func (create CreateSession) Create(ctx context.Context, p SessionCreateParams) (Session, bool, error) {
+	if err := CheckSessionCreate(&p); err != nil {
+		return Session{}, false, fmt.Errorf("session create %q: %w", p.ID, err)
+	}
+	s, created, err := create(ctx, p)
+	if err != nil {
+		return Session{}, false, fmt.Errorf("session create %q: %w", p.ID, err)
+	}
+	return s, created, nil
+}
+
 // CheckSessionCreate checks a SessionCreate's parameters and fills its
 // defaults: Metadata {} and the default tenant.
 func CheckSessionCreate(p *SessionCreateParams) error {

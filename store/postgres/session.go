@@ -186,14 +186,11 @@ func (x sessionTx) Append(pos int64, kind string, data json.RawMessage, queued i
 
 // SessionCreate creates a session, or returns the existing one.
 func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) (store.Session, bool, error) {
-	if err := store.CheckSessionCreate(&p); err != nil {
-		return store.Session{}, false, fmt.Errorf("session create %q: %w", p.ID, err)
-	}
-	var (
-		out     store.Session
-		created bool
-	)
-	err := s.retry(ctx, func() error {
+	return store.CreateSession(s.createSession).Create(ctx, p)
+}
+
+func (s *Store) createSession(ctx context.Context, p store.SessionCreateParams) (out store.Session, created bool, err error) {
+	err = s.retry(ctx, func() error {
 		r, err := scanSession(s.pool.QueryRow(ctx, `INSERT INTO hitch_sessions (id, agent, version, metadata, created_at, updated_at, tenant)
 			VALUES ($2, $3, $4, $5::json, `+nowSQL+`, `+nowSQL+`, $6) ON CONFLICT (id) DO NOTHING RETURNING `+sessionCols,
 			s.clockArg(), p.ID, p.Agent, p.Version, string(p.Metadata), p.Tenant))
@@ -209,10 +206,7 @@ func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) 
 		out, created = r.s, false
 		return err
 	})
-	if err != nil {
-		return store.Session{}, false, fmt.Errorf("session create %q: %w", p.ID, err)
-	}
-	return out, created, nil
+	return out, created, err
 }
 
 func (s *Store) sessionRow(ctx context.Context, id string) (sessionRow, error) {

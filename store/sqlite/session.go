@@ -177,14 +177,11 @@ func (x sessionTx) Append(pos int64, kind string, data json.RawMessage, queued i
 
 // SessionCreate creates a session, or returns the existing one.
 func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) (store.Session, bool, error) {
-	if err := store.CheckSessionCreate(&p); err != nil {
-		return store.Session{}, false, fmt.Errorf("session create %q: %w", p.ID, err)
-	}
-	var (
-		out     store.Session
-		created bool
-	)
-	err := s.write(ctx, func(tx *wtx) error {
+	return store.CreateSession(s.createSession).Create(ctx, p)
+}
+
+func (s *Store) createSession(ctx context.Context, p store.SessionCreateParams) (out store.Session, created bool, err error) {
+	err = s.write(ctx, func(tx *wtx) error {
 		x := s.sx(tx)
 		old, err := x.session(p.ID)
 		if err == nil {
@@ -202,10 +199,7 @@ func (s *Store) SessionCreate(ctx context.Context, p store.SessionCreateParams) 
 		out, created = r.s, true
 		return nil
 	})
-	if err != nil {
-		return store.Session{}, false, fmt.Errorf("session create %q: %w", p.ID, err)
-	}
-	return out, created, nil
+	return out, created, err
 }
 
 // SessionGet returns one session.
