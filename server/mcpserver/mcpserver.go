@@ -258,30 +258,26 @@ func (s *server) waitRun(ctx context.Context, _ *mcp.CallToolRequest, in WaitIn)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	run, err := s.opts.Scope.Await(wctx, in.RunID)
-	if err != nil {
-		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-			return nil, RunView{}, refused(err)
-		}
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		// Still working: say where it stands.
-		if run, err = s.opts.Scope.Get(ctx, in.RunID); err != nil {
-			return nil, RunView{}, refused(err)
-		}
+		run, err = s.opts.Scope.Get(ctx, in.RunID)
 	}
-	v, err := s.view(ctx, run)
-	return nil, v, err
+	return s.answer(ctx, run, err)
 }
 
 func (s *server) runStatus(ctx context.Context, _ *mcp.CallToolRequest, in RunIn) (*mcp.CallToolResult, RunView, error) {
 	run, err := s.opts.Scope.Get(ctx, in.RunID)
-	if err != nil {
-		return nil, RunView{}, refused(err)
-	}
-	v, err := s.view(ctx, run)
-	return nil, v, err
+	return s.answer(ctx, run, err)
 }
 
 func (s *server) cancelRun(ctx context.Context, _ *mcp.CallToolRequest, in RunIn) (*mcp.CallToolResult, RunView, error) {
 	run, err := s.opts.Scope.Cancel(ctx, in.RunID)
+	return s.answer(ctx, run, err)
+}
+
+// answer is a run tool's answer: the run as it stands, or the refusal of
+// err, the error of the call that read it.
+func (s *server) answer(ctx context.Context, run hitch.Run, err error) (*mcp.CallToolResult, RunView, error) {
 	if err != nil {
 		return nil, RunView{}, refused(err)
 	}
@@ -332,11 +328,7 @@ func (s *server) answerApproval(ctx context.Context, _ *mcp.CallToolRequest, in 
 		return nil, RunView{}, refused(err)
 	}
 	run, err := s.opts.Scope.Get(ctx, in.RunID)
-	if err != nil {
-		return nil, RunView{}, refused(err)
-	}
-	v, err := s.view(ctx, run)
-	return nil, v, err
+	return s.answer(ctx, run, err)
 }
 
 // refused is what a tool tells its caller of an error: the runtime's
