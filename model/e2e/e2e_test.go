@@ -472,13 +472,11 @@ func TestCrashMidModelCall(t *testing.T) {
 			answerFixture := fixture(t, p, "answer")
 			// The held reply sends its first event, so the call is truly
 			// under way, then nothing until the caller goes away.
-			first := answerFixture.Body[:strings.Index(answerFixture.Body, "\n\n")+2]
-			held := make(chan struct{}, 1)
-			stop := make(chan struct{})
-			srv := modeltest.NewServer(t, fixture(t, p, "add"), modeltest.Exchange{Handler: holdOpen(first, held, stop)}, answerFixture)
+			hold, held, release := holdOpen(answerFixture)
+			srv := modeltest.NewServer(t, fixture(t, p, "add"), hold, answerFixture)
 			// Registered after the server, so it runs before the server's
 			// close, which waits for the held handler.
-			t.Cleanup(func() { close(stop) })
+			t.Cleanup(release)
 
 			killChild(t, held, envChild+"="+p.name, envURL+"="+srv.URL, envDB+"="+db, envEffects+"="+effects)
 			if e := readEffects(t, effects); e != effectLine {
@@ -541,10 +539,14 @@ func TestCrashMidModelCall(t *testing.T) {
 	}
 }
 
-// holdOpen answers with first and keeps the stream open until the client
-// leaves or the test ends; it tells held once it got that far.
-func holdOpen(first string, held chan<- struct{}, stop <-chan struct{}) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+// holdOpen is an exchange that answers with reply's first event and keeps
+// the stream open until the client goes away or release is called; held
+// receives once it holds.
+func holdOpen(reply modeltest.Exchange) (hold modeltest.Exchange, held <-chan struct{}, release func()) {
+	first := reply.Body[:strings.Index(reply.Body, "\n\n")+2]
+	holding := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	hold.Handler = func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, first)
@@ -552,7 +554,7 @@ func holdOpen(first string, held chan<- struct{}, stop <-chan struct{}) http.Han
 			f.Flush()
 		}
 		select {
-		case held <- struct{}{}:
+		case holding <- struct{}{}:
 		default:
 		}
 		select {
@@ -560,6 +562,7 @@ func holdOpen(first string, held chan<- struct{}, stop <-chan struct{}) http.Han
 		case <-stop:
 		}
 	}
+	return hold, holding, func() { close(stop) }
 }
 
 // recoverRun claims the run once the dead child's lease has expired by the

@@ -294,14 +294,12 @@ func TestRouteCrash(t *testing.T) {
 	dir := t.TempDir()
 	db, effects := filepath.Join(dir, "hitch.db"), filepath.Join(dir, "effects.log")
 	addFixture := fixture(t, claude, "add")
-	first := addFixture.Body[:strings.Index(addFixture.Body, "\n\n")+2]
-	held := make(chan struct{}, 1)
-	stop := make(chan struct{})
+	hold, held, release := holdOpen(addFixture)
 	s1 := modeltest.NewServer(t,
 		modeltest.Exchange{Status: 503, Body: `{"error":{"message":"The server is overloaded","type":"server_error"}}`},
 		fixture(t, chat, "answer"))
-	s2 := modeltest.NewServer(t, modeltest.Exchange{Handler: holdOpen(first, held, stop)}, addFixture)
-	t.Cleanup(func() { close(stop) })
+	s2 := modeltest.NewServer(t, hold, addFixture)
+	t.Cleanup(release)
 
 	killChild(t, held, envChild+"="+routeChild, envURL+"="+s1.URL, envURL2+"="+s2.URL, envDB+"="+db, envEffects+"="+effects)
 
