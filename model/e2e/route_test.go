@@ -97,6 +97,24 @@ func wantAttempt(t *testing.T, a hitchtype.ModelAttempt, model, why string, afte
 	}
 }
 
+// answered runs a to its end on a runtime over dir's store; it fails the
+// test unless the run completed with the answer after n model attempts,
+// and returns the run's journal and its attempts.
+func answered(t *testing.T, dir string, a *hitch.Agent, n int) (*hitch.Runtime, hitch.Run, []store.Entry, []hitchtype.ModelAttempt) {
+	t.Helper()
+	rt := open(t, filepath.Join(dir, "hitch.db"), a)
+	run := runToEnd(t, rt, a)
+	if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != answer {
+		t.Fatalf("status %s, outcome %+v; want completed with %q", run.Status, run.Outcome, answer)
+	}
+	es := journal(t, rt, runID)
+	at := attempts(t, es)
+	if len(at) != n {
+		t.Fatalf("%d model attempts, want %d", len(at), n)
+	}
+	return rt, run, es, at
+}
+
 func runToEnd(t *testing.T, rt *hitch.Runtime, a *hitch.Agent) hitch.Run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
@@ -141,16 +159,7 @@ func TestRouteFallback(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rt := open(t, filepath.Join(dir, "hitch.db"), a)
-			run := runToEnd(t, rt, a)
-			if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != answer {
-				t.Fatalf("status %s, outcome %+v; want completed with %q", run.Status, run.Outcome, answer)
-			}
-			es := journal(t, rt, runID)
-			at := attempts(t, es)
-			if len(at) != 3 {
-				t.Fatalf("%d model attempts, want 3", len(at))
-			}
+			_, run, es, at := answered(t, dir, a, 3)
 			wantAttempt(t, at[0], primaryName, route.WhyFirst, "")
 			wantAttempt(t, at[1], backupName, route.WhyFallback, tc.kind)
 			// Turn 2 starts at the top, where the breaker passes over the
@@ -232,16 +241,7 @@ func TestRouteFamilyUSD(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Report(primaryName, &model.Error{Kind: model.KindOverloaded, Message: "an earlier run's failure"})
-	rt := open(t, filepath.Join(dir, "hitch.db"), a)
-	run := runToEnd(t, rt, a)
-	if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != answer {
-		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
-	}
-	es := journal(t, rt, runID)
-	at := attempts(t, es)
-	if len(at) != 2 {
-		t.Fatalf("%d attempts, want 2", len(at))
-	}
+	rt, run, es, at := answered(t, dir, a, 2)
 	wantAttempt(t, at[0], backupName, route.WhyFirst, "", primaryName+" "+route.SkipCoolingDown)
 	wantAttempt(t, at[1], primaryName, route.WhyFirst, "")
 
@@ -361,16 +361,8 @@ func TestRouteCompactsForTheFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := open(t, filepath.Join(dir, "hitch.db"), a)
-	run := runToEnd(t, rt, a)
-	if run.Status != hitchtype.StatusCompleted || run.Outcome.Answer != answer {
-		t.Fatalf("status %s, outcome %+v", run.Status, run.Outcome)
-	}
-	es := journal(t, rt, runID)
-	at := attempts(t, es)
-	if len(at) != 5 {
-		t.Fatalf("%d attempts, want 5: two turns, the failed third, the summary, the fallback", len(at))
-	}
+	// Two turns, the failed third, the summary, the fallback.
+	_, _, es, at := answered(t, dir, a, 5)
 	wantAttempt(t, at[2], primaryName, route.WhyFirst, "")
 	if at[2].Context == nil || at[2].Context.Window != 0 {
 		t.Errorf("the first model's request was fitted into %+v, want no window", at[2].Context)
