@@ -32,10 +32,20 @@ const (
 
 // provider builds a real adapter against a local server.
 type provider struct {
-	name   string
-	ok     func(t *testing.T) modeltest.Exchange
-	reply  string // the model the ok exchange names
-	newFor func(t *testing.T, srv *modeltest.Server) model.Model
+	name  string
+	ok    func(t *testing.T) modeltest.Exchange
+	reply string // the model the ok exchange names
+	build func(srv *modeltest.Server) (model.Model, error)
+}
+
+// newFor builds the adapter against srv.
+func (p provider) newFor(t *testing.T, srv *modeltest.Server) model.Model {
+	t.Helper()
+	m, err := p.build(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 var (
@@ -45,12 +55,8 @@ var (
 			return modeltest.Exchange{Body: modeltest.Fixture(t, "../openai/testdata/chat_text.sse")}
 		},
 		reply: openaiReplyModel,
-		newFor: func(t *testing.T, srv *modeltest.Server) model.Model {
-			m, err := openai.New(openai.Config{Model: "gpt-4o-mini", BaseURL: srv.URL + "/v1", APIKey: testKey, HTTPClient: srv.Client()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
+		build: func(srv *modeltest.Server) (model.Model, error) {
+			return openai.New(openai.Config{Model: "gpt-4o-mini", BaseURL: srv.URL + "/v1", APIKey: testKey, HTTPClient: srv.Client()})
 		},
 	}
 	anthropicProvider = provider{
@@ -59,12 +65,8 @@ var (
 			return modeltest.Exchange{Body: modeltest.Fixture(t, "../anthropic/testdata/text.sse")}
 		},
 		reply: anthropicReplyModel,
-		newFor: func(t *testing.T, srv *modeltest.Server) model.Model {
-			m, err := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", BaseURL: srv.URL, APIKey: testKey, HTTPClient: srv.Client()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
+		build: func(srv *modeltest.Server) (model.Model, error) {
+			return anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", BaseURL: srv.URL, APIKey: testKey, HTTPClient: srv.Client()})
 		},
 	}
 )
