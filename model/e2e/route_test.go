@@ -70,16 +70,22 @@ func newClock() *testclock.Clock { return testclock.New(time.Date(2026, 3, 1, 12
 // attempts returns the journal's model.attempt entries.
 func attempts(t *testing.T, es []store.Entry) []hitchtype.ModelAttempt {
 	t.Helper()
-	var out []hitchtype.ModelAttempt
+	return dataOf[hitchtype.ModelAttempt](t, es, hitchtype.KindModelAttempt)
+}
+
+// dataOf decodes the data of the journal's entries of kind, in order.
+func dataOf[T any](t *testing.T, es []store.Entry, kind string) []T {
+	t.Helper()
+	var out []T
 	for _, e := range es {
-		if e.Kind != hitchtype.KindModelAttempt {
+		if e.Kind != kind {
 			continue
 		}
-		var a hitchtype.ModelAttempt
-		if err := json.Unmarshal(e.Data, &a); err != nil {
+		var d T
+		if err := json.Unmarshal(e.Data, &d); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, a)
+		out = append(out, d)
 	}
 	return out
 }
@@ -165,13 +171,9 @@ func TestRouteFallback(t *testing.T) {
 			// Turn 2 starts at the top, where the breaker passes over the
 			// model that failed.
 			wantAttempt(t, at[2], backupName, route.WhyFirst, "", primaryName+" "+route.SkipCoolingDown)
-			for _, e := range es {
-				if e.Kind == hitchtype.KindModelFailed {
-					var f hitchtype.ModelFailed
-					_ = json.Unmarshal(e.Data, &f)
-					if f.Kind != tc.kind || f.Attempt != 1 {
-						t.Errorf("model.failed %+v, want attempt 1 of kind %s", f, tc.kind)
-					}
+			for _, f := range dataOf[hitchtype.ModelFailed](t, es, hitchtype.KindModelFailed) {
+				if f.Kind != tc.kind || f.Attempt != 1 {
+					t.Errorf("model.failed %+v, want attempt 1 of kind %s", f, tc.kind)
 				}
 			}
 			requests(t, chat, s1, 1)
@@ -248,19 +250,12 @@ func TestRouteFamilyUSD(t *testing.T) {
 	prices := model.DefaultPrices()
 	var costs []float64
 	var micro int64
-	for i, e := range es {
-		if e.Kind != hitchtype.KindModelReply {
-			continue
-		}
-		var d hitchtype.ModelReply
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			t.Fatal(err)
-		}
+	for i, d := range dataOf[hitchtype.ModelReply](t, es, hitchtype.KindModelReply) {
 		name := []string{backupName, primaryName}[len(costs)]
 		want, ok := prices.Cost(name, d.Reply.Usage)
 		other, _ := prices.Cost([]string{primaryName, backupName}[len(costs)], d.Reply.Usage)
 		if !ok || d.CostUSD == nil || *d.CostUSD != want || want == other {
-			t.Fatalf("entry %d: reply priced %v, want %v at %s's price (the other model's would be %v)", i, d.CostUSD, want, name, other)
+			t.Fatalf("reply %d: priced %v, want %v at %s's price (the other model's would be %v)", i, d.CostUSD, want, name, other)
 		}
 		costs = append(costs, want)
 		micro += int64(math.Ceil(want * 1e6))
@@ -375,19 +370,14 @@ func TestRouteCompactsForTheFallback(t *testing.T) {
 	if at[4].Context == nil || at[4].Context.Window != 10 {
 		t.Errorf("the fallback's request was fitted into %+v, want the second model's window of 10", at[4].Context)
 	}
-	var compacted int
-	for _, e := range es {
-		if e.Kind == hitchtype.KindCompacted {
-			var c hitchtype.Compacted
-			_ = json.Unmarshal(e.Data, &c)
-			if c.Error != "" || c.Through != 1 {
-				t.Errorf("compaction %+v, want turn 1 folded", c)
-			}
-			compacted++
+	compactions := dataOf[hitchtype.Compacted](t, es, hitchtype.KindCompacted)
+	for _, c := range compactions {
+		if c.Error != "" || c.Through != 1 {
+			t.Errorf("compaction %+v, want turn 1 folded", c)
 		}
 	}
-	if compacted != 1 {
-		t.Errorf("%d compactions, want 1", compacted)
+	if len(compactions) != 1 {
+		t.Errorf("%d compactions, want 1", len(compactions))
 	}
 	_, bodies := requests(t, claude, s2, 2)
 	if !strings.Contains(string(bodies[1]), "Summary of the earlier part of this conversation") {

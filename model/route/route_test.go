@@ -33,10 +33,13 @@ const (
 // provider builds a real adapter against a local server.
 type provider struct {
 	name  string
-	ok    func(t *testing.T) modeltest.Exchange
-	reply string // the model the ok exchange names
+	text  string // the fixture of a plain answer
+	reply string // the model that answer names
 	build func(srv *modeltest.Server) (model.Model, error)
 }
+
+// ok is the provider's plain answer.
+func (p provider) ok(t *testing.T) modeltest.Exchange { return modeltest.FixtureExchange(t, p.text) }
 
 // newFor builds the adapter against srv.
 func (p provider) newFor(t *testing.T, srv *modeltest.Server) model.Model {
@@ -50,20 +53,16 @@ func (p provider) newFor(t *testing.T, srv *modeltest.Server) model.Model {
 
 var (
 	openaiProvider = provider{
-		name: "openai",
-		ok: func(t *testing.T) modeltest.Exchange {
-			return modeltest.Exchange{Body: modeltest.Fixture(t, "../openai/testdata/chat_text.sse")}
-		},
+		name:  "openai",
+		text:  "../openai/testdata/chat_text.sse",
 		reply: openaiReplyModel,
 		build: func(srv *modeltest.Server) (model.Model, error) {
 			return openai.New(openai.Config{Model: "gpt-4o-mini", BaseURL: srv.URL + "/v1", APIKey: testKey, HTTPClient: srv.Client()})
 		},
 	}
 	anthropicProvider = provider{
-		name: "anthropic",
-		ok: func(t *testing.T) modeltest.Exchange {
-			return modeltest.Exchange{Body: modeltest.Fixture(t, "../anthropic/testdata/text.sse")}
-		},
+		name:  "anthropic",
+		text:  "../anthropic/testdata/text.sse",
 		reply: anthropicReplyModel,
 		build: func(srv *modeltest.Server) (model.Model, error) {
 			return anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", BaseURL: srv.URL, APIKey: testKey, HTTPClient: srv.Client()})
