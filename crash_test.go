@@ -8,6 +8,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,8 @@ import (
 	"github.com/hitch-dev/hitch/model"
 	"github.com/hitch-dev/hitch/model/scripted"
 	"github.com/hitch-dev/hitch/policy"
+	"github.com/hitch-dev/hitch/store"
+	"github.com/hitch-dev/hitch/store/sqlite"
 	"github.com/hitch-dev/hitch/tool"
 )
 
@@ -48,6 +51,8 @@ func TestMain(m *testing.M) {
 		os.Exit(replayChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	} else if mode == "wakes" {
 		os.Exit(wakesChild(os.Getenv("HITCH_CRASH_DB")))
+	} else if mode == "inflight" {
+		os.Exit(inflightChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	} else if mode == "family" {
 		os.Exit(familyChild(os.Getenv("HITCH_CRASH_DB"), os.Getenv("HITCH_CRASH_EFFECTS")))
 	} else if mode != "" {
@@ -109,8 +114,21 @@ func crashAgentWith(effects, block string, marker func(string), pol policy.Polic
 		return nil, err
 	}
 	var m model.Model = scripted.New("crash", crashScript)
-	if block == "model" {
+	switch block {
+	case "model":
 		m = blockingModel{Model: m, marker: marker}
+	case "requests", "turn3":
+		// Each request goes to the effects file as a line of JSON; with
+		// "turn3" the third is held until the process is killed.
+		l := &requestLog{Model: m, w: func(b []byte) {
+			if err := record("request " + string(b)); err != nil {
+				panic(err)
+			}
+		}}
+		if block == "turn3" {
+			l.stall = func() { marker("IN_TURN3"); select {} }
+		}
+		m = l
 	}
 	return hitch.Build(hitch.Spec{Name: "crash", Model: m, Tools: []tool.Tool{effect, lookup}, Policy: pol, Approvers: approvers})
 }
@@ -160,11 +178,44 @@ func crashChild(mode, db, effects string) int {
 	if mode == "approved" {
 		pol = approveEffect(&asked)
 	}
+	cfg := hitch.Config{LeaseTTL: crashLeaseTTL}
+	if mode == "lookup" {
+		// A replayable body may run while the commit of its start is in
+		// flight: the child says it is in the body only once that start
+		// is durable too, so the kill finds it journaled.
+		var (
+			inner          = marker
+			bodies, starts int
+			said           int
+			lmu            sync.Mutex
+		)
+		say := func() {
+			for ; said < min(bodies, starts); said++ {
+				inner("IN_LOOKUP")
+			}
+		}
+		marker = func(s string) {
+			lmu.Lock()
+			defer lmu.Unlock()
+			bodies++
+			say()
+		}
+		cfg.OnEvent = func(ev hitch.Event) {
+			for _, e := range ev.Entries {
+				if e.Kind == "call.started" && strings.Contains(string(e.Data), `"call":"t2c1"`) {
+					lmu.Lock()
+					starts++
+					say()
+					lmu.Unlock()
+				}
+			}
+		}
+	}
 	a, err := crashAgentWith(effects, block, marker, pol, approvers)
 	if err != nil {
 		return childFail(err)
 	}
-	cfg := hitch.Config{Agents: []*hitch.Agent{a}, LeaseTTL: crashLeaseTTL}
+	cfg.Agents = []*hitch.Agent{a}
 	if mode == "between" {
 		// Stop each runner right after the append that records turn 2's
 		// model attempt, before it acts on it.
@@ -543,4 +594,116 @@ func TestRecoveryRebuildsTheSameRequest(t *testing.T) {
 	if !bytes.Equal(again[0], sent[2]) {
 		t.Errorf("the rebuilt request differs:\nbefore %s\nafter  %s", sent[2], again[0])
 	}
+}
+
+// holdingStore never finishes the appends hold picks: to the runner, they
+// stay in flight until the process is killed.
+type holdingStore struct {
+	store.Store
+	hold func(store.JournalAppendParams) bool
+}
+
+func (h holdingStore) JournalAppend(ctx context.Context, p store.JournalAppendParams) (store.Appended, error) {
+	if h.hold(p) {
+		select {}
+	}
+	return h.Store.JournalAppend(ctx, p)
+}
+
+// inflightChild runs the crash script on a store that never finishes the
+// commit of turn 2's reply (with the lookup's start). The runner goes on
+// meanwhile: the lookup body runs and turn 3's request is sent, which the
+// child holds until it is killed.
+func inflightChild(db, effects string) int {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		return childFail(err)
+	}
+	a, err := crashAgentWith(effects, "turn3", func(s string) { fmt.Println(s) }, policy.AllowAll(), nil)
+	if err != nil {
+		return childFail(err)
+	}
+	held := holdingStore{Store: st, hold: func(p store.JournalAppendParams) bool {
+		return slices.ContainsFunc(p.Entries, func(e store.EntryInput) bool {
+			return e.Kind == "model.reply" && strings.Contains(string(e.Data), `"turn":2`)
+		})
+	}}
+	rt, err := hitch.Open(hitch.Config{Store: held, Agents: []*hitch.Agent{a}, LeaseTTL: crashLeaseTTL})
+	if err != nil {
+		return childFail(err)
+	}
+	if _, err := rt.Start(ctx, a, "go", hitch.WithID("inflight")); err != nil {
+		return childFail(err)
+	}
+	select {}
+}
+
+// TestCrashWithACommitInFlight: the runner sends the next model request
+// while the last step's commit is in flight, and a process killed then
+// loses that step alone. Recovery asks for it again with the same request
+// (invariant 7), runs the replayable lookup again, and never runs the
+// effect, whose result was durable before the model was called, again.
+func TestCrashWithACommitInFlight(t *testing.T) {
+	db, effects := crashTest(t, "inflight", "IN_TURN3", "effects.log")
+	sent := requestLines(t, effects)
+	if len(sent) != 3 {
+		t.Fatalf("the first process sent %d requests, want 3", len(sent))
+	}
+	a, err := crashAgentWith(effects, "requests", func(string) {}, policy.AllowAll(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rt, _, run := recoverAhead(t, ctx, db, "inflight", a)
+	if run.Outcome.Answer != "all done" {
+		t.Fatalf("recovered run: %+v", run)
+	}
+	// The lost step's attempt was never journaled; the one before it was,
+	// and is recorded interrupted.
+	if run.Outcome.Attempts != 4 {
+		t.Errorf("%d model attempts, want 4", run.Outcome.Attempts)
+	}
+	got := kinds(journal(t, rt, "inflight"))
+	for kind, want := range map[string]int{"model.interrupted": 1, "call.lost": 0, "call.uncertain": 0, "run.ended": 1} {
+		if n := strings.Count(got, kind); n != want {
+			t.Errorf("%d %s entries, want %d: %s", n, kind, want, got)
+		}
+	}
+	again := requestLines(t, effects)[3:]
+	if len(again) != 2 {
+		t.Fatalf("the recovering process sent %d requests, want 2", len(again))
+	}
+	for i, req := range again {
+		if !bytes.Equal(req, sent[i+1]) {
+			t.Errorf("request %d rebuilt differs:\nbefore %s\nafter  %s", i+2, sent[i+1], req)
+		}
+	}
+	b, err := os.ReadFile(effects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\neffect\n"); n != 1 {
+		t.Errorf("the effect ran %d times, want 1", n)
+	}
+	if n := strings.Count(string(b), "\nlookup\n"); n != 2 {
+		t.Errorf("the lookup ran %d times, want 2 (once in each process)", n)
+	}
+}
+
+// requestLines returns the requests logged to the effects file, in order.
+func requestLines(t *testing.T, effects string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(effects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for l := range bytes.Lines(b) {
+		if r, ok := bytes.CutPrefix(l, []byte("request ")); ok {
+			out = append(out, bytes.TrimSuffix(r, []byte("\n")))
+		}
+	}
+	return out
 }

@@ -126,15 +126,19 @@ func (r *runner) beforeModel(est int64, name string) (res store.Budget, ended bo
 // reserve commits the staged entries and e, charging res to the family
 // budget in the same append. A reservation past a limit writes nothing:
 // e is taken back out of the state and the run ends budget_exhausted.
-// Without a charge to make, a deferrable e (see stageDeferred) is staged
-// and committed only when something staged must be durable now.
-func (r *runner) reserve(res store.Budget, e store.EntryInput, deferrable bool) (ended bool, err error) {
+// Without a charge to make, e is made durable as how says.
+func (r *runner) reserve(res store.Budget, e store.EntryInput, how durability) (ended bool, err error) {
 	if !r.fam.ok || res == (store.Budget{}) {
-		if !deferrable {
+		switch how {
+		case durableNow:
 			return false, r.commit(e)
+		case withNext:
+			r.stageDeferred(e)
+			return false, r.flush()
+		default:
+			r.stageDeferred(e)
+			return false, r.flushInFlight()
 		}
-		r.stageDeferred(e)
-		return false, r.flush()
 	}
 	before, urgent := slices.Clone(r.pending), r.urgent
 	err = r.write(store.JournalAppendParams{Charge: &store.BudgetCharge{Charge: res}}, e)
@@ -159,6 +163,20 @@ func (r *runner) reserve(res store.Budget, e store.EntryInput, deferrable bool) 
 	r.urgent = urgent
 	return r.budgetError(be)
 }
+
+// durability is when reserve's entry must be durable.
+type durability int
+
+const (
+	// durableNow: before reserve returns.
+	durableNow durability = iota
+	// withNext: it rides the next commit (see stageDeferred); what is
+	// staged and must be durable now is committed before reserve returns.
+	withNext
+	// inFlight: as withNext, but that commit may still be in flight when
+	// reserve returns (see flushInFlight).
+	inFlight
+)
 
 // afterReply settles a reservation to what the reply really cost; the
 // settlement rides on the next append, which journals the reply. A reply

@@ -69,12 +69,15 @@ func (r *runner) maybeCompact(est, window int64) (compacted bool, err error) {
 	}
 	attempt := st.attempts + 1
 	if ended, err := r.reserve(reserved, entry(KindModelAttempt, p.stamp(ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1, Purpose: "compaction",
-		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct}, r.agent.Model.Name())), true); ended || err != nil {
+		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct}, r.agent.Model.Name())), withNext); ended || err != nil {
 		return ended, err
 	}
 	reply, err := r.generate(p, sreq, false)
 	if r.lost() {
 		return false, nil
+	}
+	if err := r.land(); err != nil {
+		return false, err
 	}
 	if r.cancelled.Load() {
 		if err == nil && reply.Text != "" {

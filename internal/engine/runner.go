@@ -61,6 +61,10 @@ type runner struct {
 	// adjust settles family reservations to what the work cost; it rides
 	// on the next append, which journals that work's result.
 	adjust store.Budget
+	// flight is the commit the runner sent and goes on without waiting
+	// for (send); there is at most one, and every write, and each model
+	// reply, waits for it first (land).
+	flight flight
 
 	// ctx ends when the lease is lost or the engine stops: the runner
 	// returns without writing. work ends on those and on cancellation:
@@ -127,6 +131,9 @@ func (r *runner) lost() bool { return r.ctx.Err() != nil }
 
 func (r *runner) run(prepare func(*runner) error) error {
 	defer r.end(nil)
+	// Whatever the way out, a commit in flight lands before the runner
+	// returns: the engine reads the lease's state after it.
+	defer r.landed()
 	// A wait before the step loop (a command's commit) takes a step slot
 	// after it too: whatever the way out, the slot goes back.
 	defer r.idle()
@@ -433,7 +440,7 @@ func (r *runner) callModel() error {
 	}
 	attempt := st.attempts + 1
 	if ended, err := r.reserve(reserved, r.entry(KindModelAttempt, p.stamp(ModelAttempt{Attempt: attempt, Turn: len(st.turns) + 1,
-		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct}, a.Model.Name())), true); ended || err != nil {
+		ReservedTokens: reserved.Tokens, ReservedMicroUSD: reserved.MicroUSD, Context: acct}, a.Model.Name())), withNext); ended || err != nil {
 		return err
 	}
 	st = r.st
@@ -442,6 +449,9 @@ func (r *runner) callModel() error {
 	took := time.Since(began).Milliseconds()
 	if r.lost() {
 		return nil // the step loop returns; recovery records the gap
+	}
+	if err := r.land(); err != nil {
+		return err // the last step's commit failed: nothing acts on this reply
 	}
 	if r.cancelled.Load() {
 		// The step loop finalizes. A reply that made it in is kept, so
@@ -588,7 +598,7 @@ func (r *runner) runCalls(t *turnState) (done bool, err error) {
 				if ended, err := r.checkWall(); ended || err != nil {
 					return ended, err
 				}
-				if ended, err := r.reserve(r.toolCharge(), r.entry(KindCallStarted, CallStarted{Call: c.key, Attempt: 1, Node: r.e.cfg.Owner}), false); ended || err != nil {
+				if ended, err := r.reserve(r.toolCharge(), r.entry(KindCallStarted, CallStarted{Call: c.key, Attempt: 1, Node: r.e.cfg.Owner}), durableNow); ended || err != nil {
 					return ended, err
 				}
 				if err := r.startChild(c); err != nil {
@@ -856,7 +866,14 @@ func (r *runner) startBody(c *callState, results chan<- bodyResult) (ended bool,
 	info := t.Info()
 	// A replayable body's start rides the next commit: if a crash loses
 	// it, recovery runs the body again, as it would anyway.
-	if ended, err := r.reserve(r.toolCharge(), r.entry(KindCallStarted, CallStarted{Call: c.key, Attempt: attempt, Node: r.e.cfg.Owner}), info.Replay > 1); ended || err != nil {
+	// Its commit may stay in flight while the body runs and the next model
+	// call goes out: a crash loses at most this step, which recovery redoes.
+	// A body that must run at most once waits for its start to be durable.
+	how := durableNow
+	if info.Replay > 1 {
+		how = inFlight
+	}
+	if ended, err := r.reserve(r.toolCharge(), r.entry(KindCallStarted, CallStarted{Call: c.key, Attempt: attempt, Node: r.e.cfg.Owner}), how); ended || err != nil {
 		return ended, err
 	}
 	c = r.st.findCall(c.key) // reserve may have rebuilt the state
@@ -1032,12 +1049,49 @@ func (r *runner) flush() error {
 	return r.commit()
 }
 
+// flushInFlight is flush for a point where the run may go on while the
+// commit is made (before a replayable body): it sends the commit and
+// returns; the runner waits for it at its next write or model reply.
+func (r *runner) flushInFlight() error {
+	if !r.urgent {
+		return nil
+	}
+	if err := r.land(); err != nil {
+		return err
+	}
+	p, ok := r.params(store.JournalAppendParams{})
+	if !ok {
+		return nil
+	}
+	if p.Charge != nil {
+		// A settlement of the family budget can be refused: it waits.
+		return r.append(p)
+	}
+	r.send(p)
+	return nil
+}
+
+// write commits what is staged, extra and p's changes to the run, and
+// waits until they are durable.
 func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) error {
+	if err := r.land(); err != nil {
+		return err
+	}
 	for _, e := range extra {
 		r.stage(e)
 	}
-	if len(r.pending) == 0 && p.Status == "" {
+	p, ok := r.params(p)
+	if !ok {
 		return nil
+	}
+	return r.append(p)
+}
+
+// params fills p with what is staged and takes it off the runner's hands:
+// ok is false when there is nothing to write.
+func (r *runner) params(p store.JournalAppendParams) (_ store.JournalAppendParams, ok bool) {
+	if len(r.pending) == 0 && p.Status == "" {
+		return p, false
 	}
 	p.RunID, p.Token, p.After, p.Entries = r.runID, r.token, r.durable, r.pending
 	p.Outcome = r.e.Redact(p.Outcome)
@@ -1047,41 +1101,115 @@ func (r *runner) write(p store.JournalAppendParams, extra ...store.EntryInput) e
 		}
 		p.Charge.Adjust = p.Charge.Adjust.Add(r.adjust)
 	}
-	began := time.Now()
+	return p, true
+}
+
+// append writes p and waits for it.
+func (r *runner) append(p store.JournalAppendParams) error {
 	r.idle()
-	run, err := r.e.cfg.Store.JournalAppend(r.ctx, p)
+	run, err := r.e.appended(r.ctx, r.runID, p)
 	r.busy()
-	if f := r.e.cfg.OnStoreTiming; f != nil {
-		f(TimingAppend, time.Since(began), len(p.Entries), err)
-	}
 	if err != nil {
 		var be *store.BudgetExhaustedError
 		if errors.As(err, &be) {
 			return be // nothing written; the caller takes its entry back
 		}
-		if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrEnded) {
-			r.fenced("append", err)
-		}
-		return fmt.Errorf("append to journal of %s: %w", r.runID, err)
+		return r.refused(err)
 	}
 	r.released = r.released || (p.Status != "" && p.Status != hitchtype.StatusRunning)
-	written := r.pending
-	first := r.durable + 1
-	r.durable += int64(len(written))
+	r.durable += int64(len(p.Entries))
 	r.pending, r.adjust, r.urgent = nil, store.Budget{}, false
-	if f := r.e.cfg.OnCommit; f != nil {
-		out := make([]store.Entry, len(written))
-		for i, e := range written {
-			out[i] = store.Entry{RunID: r.runID, Pos: first + int64(i), Kind: e.Kind, Data: e.Data}
-		}
-		f(r.runID, out)
-	}
 	if run.Status == hitchtype.StatusWaiting && (run.CancelRequested || r.cancelled.Load()) {
 		// A cancel requested while the run parked: act on it now rather
 		// than at the wake time.
 		go r.e.redrive(r.runID)
 	}
 	return nil
+}
+
+// refused stops the runner when the store refused its append because its
+// lease is no longer current, and names the append in err.
+func (r *runner) refused(err error) error {
+	if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrEnded) {
+		r.fenced("append", err)
+	}
+	return fmt.Errorf("append to journal of %s: %w", r.runID, err)
+}
+
+// flight is a commit sent and not yet waited for. Its goroutine sets err,
+// then signals done.
+type flight struct {
+	p    store.JournalAppendParams
+	on   bool
+	done chan struct{}
+	err  error
+}
+
+// send commits p on a goroutine of its own; land waits for it. The staged
+// entries are the flight's now: the runner stages anew while it flies.
+func (r *runner) send(p store.JournalAppendParams) {
+	if r.flight.done == nil {
+		r.flight.done = make(chan struct{}, 1)
+	}
+	r.flight.p, r.flight.on, r.flight.err = p, true, nil
+	r.pending, r.adjust, r.urgent = nil, store.Budget{}, false
+	go r.fly()
+}
+
+func (r *runner) fly() {
+	_, r.flight.err = r.e.appended(r.ctx, r.runID, r.flight.p)
+	r.flight.done <- struct{}{}
+}
+
+// land waits for the commit in flight, if any. A failed one stops the
+// runner here as a failed write would have.
+func (r *runner) land() error {
+	if !r.flight.on {
+		return nil
+	}
+	r.idle()
+	defer r.busy()
+	return r.landed()
+}
+
+// landed is land without the step slot: the runner gives its slot back
+// while it waits, and does not take one again on its way out.
+func (r *runner) landed() error {
+	if !r.flight.on {
+		return nil
+	}
+	<-r.flight.done
+	f := &r.flight
+	f.on = false
+	if f.err != nil {
+		err := f.err
+		f.p, f.err = store.JournalAppendParams{}, nil
+		return r.refused(err)
+	}
+	r.durable += int64(len(f.p.Entries))
+	f.p = store.JournalAppendParams{}
+	return nil
+}
+
+// appended is one journal append of a runner: it is timed for
+// OnStoreTiming, and once durable its entries go to OnCommit, in the order
+// the run's appends were made (a runner has one append at a time).
+func (e *Engine) appended(ctx context.Context, runID string, p store.JournalAppendParams) (store.Appended, error) {
+	began := time.Now()
+	run, err := e.cfg.Store.JournalAppend(ctx, p)
+	if f := e.cfg.OnStoreTiming; f != nil {
+		f(TimingAppend, time.Since(began), len(p.Entries), err)
+	}
+	if err == nil {
+		if f := e.cfg.OnCommit; f != nil {
+			out := make([]store.Entry, len(p.Entries))
+			for i, en := range p.Entries {
+				out[i] = store.Entry{RunID: runID, Pos: p.After + 1 + int64(i), Kind: en.Kind, Data: en.Data}
+			}
+			f(runID, out)
+		}
+	}
+	return run, err
 }
 
 // park records why the run waits and releases the lease. The run is due

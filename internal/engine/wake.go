@@ -193,7 +193,7 @@ func (r *runner) startPending(c *callState, info tool.Info) (ended bool, err err
 	case timeout < 0 || timeout > lim.MaxWait: // Infinite, or past the bound
 		timeout = lim.MaxWait
 	}
-	return r.reserve(r.toolCharge(), entry(KindCallPending, CallPending{Call: c.key, Deadline: now.Add(timeout).UTC()}), false)
+	return r.reserve(r.toolCharge(), entry(KindCallPending, CallPending{Call: c.key, Deadline: now.Add(timeout).UTC()}), durableNow)
 }
 
 // expireWaits settles, by the store's clock, armed wakes and pending
