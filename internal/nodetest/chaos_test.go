@@ -150,7 +150,8 @@ func workerMain() int {
 type node struct {
 	name string
 	cmd  *exec.Cmd
-	done chan error // its exit
+	done chan struct{} // closed at its exit, which err holds
+	err  error
 }
 
 // cluster starts and stops the worker processes of one test.
@@ -217,8 +218,8 @@ func (c *cluster) startWith(i int, env ...string) {
 		_ = cmd.Wait()
 		c.t.Fatalf("node %s did not start within 30s", name)
 	}
-	n := &node{name: name, cmd: cmd, done: make(chan error, 1)}
-	go func() { n.done <- cmd.Wait() }()
+	n := &node{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { n.err = cmd.Wait(); close(n.done) }()
 	if i < len(c.nodes) {
 		c.nodes[i] = n
 	} else {
@@ -231,8 +232,8 @@ func (c *cluster) wait(i int, within time.Duration) error {
 	t := time.NewTimer(within)
 	defer t.Stop()
 	select {
-	case err := <-c.nodes[i].done:
-		return err
+	case <-c.nodes[i].done:
+		return c.nodes[i].err
 	case <-t.C:
 		_ = c.nodes[i].cmd.Process.Signal(syscall.SIGCONT)
 		_ = c.nodes[i].cmd.Process.Kill()
