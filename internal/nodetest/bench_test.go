@@ -73,12 +73,25 @@ func BenchmarkNodes(b *testing.B) {
 	})
 	for _, workers := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("postgres/workers=%d", workers), func(b *testing.B) {
-			benchWorkers(b, workers)
+			benchWorkers(b, workers, benchRuns)
+		})
+	}
+	// A backlog: 192 runs a batch, three times what one node keeps busy in
+	// the cases above, so that each of three nodes has as many runs to
+	// group as one node alone has.
+	for _, workers := range []int{1, 3} {
+		b.Run(fmt.Sprintf("postgres/backlog/workers=%d", workers), func(b *testing.B) {
+			benchWorkers(b, workers, backlogRuns)
 		})
 	}
 }
 
-func benchWorkers(b *testing.B, workers int) {
+// backlogRuns is the batch of BenchmarkNodes' backlog cases.
+const backlogRuns = 3 * benchRuns
+
+// benchWorkers starts batches of runs runs from this process, driven by
+// workers worker processes.
+func benchWorkers(b *testing.B, workers, runs int) {
 	url, schema := pgtest.URL(b), newSchema(b)
 	ctx := context.Background()
 	st := openStore(b, url, schema)
@@ -130,8 +143,8 @@ func benchWorkers(b *testing.B, workers int) {
 		w0, d0 := cpu()
 		begin := time.Now()
 		var wg sync.WaitGroup
-		errs := make(chan error, benchRuns)
-		for r := range benchRuns {
+		errs := make(chan error, runs)
+		for r := range runs {
 			wg.Go(func() {
 				_, err := rt.Start(ctx, agent, "add numbers", hitch.WithID(fmt.Sprintf("b%d-%d", i, r)), hitch.Detached())
 				if err != nil {
@@ -151,8 +164,8 @@ func benchWorkers(b *testing.B, workers int) {
 				b.Fatal(err)
 			}
 			if busy == 0 {
-				if done != benchRuns {
-					b.Fatalf("batch %d: %d of %d runs completed", i, done, benchRuns)
+				if done != runs {
+					b.Fatalf("batch %d: %d of %d runs completed", i, done, runs)
 				}
 				break
 			}
@@ -162,7 +175,7 @@ func benchWorkers(b *testing.B, workers int) {
 		w1, d1 := cpu()
 		wCPU += w1 - w0
 		dCPU += d1 - d0
-		steps += benchRuns * benchSteps
+		steps += runs * benchSteps
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(steps)/elapsed.Seconds(), "steps/s")
