@@ -44,7 +44,8 @@ func (s *Store) JournalAppend(ctx context.Context, p store.JournalAppendParams) 
 			now := micros(tx.now)
 			var seq, cancel int64
 			var status string
-			err := tx.appendFenced.QueryRow(p.After+int64(len(p.Entries)), now, p.RunID, p.Token, p.After).Scan(&seq, &status, &out.LeaseOwner, &cancel)
+			err := tx.appendFenced.queryRowRaw([]any{&seq, &status, &out.LeaseOwner, &cancel},
+				p.After+int64(len(p.Entries)), now, p.RunID, p.Token, p.After)
 			if errors.Is(err, sql.ErrNoRows) {
 				return tx.refusal(p) // on refusal, read the row to say why
 			}
@@ -78,8 +79,8 @@ func (tx *wtx) appendChanging(p store.JournalAppendParams) (store.Appended, erro
 		seq, leaseExpires, wakeAt, c int64
 		status                       string
 	)
-	err := tx.appendRead.QueryRow(p.RunID).Scan(&seq, &cur.RootID, &cur.ParentID, &status, &cur.Position,
-		&cur.LeaseOwner, &cur.LeaseToken, &leaseExpires, &wakeAt, &c)
+	err := tx.appendRead.queryRowRaw([]any{&seq, &cur.RootID, &cur.ParentID, &status, &cur.Position,
+		&cur.LeaseOwner, &cur.LeaseToken, &leaseExpires, &wakeAt, &c}, p.RunID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Appended{}, store.ErrNotFound
 	}
@@ -120,8 +121,8 @@ func (tx *wtx) appendChanging(p store.JournalAppendParams) (store.Appended, erro
 		wake = wakeAt
 	}
 	var out store.Appended
-	err = tx.appendRun.QueryRow(p.After+int64(len(p.Entries)), status, owner, expires, wake, outcome, now, seq).
-		Scan(&out.Position, &status, &out.LeaseOwner, &c)
+	err = tx.appendRun.queryRowRaw([]any{&out.Position, &status, &out.LeaseOwner, &c},
+		p.After+int64(len(p.Entries)), status, owner, expires, wake, outcome, now, seq)
 	if err != nil {
 		return store.Appended{}, err
 	}

@@ -117,8 +117,8 @@ func (tx *wtx) insertNew(p store.RunCreateParams, tenant string) (r row, ok bool
 		owner, expires, token, status = p.Lease.Owner, now+p.Lease.TTL.Microseconds(), 1, hitchtype.StatusRunning
 	}
 	title, forked := store.Title(p.Title), store.ForkedText(p.ForkedFrom)
-	err = tx.insertRun.QueryRow(p.ID, p.RootID, p.ParentID, p.Depth, p.Agent, p.Version,
-		p.InputHash, len(p.Entries), now, now, tenant, title, owner, expires, forked).Scan(&r.seq)
+	err = tx.insertRun.queryRowRaw([]any{&r.seq}, p.ID, p.RootID, p.ParentID, p.Depth, p.Agent, p.Version,
+		p.InputHash, len(p.Entries), now, now, tenant, title, owner, expires, forked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, false, nil
 	}
@@ -179,7 +179,7 @@ func (tx *wtx) insertEntries(seq, after int64, es []store.EntryInput, at int64) 
 		for i, e := range es[:n] {
 			args = append(args, boxedSeq, after+int64(i)+1, e.Kind, boxedAt, string(e.Data))
 		}
-		_, err := tx.insertMany[n-1].Exec(args...)
+		err := tx.insertMany[n-1].execRaw(context.Background(), args...)
 		clear(args) // keep no entry's data alive past the statement
 		if err != nil {
 			return fmt.Errorf("insert entries %d–%d: %w", after+1, after+int64(n), err)

@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -213,7 +215,7 @@ func (s *Store) commit(batch []*request) {
 // and the others are returned to be tried again in a fresh transaction.
 func (s *Store) commitOnce(reqs []*request) (retry []*request) {
 	ctx := context.Background() // a caller's cancellation must not break a shared transaction
-	if _, err := s.stmts.begin.ExecContext(ctx); err != nil {
+	if err := s.stmts.begin.execRaw(ctx); err != nil {
 		answerAll(reqs, fmt.Errorf("begin write: %w", err))
 		return nil
 	}
@@ -261,7 +263,7 @@ func (s *Store) commitOnce(reqs []*request) (retry []*request) {
 			return append(append(retry, reqs[:i]...), reqs[i+1:]...)
 		}
 	}
-	if _, err := s.stmts.commit.ExecContext(ctx); err != nil {
+	if err := s.stmts.commit.execRaw(ctx); err != nil {
 		s.rollback(ctx)
 		answerAll(reqs, fmt.Errorf("commit: %w", err))
 		return nil
@@ -446,6 +448,116 @@ type stmt struct {
 	conn *sql.Conn
 	sql  string
 	st   *sql.Stmt
+	// ds is the driver's own statement, for the few the writer runs on
+	// every step (begin, commit, the fenced append, the entries' insert):
+	// run through the driver, they skip database/sql's argument
+	// conversion, its result wrapping and its reflective Scan.
+	ds driver.Stmt
+	// nv is the driver's argument buffer and row its row of values, both
+	// reused: only the writer's goroutine runs statements.
+	nv  []driver.NamedValue
+	row [10]driver.Value
+}
+
+// raw runs f with the driver's statement, prepared at its first use, on the
+// writer's connection (database/sql holds the connection for f).
+func (s *stmt) raw(f func(ds driver.Stmt) error) error {
+	return s.conn.Raw(func(dc any) error {
+		if s.ds == nil {
+			pc, ok := dc.(driver.ConnPrepareContext)
+			if !ok {
+				return errors.New("prepare write statement: the driver cannot prepare with a context")
+			}
+			ds, err := pc.PrepareContext(context.Background(), s.sql)
+			if err != nil {
+				return fmt.Errorf("prepare write statement: %w", err)
+			}
+			s.ds = ds
+		}
+		return f(s.ds)
+	})
+}
+
+// args fills the statement's argument buffer with args, converted to the
+// driver's value types as database/sql would (an int to an int64, a
+// driver.Valuer to its value).
+func (s *stmt) args(args []any) ([]driver.NamedValue, error) {
+	nv := s.nv[:0]
+	for i, a := range args {
+		if !driver.IsValue(a) {
+			v, err := driver.DefaultParameterConverter.ConvertValue(a)
+			if err != nil {
+				return nil, fmt.Errorf("write statement: argument %d: %w", i+1, err)
+			}
+			a = v
+		}
+		nv = append(nv, driver.NamedValue{Ordinal: i + 1, Value: a})
+	}
+	s.nv = nv
+	return nv, nil
+}
+
+// execRaw runs the statement through the driver.
+func (s *stmt) execRaw(ctx context.Context, args ...any) error {
+	err := s.raw(func(ds driver.Stmt) error {
+		nv, err := s.args(args)
+		if err != nil {
+			return err
+		}
+		_, err = ds.(driver.StmtExecContext).ExecContext(ctx, nv)
+		return err
+	})
+	clear(s.nv) // keep no argument alive past the statement
+	return err
+}
+
+// queryRowRaw runs the statement through the driver and reads its first
+// row into dest, each an *int64 (an integer column) or a *string (text);
+// a statement that returns no row gives sql.ErrNoRows.
+func (s *stmt) queryRowRaw(dest []any, args ...any) error {
+	row := s.row[:len(dest)]
+	defer clear(row)
+	err := s.raw(func(ds driver.Stmt) error {
+		nv, err := s.args(args)
+		if err != nil {
+			return err
+		}
+		rows, err := ds.(driver.StmtQueryContext).QueryContext(context.Background(), nv)
+		if err != nil {
+			return err
+		}
+		// database/sql asks for the columns before the first row, and a
+		// driver may count on it (ncruces sets up its row reading there).
+		if n := len(rows.Columns()); n != len(dest) {
+			rows.Close()
+			return fmt.Errorf("write statement: %d columns, %d read", n, len(dest))
+		}
+		err = rows.Next(row)
+		if err == io.EOF {
+			err = sql.ErrNoRows
+		}
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	clear(s.nv)
+	if err != nil {
+		return err
+	}
+	for i, d := range dest {
+		ok := false
+		switch d := d.(type) {
+		case *int64:
+			*d, ok = row[i].(int64)
+		case *string:
+			*d, ok = row[i].(string)
+		}
+		if !ok {
+			return fmt.Errorf("write statement: column %d holds %T, not what %T reads", i, row[i], d)
+		}
+	}
+	return nil
 }
 
 func (s *stmt) prepared() (*sql.Stmt, error) {
@@ -494,8 +606,12 @@ func (s *stmt) QueryRow(args ...any) *sql.Row {
 }
 
 func (s *stmt) close() error {
-	if s.st == nil {
-		return nil
+	var errs []error
+	if s.st != nil {
+		errs = append(errs, s.st.Close())
 	}
-	return s.st.Close()
+	if s.ds != nil {
+		errs = append(errs, s.raw(func(ds driver.Stmt) error { return ds.Close() }))
+	}
+	return errors.Join(errs...)
 }
