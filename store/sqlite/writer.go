@@ -448,10 +448,10 @@ type stmt struct {
 	conn *sql.Conn
 	sql  string
 	st   *sql.Stmt
-	// ds is the driver's own statement, for the few the writer runs on
-	// every step (begin, commit, the fenced append, the entries' insert):
-	// run through the driver, they skip database/sql's argument
-	// conversion, its result wrapping and its reflective Scan.
+	// ds is the driver's own statement, for those the writer runs on
+	// every step or run (begin, commit, the appends, the entries' insert,
+	// a run's creation): run through the driver, they skip database/sql's
+	// argument conversion, its result wrapping and its reflective Scan.
 	ds driver.Stmt
 	// nv is the driver's argument buffer and row its row of values, both
 	// reused: only the writer's goroutine runs statements.
@@ -504,7 +504,11 @@ func (s *stmt) execRaw(ctx context.Context, args ...any) error {
 		if err != nil {
 			return err
 		}
-		_, err = ds.(driver.StmtExecContext).ExecContext(ctx, nv)
+		ec, ok := ds.(driver.StmtExecContext)
+		if !ok {
+			return errors.New("write statement: the driver cannot run a statement with a context")
+		}
+		_, err = ec.ExecContext(ctx, nv)
 		return err
 	})
 	clear(s.nv) // keep no argument alive past the statement
@@ -522,7 +526,11 @@ func (s *stmt) queryRowRaw(dest []any, args ...any) error {
 		if err != nil {
 			return err
 		}
-		rows, err := ds.(driver.StmtQueryContext).QueryContext(context.Background(), nv)
+		qc, ok := ds.(driver.StmtQueryContext)
+		if !ok {
+			return errors.New("write statement: the driver cannot query with a context")
+		}
+		rows, err := qc.QueryContext(context.Background(), nv)
 		if err != nil {
 			return err
 		}
