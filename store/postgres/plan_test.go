@@ -151,11 +151,14 @@ func explain(ctx context.Context, conn *pgx.Conn, q string) (string, error) {
 // its index (if any) and its table.
 var scanOf = regexp.MustCompile(`(Seq Scan|Index Only Scan|Index Scan|Bitmap Heap Scan)(?: Backward)?(?: using (\w+))? on (hitch_runs|hitch_journal)\b`)
 
-// keyIndexes select a run, a family or a journal by equality on a key;
-// workIndexes are partial indexes of the runs that are due, settled or have
-// a cancel pending, whose size is the work at hand, not the table.
+// keyIndexes select a run, a family or a journal by equality on a key
+// (hitch_journal_session_starts: a run's first entry when it works a
+// session, which retention asks for by run); workIndexes are partial
+// indexes of the runs that are due, settled or have a cancel pending, whose
+// size is the work at hand, not the table.
 var (
-	keyIndexes  = []string{"hitch_runs_pkey", "hitch_runs_id_key", "hitch_journal_pkey", "hitch_runs_root", "hitch_runs_parent"}
+	keyIndexes = []string{"hitch_runs_pkey", "hitch_runs_id_key", "hitch_journal_pkey", "hitch_journal_session_starts",
+		"hitch_runs_root", "hitch_runs_parent"}
 	workIndexes = []string{"hitch_runs_lease_due", "hitch_runs_wake_due", "hitch_runs_settled_roots", "hitch_runs_cancel_pending"}
 )
 
