@@ -122,7 +122,7 @@ func RunNodes(ctx context.Context, p NodesParams) (NodesResult, error) {
 		return NodesResult{}, err
 	}
 	for {
-		counts, err := st.RunCounts(ctx, "")
+		counts, err := store.RunCounts(ctx, st, "")
 		if err != nil {
 			return NodesResult{}, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/hitchtype"
 	"github.com/hitch-dev/hitch/model"
+	"github.com/hitch-dev/hitch/store"
 	"github.com/hitch-dev/hitch/store/sqlite"
 )
 
@@ -127,7 +128,7 @@ func RunRecover(ctx context.Context, p RecoverParams) (RecoverResult, error) {
 	}
 	res.Drained = time.Since(begin)
 	_, _, res.PeakRSS = watch.end()
-	counts, err := st.RunCounts(ctx, "")
+	counts, err := store.RunCounts(ctx, st, "")
 	if err != nil {
 		return res, err
 	}

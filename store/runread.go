@@ -37,8 +37,8 @@ type Counter interface {
 	RunCountsFor(ctx context.Context, p RunListParams) (map[hitchtype.Status]int, error)
 }
 
-// RunCounts is a Store's RunCounts over its RunCountsFor: the counts of
-// one tenant, or of all when tenant is empty.
+// RunCounts counts runs by status over c's RunCountsFor, of one tenant or,
+// with tenant "", of all. Statuses without runs are absent from the map.
 func RunCounts(ctx context.Context, c Counter, tenant string) (map[hitchtype.Status]int, error) {
 	if err := CheckTenant("tenant", tenant, false); err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)

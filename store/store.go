@@ -35,10 +35,6 @@ type Store interface {
 	// created meanwhile. A bad cursor, status or tenant is an error.
 	RunList(ctx context.Context, p RunListParams) ([]Run, error)
 
-	// RunCounts counts runs by status, of one tenant or, with tenant "",
-	// of all. Statuses without runs are absent from the map.
-	RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error)
-
 	// RunCountsFor counts runs by status among those p's filters select,
 	// as RunList would (p.After, p.Limit and p.Oldest are ignored).
 	// Statuses without runs are absent. Bad filters are refused as RunList

@@ -51,13 +51,11 @@ type TriggerStore interface {
 	// p.After, at most p.Limit (0 means 100, at most MaxTriggerPage).
 	TriggerList(ctx context.Context, p TriggerListParams) ([]Trigger, error)
 
-	// TriggerPause stops a binding's occurrences from being claimed; they
-	// stay due, and the binding's missed policy judges them on resume.
-	// TriggerResume undoes it. Both are idempotent and return the binding
-	// as it stands; a done binding is returned unchanged.
-	// ErrTriggerNotFound when it does not exist.
-	TriggerPause(ctx context.Context, id string) (Trigger, error)
-	TriggerResume(ctx context.Context, id string) (Trigger, error)
+	// TriggerSetState moves binding id to state to when it is in state
+	// from, in one write, and returns the binding as it stands: one in
+	// another state is returned unchanged. ErrTriggerNotFound when it does
+	// not exist. PauseTrigger and ResumeTrigger are its uses.
+	TriggerSetState(ctx context.Context, id, from, to string) (Trigger, error)
 
 	// TriggerRemove deletes a binding. It is idempotent: removed is false
 	// when there was none. A claim in flight finds it gone at retire.

@@ -125,20 +125,19 @@ func (claim ClaimDue) Claim(ctx context.Context, p TriggerClaimParams) ([]Trigge
 	return out, now.UTC(), nil
 }
 
-// SetTriggerState is a driver's statement that moves binding id from
-// state from to state to, when it is in from, and returns the binding as
-// it stands, or ErrTriggerNotFound.
-type SetTriggerState func(ctx context.Context, id, from, to string) (Trigger, error)
-
-// Pause makes a TriggerPause (see TriggerStore).
-func (set SetTriggerState) Pause(ctx context.Context, id string) (Trigger, error) {
-	t, err := set(ctx, id, TriggerActive, TriggerPaused)
+// PauseTrigger stops a binding's occurrences from being claimed; they
+// stay due, and the binding's missed policy judges them on resume.
+// ResumeTrigger undoes it. Both are idempotent and return the binding as it
+// stands; a done binding is returned unchanged. ErrTriggerNotFound when it
+// does not exist.
+func PauseTrigger(ctx context.Context, ts TriggerStore, id string) (Trigger, error) {
+	t, err := ts.TriggerSetState(ctx, id, TriggerActive, TriggerPaused)
 	return Result(t, err, "trigger pause", id)
 }
 
-// Resume makes a TriggerResume (see TriggerStore).
-func (set SetTriggerState) Resume(ctx context.Context, id string) (Trigger, error) {
-	t, err := set(ctx, id, TriggerPaused, TriggerActive)
+// ResumeTrigger resumes a paused binding (see PauseTrigger).
+func ResumeTrigger(ctx context.Context, ts TriggerStore, id string) (Trigger, error) {
+	t, err := ts.TriggerSetState(ctx, id, TriggerPaused, TriggerActive)
 	return Result(t, err, "trigger resume", id)
 }
 

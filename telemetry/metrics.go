@@ -300,7 +300,7 @@ func (m *Metrics) reading(ctx context.Context) (gauges, error) {
 // runs, at most MaxMetricsScan of them, and the last entry of each
 // waiting one.
 func (m *Metrics) read(ctx context.Context) (gauges, error) {
-	counts, err := m.st.RunCounts(ctx, "")
+	counts, err := store.RunCounts(ctx, m.st, "")
 	if err != nil {
 		return gauges{}, err
 	}

@@ -41,9 +41,9 @@ type gaugeCounting struct {
 	counts atomic.Int64
 }
 
-func (s *gaugeCounting) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
+func (s *gaugeCounting) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hitchtype.Status]int, error) {
 	s.counts.Add(1)
-	return s.Store.RunCounts(ctx, tenant)
+	return s.Store.RunCountsFor(ctx, p)
 }
 
 func entry(t testing.TB, kind string, v any) store.EntryInput {

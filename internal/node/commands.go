@@ -95,7 +95,7 @@ func (n *Node) ChangeRoot(ctx context.Context, runID, path, by string, revoke bo
 
 // RunCounts counts runs by status, of one tenant or of every tenant ("").
 func (n *Node) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
-	m, err := n.cfg.Engine.Store.RunCounts(ctx, tenant)
+	m, err := store.RunCounts(ctx, n.cfg.Engine.Store, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("run counts: %w", err)
 	}

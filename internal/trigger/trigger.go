@@ -216,20 +216,20 @@ func (s *Service) List(ctx context.Context, o hitchtype.TriggerListOptions) ([]h
 
 // Pause stops a binding from firing until Resume.
 func (s *Service) Pause(ctx context.Context, id string) (hitchtype.Trigger, error) {
-	return s.set(ctx, "pause trigger", id, store.TriggerStore.TriggerPause)
+	return s.set(ctx, "pause trigger", id, store.PauseTrigger)
 }
 
 // Resume resumes a paused binding.
 func (s *Service) Resume(ctx context.Context, id string) (hitchtype.Trigger, error) {
-	return s.set(ctx, "resume trigger", id, store.TriggerStore.TriggerResume)
+	return s.set(ctx, "resume trigger", id, store.ResumeTrigger)
 }
 
-func (s *Service) set(ctx context.Context, op, id string, f func(store.TriggerStore, context.Context, string) (store.Trigger, error)) (hitchtype.Trigger, error) {
+func (s *Service) set(ctx context.Context, op, id string, f func(context.Context, store.TriggerStore, string) (store.Trigger, error)) (hitchtype.Trigger, error) {
 	ts, err := s.store(op)
 	if err != nil {
 		return hitchtype.Trigger{}, err
 	}
-	row, err := f(ts, ctx, id)
+	row, err := f(ctx, ts, id)
 	if err != nil {
 		return hitchtype.Trigger{}, fmt.Errorf("%s: %w", op, err)
 	}

@@ -286,11 +286,6 @@ func runFilter(p store.RunListParams, args []any) (where []string, _ []any) {
 	return where, args
 }
 
-// RunCounts counts runs by status, of one tenant or of all.
-func (s *Store) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
-	return store.RunCounts(ctx, s, tenant)
-}
-
 // RunCountsFor counts runs by status among those p's filters select. Of
 // one tenant or all, without other filters, it sums hitch_run_counts and
 // the deltas not yet folded into it; other filters count at most

@@ -307,11 +307,6 @@ func runFilter(p store.RunListParams) (where []string, args []any) {
 	return where, args
 }
 
-// RunCounts counts runs by status, of one tenant or of all.
-func (s *Store) RunCounts(ctx context.Context, tenant string) (map[hitchtype.Status]int, error) {
-	return store.RunCounts(ctx, s, tenant)
-}
-
 // RunCountsFor counts runs by status among those p's filters select. Of
 // one tenant or all, without other filters, it reads run_counts, which
 // triggers keep; other filters count at most store.MaxFilteredCount runs

@@ -105,17 +105,8 @@ func (s *Store) TriggerList(ctx context.Context, p store.TriggerListParams) ([]s
 	return store.Result(out, err, "trigger list", "")
 }
 
-// TriggerPause pauses a binding.
-func (s *Store) TriggerPause(ctx context.Context, id string) (store.Trigger, error) {
-	return store.SetTriggerState(s.setTriggerState).Pause(ctx, id)
-}
-
-// TriggerResume resumes a paused binding.
-func (s *Store) TriggerResume(ctx context.Context, id string) (store.Trigger, error) {
-	return store.SetTriggerState(s.setTriggerState).Resume(ctx, id)
-}
-
-func (s *Store) setTriggerState(ctx context.Context, id, from, to string) (out store.Trigger, err error) {
+// TriggerSetState moves a binding from one state to another.
+func (s *Store) TriggerSetState(ctx context.Context, id, from, to string) (out store.Trigger, err error) {
 	err = s.write(ctx, func(tx *wtx) error {
 		x := s.sx(tx)
 		if _, err := x.exec(`UPDATE triggers SET state = ?, updated_at = ? WHERE id = ? AND state = ?`, to, x.now, id, from); err != nil {

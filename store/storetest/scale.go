@@ -105,7 +105,7 @@ func testCountsFollow(t *testing.T, e *env) {
 					want[r.Status]++
 				}
 			}
-			got, err := e.s.RunCounts(e.ctx, tenant)
+			got, err := store.RunCounts(e.ctx, e.s, tenant)
 			if err != nil {
 				t.Fatalf("%s: counts of %q: %v", when, tenant, err)
 			}

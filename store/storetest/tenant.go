@@ -254,7 +254,7 @@ func testRunPagesConcurrent(t *testing.T, e *env) {
 func testRunCounts(t *testing.T, e *env) {
 	counts := func(tenant string) map[hitchtype.Status]int {
 		t.Helper()
-		m, err := e.s.RunCounts(e.ctx, tenant)
+		m, err := store.RunCounts(e.ctx, e.s, tenant)
 		if err != nil {
 			t.Fatalf("run counts %q: %v", tenant, err)
 		}
@@ -283,7 +283,7 @@ func testRunCounts(t *testing.T, e *env) {
 			t.Fatalf("counts of %q: %v, want %v", tenant, got, want)
 		}
 	}
-	if _, err := e.s.RunCounts(e.ctx, "Bad Tenant"); err == nil {
+	if _, err := store.RunCounts(e.ctx, e.s, "Bad Tenant"); err == nil {
 		t.Fatal("counts of a bad tenant succeeded")
 	}
 }

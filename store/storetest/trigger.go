@@ -136,7 +136,7 @@ func testTriggerList(t *testing.T, e *trigEnv) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.ts.TriggerPause(e.ctx, "t3"); err != nil {
+	if _, err := store.PauseTrigger(e.ctx, e.ts, "t3"); err != nil {
 		t.Fatal(err)
 	}
 	list := func(p store.TriggerListParams) []string {
@@ -278,8 +278,8 @@ func testTriggerDone(t *testing.T, e *trigEnv) {
 	}
 	// Pausing or resuming a done binding leaves it done.
 	for _, f := range []func() (store.Trigger, error){
-		func() (store.Trigger, error) { return e.ts.TriggerPause(e.ctx, "once") },
-		func() (store.Trigger, error) { return e.ts.TriggerResume(e.ctx, "once") },
+		func() (store.Trigger, error) { return store.PauseTrigger(e.ctx, e.ts, "once") },
+		func() (store.Trigger, error) { return store.ResumeTrigger(e.ctx, e.ts, "once") },
 	} {
 		if tr, err := f(); err != nil || tr.State != store.TriggerDone {
 			t.Fatalf("pause or resume a done binding: %v %+v", err, tr)
@@ -349,11 +349,11 @@ func testTriggerSkipped(t *testing.T, e *trigEnv) {
 func testTriggerPause(t *testing.T, e *trigEnv) {
 	now := e.now()
 	e.create("a", now)
-	p, err := e.ts.TriggerPause(e.ctx, "a")
+	p, err := store.PauseTrigger(e.ctx, e.ts, "a")
 	if err != nil || p.State != store.TriggerPaused {
 		t.Fatalf("pause: %v %+v", err, p)
 	}
-	if p2, err := e.ts.TriggerPause(e.ctx, "a"); err != nil || p2.State != store.TriggerPaused {
+	if p2, err := store.PauseTrigger(e.ctx, e.ts, "a"); err != nil || p2.State != store.TriggerPaused {
 		t.Fatalf("pause twice: %v %+v", err, p2)
 	}
 	if c, _ := e.claim("n", longTTL, 10); len(c) != 0 {
@@ -362,7 +362,7 @@ func testTriggerPause(t *testing.T, e *trigEnv) {
 	if _, ok, _ := e.ts.TriggerNextDue(e.ctx); ok {
 		t.Fatal("a paused binding is due next")
 	}
-	r, err := e.ts.TriggerResume(e.ctx, "a")
+	r, err := store.ResumeTrigger(e.ctx, e.ts, "a")
 	if err != nil || r.State != store.TriggerActive || !sameTime(r.NextFire, now) {
 		t.Fatalf("resume: %v %+v", err, r)
 	}
@@ -379,9 +379,9 @@ func testTriggerPause(t *testing.T, e *trigEnv) {
 	}
 	_, err = e.ts.TriggerRetire(e.ctx, retireOf(c[0], now.Add(time.Hour)))
 	wantErr(t, "retire a removed binding", err, store.ErrTriggerNotFound)
-	_, err = e.ts.TriggerPause(e.ctx, "a")
+	_, err = store.PauseTrigger(e.ctx, e.ts, "a")
 	wantErr(t, "pause a removed binding", err, store.ErrTriggerNotFound)
-	_, err = e.ts.TriggerResume(e.ctx, "a")
+	_, err = store.ResumeTrigger(e.ctx, e.ts, "a")
 	wantErr(t, "resume a removed binding", err, store.ErrTriggerNotFound)
 }
 
