@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,6 +70,23 @@ func CheckCreate(p *RunCreateParams) error {
 		return fmt.Errorf("budget: a limit is negative: %+v", *b)
 	}
 	return CheckEntries(p.Entries)
+}
+
+// CreateRun is a driver's RunCreate statements, once CheckCreate has
+// passed p: they insert the run, or read the one that holds p.ID, with
+// created false.
+type CreateRun func(ctx context.Context, p RunCreateParams) (run Run, created bool, err error)
+
+// Create makes a RunCreate (see Store).
+func (create CreateRun) Create(ctx context.Context, p RunCreateParams) (Run, bool, error) {
+	if err := CheckCreate(&p); err != nil {
+		return Run{}, false, fmt.Errorf("run create: %w", err)
+	}
+	run, created, err := create(ctx, p)
+	if err != nil {
+		return Run{}, false, fmt.Errorf("run create %q: %w", p.ID, err)
+	}
+	return run, created, nil
 }
 
 // CheckAppend checks a JournalAppend's parameters. An append must carry

@@ -106,14 +106,11 @@ SELECT ` + runCols + ` FROM r`
 // RunCreate creates a queued run with its first journal entries, or returns
 // the existing run with created=false when the ID is taken.
 func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.Run, bool, error) {
-	if err := store.CheckCreate(&p); err != nil {
-		return store.Run{}, false, fmt.Errorf("run create: %w", err)
-	}
-	var (
-		run     store.Run
-		created bool
-	)
-	err := s.retry(ctx, func() error {
+	return store.CreateRun(s.createOrGet).Create(ctx, p)
+}
+
+func (s *Store) createOrGet(ctx context.Context, p store.RunCreateParams) (run store.Run, created bool, err error) {
+	err = s.retry(ctx, func() error {
 		tenant, err := s.tenantOf(ctx, p)
 		if err != nil {
 			return err
@@ -132,10 +129,7 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 		run, created = r.run, false
 		return err
 	})
-	if err != nil {
-		return store.Run{}, false, fmt.Errorf("run create %q: %w", p.ID, err)
-	}
-	return run, created, nil
+	return run, created, err
 }
 
 // createRun runs createSQL for a new run of tenant, stamped with clock (a

@@ -68,18 +68,15 @@ func (tx *wtx) getRow(id string) (row, error) {
 // RunCreate creates a queued run with its first journal entries, or returns
 // the existing run with created=false when the ID is taken.
 func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.Run, bool, error) {
-	if err := store.CheckCreate(&p); err != nil {
-		return store.Run{}, false, fmt.Errorf("run create: %w", err)
-	}
-	var (
-		run     store.Run
-		created bool
-	)
+	return store.CreateRun(s.createOrGet).Create(ctx, p)
+}
+
+func (s *Store) createOrGet(ctx context.Context, p store.RunCreateParams) (run store.Run, created bool, err error) {
 	// A creation goes ahead of the queued appends: a start is answered
 	// (and its run driven) after one short commit, not after a batch. It
 	// needs no savepoint of its own: its first write is the one statement
 	// that either inserts the run or, the ID being taken, writes nothing.
-	err := s.writeUrgentFenced(ctx, func(tx *wtx) error {
+	err = s.writeUrgentFenced(ctx, func(tx *wtx) error {
 		tenant, err := tx.tenantOf(p)
 		if err != nil {
 			// A run that exists is returned whatever its creation asks.
@@ -98,10 +95,7 @@ func (s *Store) RunCreate(ctx context.Context, p store.RunCreateParams) (store.R
 		run = old.run
 		return err
 	})
-	if err != nil {
-		return store.Run{}, false, fmt.Errorf("run create %q: %w", p.ID, err)
-	}
-	return run, created, nil
+	return run, created, err
 }
 
 // insertNew inserts a new run of tenant with its first entries and, for a
