@@ -306,12 +306,9 @@ func runFilter(p store.RunListParams) (where []string, args []any) {
 // triggers keep; other filters count at most store.MaxFilteredCount runs
 // of each status, one index walk per status.
 func (s *Store) RunCountsFor(ctx context.Context, p store.RunListParams) (map[hitchtype.Status]int, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
 	plan, err := store.PlanCounts(p)
-	if err != nil {
-		return nil, fmt.Errorf("run counts: %w", err)
+	if err := s.ready(err, "run counts", ""); err != nil {
+		return nil, err
 	}
 	where, args := runFilter(plan.Params)
 	var q string
