@@ -20,7 +20,8 @@ func (s *Store) ready(err error, op, id string) error {
 	return store.Checked(s.closed.Load(), ErrClosed, err, op, id)
 }
 
-// readAll runs a read statement on q and reads each of its rows with scan.
+// readAll runs a statement that answers rows on q and reads each of them
+// with scan.
 func readAll[T any](ctx context.Context, q querier, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {

@@ -102,11 +102,17 @@ func (s *Store) TriggerGet(ctx context.Context, id string) (store.Trigger, error
 	if s.closed.Load() {
 		return store.Trigger{}, ErrClosed
 	}
-	t, err := scanTrigger(s.pool.QueryRow(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrTriggerNotFound
-	}
+	t, err := getTrigger(ctx, s.pool, id)
 	return store.Result(t, err, "trigger get", id)
+}
+
+// getTrigger reads binding id on q, or ErrTriggerNotFound.
+func getTrigger(ctx context.Context, q querier, id string) (store.Trigger, error) {
+	t, err := scanTrigger(q.QueryRow(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, store.ErrTriggerNotFound
+	}
+	return t, err
 }
 
 // TriggerList returns bindings by id after a cursor.
@@ -134,10 +140,7 @@ func (s *Store) TriggerSetState(ctx context.Context, id, from, to string) (out s
 			s.clockArg(), to, id, from); err != nil {
 			return err
 		}
-		out, err = scanTrigger(tx.QueryRow(ctx, `SELECT `+triggerCols+` FROM hitch_triggers WHERE id = $1`, id))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrTriggerNotFound
-		}
+		out, err = getTrigger(ctx, tx, id)
 		return err
 	})
 	return out, err
@@ -186,12 +189,7 @@ func (s *Store) claimDue(ctx context.Context, p store.TriggerClaimParams) (out [
 		if err := tx.QueryRow(ctx, `SELECT `+nowSQL, s.clockArg()).Scan(&now); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, triggerClaimSQL, now, p.Owner, p.TTL.Microseconds(), p.Limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		out, err = store.Collect(rows, func() (store.Trigger, error) { return scanTrigger(rows) })
+		out, err = readAll(ctx, tx, scanTrigger, triggerClaimSQL, now, p.Owner, p.TTL.Microseconds(), p.Limit)
 		return err
 	})
 	return out, now, err
