@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -99,6 +100,23 @@ func Renewed(rows ScanRows) (map[string]bool, error) {
 		renewed[id] = cancel
 	}
 	return renewed, rows.Err()
+}
+
+// RenewHeld is a driver's LeaseRenewMany statement, once p is checked: it
+// renews by p.TTL those of p.Leases that p.Owner holds and answers what
+// Renewed reads of its rows.
+type RenewHeld func(ctx context.Context, p LeaseRenewManyParams) (renewed map[string]bool, err error)
+
+// RenewMany makes a LeaseRenewMany (see Store).
+func (renew RenewHeld) RenewMany(ctx context.Context, p LeaseRenewManyParams) ([]LeaseRenewal, error) {
+	if err := errors.Join(CheckRenewMany(p), CheckLease(p.TTL, 0)); err != nil {
+		return nil, fmt.Errorf("lease renew many: %w", err)
+	}
+	renewed, err := renew(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("lease renew many: %w", err)
+	}
+	return Renewals(p.Leases, renewed), nil
 }
 
 // Renewals is what LeaseRenewMany did with each of leases, given the runs

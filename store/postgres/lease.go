@@ -172,15 +172,15 @@ RETURNING r.id, r.cancel_requested`
 
 // LeaseRenewMany renews many leases of one owner in one statement.
 func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams) ([]store.LeaseRenewal, error) {
-	if err := errors.Join(store.CheckRenewMany(p), store.CheckLease(p.TTL, 0)); err != nil {
-		return nil, fmt.Errorf("lease renew many: %w", err)
-	}
+	return store.RenewHeld(s.renewHeld).RenewMany(ctx, p)
+}
+
+func (s *Store) renewHeld(ctx context.Context, p store.LeaseRenewManyParams) (renewed map[string]bool, err error) {
 	ids, tokens := make([]string, len(p.Leases)), make([]int64, len(p.Leases))
 	for i, l := range p.Leases {
 		ids[i], tokens[i] = l.RunID, l.Token
 	}
-	var renewed map[string]bool
-	err := s.retry(ctx, func() error {
+	err = s.retry(ctx, func() error {
 		rows, err := s.pool.Query(ctx, renewManySQL, s.clockArg(), p.Owner, ids, tokens, p.TTL.Microseconds())
 		if err != nil {
 			return err
@@ -189,10 +189,7 @@ func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams
 		renewed, err = store.Renewed(rows)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("lease renew many: %w", err)
-	}
-	return store.Renewals(p.Leases, renewed), nil
+	return renewed, err
 }
 
 // releaseSQL gives a held lease back: the lease is cleared, the status and

@@ -93,18 +93,18 @@ func (s *Store) LeaseRenew(ctx context.Context, p store.LeaseRenewParams) (store
 
 // LeaseRenewMany renews many leases of one owner in one transaction.
 func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams) ([]store.LeaseRenewal, error) {
-	if err := errors.Join(store.CheckRenewMany(p), store.CheckLease(p.TTL, 0)); err != nil {
-		return nil, fmt.Errorf("lease renew many: %w", err)
-	}
+	return store.RenewHeld(s.renewHeld).RenewMany(ctx, p)
+}
+
+func (s *Store) renewHeld(ctx context.Context, p store.LeaseRenewManyParams) (renewed map[string]bool, err error) {
 	held := make([][2]any, len(p.Leases))
 	for i, l := range p.Leases {
 		held[i] = [2]any{l.RunID, l.Token}
 	}
 	list, err := json.Marshal(held)
 	if err != nil {
-		return nil, fmt.Errorf("lease renew many: %w", err)
+		return nil, err
 	}
-	var renewed map[string]bool
 	err = s.writeUrgent(ctx, func(tx *wtx) error {
 		rows, err := tx.renewHeld.Query(micros(tx.now.Add(p.TTL)), micros(tx.now), p.Owner, list)
 		if err != nil {
@@ -114,10 +114,7 @@ func (s *Store) LeaseRenewMany(ctx context.Context, p store.LeaseRenewManyParams
 		renewed, err = store.Renewed(rows)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("lease renew many: %w", err)
-	}
-	return store.Renewals(p.Leases, renewed), nil
+	return renewed, err
 }
 
 // LeaseRelease gives a held lease back; the run keeps its status.
