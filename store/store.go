@@ -250,6 +250,33 @@ func CheckPrune(p RunPruneParams) (RunPruneParams, error) {
 	return p, nil
 }
 
+// PruneRuns is a driver's RunPrune statements, once CheckPrune has passed
+// p and filled its limit.
+type PruneRuns func(ctx context.Context, p RunPruneParams) (RunPruneResult, error)
+
+// Prune makes a RunPrune (see Store).
+func (prune PruneRuns) Prune(ctx context.Context, p RunPruneParams) (RunPruneResult, error) {
+	p, err := CheckPrune(p)
+	if err != nil {
+		return RunPruneResult{}, fmt.Errorf("run prune: %w", err)
+	}
+	res, err := prune(ctx, p)
+	return Result(res, err, "run prune", "")
+}
+
+// PruneSessionKeys is a driver's SessionKeyPrune statement, once its limit
+// is checked: it deletes at most limit expired keys and counts them.
+type PruneSessionKeys func(ctx context.Context, limit int) (int, error)
+
+// Prune makes a SessionKeyPrune (see Store).
+func (prune PruneSessionKeys) Prune(ctx context.Context, limit int) (int, error) {
+	if limit < 1 || limit > MaxPruneLimit {
+		return 0, fmt.Errorf("session key prune: limit: %d, want 1 to %d", limit, MaxPruneLimit)
+	}
+	n, err := prune(ctx, limit)
+	return Result(n, err, "session key prune", "")
+}
+
 // LeaderElectParams are the parameters of LeaderAttemptElect.
 type LeaderElectParams struct {
 	// Name names the leadership, such as "maintenance".

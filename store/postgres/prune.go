@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -29,11 +28,10 @@ LIMIT $2`
 
 // RunPrune deletes settled families; see store.Store.
 func (s *Store) RunPrune(ctx context.Context, p store.RunPruneParams) (store.RunPruneResult, error) {
-	p, err := store.CheckPrune(p)
-	if err != nil {
-		return store.RunPruneResult{}, fmt.Errorf("run prune: %w", err)
-	}
-	var res store.RunPruneResult
+	return store.PruneRuns(s.pruneRuns).Prune(ctx, p)
+}
+
+func (s *Store) pruneRuns(ctx context.Context, p store.RunPruneParams) (res store.RunPruneResult, err error) {
 	find := func(q interface {
 		Query(context.Context, string, ...any) (pgx.Rows, error)
 	}, lock string) error {
@@ -73,14 +71,15 @@ func (s *Store) RunPrune(ctx context.Context, p store.RunPruneParams) (store.Run
 			return nil
 		})
 	}
-	return store.Result(res, err, "run prune", "")
+	return res, err
 }
 
 // SessionKeyPrune deletes expired idempotency keys; see store.Store.
 func (s *Store) SessionKeyPrune(ctx context.Context, limit int) (int, error) {
-	if limit < 1 || limit > store.MaxPruneLimit {
-		return 0, fmt.Errorf("session key prune: limit: %d, want 1 to %d", limit, store.MaxPruneLimit)
-	}
+	return store.PruneSessionKeys(s.pruneSessionKeys).Prune(ctx, limit)
+}
+
+func (s *Store) pruneSessionKeys(ctx context.Context, limit int) (int, error) {
 	var n int64
 	err := s.retry(ctx, func() error {
 		tag, err := s.pool.Exec(ctx, `
@@ -90,8 +89,5 @@ DELETE FROM hitch_session_keys WHERE (session_seq, key) IN (
 		n = tag.RowsAffected()
 		return err
 	})
-	if err != nil {
-		return 0, fmt.Errorf("session key prune: %w", err)
-	}
-	return int(n), nil
+	return int(n), err
 }

@@ -32,11 +32,10 @@ const vacuumPages = 1024
 
 // RunPrune deletes settled families; see store.Store.
 func (s *Store) RunPrune(ctx context.Context, p store.RunPruneParams) (store.RunPruneResult, error) {
-	p, err := store.CheckPrune(p)
-	if err != nil {
-		return store.RunPruneResult{}, fmt.Errorf("run prune: %w", err)
-	}
-	var res store.RunPruneResult
+	return store.PruneRuns(s.pruneRuns).Prune(ctx, p)
+}
+
+func (s *Store) pruneRuns(ctx context.Context, p store.RunPruneParams) (res store.RunPruneResult, err error) {
 	find := func(q func(string, ...any) (*sql.Rows, error)) ([]int64, error) {
 		res = store.RunPruneResult{}
 		rows, err := q(settledRootsSQL, micros(p.Before), p.Limit)
@@ -58,10 +57,8 @@ func (s *Store) RunPrune(ctx context.Context, p store.RunPruneParams) (store.Run
 		return seqs, rows.Err()
 	}
 	if p.DryRun {
-		if _, err := find(func(q string, a ...any) (*sql.Rows, error) { return s.rdb.QueryContext(ctx, q, a...) }); err != nil {
-			return store.RunPruneResult{}, fmt.Errorf("run prune: %w", err)
-		}
-		return res, nil
+		_, err = find(func(q string, a ...any) (*sql.Rows, error) { return s.rdb.QueryContext(ctx, q, a...) })
+		return res, err
 	}
 	err = s.write(ctx, func(*wtx) error {
 		bg := context.Background()
@@ -96,14 +93,15 @@ func (s *Store) RunPrune(ctx context.Context, p store.RunPruneParams) (store.Run
 		}
 		return rows.Close()
 	})
-	return store.Result(res, err, "run prune", "")
+	return res, err
 }
 
 // SessionKeyPrune deletes expired idempotency keys; see store.Store.
 func (s *Store) SessionKeyPrune(ctx context.Context, limit int) (int, error) {
-	if limit < 1 || limit > store.MaxPruneLimit {
-		return 0, fmt.Errorf("session key prune: limit: %d, want 1 to %d", limit, store.MaxPruneLimit)
-	}
+	return store.PruneSessionKeys(s.pruneSessionKeys).Prune(ctx, limit)
+}
+
+func (s *Store) pruneSessionKeys(ctx context.Context, limit int) (int, error) {
 	var n int64
 	err := s.write(ctx, func(tx *wtx) error {
 		r, err := s.wconn.ExecContext(context.Background(), `
@@ -115,10 +113,7 @@ DELETE FROM session_keys WHERE (session_seq, key) IN (
 		n, err = r.RowsAffected()
 		return err
 	})
-	if err != nil {
-		return 0, fmt.Errorf("session key prune: %w", err)
-	}
-	return int(n), nil
+	return int(n), err
 }
 
 // AutoVacuum reports the file's auto_vacuum mode: "none", "full" or
