@@ -52,7 +52,7 @@ var Table = []Default{
 	{"followers of a run: entries one may leave unread before it is cut (it resumes from its last entry)", "Config.FollowBuffer", "256", "1–100000"},
 	{"followers of a run: their one reader reads the journal without a local commit every", "Config.FollowPoll", "1s", "10ms–1m"},
 	{"hitch runs events -f on a local store: reads a journal another process appends to every", "Config.FollowPoll of the CLI's runtime", "200ms", "fixed"},
-	{"hitch commands: memory a process reaches before its first garbage collection (Go's default, GOGC=100, from then on)", "GOGC, GOMEMLIMIT", "32 MiB", "either one set leaves the collector as it says"},
+	{"hitch commands: heap a process grows to before it collects (GOGC scaled to it after each collection; Go's GOGC=100 once half of it is live)", "GOGC, GOMEMLIMIT", "256 MiB", "a quarter of the memory (cgroup limit or machine) when that is less; either variable set leaves the collector as it says"},
 	{"hitch commands: Ps running Go code beyond the CPUs the process may use (the SQLite writer finds one when it comes back from fsync)", "GOMAXPROCS", "CPUs + 1", "set, it is taken as it is"},
 	{"sweeper: pause after a pass that claimed a full batch (other nodes claim meanwhile)", "DefaultClaimCooldown", "50ms", "fixed"},
 	{"leader election: leadership lasts / re-elected every / trusted until before its end", "Config.LeaderTTL (Runtime.Lead)", "15s / 5s / 3s", "10ms–10m; a third / a fifth of it"},

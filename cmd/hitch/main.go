@@ -59,7 +59,7 @@ type silentExit int
 func (e silentExit) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
 func main() {
-	deferFirstGC(os.Getenv)
+	floorGC(os.Getenv)
 	spareProc(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
