@@ -50,6 +50,15 @@ func newBench(g *globals) *cobra.Command {
 			default:
 				return usageError{fmt.Errorf("--sync %q: want FULL or NORMAL", syncMode)}
 			}
+			if cpuProfile != "" {
+				// The profile is of this process: where other processes
+				// drive the runs, or routes are timed, it would say nothing.
+				for _, other := range []string{"parked", "wake", "nodes", "recover"} {
+					if cmd.Flags().Changed(other) {
+						return usageError{fmt.Errorf("--cpuprofile profiles the runs of the default measurement or of --clients, not --%s", other)}
+					}
+				}
+			}
 			if cmd.Flags().Changed("parked") {
 				return benchParked(cmd, g, parked, db, s)
 			}
@@ -67,6 +76,13 @@ func newBench(g *globals) *cobra.Command {
 			}
 			if cmd.Flags().Changed("wake") {
 				return benchWake(cmd, g, wake, steps, db, s, poll, wakeHere)
+			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
 			}
 			if cmd.Flags().Changed("clients") {
 				return benchAPI(cmd, g, bench.APIParams{Clients: clients, Runs: runs, Steps: steps, TwoRequests: twoRequests, DB: db, Sync: s,
@@ -138,17 +154,6 @@ func newBench(g *globals) *cobra.Command {
 			default:
 				return usageError{fmt.Errorf("--tracing %q: want off, noexport or otlp", tracing)}
 			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
-				}
-				defer pprof.StopCPUProfile()
-			}
 			return g.measured(bench.Run(cmd.Context(), p))
 		},
 	}
@@ -159,7 +164,7 @@ func newBench(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&syncMode, "sync", "FULL", "SQLite synchronous setting: FULL (power-loss safe) or NORMAL")
 	cmd.Flags().DurationVar(&latency, "model-latency", 0, "every model call takes this long, as a production model's would (0: it answers at once)")
 	cmd.Flags().DurationVar(&jitter, "jitter", 0, "model calls take --model-latency give or take up to this, drawn uniformly")
-	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof reads it)")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof reads it); the default measurement or --clients")
 	cmd.Flags().IntVar(&maxRunners, "max-runners", 0, "runs in flight (0: as many as --runs; with --nodes, each node's default)")
 	cmd.Flags().IntVar(&stepConcurrency, "step-concurrency", 0, fmt.Sprintf("runs doing a step's CPU work at once (0: the default, %d × GOMAXPROCS)", hitch.DefaultStepsPerCore))
 	cmd.Flags().IntVar(&nodes, "nodes", 0, "drive the runs with this many worker processes sharing one store (SQLite, or $HITCH_DATABASE_URL)")
@@ -251,4 +256,21 @@ func (g *globals) measured(res interface{ Line() string }, err error) error {
 	}
 	fmt.Fprintln(g.stdout, res.Line())
 	return nil
+}
+
+// startCPUProfile profiles the process's CPU into a new file at path until
+// the returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -76,6 +79,34 @@ func TestBenchSecrets(t *testing.T) {
 	for _, bad := range []string{"-1", "1001"} {
 		if code, _, errOut := inDir(t, t.TempDir(), "bench", "--secrets", bad); code != 2 {
 			t.Errorf("bench --secrets %s: exit %d, %s", bad, code, errOut)
+		}
+	}
+}
+
+// TestBenchCPUProfile: --cpuprofile writes a profile of the API measurement
+// as of the default one, and is refused where the runs are driven by other
+// processes, rather than ignored.
+func TestBenchCPUProfile(t *testing.T) {
+	t.Parallel()
+	for _, mode := range [][]string{{"--runs", "4", "--steps", "2"}, {"--clients", "2", "--runs", "4", "--steps", "1"}} {
+		dir := t.TempDir()
+		prof := filepath.Join(dir, "cpu.prof")
+		code, out, errOut := inDir(t, dir, append([]string{"bench", "--cpuprofile", prof}, mode...)...)
+		if code != 0 {
+			t.Fatalf("bench %v: exit %d\n%s\n%s", mode, code, out, errOut)
+		}
+		if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+			t.Errorf("bench %v: profile %v, %v: want a profile written", mode, fi, err)
+		}
+	}
+	for _, other := range [][]string{{"--nodes", "2"}, {"--recover", "5"}, {"--wake", "5"}, {"--parked", "5"}} {
+		dir := t.TempDir()
+		code, _, errOut := inDir(t, dir, append([]string{"bench", "--cpuprofile", filepath.Join(dir, "cpu.prof")}, other...)...)
+		if code != 2 || !strings.Contains(errOut, "--cpuprofile") {
+			t.Errorf("bench --cpuprofile %v: exit %d, %q: want a usage error naming --cpuprofile", other, code, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "cpu.prof")); err == nil {
+			t.Errorf("bench --cpuprofile %v: a refused command wrote its profile", other)
 		}
 	}
 }
