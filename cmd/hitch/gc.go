@@ -25,10 +25,9 @@ const heapFloor = 256 << 20
 // clients collected 27 times a second, with a mark phase running a third
 // of the time and every start and step slowed through it. With the floor it
 // collects about once a second; once half the floor is live, GOGC=100
-// holds as usual.
-// Most commands are one short process that never reaches the floor and
-// never collects. GOGC or GOMEMLIMIT in the environment leave the collector
-// as they say.
+// holds as usual. Most commands are one short process that never reaches
+// the floor and never collects. GOGC or GOMEMLIMIT in the environment leave
+// the collector as they say.
 func floorGC(getenv func(string) string) {
 	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
 		return
