@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/hitch-dev/hitch"
 	"github.com/hitch-dev/hitch/bench"
@@ -41,6 +43,11 @@ func newBench(g *globals) *cobra.Command {
 			"every run had completed, timed from the recovery's start.",
 		Args: args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if node.Store == "" { // a node of --nodes takes what its parent passes
+				if err := benchFlagsRead(cmd); err != nil {
+					return err
+				}
+			}
 			var s sqlite.Sync
 			switch strings.ToUpper(syncMode) {
 			case "FULL":
@@ -49,15 +56,6 @@ func newBench(g *globals) *cobra.Command {
 				s = sqlite.SyncNormal
 			default:
 				return usageError{fmt.Errorf("--sync %q: want FULL or NORMAL", syncMode)}
-			}
-			if cpuProfile != "" {
-				// The profile is of this process: where other processes
-				// drive the runs, or routes are timed, it would say nothing.
-				for _, other := range []string{"parked", "wake", "nodes", "recover"} {
-					if cmd.Flags().Changed(other) {
-						return usageError{fmt.Errorf("--cpuprofile profiles the runs of the default measurement or of --clients, not --%s", other)}
-					}
-				}
 			}
 			if cmd.Flags().Changed("parked") {
 				return benchParked(cmd, g, parked, db, s)
@@ -273,4 +271,46 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// benchReads is what each measurement of hitch bench reads of the flags,
+// keyed by the flag that chooses it ("" for the default measurement). The
+// --cpuprofile of a measurement that other processes drive, or that times
+// routes, would say nothing, so those do not read it.
+var benchReads = map[string][]string{
+	"parked":  {"db", "sync"},
+	"wake":    {"wake-here", "steps", "db", "sync", "poll"},
+	"clients": {"two-requests", "runs", "steps", "db", "sync", "step-concurrency", "cpuprofile"},
+	"recover": {"lease", "steps", "db", "sync", "model-latency", "jitter"},
+	"nodes":   {"runs", "steps", "db", "sync", "model-latency", "jitter", "max-runners", "poll"},
+	"":        {"runs", "steps", "db", "sync", "tracing", "model-latency", "jitter", "cpuprofile", "max-runners", "step-concurrency", "secrets"},
+}
+
+// benchFlagsRead refuses two measurements at once, and every flag set that
+// the chosen measurement would not read, so that a command measures what
+// it says.
+func benchFlagsRead(cmd *cobra.Command) error {
+	var chosen []string
+	for _, m := range []string{"parked", "wake", "clients", "recover", "nodes"} {
+		if cmd.Flags().Changed(m) {
+			chosen = append(chosen, "--"+m)
+		}
+	}
+	if len(chosen) > 1 {
+		return usageError{fmt.Errorf("%s: choose one measurement", strings.Join(chosen, " and "))}
+	}
+	mode, name := "", "the default measurement"
+	if len(chosen) == 1 {
+		mode, name = chosen[0][2:], chosen[0]
+	}
+	var unread []string
+	cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed && f.Name != mode && !slices.Contains(benchReads[mode], f.Name) {
+			unread = append(unread, "--"+f.Name)
+		}
+	})
+	if len(unread) > 0 {
+		return usageError{fmt.Errorf("%s: %s does not read them (it reads --%s)", strings.Join(unread, ", "), name, strings.Join(benchReads[mode], ", --"))}
+	}
+	return nil
 }

@@ -110,3 +110,37 @@ func TestBenchCPUProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchRefusesFlagsItWouldIgnore: each measurement of bench reads some
+// of its flags; a flag the chosen one would ignore is a usage error naming
+// every such flag, and two measurements at once are refused.
+func TestBenchRefusesFlagsItWouldIgnore(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--clients", "2", "--model-latency", "1s"}, []string{"--model-latency", "--clients"}},
+		{[]string{"--clients", "2", "--secrets", "3", "--tracing", "otlp"}, []string{"--secrets", "--tracing"}},
+		{[]string{"--recover", "5", "--runs", "10"}, []string{"--runs", "--recover"}},
+		{[]string{"--recover", "5", "--max-runners", "10"}, []string{"--max-runners"}},
+		{[]string{"--wake", "5", "--secrets", "3"}, []string{"--secrets", "--wake"}},
+		{[]string{"--parked", "200", "--steps", "3"}, []string{"--steps", "--parked"}},
+		{[]string{"--nodes", "2", "--tracing", "otlp"}, []string{"--tracing", "--nodes"}},
+		{[]string{"--nodes", "2", "--step-concurrency", "4"}, []string{"--step-concurrency"}},
+		{[]string{"--two-requests"}, []string{"--two-requests", "default"}},
+		{[]string{"--lease", "3s", "--wake-here"}, []string{"--lease", "--wake-here"}},
+		{[]string{"--wake", "3", "--clients", "2"}, []string{"--wake", "--clients", "one"}},
+	} {
+		code, out, errOut := inDir(t, t.TempDir(), append([]string{"bench"}, c.args...)...)
+		if code != 2 {
+			t.Errorf("bench %v: exit %d, %q %q: want 2", c.args, code, out, errOut)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("bench %v: %q does not name %s", c.args, errOut, w)
+			}
+		}
+	}
+}
