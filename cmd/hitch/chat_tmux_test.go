@@ -99,6 +99,15 @@ repeat: true
 	p.typeLine("and then say hello")
 	p.waitFor("(queued as", 1)
 
+	// The slow command must be out of the terminal's reach: Ctrl-C is the
+	// chat's to handle, not the command's. Which session and process
+	// group each process is in is logged if the interrupt goes astray.
+	procs, _ := exec.Command("ps", "-eo", "pid,ppid,pgid,sid,tpgid,stat,args").Output()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("processes before Ctrl-C:\n%s", procs)
+		}
+	})
 	p.run("send-keys", "C-c")
 	p.waitFor("(interrupting the current turn", 1)
 	p.waitFor("(interrupted)", 1)

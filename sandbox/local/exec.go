@@ -111,6 +111,10 @@ func probeBwrap(path string, view []string, denyNet bool) error {
 	args := append(bwrapArgs(view, nil, "/", denyNet), "--", "true")
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = defaultEnv("/")
+	// Away from the caller's terminal, as every command is: a Ctrl-C that
+	// killed the probe would leave bwrap judged unusable for the life of
+	// the process.
+	cmd.SysProcAttr = sysProcAttr(false)
 	release, err := startSlot(ctx)
 	if err != nil {
 		return err
