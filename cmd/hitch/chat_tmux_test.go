@@ -100,15 +100,7 @@ repeat: true
 	p.waitFor("(queued as", 1)
 	// Ctrl-C is to interrupt a command that runs: wait until it has begun
 	// (its first line is written), not only until the model asked for it.
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if b, _ := os.ReadFile(filepath.Join(dir, "effects.log")); strings.Contains(string(b), "started") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the slow command never started")
-		}
-		time.Sleep(20 * time.Millisecond) // watching a file another process writes
-	}
+	waitForFile(t, filepath.Join(dir, "effects.log"), "started", 30*time.Second)
 
 	// The slow command must be out of the terminal's reach: Ctrl-C is the
 	// chat's to handle, not the command's. Which session and process

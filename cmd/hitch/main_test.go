@@ -167,14 +167,7 @@ func TestKilledRunIsRecoveredAndReconciled(t *testing.T) {
 		}
 	}
 	// Wait until the body has acted, then kill the process mid-call.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if b, _ := os.ReadFile(filepath.Join(dir, "effects.log")); len(b) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the bash body never ran")
-		}
-	}
+	waitForFile(t, filepath.Join(dir, "effects.log"), "", 10*time.Second)
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 
@@ -672,6 +665,20 @@ func TestReadCommandsOnAnImmutableStore(t *testing.T) {
 	for _, args := range [][]string{{"runs", "show", run.ID}, {"runs", "events", run.ID}} {
 		if code, out, errOut := cli(t, append(args, "--db", db)...); code != exitOK {
 			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+}
+
+// waitForFile waits, at most within, until the file at path (written by
+// another process) holds want, or anything when want is empty.
+func waitForFile(t *testing.T, path, want string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(path); len(b) > 0 && strings.Contains(string(b), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s, %s does not hold %q", within, path, want)
 		}
 	}
 }
